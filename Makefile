@@ -1,0 +1,38 @@
+# The two commands of the quick start: `make demo` and `make test`. Both create .venv with
+# python3 -m venv when it is missing and install the project with its test extras first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.arena-installed
+export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
+
+.PHONY: demo test test-fast test-cuda lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,cuda,plots]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/arena-demo
+
+# Every test: the main suite, then the CUDA kernels in numba's simulator, which must be
+# switched on before numba is imported and so runs in its own pytest invocation.
+test: $(STAMP) lint
+	$(BIN)/python -m pytest tests --ignore=tests/cuda
+	NUMBA_ENABLE_CUDASIM=1 $(BIN)/python -m pytest tests/cuda
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest tests --ignore=tests/cuda --ignore=tests/integration
+
+lint: $(STAMP)
+	$(BIN)/ruff check server client_sim shared tests bench
+	$(BIN)/mypy server shared client_sim
+
+bench: $(STAMP)
+	$(BIN)/python bench/server_load.py
+	$(BIN)/python bench/hitreg.py
+
+clean:
+	rm -rf $(VENV) .numba_cache .pytest_cache .mypy_cache .ruff_cache demo-report.json

@@ -1,0 +1,1 @@
+"""Load-test bots: latency model, clock sync and the bot swarm that drives the server."""

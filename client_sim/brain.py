@@ -1,0 +1,147 @@
+"""What the bots decide to press: wander, strafe under fire, seek cover (vectorised).
+
+The brain sees only what a client sees: its own predicted position and, a few times a
+second, the nearest enemy in its interpolated view (``perceive``). Every tick it turns that
+into a move vector in world axes (length <= 1), a view yaw/pitch and buttons, for all bots
+in one pass over arrays.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from shared.arena_map import ArenaMap
+from shared.movement import BUTTON_JUMP, PLAYER_RADIUS
+
+__all__ = ["BotIntent", "Brain"]
+
+EYE_HEIGHT = 1.6
+COVER_STANDOFF = PLAYER_RADIUS + 0.4  # how far from a crate's face a bot crouches behind it
+
+
+class BotIntent:
+    """One tick's decisions for every bot (views into the brain's arrays)."""
+
+    __slots__ = ("buttons", "move", "pitch", "yaw")
+
+    def __init__(self, move: np.ndarray, yaw: np.ndarray, pitch: np.ndarray, buttons: np.ndarray):
+        self.move, self.yaw, self.pitch, self.buttons = move, yaw, pitch, buttons
+
+
+def _cover_points(arena: ArenaMap) -> tuple[np.ndarray, np.ndarray]:
+    """Points just outside each face of each low cover box, and the box centres behind them."""
+    points, centres = [], []
+    for lo, hi, kind in zip(arena.box_min, arena.box_max, arena.box_kind, strict=True):
+        if kind != "cover":
+            continue
+        cx, cy = (lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2
+        for x, y in (
+            (lo[0] - COVER_STANDOFF, cy),
+            (hi[0] + COVER_STANDOFF, cy),
+            (cx, lo[1] - COVER_STANDOFF),
+            (cx, hi[1] + COVER_STANDOFF),
+        ):
+            points.append((x, y))
+            centres.append((cx, cy))
+    return np.array(points).reshape(-1, 2), np.array(centres).reshape(-1, 2)
+
+
+class Brain:
+    def __init__(
+        self,
+        count: int,
+        arena: ArenaMap,
+        rng: np.random.Generator,
+        cover_seeking: float = 0.5,
+        engage_range: float = 25.0,
+    ) -> None:
+        self.count = count
+        self.arena = arena
+        self.rng = rng
+        self.cover_seeking = cover_seeking
+        self.engage_range = engage_range
+        self.goal = self._random_points(count)
+        self.goal_deadline = np.zeros(count)
+        self.in_cover_mode = np.zeros(count, dtype=bool)
+        self.strafe_phase = rng.uniform(0.0, 2 * math.pi, count)
+        self.strafe_rate = rng.uniform(2.0, 5.0, count)  # radians per second
+        self.threat = np.zeros((count, 3))
+        self.has_threat = np.zeros(count, dtype=bool)
+        self.cover_points, self.cover_centres = _cover_points(arena)
+        self._move = np.zeros((count, 2))
+        self._yaw = np.zeros(count)
+        self._pitch = np.zeros(count)
+        self._buttons = np.zeros(count, dtype=np.int64)
+
+    def _random_points(self, n: int) -> np.ndarray:
+        lo = self.arena.bounds_min + 1.0
+        hi = self.arena.bounds_max - 1.0
+        return self.rng.uniform(lo, hi, size=(n, 2))
+
+    def perceive(self, bot: int, own: np.ndarray, enemies: np.ndarray) -> None:
+        """Note the nearest enemy (feet positions, ``(K, 3)``) within range, or none."""
+        if len(enemies):
+            distance = np.linalg.norm(enemies[:, :2] - own[:2], axis=1)
+            nearest = int(np.argmin(distance))
+            if distance[nearest] <= self.engage_range:
+                newly = not self.has_threat[bot]
+                self.threat[bot] = enemies[nearest]
+                self.has_threat[bot] = True
+                if newly and self.rng.random() < self.cover_seeking:
+                    self._seek_cover(bot, own)
+                return
+        self.has_threat[bot] = False
+        self.in_cover_mode[bot] = False
+
+    def _seek_cover(self, bot: int, own: np.ndarray) -> None:
+        """Head for the nearest cover point that has a crate between it and the threat."""
+        if not len(self.cover_points):
+            return
+        away = self.cover_points - self.cover_centres
+        towards_threat = self.threat[bot, :2] - self.cover_centres
+        shielded = np.einsum("ij,ij->i", away, towards_threat) < 0.0
+        if not shielded.any():
+            return
+        distance = np.linalg.norm(self.cover_points - own[:2], axis=1)
+        choice = int(np.argmin(np.where(shielded, distance, np.inf)))
+        self.goal[bot] = self.cover_points[choice]
+        self.in_cover_mode[bot] = True
+
+    def decide(self, pos: np.ndarray, now: float, dt: float) -> BotIntent:
+        """This tick's inputs for every bot, from its predicted feet position ``(N, 3)``."""
+        to_goal = self.goal - pos[:, :2]
+        distance = np.linalg.norm(to_goal, axis=1)
+        arrived = (distance < 0.75) & ~self.in_cover_mode
+        expired = now >= self.goal_deadline
+        fresh = np.flatnonzero(arrived | expired)
+        if len(fresh):
+            self.goal[fresh] = self._random_points(len(fresh))
+            self.goal_deadline[fresh] = now + self.rng.uniform(3.0, 8.0, len(fresh))
+            self.in_cover_mode[fresh] = False
+            to_goal[fresh] = self.goal[fresh] - pos[fresh, :2]
+            distance[fresh] = np.linalg.norm(to_goal[fresh], axis=1)
+
+        heading = to_goal / np.maximum(distance, 1e-9)[:, None]
+        settled = self.in_cover_mode & (distance < 0.5)
+        move = np.where(settled[:, None], 0.0, heading)
+
+        self.strafe_phase += self.strafe_rate * dt
+        to_threat = self.threat[:, :2] - pos[:, :2]
+        threat_distance = np.maximum(np.linalg.norm(to_threat, axis=1), 1e-9)
+        sideways = np.stack((-to_threat[:, 1], to_threat[:, 0]), axis=1) / threat_distance[:, None]
+        strafing = self.has_threat & ~self.in_cover_mode
+        move = move + np.where(
+            strafing[:, None], sideways * np.sin(self.strafe_phase)[:, None], 0.0
+        )
+        length = np.linalg.norm(move, axis=1)
+        self._move[:] = move / np.maximum(length, 1.0)[:, None]
+
+        look = np.where(self.has_threat[:, None], to_threat, heading)
+        self._yaw[:] = np.arctan2(look[:, 1], look[:, 0])
+        rise = self.threat[:, 2] - pos[:, 2]
+        self._pitch[:] = np.where(self.has_threat, np.arctan2(rise, threat_distance), 0.0)
+        jumping = self.rng.random(self.count) < 0.005
+        self._buttons[:] = np.where(jumping, BUTTON_JUMP, 0)
+        return BotIntent(self._move, self._yaw, self._pitch, self._buttons)

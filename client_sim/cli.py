@@ -1,0 +1,205 @@
+"""``arena-bots``: spawn load-test bots against a running node and report what they saw."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import concurrent.futures
+import functools
+import json
+import multiprocessing
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import aiohttp
+
+from .latency import HELP_TEXT, LatencySpecError, LinkProfile, draw_bot, parse_distribution
+from .latency import parse_duration as parse_spec_duration
+from .report import build_report, format_summary
+from .swarm import Swarm, SwarmConfig, SwarmResult, run_swarm
+
+__all__ = ["BotRun", "main", "run_bots"]
+
+DEFAULT_LATENCY = "mix(0.6*lognormal(median=40ms,sigma=0.4), 0.4*lognormal(median=140ms,sigma=0.3))"
+
+
+@dataclass(frozen=True, slots=True)
+class BotRun:
+    """Everything one ``arena-bots`` run needs, validated."""
+
+    url: str
+    count: int
+    duration: float
+    latency: str
+    jitter_ms: float
+    loss: float
+    clock_offset: str
+    seed: int
+    workers: int
+    interp_delay: float
+
+    def swarm_configs(self) -> list[SwarmConfig]:
+        """Split the bots over the workers; bot ``i`` is the same bot whatever the split."""
+        rtt = parse_distribution(self.latency, label="latency")
+        profile = LinkProfile(
+            jitter_ms=self.jitter_ms,
+            loss=self.loss,
+            clock_offset=parse_distribution(self.clock_offset, signed=True, label="clock offset"),
+        )
+        bots = [draw_bot(i, seed=self.seed, rtt=rtt, profile=profile) for i in range(self.count)]
+        shares = [bots[w :: self.workers] for w in range(self.workers)]
+        return [
+            SwarmConfig(
+                url=self.url,
+                bots=tuple(share),
+                duration=self.duration,
+                seed=self.seed * 1000 + w,
+                interp_delay=self.interp_delay,
+            )
+            for w, share in enumerate(shares)
+            if share
+        ]
+
+
+def _health_url(ws_url: str) -> str:
+    parts = urlsplit(ws_url)
+    scheme = {"ws": "http", "wss": "https"}.get(parts.scheme, "http")
+    return urlunsplit((scheme, parts.netloc, "/health", "", ""))
+
+
+async def fetch_health(ws_url: str) -> dict[str, Any] | None:
+    """The node's /health, or None when it cannot be read (the report says n/a)."""
+    try:
+        async with aiohttp.ClientSession() as session:
+            async with session.get(_health_url(ws_url), timeout=aiohttp.ClientTimeout(total=5)) as r:
+                return await r.json() if r.status == 200 else None
+    except (aiohttp.ClientError, TimeoutError, ValueError):
+        return None
+
+
+def _progress(prefix: str, line: str) -> None:
+    print(f"{prefix}{line}", file=sys.stderr, flush=True)
+
+
+async def run_bots(run: BotRun, progress: bool = True) -> dict[str, Any]:
+    """Run the bots (in-process, or over worker processes) and build the report."""
+    configs = run.swarm_configs()
+    before = await fetch_health(run.url)
+    result = SwarmResult()
+    if len(configs) == 1:
+        callback = functools.partial(_progress, "arena-bots: ") if progress else None
+        result = await Swarm(configs[0]).run(callback)
+    else:
+        loop = asyncio.get_running_loop()
+        context = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(len(configs), mp_context=context) as pool:
+            futures = [
+                loop.run_in_executor(
+                    pool, run_swarm, config,
+                    functools.partial(_progress, f"arena-bots[w{w}]: ") if progress else None,
+                )
+                for w, config in enumerate(configs)
+            ]
+            for partial_result in await asyncio.gather(*futures):
+                result.merge(partial_result)
+    after = await fetch_health(run.url)
+    return build_report(
+        result, latency_spec=run.latency, workers=len(configs),
+        server_before=before, server_after=after,
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="arena-bots",
+        description="Spawn load-test bots that play against an Arena node like real clients "
+        "(prediction, reconciliation, interpolation) over modelled, latency-distributed links.",
+        epilog=HELP_TEXT,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--server", default="ws://127.0.0.1:7777/ws",
+                        help="the node's WebSocket URL (default: %(default)s)")
+    parser.add_argument("--count", type=int, default=40, help="bots to run (default: 40)")
+    parser.add_argument("--duration", type=float, default=20.0,
+                        help="seconds to play (default: 20)")
+    parser.add_argument("--latency", default=DEFAULT_LATENCY,
+                        help="distribution of each bot's base round-trip time (grammar below; "
+                        "default: a two-continent mix)")
+    parser.add_argument("--jitter", default="2ms",
+                        help="mean per-packet extra one-way delay (default: 2ms)")
+    parser.add_argument("--loss", type=float, default=0.0,
+                        help="probability a packet needs a TCP retransmission (default: 0)")
+    parser.add_argument("--clock-offset", default="uniform(-200ms,200ms)",
+                        help="distribution of each bot's clock error (default: %(default)s)")
+    parser.add_argument("--interp-delay", default="100ms",
+                        help="how far in the past bots render others (default: 100ms)")
+    parser.add_argument("--seed", type=int, default=1, help="population seed (default: 1)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="processes to spread the bots over (default: 1)")
+    parser.add_argument("--json", metavar="PATH", help="also write the report as JSON here")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    return parser
+
+
+def parse_run(args: argparse.Namespace) -> BotRun:
+    """Validate the command line; raises ValueError with a one-line message."""
+    if args.count < 1:
+        raise ValueError("--count must be at least 1")
+    if args.duration <= 0:
+        raise ValueError("--duration must be positive")
+    if not 1 <= args.workers <= 64:
+        raise ValueError("--workers must be between 1 and 64")
+    if not 0.0 <= args.loss <= 1.0:
+        raise ValueError("--loss is a probability between 0 and 1")
+    if urlsplit(args.server).scheme not in ("ws", "wss"):
+        raise ValueError(f"--server must be a ws:// or wss:// URL, got {args.server!r}")
+    run = BotRun(
+        url=args.server,
+        count=args.count,
+        duration=args.duration,
+        latency=args.latency,
+        jitter_ms=parse_spec_duration(args.jitter, label="jitter") * 1000.0,
+        loss=args.loss,
+        clock_offset=args.clock_offset,
+        seed=args.seed,
+        workers=min(args.workers, args.count),
+        interp_delay=parse_spec_duration(args.interp_delay, label="interp delay"),
+    )
+    run.swarm_configs()  # parses the distributions now, so errors surface before connecting
+    return run
+
+
+def write_report(report: dict[str, Any], path: str | None) -> None:
+    if path:
+        Path(path).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        run = parse_run(args)
+    except (LatencySpecError, ValueError) as error:
+        print(f"arena-bots: {error}", file=sys.stderr)
+        return 2
+    try:
+        report = asyncio.run(run_bots(replace(run), progress=not args.quiet))
+    except KeyboardInterrupt:
+        print("arena-bots: interrupted", file=sys.stderr)
+        return 130
+    print(format_summary(report))
+    try:
+        write_report(report, args.json)
+    except OSError as error:
+        print(f"arena-bots: cannot write {args.json}: {error.strerror}", file=sys.stderr)
+        return 1
+    if report["bots"]["connected"] == 0:
+        print(f"arena-bots: no bot could join {run.url}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

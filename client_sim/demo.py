@@ -1,0 +1,120 @@
+"""``arena-demo``: the front door. Start a node, play a two-continent match, report.
+
+It starts ``arena-server`` as a subprocess on a free loopback port, runs the bots against it
+with progress lines, prints the summary, writes ``demo-report.json`` (the same schema as
+``arena-bots --json``) and stops everything it started, also on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from .cli import DEFAULT_LATENCY, BotRun, run_bots, write_report
+from .report import format_summary
+
+__all__ = ["NodeProcess", "main", "start_node"]
+
+_LISTENING = re.compile(r"event=listening url=(\S+)")
+
+
+class NodeProcess:
+    """A node running as a child process, and the URL it listens on."""
+
+    def __init__(self, process: subprocess.Popen[str], url: str) -> None:
+        self.process = process
+        self.url = url
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """SIGTERM (the node closes its sockets cleanly), then SIGKILL if it hangs."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+@contextlib.contextmanager
+def start_node(*args: str, startup_timeout: float = 30.0) -> Iterator[NodeProcess]:
+    """Run ``arena-server --port 0 ARGS`` until the block ends; yields once it listens."""
+    command = [sys.executable, "-m", "server.cli", "--host", "127.0.0.1", "--port", "0", *args]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    node: NodeProcess | None = None
+    try:
+        deadline = time.monotonic() + startup_timeout
+        assert process.stdout is not None
+        while node is None:
+            line = process.stdout.readline()
+            if not line:
+                raise RuntimeError(f"the node exited during start-up (code {process.wait()})")
+            if match := _LISTENING.search(line):
+                node = NodeProcess(process, match.group(1))
+            elif time.monotonic() > deadline:
+                raise RuntimeError("the node did not start listening in time")
+        yield node
+    finally:
+        (node or NodeProcess(process, "")).stop()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="arena-demo",
+        description="Start an Arena node on a free loopback port, play a match with bots on "
+        "two continents' latencies, print a summary and write a JSON report.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--bots", type=int, default=40, help="bots in the match")
+    parser.add_argument("--duration", type=float, default=20.0, help="seconds to play")
+    parser.add_argument("--latency", default=DEFAULT_LATENCY, help="bots' RTT distribution")
+    parser.add_argument("--tick-rate", type=int, default=60, help="the node's tick rate (Hz)")
+    parser.add_argument("--seed", type=int, default=1, help="bot population seed")
+    parser.add_argument("--json", default="demo-report.json", metavar="PATH",
+                        help="where to write the report")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.bots < 1 or args.duration <= 0:
+        print("arena-demo: --bots must be >= 1 and --duration > 0", file=sys.stderr)
+        return 2
+    print(f"arena-demo: starting a node at {args.tick_rate} Hz on a free loopback port",
+          flush=True)
+    try:
+        with start_node("--tick-rate", str(args.tick_rate), "--node-id", "demo-1") as node:
+            print(f"arena-demo: node listening at {node.url}; {args.bots} bots for "
+                  f"{args.duration:g} s, RTT model {args.latency}", flush=True)
+            run = BotRun(
+                url=node.url, count=args.bots, duration=args.duration, latency=args.latency,
+                jitter_ms=2.0, loss=0.0, clock_offset="uniform(-200ms,200ms)", seed=args.seed,
+                workers=1, interp_delay=0.1,
+            )
+            report = asyncio.run(run_bots(run))
+    except (RuntimeError, ValueError) as error:
+        print(f"arena-demo: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("arena-demo: interrupted; the node was stopped", file=sys.stderr)
+        return 130
+    print(format_summary(report))
+    write_report(report, args.json)
+    print(f"arena-demo: report written to {Path(args.json).resolve()}")
+    return 0 if report["bots"]["connected"] == args.bots else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

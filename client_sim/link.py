@@ -1,0 +1,192 @@
+"""The per-bot link model: one delay line per direction (sans-I/O).
+
+The kernel here has no netem, so latency is modelled in the bot process: a message the bot
+sends is written to the socket when its ``up`` line releases it, and a message the bot
+reads is handed to the game when its ``down`` line releases it. Each packet's one-way delay
+is ``RTT/2`` + exponential jitter + (with probability ``loss``) one retransmission timeout,
+and since the transport is TCP a packet never overtakes the one before it: its delivery
+time is at least the previous one's (head-of-line blocking). The asyncio driver calls
+:meth:`DelayLine.schedule`, sleeps until :meth:`DelayLine.next_due`, then drains
+:meth:`DelayLine.pop_due`; time is always a parameter.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+from client_sim.latency import BotParams
+
+__all__ = ["DOWN", "MIN_RTO", "UP", "BotLink", "DelayLine", "retransmission_timeout"]
+
+#: Linux's minimum retransmission timeout (RFC 6298 recommends 1 s; Linux uses 200 ms).
+MIN_RTO = 0.2
+
+#: Direction indices, also the spawn keys of the two RNG streams derived from a bot's seed.
+UP = 0  # bot -> server
+DOWN = 1  # server -> bot
+
+T = TypeVar("T")
+
+
+def retransmission_timeout(rtt: float) -> float:
+    """The extra delay of a lost packet: ``max(200 ms, 2 * RTT)``.
+
+    A simplification of RFC 6298 (``SRTT + 4 * RTTVAR``, floored at Linux's 200 ms) for a
+    connection whose RTT barely varies; a lost retransmission (probability ``loss**2``)
+    is not modelled.
+    """
+    return max(MIN_RTO, 2.0 * rtt)
+
+
+class DelayLine(Generic[T]):
+    """One direction of one bot's link: payloads in, payloads out when due, in order.
+
+    Random draws come from ``rng`` in blocks of ``block`` packets (one exponential and one
+    uniform array per block), so the per-packet cost is a few Python operations, and the
+    sequence of delays depends only on the RNG state, not on when packets are sent.
+    """
+
+    __slots__ = (
+        "_block",
+        "_extra",
+        "_i",
+        "_jitter",
+        "_last",
+        "_loss",
+        "_one_way",
+        "_queue",
+        "_random",
+        "_rng",
+        "_rto",
+        "_spike",
+        "packets",
+        "spikes",
+    )
+
+    def __init__(
+        self,
+        one_way: float,
+        *,
+        jitter: float = 0.0,
+        loss: float = 0.0,
+        rto: float = MIN_RTO,
+        rng: np.random.Generator | None = None,
+        block: int = 256,
+    ) -> None:
+        if not (math.isfinite(one_way) and one_way >= 0):
+            raise ValueError(f"one_way delay must be a finite number >= 0, got {one_way!r}")
+        if not (math.isfinite(jitter) and jitter >= 0):
+            raise ValueError(f"jitter must be a finite number >= 0, got {jitter!r}")
+        if not 0.0 <= loss <= 1.0:
+            raise ValueError(f"loss must be a probability in [0, 1], got {loss!r}")
+        if not (math.isfinite(rto) and rto >= 0):
+            raise ValueError(f"rto must be a finite number >= 0, got {rto!r}")
+        if block < 1:
+            raise ValueError(f"block must be >= 1, got {block!r}")
+        self._random = jitter > 0 or loss > 0
+        if self._random and rng is None:
+            raise ValueError("a delay line with jitter or loss needs an rng")
+        self._one_way = float(one_way)
+        self._jitter = float(jitter)
+        self._loss = float(loss)
+        self._rto = float(rto)
+        self._rng = rng
+        self._block = int(block)
+        self._extra: list[float] = []
+        self._spike: list[bool] = []
+        self._i = self._block  # empty: the first packet refills
+        self._last = -math.inf
+        self._queue: deque[tuple[float, T]] = deque()
+        #: Packets scheduled so far.
+        self.packets = 0
+        #: Packets that were "lost" and paid a retransmission timeout.
+        self.spikes = 0
+
+    def _refill(self) -> None:
+        rng = self._rng
+        assert rng is not None
+        n = self._block
+        if self._jitter > 0:
+            extra = rng.exponential(self._jitter, n)
+        else:
+            extra = np.zeros(n)
+        if self._loss > 0:
+            lost = rng.random(n) < self._loss
+            extra += lost * self._rto
+            self._spike = lost.tolist()
+        else:
+            self._spike = [False] * n
+        self._extra = extra.tolist()
+        self._i = 0
+
+    def schedule(self, now: float, payload: T) -> float:
+        """Queue ``payload`` sent at ``now``; return when it will be delivered."""
+        due = now + self._one_way
+        if self._random:
+            if self._i == self._block:
+                self._refill()
+            i = self._i
+            due += self._extra[i]
+            if self._spike[i]:
+                self.spikes += 1
+            self._i = i + 1
+        if due < self._last:
+            due = self._last  # TCP: nothing overtakes the packet before it
+        self._last = due
+        self._queue.append((due, payload))
+        self.packets += 1
+        return due
+
+    def pop_due(self, now: float) -> list[T]:
+        """Payloads delivered by ``now`` (due time <= now), oldest first."""
+        queue = self._queue
+        out: list[T] = []
+        while queue and queue[0][0] <= now:
+            out.append(queue.popleft()[1])
+        return out
+
+    def next_due(self) -> float | None:
+        """When the next payload is delivered, or ``None`` if nothing is in flight."""
+        return self._queue[0][0] if self._queue else None
+
+    def __len__(self) -> int:
+        """Payloads in flight."""
+        return len(self._queue)
+
+    @property
+    def one_way(self) -> float:
+        return self._one_way
+
+
+@dataclass(frozen=True, slots=True)
+class BotLink:
+    """Both directions of one bot's link: same RTT, independent RNG streams."""
+
+    up: DelayLine[Any]  # bot -> server
+    down: DelayLine[Any]  # server -> bot
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.up, DelayLine) or not isinstance(self.down, DelayLine):
+            raise TypeError("BotLink needs two DelayLine objects")
+
+    @classmethod
+    def for_bot(cls, params: BotParams, *, block: int = 256) -> BotLink:
+        """The link of a drawn bot; the same params give the same delays, packet by packet."""
+
+        def line(direction: int) -> DelayLine[Any]:
+            seq = np.random.SeedSequence(params.link_seed, spawn_key=(direction,))
+            return DelayLine(
+                params.rtt / 2.0,
+                jitter=params.jitter,
+                loss=params.loss,
+                rto=retransmission_timeout(params.rtt),
+                rng=np.random.default_rng(seq),
+                block=block,
+            )
+
+        return cls(up=line(UP), down=line(DOWN))

@@ -1,0 +1,116 @@
+"""The bots' report: JSON for machines (field names are stable), a summary for people.
+
+Every figure comes from a measurement: RTTs from the bots' own ping/pong round trips through
+their modelled links, tick durations from the server's ``/health``, prediction error from
+reconciliation, bandwidth from the bytes the bots' sockets carried.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .swarm import SwarmResult
+
+__all__ = ["build_report", "format_summary"]
+
+
+def _pct(values: list[float] | np.ndarray, q: float, scale: float = 1.0) -> float | None:
+    if len(values) == 0:
+        return None
+    return round(float(np.percentile(np.asarray(values), q)) * scale, 3)
+
+
+def _kbps(byte_counts: list[int], seconds: float) -> float | None:
+    if not byte_counts or seconds <= 0:
+        return None
+    return round(float(np.mean(byte_counts)) * 8 / 1000 / seconds, 2)
+
+
+def build_report(
+    result: SwarmResult,
+    *,
+    latency_spec: str,
+    workers: int,
+    server_before: dict[str, Any] | None,
+    server_after: dict[str, Any] | None,
+) -> dict[str, Any]:
+    after = server_after or {}
+    served = None
+    if server_before is not None and server_after is not None:
+        served = int(server_after["tick"]) - int(server_before["tick"])
+    bot_ticks = max(1, result.swarm_ticks * max(result.connected, 1))
+    acked = sum(result.inputs_acked)
+    sent = sum(result.inputs_sent)
+    return {
+        "bots": {
+            "requested": result.requested,
+            "connected": result.connected,
+            "workers": workers,
+        },
+        "ticks": {
+            "rate_hz": after.get("tick_rate"),
+            "served": served,
+            "p50_ms": after.get("tick_ms_p50"),
+            "p99_ms": after.get("tick_ms_p99"),
+            "overruns": after.get("tick_overruns"),
+        },
+        "latency_ms": {
+            "model": latency_spec,
+            "rtt_p50": _pct(result.rtt_samples, 50, 1000.0),
+            "rtt_p99": _pct(result.rtt_samples, 99, 1000.0),
+            "samples": len(result.rtt_samples),
+        },
+        "prediction": {
+            "error_p50_m": _pct(result.prediction_errors, 50),
+            "error_p99_m": _pct(result.prediction_errors, 99),
+            "samples": len(result.prediction_errors),
+        },
+        "bandwidth": {
+            "down_kbps_per_bot": _kbps(result.bytes_down, result.duration_s),
+            "up_kbps_per_bot": _kbps(result.bytes_up, result.duration_s),
+        },
+        "inputs": {
+            "sent": sent,
+            "acked": acked,
+            "acked_ratio": round(acked / sent, 4) if sent else None,
+        },
+        "snapshots": {
+            "received": sum(result.snapshots),
+            "per_bot_per_s": (
+                round(float(np.mean(result.snapshots)) / result.duration_s, 2)
+                if result.snapshots and result.duration_s > 0 else None
+            ),
+            "interpolation_misses": result.interpolation_misses,
+        },
+        "bot_process": {
+            "cpu_s": round(result.cpu_s, 3),
+            "cpu_us_per_bot_tick": round(result.cpu_s / bot_ticks * 1e6, 2),
+        },
+        "duration_s": round(result.duration_s, 3),
+        "errors": result.errors,
+    }
+
+
+def format_summary(report: dict[str, Any]) -> str:
+    def show(value: object, unit: str = "") -> str:
+        return "n/a" if value is None else f"{value}{unit}"
+
+    b, t, lat = report["bots"], report["ticks"], report["latency_ms"]
+    p, bw, inp = report["prediction"], report["bandwidth"], report["inputs"]
+    lines = [
+        f"bots        {b['connected']}/{b['requested']} connected ({b['workers']} worker(s))",
+        f"server      {show(t['served'])} ticks at {show(t['rate_hz'])} Hz, tick p50 "
+        f"{show(t['p50_ms'], ' ms')}, p99 {show(t['p99_ms'], ' ms')}, "
+        f"overruns {show(t['overruns'])}",
+        f"latency     measured RTT p50 {show(lat['rtt_p50'], ' ms')}, p99 "
+        f"{show(lat['rtt_p99'], ' ms')} (model {lat['model']})",
+        f"prediction  error p50 {show(p['error_p50_m'], ' m')}, p99 {show(p['error_p99_m'], ' m')}",
+        f"bandwidth   {show(bw['down_kbps_per_bot'], ' kbit/s')} down, "
+        f"{show(bw['up_kbps_per_bot'], ' kbit/s')} up per bot",
+        f"inputs      {inp['acked']}/{inp['sent']} acknowledged",
+    ]
+    if report["errors"]:
+        lines.append("errors      " + ", ".join(f"{k}={v}" for k, v in report["errors"].items()))
+    return "\n".join(lines)

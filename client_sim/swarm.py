@@ -1,0 +1,380 @@
+"""A swarm of bots in one process: one event loop, one tick for all of them.
+
+Each bot is a real client on its own WebSocket: it joins, syncs its clock with pings,
+predicts and reconciles its player, interpolates the others and sends one input per tick.
+What is per-bot I/O stays per bot (:class:`Bot`: a reader, a writer and the two delay lines
+of its simulated link); what is arithmetic runs once for the whole swarm over arrays
+(:class:`~client_sim.prediction.SwarmPredictor`, :class:`~client_sim.brain.Brain`).
+
+Every packet in either direction passes through the bot's :class:`~client_sim.link.BotLink`,
+so the server sees each bot's modelled latency, jitter and loss, and the RTTs the bots
+report are measured through it, never copied from the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+import aiohttp
+import numpy as np
+
+from shared import protocol
+from shared.arena_map import ArenaMap, default_map
+from shared.timestep import TickSchedule, run_tick_loop
+
+from .brain import Brain
+from .clock_sync import ClockSync
+from .interpolation import SnapshotBuffer
+from .latency import BotParams
+from .link import BotLink
+from .prediction import SwarmPredictor
+
+__all__ = ["Bot", "Swarm", "SwarmConfig", "SwarmResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class SwarmConfig:
+    url: str
+    bots: tuple[BotParams, ...]
+    duration: float
+    seed: int = 1
+    interp_delay: float = 0.1
+    ping_interval: float = 0.5
+    perceive_hz: float = 10.0
+    connect_timeout: float = 10.0
+    name_prefix: str = "bot"
+    arena: ArenaMap = field(default_factory=default_map)
+
+
+@dataclass(slots=True)
+class SwarmResult:
+    """Raw measurements of one swarm; :mod:`client_sim.report` turns them into the report."""
+
+    requested: int = 0
+    connected: int = 0
+    duration_s: float = 0.0
+    cpu_s: float = 0.0
+    swarm_ticks: int = 0
+    rtt_samples: list[float] = field(default_factory=list)
+    prediction_errors: list[float] = field(default_factory=list)
+    bytes_down: list[int] = field(default_factory=list)
+    bytes_up: list[int] = field(default_factory=list)
+    snapshots: list[int] = field(default_factory=list)
+    inputs_sent: list[int] = field(default_factory=list)
+    inputs_acked: list[int] = field(default_factory=list)
+    interpolation_misses: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+
+    def merge(self, other: SwarmResult) -> None:
+        self.requested += other.requested
+        self.connected += other.connected
+        self.duration_s = max(self.duration_s, other.duration_s)
+        self.cpu_s += other.cpu_s
+        self.swarm_ticks = max(self.swarm_ticks, other.swarm_ticks)
+        for name in ("rtt_samples", "prediction_errors", "bytes_down", "bytes_up",
+                     "snapshots", "inputs_sent", "inputs_acked"):
+            getattr(self, name).extend(getattr(other, name))
+        self.interpolation_misses += other.interpolation_misses
+        for code, count in other.errors.items():
+            self.errors[code] = self.errors.get(code, 0) + count
+
+
+class Bot:
+    """One bot's socket and what it has seen; ``index`` is its row in the swarm's arrays."""
+
+    def __init__(self, index: int, params: BotParams, swarm: Swarm) -> None:
+        self.index = index
+        self.params = params
+        self.swarm = swarm
+        self.link = BotLink.for_bot(params)
+        self.clock = ClockSync()
+        self.snapshots = SnapshotBuffer()
+        self.ws: aiohttp.ClientWebSocketResponse | None = None
+        self.welcome: protocol.WelcomeMessage | None = None
+        self.welcomed_local = 0.0
+        self.alive_link = False
+        self.latest_tick = -1
+        self.epoch = 0
+        self.bytes_down = 0
+        self.bytes_up = 0
+        self.snapshot_count = 0
+        self.inputs_sent = 0
+        self.next_ping = 0.0
+        self.ping_id = 0
+        self._outbox: deque[bytes] = deque()
+        self._wake = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+
+    def local_time(self) -> float:
+        """This bot's own clock: the true one plus the modelled offset."""
+        return self._loop.time() + self.params.clock_offset
+
+    def server_time(self) -> float:
+        """The bot's estimate of server time now (from pongs; from the welcome until then)."""
+        now = self.local_time()
+        if self.clock.samples:
+            return self.clock.server_time(now)
+        assert self.welcome is not None
+        return self.welcome.server_time + (now - self.welcomed_local)
+
+    # -- the link: everything goes through the delay lines ------------------------------
+
+    def send(self, frame: bytes) -> None:
+        due = self.link.up.schedule(self._loop.time(), frame)
+        self._loop.call_at(due, self._release_up, due)
+
+    def _release_up(self, due: float) -> None:
+        self._outbox.extend(self.link.up.pop_due(due))
+        self._wake.set()
+
+    def _release_down(self, due: float) -> None:
+        for data in self.link.down.pop_due(due):
+            self.swarm.deliver(self, data)
+
+    async def _write(self) -> None:
+        assert self.ws is not None
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._outbox and not self.ws.closed:
+                frame = self._outbox.popleft()
+                await self.ws.send_bytes(frame)
+                self.bytes_up += len(frame)
+
+    async def _read(self) -> None:
+        assert self.ws is not None
+        async for message in self.ws:
+            if message.type is aiohttp.WSMsgType.BINARY:
+                due = self.link.down.schedule(self._loop.time(), message.data)
+                self._loop.call_at(due, self._release_down, due)
+        self.alive_link = False
+
+    async def run(self, session: aiohttp.ClientSession, stop: asyncio.Event) -> None:
+        config = self.swarm.config
+        try:
+            async with asyncio.timeout(config.connect_timeout):
+                self.ws = await session.ws_connect(
+                    config.url,
+                    compress=0,
+                    max_msg_size=protocol.MAX_SERVER_FRAME_BYTES + 4096,
+                    autoping=True,
+                )
+        except (aiohttp.ClientError, OSError, TimeoutError) as error:
+            self.swarm.note_error(f"connect_failed:{type(error).__name__}")
+            return
+        self.alive_link = True
+        join = protocol.JoinMessage(
+            protocol.PROTOCOL_VERSION,
+            f"{config.name_prefix}-{self.params.index}",
+            interp_delay=config.interp_delay,
+        )
+        try:
+            async with asyncio.TaskGroup() as group:
+                reader = group.create_task(self._read())
+                writer = group.create_task(self._write())
+                self.send(protocol.encode(join))
+                await stop.wait()
+                self.alive_link = False
+                writer.cancel()
+                await self.ws.close()
+                await reader
+        except* (aiohttp.ClientError, ConnectionError) as errors:
+            for error in errors.exceptions:
+                self.swarm.note_error(f"connection_lost:{type(error).__name__}")
+        self.alive_link = False
+
+
+class Swarm:
+    def __init__(self, config: SwarmConfig) -> None:
+        self.config = config
+        self.count = len(config.bots)
+        self.bots: list[Bot] = []
+        self.rng = np.random.default_rng(config.seed)
+        self.errors: dict[str, int] = {}
+        self.predictor: SwarmPredictor | None = None
+        self.brain = Brain(self.count, config.arena, self.rng)
+        self.placed = np.zeros(self.count, dtype=bool)
+        self.tick_rate = 0
+        self.ticks_run = 0
+
+    def note_error(self, code: str) -> None:
+        self.errors[code] = self.errors.get(code, 0) + 1
+
+    # -- what arrives, after its modelled delay ------------------------------------------
+
+    def deliver(self, bot: Bot, data: bytes) -> None:
+        bot.bytes_down += len(data)
+        try:
+            message = protocol.decode_server(data)
+        except protocol.ProtocolError as error:
+            self.note_error(f"bad_frame:{error.code}")
+            return
+        if isinstance(message, protocol.SnapshotMessage):
+            self._on_snapshot(bot, message)
+        elif isinstance(message, protocol.PongMessage):
+            bot.clock.observe(message.t, message.server_time, bot.local_time())
+        elif isinstance(message, protocol.WelcomeMessage):
+            self._on_welcome(bot, message)
+        elif isinstance(message, protocol.ErrorMessage):
+            self.note_error(f"server:{message.code}")
+
+    def _on_welcome(self, bot: Bot, welcome: protocol.WelcomeMessage) -> None:
+        bot.welcome = welcome
+        bot.welcomed_local = bot.local_time()
+        bot.epoch = welcome.epoch
+        if self.predictor is None:
+            self.tick_rate = welcome.tick_rate
+            self.predictor = SwarmPredictor(self.count, self.config.arena, welcome.tick_rate)
+
+    def _on_snapshot(self, bot: Bot, snapshot: protocol.SnapshotMessage) -> None:
+        if self.predictor is None or snapshot.epoch < bot.epoch or snapshot.tick <= bot.latest_tick:
+            return
+        bot.epoch = snapshot.epoch
+        bot.latest_tick = snapshot.tick
+        bot.snapshot_count += 1
+        you = snapshot.you
+        if not self.placed[bot.index]:
+            self.predictor.place(bot.index, np.array(you[:3]), np.array(you[3:]))
+            self.placed[bot.index] = True
+        self.predictor.authoritative(bot.index, snapshot.ack, you)
+        bot.snapshots.push(snapshot.server_time, protocol.unpack_entities(snapshot.entities))
+
+    # -- one tick of the whole swarm -----------------------------------------------------
+
+    async def tick(self, tick: int) -> None:
+        predictor = self.predictor
+        if predictor is None:
+            return
+        self.ticks_run += 1
+        predictor.reconcile()
+        now = asyncio.get_running_loop().time()
+        self._perceive(tick)
+        intent = self.brain.decide(predictor.pos, now, 1.0 / self.tick_rate)
+        ready = np.flatnonzero(self.placed & self._linked())
+        if not len(ready):
+            return
+        seqs = predictor.apply(ready, intent.move[ready], intent.buttons[ready])
+        interp = self.config.interp_delay
+        for index, seq in zip(ready.tolist(), seqs.tolist(), strict=True):
+            bot = self.bots[index]
+            server_now = bot.server_time()
+            frame = protocol.encode_input(
+                seq=seq,
+                tick=max(0, int(server_now * self.tick_rate)),
+                move=(float(intent.move[index, 0]), float(intent.move[index, 1])),
+                yaw=float(intent.yaw[index]),
+                pitch=float(intent.pitch[index]),
+                buttons=int(intent.buttons[index]),
+                view_time=max(0.0, server_now - interp),
+                ack_tick=bot.latest_tick,
+            )
+            bot.send(frame)
+            bot.inputs_sent += 1
+            local = bot.local_time()
+            if local >= bot.next_ping:
+                bot.next_ping = local + self.config.ping_interval
+                bot.ping_id += 1
+                bot.send(protocol.encode(protocol.PingMessage(bot.ping_id, local)))
+
+    def _linked(self) -> np.ndarray:
+        return np.fromiter((b.alive_link for b in self.bots), dtype=bool, count=self.count)
+
+    def _perceive(self, tick: int) -> None:
+        """A few times a second each bot looks at its interpolated view (staggered)."""
+        assert self.predictor is not None
+        every = max(1, round(self.tick_rate / self.config.perceive_hz))
+        for index in range(tick % every, self.count, every):
+            bot = self.bots[index]
+            if not self.placed[index] or bot.welcome is None:
+                continue
+            view = bot.snapshots.view(bot.server_time() - self.config.interp_delay)
+            if view is None:
+                continue
+            others = (view.ids != bot.welcome.player_id) & view.alive
+            self.brain.perceive(index, self.predictor.pos[index], view.positions[others])
+
+    # -- the whole run -------------------------------------------------------------------
+
+    async def run(self, progress: Callable[[str], None] | None = None) -> SwarmResult:
+        config = self.config
+        loop = asyncio.get_running_loop()
+        self.bots = [Bot(i, params, self) for i, params in enumerate(config.bots)]
+        stop = asyncio.Event()
+        cpu_before, began = time.process_time(), loop.time()
+        connector = aiohttp.TCPConnector(limit=0)  # the default caps a session at 100 sockets
+        async with aiohttp.ClientSession(connector=connector) as session:
+            async with asyncio.TaskGroup() as group:
+                for bot in self.bots:
+                    group.create_task(bot.run(session, stop))
+                group.create_task(self._drive(stop, progress))
+        result = self._result(loop.time() - began, time.process_time() - cpu_before)
+        return result
+
+    async def _drive(self, stop: asyncio.Event, progress: Callable[[str], None] | None) -> None:
+        """Wait for the welcome, tick until the duration is over, then stop every bot."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.connect_timeout
+        while self.predictor is None and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+        if self.predictor is None:
+            stop.set()
+            return
+        schedule = TickSchedule(self.tick_rate, loop.time())
+        end = loop.time() + self.config.duration
+        ticker = asyncio.create_task(run_tick_loop(schedule, self.tick, loop.time))
+        try:
+            while loop.time() < end:
+                await asyncio.sleep(min(1.0, max(0.0, end - loop.time())))
+                if progress is not None:
+                    progress(self._progress_line(end - loop.time()))
+        finally:
+            ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ticker
+            stop.set()
+
+    def _progress_line(self, remaining: float) -> str:
+        connected = sum(b.welcome is not None and b.alive_link for b in self.bots)
+        rtts = [r for b in self.bots for r in b.clock.rtt_samples[-8:]]
+        rtt = f"{np.median(rtts) * 1000:.0f}ms" if rtts else "-"
+        errors = self.predictor.error_samples() if self.predictor is not None else np.zeros(0)
+        err = f"{np.percentile(errors, 99):.3f}m" if len(errors) else "-"
+        return (
+            f"bots {connected}/{self.count} connected, {max(0.0, remaining):4.0f}s left, "
+            f"rtt p50 {rtt}, prediction error p99 {err}"
+        )
+
+    def _result(self, duration: float, cpu: float) -> SwarmResult:
+        predictor = self.predictor
+        welcomed = [b for b in self.bots if b.welcome is not None]
+        return SwarmResult(
+            requested=self.count,
+            connected=len(welcomed),
+            duration_s=duration,
+            cpu_s=cpu,
+            swarm_ticks=self.ticks_run,
+            rtt_samples=[r for b in self.bots for r in b.clock.rtt_samples],
+            prediction_errors=(
+                predictor.error_samples().tolist() if predictor is not None else []
+            ),
+            bytes_down=[b.bytes_down for b in welcomed],
+            bytes_up=[b.bytes_up for b in welcomed],
+            snapshots=[b.snapshot_count for b in welcomed],
+            inputs_sent=[b.inputs_sent for b in welcomed],
+            inputs_acked=(
+                [int(predictor.acked[b.index] + 1) for b in welcomed]
+                if predictor is not None else []
+            ),
+            interpolation_misses=sum(b.snapshots.misses for b in self.bots),
+            errors=dict(self.errors),
+        )
+
+
+def run_swarm(config: SwarmConfig, progress: Callable[[str], None] | None = None) -> SwarmResult:
+    """Run a swarm to completion in a fresh event loop (also the worker processes' entry)."""
+    return asyncio.run(Swarm(config).run(progress))
+

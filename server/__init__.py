@@ -1,0 +1,1 @@
+"""The authoritative regional node: tick loop, world, history and the aiohttp edge."""

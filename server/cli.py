@@ -1,0 +1,105 @@
+"""``arena-server``: run one regional node until SIGTERM or Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+
+from aiohttp import web
+
+from shared.arena_map import MapError, default_map, load_map
+
+from .app import NODE, NodeConfig, create_app
+from .logs import configure_logging
+
+__all__ = ["main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="arena-server",
+        description="Run one authoritative Arena node: a fixed-tick match that players join "
+        "over WebSocket (ws://HOST:PORT/ws), with /health (JSON) and /metrics (Prometheus).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--region", default="local", help="region name reported to clients")
+    parser.add_argument("--node-id", default="node-1", help="this node's name in logs and /health")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument(
+        "--port", type=int, default=7777, help="TCP port; 0 picks a free one (printed on start)"
+    )
+    parser.add_argument(
+        "--tick-rate", type=int, default=60, help="simulation ticks per second (20-128)"
+    )
+    parser.add_argument(
+        "--max-players", type=int, default=300, help="seats in the match; joins beyond are refused"
+    )
+    parser.add_argument(
+        "--history-seconds",
+        type=float,
+        default=1.0,
+        help="how much snapshot history the node keeps for lag compensation",
+    )
+    parser.add_argument(
+        "--map", default=None, help="map JSON file (default: the embedded courtyard)"
+    )
+    parser.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+    )
+    return parser
+
+
+async def _serve(config: NodeConfig, host: str, port: int) -> None:
+    app = create_app(config)
+    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=2.0)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    bound = runner.addresses[0][1] if runner.addresses else port
+    node = app[NODE]
+    print(f"event=listening url=ws://{host}:{bound}/ws {node.log_context}", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        print(f"event=stopping {node.log_context}", flush=True)
+        await runner.cleanup()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    configure_logging(args.log_level)
+    try:
+        arena = load_map(args.map) if args.map else default_map()
+        config = NodeConfig(
+            region=args.region,
+            node_id=args.node_id,
+            tick_rate=args.tick_rate,
+            max_players=args.max_players,
+            history_seconds=args.history_seconds,
+            arena=arena,
+        )
+    except (MapError, ValueError) as error:
+        print(f"arena-server: {error}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(_serve(config, args.host, args.port))
+    except OSError as error:
+        print(
+            f"arena-server: cannot listen on {args.host}:{args.port}: {error.strerror}",
+            file=sys.stderr,
+        )
+        return 1
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""Untrusted player inputs: sanitising and the per-player jitter buffer (sans-I/O).
+
+The server never takes a position, velocity or health from a client. What a client may
+say is what it pressed; this module decides which of those claims are usable:
+
+* :func:`sanitize` clamps a move vector longer than 1 back onto the unit circle and rejects
+  view angles outside their range (the codec has already rejected NaN and wrong types).
+* :class:`InputBuffer` orders inputs by sequence number and releases one per tick, so
+  network jitter does not turn into jerky movement. When a player's inputs stop arriving
+  the last one repeats (the usual server behaviour, it keeps a running player running);
+  when they pile up beyond ``max_depth`` (a burst after a stall), the surplus is applied
+  in the same tick so the player catches up instead of lagging further behind.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections import deque
+from dataclasses import dataclass, replace
+
+from shared.protocol import InputMessage
+
+__all__ = ["InputBuffer", "InputVerdict", "SanitizeResult", "sanitize"]
+
+HALF_PI = math.pi / 2.0
+
+
+class InputVerdict(enum.Enum):
+    ACCEPTED = "accepted"
+    CLAMPED = "clamped"
+    STALE = "stale"  # a sequence number already received: a duplicate or a replay
+    TOO_FAR_AHEAD = "too_far_ahead"
+    BAD_ANGLE = "bad_angle"
+
+    @property
+    def usable(self) -> bool:
+        return self in (InputVerdict.ACCEPTED, InputVerdict.CLAMPED)
+
+
+@dataclass(frozen=True, slots=True)
+class SanitizeResult:
+    verdict: InputVerdict
+    message: InputMessage | None
+
+
+def sanitize(message: InputMessage) -> SanitizeResult:
+    """Clamp what can be clamped, reject what cannot; never trust the client."""
+    if not (-math.pi <= message.yaw <= math.pi and -HALF_PI <= message.pitch <= HALF_PI):
+        return SanitizeResult(InputVerdict.BAD_ANGLE, None)
+    mx, my = message.move
+    length = math.sqrt(mx * mx + my * my)
+    if length > 1.0:
+        clamped = replace(message, move=(mx / length, my / length))
+        return SanitizeResult(InputVerdict.CLAMPED, clamped)
+    return SanitizeResult(InputVerdict.ACCEPTED, message)
+
+
+@dataclass(slots=True)
+class InputBuffer:
+    """One player's pending inputs, released one per tick in sequence order."""
+
+    max_depth: int = 4
+    future_window: int = 120  # two seconds of inputs at 60 Hz; further ahead is a lie
+    pending: deque[InputMessage] = None  # type: ignore[assignment]
+    last_received: int = -1
+    last_applied: InputMessage | None = None
+    starved_ticks: int = 0
+
+    def __post_init__(self) -> None:
+        self.pending = deque()
+
+    @property
+    def acked(self) -> int:
+        """Highest sequence number applied to the world (-1 before the first)."""
+        return -1 if self.last_applied is None else self.last_applied.seq
+
+    def offer(self, message: InputMessage) -> InputVerdict:
+        """Queue a sanitised input, or say why it is refused."""
+        if message.seq <= self.last_received:
+            return InputVerdict.STALE
+        if self.last_received >= 0 and message.seq > self.last_received + self.future_window:
+            return InputVerdict.TOO_FAR_AHEAD
+        self.last_received = message.seq
+        self.pending.append(message)
+        return InputVerdict.ACCEPTED
+
+    def take(self) -> list[InputMessage]:
+        """The inputs to apply this tick, oldest first; empty means "repeat the last one"."""
+        if not self.pending:
+            self.starved_ticks += 1
+            return []
+        count = max(1, len(self.pending) - self.max_depth + 1)
+        taken = [self.pending.popleft() for _ in range(count)]
+        self.last_applied = taken[-1]
+        return taken

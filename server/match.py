@@ -1,0 +1,199 @@
+"""One match: the authoritative tick over its world (sans-I/O).
+
+A tick is: drain the inputs due at T, simulate movement, append snapshot T to history, and
+encode snapshot T once for everybody. The asyncio edge (:mod:`server.app`) feeds inputs in
+with their arrival time and sends what :meth:`Match.tick` returns; nothing else writes the
+world. Time is a parameter everywhere: server time is ``tick / tick_rate``.
+"""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from shared import protocol
+from shared.arena_map import ArenaMap
+from shared.movement import MovementParams, step
+from shared.protocol import InputMessage
+
+from .history import HistoryRing
+from .inputs import InputBuffer, InputVerdict, sanitize
+from .rtt import RttEstimator, TickSendLog
+from .world import World
+
+__all__ = ["Match", "MatchConfig", "MatchFull", "PlayerSeat", "TickResult"]
+
+
+class MatchFull(Exception):
+    """Every seat is taken; the caller tells the client so."""
+
+
+@dataclass(frozen=True, slots=True)
+class MatchConfig:
+    arena: ArenaMap
+    tick_rate: int = 60
+    max_players: int = 300
+    history_seconds: float = 1.0
+    input_max_depth: int = 4
+    movement: MovementParams = field(default_factory=MovementParams)
+
+    @property
+    def history_ticks(self) -> int:
+        return max(2, round(self.history_seconds * self.tick_rate) + 1)
+
+
+@dataclass(slots=True)
+class PlayerSeat:
+    """What the match knows of one connected player beyond the world arrays."""
+
+    slot: int
+    name: str
+    interp_delay: float
+    inputs: InputBuffer
+    rtt: RttEstimator = field(default_factory=RttEstimator)
+
+
+@dataclass(frozen=True, slots=True)
+class TickResult:
+    tick: int
+    server_time: float
+    body: bytes  # the shared part of snapshot T, encoded once
+    events: list[dict[str, Any]]
+
+
+class Match:
+    def __init__(self, config: MatchConfig, epoch: int = 0) -> None:
+        self.config = config
+        self.epoch = epoch
+        self.world = World(config.max_players)
+        self.history = HistoryRing(config.history_ticks, config.max_players)
+        self.seats: dict[int, PlayerSeat] = {}
+        self.tick_number = 0
+        self.sent = TickSendLog()
+        self.counters: collections.Counter[str] = collections.Counter()
+        self._events: list[dict[str, Any]] = []
+        self._joins = 0
+
+    @property
+    def server_time(self) -> float:
+        return self.tick_number / self.config.tick_rate
+
+    # -- seats -------------------------------------------------------------------------
+
+    def join(self, name: str, interp_delay: float) -> PlayerSeat:
+        slot = self.world.free_slot()
+        if slot is None:
+            raise MatchFull(f"the match is full ({self.config.max_players} players)")
+        x, y = self.config.arena.spawn_point(self._joins)
+        self._joins += 1
+        self.world.seat(slot, x, y)
+        seat = PlayerSeat(slot, name, interp_delay, InputBuffer(self.config.input_max_depth))
+        self.seats[slot] = seat
+        self._events.append({"kind": "join", "player": slot})
+        return seat
+
+    def leave(self, slot: int) -> None:
+        if self.seats.pop(slot, None) is not None:
+            self.world.vacate(slot)
+            self._events.append({"kind": "leave", "player": slot})
+
+    # -- inputs --------------------------------------------------------------------------
+
+    def receive_input(self, slot: int, message: InputMessage, arrival: float) -> InputVerdict:
+        """Queue one decoded input from ``slot`` that arrived at ``arrival`` (server clock)."""
+        seat = self.seats[slot]
+        sent_at = self.sent.sent_at(message.ack_tick) if message.ack_tick >= 0 else None
+        if sent_at is not None:
+            seat.rtt.observe(arrival - sent_at)
+        checked = sanitize(message)
+        verdict = checked.verdict
+        if checked.message is not None:
+            queued = seat.inputs.offer(checked.message)
+            if queued is not InputVerdict.ACCEPTED:
+                verdict = queued
+        self.counters[f"input_{verdict.value}"] += 1
+        return verdict
+
+    def _gather_inputs(self) -> list[tuple[int, list[InputMessage]]]:
+        """Set each player's input for this tick; return surplus inputs to catch up on."""
+        world = self.world
+        surplus = []
+        for slot, seat in self.seats.items():
+            taken = seat.inputs.take()
+            if not taken:
+                self.counters["input_repeated"] += 1
+                continue
+            first = taken[0]
+            world.move[slot] = first.move
+            world.buttons[slot] = first.buttons
+            last = taken[-1]
+            world.yaw[slot], world.pitch[slot] = last.yaw, last.pitch
+            self.counters["input_applied"] += len(taken)
+            if len(taken) > 1:
+                surplus.append((slot, taken[1:]))
+        return surplus
+
+    # -- the tick ------------------------------------------------------------------------
+
+    def _simulate(self, slots: np.ndarray, move: np.ndarray, buttons: np.ndarray) -> None:
+        world, dt = self.world, 1.0 / self.config.tick_rate
+        world.pos[slots], world.vel[slots] = step(
+            world.pos[slots],
+            world.vel[slots],
+            move,
+            buttons,
+            dt,
+            self.config.arena,
+            self.config.movement,
+        )
+
+    def tick(self, tick: int | None = None) -> TickResult:
+        """Advance the world one tick and encode the snapshot everyone shares."""
+        self.tick_number = self.tick_number + 1 if tick is None else tick
+        world = self.world
+        surplus = self._gather_inputs()
+        moving = np.flatnonzero(world.active & world.alive)
+        if len(moving):
+            self._simulate(moving, world.move[moving], world.buttons[moving])
+        # Catch-up: a player whose inputs piled up runs its surplus inputs this tick too.
+        depth = 0
+        while True:
+            batch = [(slot, extra[depth]) for slot, extra in surplus if len(extra) > depth]
+            if not batch:
+                break
+            slots = np.array([slot for slot, _ in batch], dtype=np.int64)
+            move = np.array([m.move for _, m in batch], dtype=np.float64)
+            buttons = np.array([m.buttons for _, m in batch], dtype=np.int64)
+            self._simulate(slots, move, buttons)
+            world.move[slots], world.buttons[slots] = move, buttons
+            depth += 1
+
+        server_time = self.server_time
+        self.history.append(self.tick_number, server_time, world.pos, world.active & world.alive)
+        events, self._events = self._events, []
+        active = np.flatnonzero(world.active)
+        entities = protocol.pack_entities(
+            active,
+            world.pos[active],
+            world.vel[active],
+            world.yaw[active],
+            world.pitch[active],
+            world.health[active],
+            world.alive[active],
+        )
+        body = protocol.encode_snapshot_body(
+            self.tick_number, server_time, self.epoch, entities, events
+        )
+        return TickResult(self.tick_number, server_time, body, events)
+
+    def snapshot_for(self, result: TickResult, slot: int) -> bytes:
+        """One client's frame of a tick: its ack and own full-precision state + the body."""
+        world = self.world
+        you = np.concatenate((world.pos[slot], world.vel[slot]))
+        return protocol.encode_snapshot(result.body, self.seats[slot].inputs.acked, you)
+
+    def mark_sent(self, tick: int, sent_at: float) -> None:
+        self.sent.record(tick, sent_at)

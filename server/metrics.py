@@ -1,0 +1,51 @@
+"""Prometheus metrics of one node, on a registry of its own (so tests can run many nodes)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+__all__ = ["NodeMetrics"]
+
+_TICK_BUCKETS = (0.0005, 0.001, 0.002, 0.004, 0.006, 0.008, 0.010, 0.0125, 0.0167, 0.025, 0.05, 0.1)
+
+
+class NodeMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.tick_duration = Histogram(
+            "arena_tick_duration_seconds",
+            "Wall time spent computing and publishing one tick",
+            buckets=_TICK_BUCKETS,
+            registry=r,
+        )
+        self.tick_overruns = Counter(
+            "arena_tick_overruns", "Ticks that took longer than the tick period", registry=r
+        )
+        self.ticks = Counter("arena_ticks", "Ticks simulated", registry=r)
+        self.players = Gauge("arena_players", "Players connected", registry=r)
+        self.inputs_applied = Counter(
+            "arena_inputs_applied", "Inputs applied to the world", registry=r
+        )
+        self.inputs_rejected = Counter(
+            "arena_inputs_rejected", "Inputs refused, by reason", ["reason"], registry=r
+        )
+        self.inputs_clamped = Counter(
+            "arena_inputs_clamped", "Inputs accepted after clamping the move vector", registry=r
+        )
+        self.protocol_errors = Counter(
+            "arena_protocol_errors",
+            "Frames refused by the codec, by error code",
+            ["code"],
+            registry=r,
+        )
+        self.bytes_in = Counter("arena_bytes_in", "WebSocket payload bytes received", registry=r)
+        self.bytes_out = Counter("arena_bytes_out", "WebSocket payload bytes sent", registry=r)
+        self.snapshots_dropped = Counter(
+            "arena_snapshots_dropped",
+            "Snapshots not sent because the client's socket buffer was full (newest wins)",
+            registry=r,
+        )
+        self.joins_refused = Counter(
+            "arena_joins_refused", "Joins refused, by reason", ["reason"], registry=r
+        )

@@ -1,0 +1,50 @@
+"""The server's own estimate of each client's round-trip time (sans-I/O).
+
+Every input names the newest snapshot tick the client had received (``ack_tick``). The
+server remembers when it sent each tick, so ``arrival - sent[ack_tick]`` is one round trip
+plus however long the client held the snapshot before its next input (up to one client
+frame). Queueing and retransmissions only ever add delay, so the minimum over a recent
+window is the estimate (the approach of Quake-era servers, made robust to spikes).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+__all__ = ["RttEstimator", "TickSendLog"]
+
+
+class TickSendLog:
+    """When each recent tick was published, by tick number (a ring)."""
+
+    def __init__(self, capacity: int = 512) -> None:
+        self.capacity = capacity
+        self._ticks = np.full(capacity, -1, dtype=np.int64)
+        self._times = np.zeros(capacity, dtype=np.float64)
+
+    def record(self, tick: int, sent_at: float) -> None:
+        self._ticks[tick % self.capacity] = tick
+        self._times[tick % self.capacity] = sent_at
+
+    def sent_at(self, tick: int) -> float | None:
+        index = tick % self.capacity
+        return float(self._times[index]) if self._ticks[index] == tick else None
+
+
+class RttEstimator:
+    def __init__(self, window: int = 64) -> None:
+        self._samples: deque[float] = deque(maxlen=window)
+        self._estimate: float | None = None
+
+    def observe(self, sample: float) -> None:
+        if sample < 0.0:
+            return
+        self._samples.append(sample)
+        self._estimate = min(self._samples)
+
+    @property
+    def estimate(self) -> float | None:
+        """Seconds, or None before the first sample."""
+        return self._estimate

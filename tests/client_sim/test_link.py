@@ -1,0 +1,188 @@
+"""The per-bot delay lines: one-way delay, jitter, loss spikes, TCP ordering."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from client_sim.latency import BotParams, LinkProfile, LogNormal, draw_population
+from client_sim.link import MIN_RTO, BotLink, DelayLine, retransmission_timeout
+
+
+def rng(seed: int = 5) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def params(**overrides: float) -> BotParams:
+    base = {"rtt": 0.06, "clock_offset": 0.0, "jitter": 0.002, "loss": 0.01}
+    base.update(overrides)
+    return BotParams(index=0, link_seed=99, **base)  # type: ignore[arg-type]
+
+
+@given(
+    rtt=st.floats(0.0, 2.0),
+    sends=st.lists(st.floats(0.0, 1e6), min_size=1, max_size=50).map(sorted),
+)
+def test_without_jitter_or_loss_the_delay_is_exactly_half_the_rtt(
+    rtt: float, sends: list[float]
+) -> None:
+    line: DelayLine[int] = DelayLine(rtt / 2)  # deterministic: no rng needed
+    for i, now in enumerate(sends):
+        assert line.schedule(now, i) == now + rtt / 2
+    assert line.spikes == 0 and line.packets == len(sends)
+
+
+def test_randomness_needs_an_rng() -> None:
+    with pytest.raises(ValueError, match="needs an rng"):
+        DelayLine(0.03, jitter=0.002)
+    with pytest.raises(ValueError, match="loss"):
+        DelayLine(0.03, loss=1.5, rng=rng())
+    with pytest.raises(ValueError, match="one_way"):
+        DelayLine(-0.01)
+
+
+@pytest.mark.parametrize(("rtt", "rto"), [(0.05, 0.2), (0.1, 0.2), (0.3, 0.6)])
+def test_retransmission_timeout(rtt: float, rto: float) -> None:
+    assert retransmission_timeout(rtt) == rto
+    assert MIN_RTO == 0.2
+
+
+@pytest.mark.parametrize("rtt", [0.05, 0.3])
+def test_a_lost_packet_arrives_one_rto_late(rtt: float) -> None:
+    rto = retransmission_timeout(rtt)
+    line: DelayLine[int] = DelayLine(rtt / 2, loss=1.0, rto=rto, rng=rng())
+    for i in range(10):
+        now = 10.0 * i  # far apart: no head-of-line blocking
+        assert line.schedule(now, i) == pytest.approx(now + rtt / 2 + rto, abs=1e-12)
+    assert line.spikes == line.packets == 10
+
+
+def test_loss_rate_and_spike_size() -> None:
+    one_way, rto, n = 0.03, 0.2, 20_000
+    line: DelayLine[int] = DelayLine(one_way, loss=0.1, rto=rto, rng=rng())
+    delays = np.array([line.schedule(10.0 * i, i) - 10.0 * i for i in range(n)])
+    late = np.isclose(delays, one_way + rto, atol=1e-9)
+    on_time = np.isclose(delays, one_way, atol=1e-9)
+    assert np.all(late | on_time)
+    assert np.count_nonzero(late) == line.spikes
+    assert line.spikes / n == pytest.approx(0.1, abs=0.01)
+
+
+def test_jitter_is_exponential_with_the_given_mean() -> None:
+    one_way, jitter, n = 0.02, 0.002, 20_000
+    line: DelayLine[int] = DelayLine(one_way, jitter=jitter, rng=rng())
+    extra = np.array([line.schedule(10.0 * i, i) - 10.0 * i for i in range(n)]) - one_way
+    assert extra.min() >= -1e-9
+    assert extra.mean() == pytest.approx(jitter, rel=0.03)
+    assert extra.std() == pytest.approx(jitter, rel=0.03)
+    assert np.median(extra) == pytest.approx(jitter * np.log(2), rel=0.03)
+    assert line.spikes == 0
+
+
+@given(
+    seed=st.integers(0, 2**32),
+    one_way=st.floats(0.0, 0.2),
+    jitter=st.floats(0.0, 0.05),
+    loss=st.floats(0.0, 1.0),
+    gaps=st.lists(st.floats(0.0, 0.05), min_size=1, max_size=200),
+    block=st.integers(1, 8),
+)
+def test_tcp_delivers_in_order(
+    seed: int, one_way: float, jitter: float, loss: float, gaps: list[float], block: int
+) -> None:
+    rto = 0.2
+    line: DelayLine[int] = DelayLine(
+        one_way, jitter=jitter, loss=loss, rto=rto, rng=rng(seed), block=block
+    )
+    now, sends, dues = 0.0, [], []
+    for i, gap in enumerate(gaps):
+        now += gap
+        sends.append(now)
+        dues.append(line.schedule(now, i))
+    assert all(a <= b for a, b in zip(dues, dues[1:], strict=False))  # never overtakes
+    for i, (sent, due) in enumerate(zip(sends, dues, strict=True)):
+        own = due - sent - one_way  # the packet's own extra delay, unless blocked
+        blocked = i > 0 and due == dues[i - 1]
+        assert blocked or own >= -1e-9
+        assert blocked or own < (jitter * 50 + rto + 1e-9)
+    # Draining at arbitrary times yields every payload once, in send order.
+    got: list[int] = []
+    t = 0.0
+    while len(line):
+        nxt = line.next_due()
+        assert nxt is not None and nxt >= t
+        t = nxt + gaps[len(got) % len(gaps)] / 2
+        got += line.pop_due(t)
+    assert got == list(range(len(gaps)))
+    assert line.next_due() is None
+
+
+def test_head_of_line_blocking_holds_back_the_next_packet() -> None:
+    one_way, rto = 0.03, 0.2
+    line: DelayLine[int] = DelayLine(one_way, loss=0.02, rto=rto, rng=rng())
+    sends = [0.01 * i for i in range(2000)]
+    dues = [line.schedule(t, i) for i, t in enumerate(sends)]
+    held = 0
+    for i in range(1, len(dues)):
+        raw_on_time = sends[i] + one_way
+        if dues[i] == dues[i - 1] and dues[i] > raw_on_time + 1e-9:
+            held += 1
+        else:  # not blocked: on time, or its own spike
+            assert dues[i] == pytest.approx(raw_on_time, abs=1e-9) or dues[i] == pytest.approx(
+                raw_on_time + rto, abs=1e-9
+            )
+    # Every spike holds back the packets sent during its RTO (up to 19 at 10 ms spacing).
+    assert line.spikes > 20
+    assert held > line.spikes * 10
+
+
+def test_pop_due_and_next_due() -> None:
+    line: DelayLine[str] = DelayLine(0.05)
+    assert line.next_due() is None and line.pop_due(1e9) == [] and len(line) == 0
+    assert line.schedule(1.0, "a") == 1.05
+    assert line.schedule(1.01, "b") == 1.06
+    assert line.next_due() == 1.05 and len(line) == 2
+    assert line.pop_due(1.049) == []
+    assert line.pop_due(1.05) == ["a"]  # due time <= now is delivered
+    assert line.next_due() == 1.06
+    assert line.schedule(1.02, "c") == 1.07
+    assert line.pop_due(2.0) == ["b", "c"]
+    assert line.next_due() is None and line.packets == 3
+
+
+def test_a_bot_link_is_deterministic_for_its_seed() -> None:
+    def run(link: BotLink) -> tuple[list[float], list[float]]:
+        up = [link.up.schedule(i / 60, i) for i in range(1000)]
+        down = [link.down.schedule(i / 60, i) for i in range(1000)]
+        return up, down
+
+    a_up, a_down = run(BotLink.for_bot(params()))
+    b_up, b_down = run(BotLink.for_bot(params()))
+    assert a_up == b_up and a_down == b_down
+    assert a_up != a_down  # each direction has its own stream
+    c_up, _ = run(BotLink.for_bot(BotParams(0, 0.06, 0.0, 0.002, 0.01, link_seed=100)))
+    assert c_up != a_up
+
+
+def test_both_directions_share_the_bots_rtt() -> None:
+    link = BotLink.for_bot(params(rtt=0.08, jitter=0.0, loss=0.0))
+    assert link.up.one_way == link.down.one_way == 0.04
+    assert link.up.schedule(1.0, None) == 1.04 and link.down.schedule(1.0, None) == 1.04
+
+
+def test_population_links_round_trip_statistics() -> None:
+    """A drawn bot's ping round trip is its base RTT plus two exponential jitters."""
+    bots = draw_population(4, seed=3, rtt=LogNormal(0.05, 0.3), profile=LinkProfile(jitter_ms=2))
+    for bot in bots:
+        link = BotLink.for_bot(bot)
+        rtts = []
+        for i in range(5000):
+            sent = float(i)
+            arrived = link.up.schedule(sent, i)
+            rtts.append(link.down.schedule(arrived, i) - sent)
+        excess = np.array(rtts) - bot.rtt
+        assert excess.min() >= -1e-9
+        assert excess.mean() == pytest.approx(2 * 0.002, rel=0.05)
+        assert link.up.packets == link.down.packets == 5000
