@@ -101,7 +101,7 @@ class ClockSync:
             self._anchor_time = recv_local
         else:
             # Re-anchor where the caller has already seen time, so what it saw stays true.
-            at = max(recv_local, self._anchor_time, self._horizon)
+            at = max(recv_local, self._anchor_time)
             self._anchor_offset = self._applied(at)
             self._anchor_time = at
         self._target = target
@@ -109,7 +109,9 @@ class ClockSync:
     def _estimate(self) -> float:
         min_rtt = min(rtt for rtt, _ in self._window)
         limit = min_rtt + max(self._min_margin, self._margin_ratio * min_rtt)
-        kept = sorted(s for s in self._window if s[0] <= limit)[: self._best]
+        # Newest first, and a stable sort: equal RTTs prefer recent samples, never an offset.
+        fast = [s for s in reversed(self._window) if s[0] <= limit]
+        kept = sorted(fast, key=lambda s: s[0])[: self._best]
         return math.fsum(offset for _, offset in kept) / len(kept)
 
     def _applied(self, now_local: float) -> float:

@@ -87,6 +87,9 @@ def build_report(
         "bot_process": {
             "cpu_s": round(result.cpu_s, 3),
             "cpu_us_per_bot_tick": round(result.cpu_s / bot_ticks * 1e6, 2),
+            "ticks_per_s": (
+                round(result.swarm_ticks / result.duration_s, 2) if result.duration_s > 0 else None
+            ),
         },
         "duration_s": round(result.duration_s, 3),
         "errors": result.errors,

@@ -32,6 +32,7 @@ from .interpolation import SnapshotBuffer
 from .latency import BotParams
 from .link import BotLink
 from .prediction import SwarmPredictor
+from .pump import DeliveryPump
 
 __all__ = ["Bot", "Swarm", "SwarmConfig", "SwarmResult"]
 
@@ -124,8 +125,7 @@ class Bot:
     # -- the link: everything goes through the delay lines ------------------------------
 
     def send(self, frame: bytes) -> None:
-        due = self.link.up.schedule(self._loop.time(), frame)
-        self._loop.call_at(due, self._release_up, due)
+        self.swarm.pump.at(self.link.up.schedule(self._loop.time(), frame), self._release_up)
 
     def _release_up(self, due: float) -> None:
         self._outbox.extend(self.link.up.pop_due(due))
@@ -150,7 +150,7 @@ class Bot:
         async for message in self.ws:
             if message.type is aiohttp.WSMsgType.BINARY:
                 due = self.link.down.schedule(self._loop.time(), message.data)
-                self._loop.call_at(due, self._release_down, due)
+                self.swarm.pump.at(due, self._release_down)
         self.alive_link = False
 
     async def run(self, session: aiohttp.ClientSession, stop: asyncio.Event) -> None:
@@ -200,6 +200,7 @@ class Swarm:
         self.placed = np.zeros(self.count, dtype=bool)
         self.tick_rate = 0
         self.ticks_run = 0
+        self.pump: DeliveryPump
 
     def note_error(self, code: str) -> None:
         self.errors[code] = self.errors.get(code, 0) + 1
@@ -302,6 +303,7 @@ class Swarm:
     async def run(self, progress: Callable[[str], None] | None = None) -> SwarmResult:
         config = self.config
         loop = asyncio.get_running_loop()
+        self.pump = DeliveryPump(loop)
         self.bots = [Bot(i, params, self) for i, params in enumerate(config.bots)]
         stop = asyncio.Event()
         cpu_before, began = time.process_time(), loop.time()
@@ -311,6 +313,7 @@ class Swarm:
                 for bot in self.bots:
                     group.create_task(bot.run(session, stop))
                 group.create_task(self._drive(stop, progress))
+        self.pump.close()
         result = self._result(loop.time() - began, time.process_time() - cpu_before)
         return result
 

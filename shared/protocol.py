@@ -119,6 +119,8 @@ class VersionMismatch(ProtocolError):
 
 def _int(lo: int, hi: int) -> Callable[[str, object], int]:
     def check(name: str, value: object) -> int:
+        if type(value) is int and lo <= value <= hi:  # the common case, checked first
+            return value
         if isinstance(value, bool) or not isinstance(value, int):
             raise InvalidField(f"{name}: expected an integer")
         if not lo <= value <= hi:
@@ -130,6 +132,9 @@ def _int(lo: int, hi: int) -> Callable[[str, object], int]:
 
 def _float(lo: float = -math.inf, hi: float = math.inf) -> Callable[[str, object], float]:
     def check(name: str, value: object) -> float:
+        # Fast path: ``v - v == 0`` is false exactly for NaN and infinities.
+        if type(value) is float and lo <= value <= hi and value - value == 0.0:
+            return value
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise InvalidField(f"{name}: expected a number")
         result = float(value)
@@ -170,6 +175,12 @@ def _floats(count: int, bound: float) -> Callable[[str, object], tuple[float, ..
     element = _float(-bound, bound)
 
     def check(name: str, value: object) -> tuple[float, ...]:
+        if (
+            type(value) is list
+            and len(value) == count
+            and all(type(v) is float and -bound <= v <= bound and v - v == 0.0 for v in value)
+        ):
+            return tuple(value)
         if not isinstance(value, list | tuple) or len(value) != count:
             raise InvalidField(f"{name}: expected a list of {count} numbers")
         return tuple(element(f"{name}[{i}]", v) for i, v in enumerate(value))
@@ -207,8 +218,13 @@ class Message:
 
     def __post_init__(self) -> None:
         for name, check in self.FIELDS.items():
-            normalised = check(f"{self.TYPE}.{name}", getattr(self, name))
-            object.__setattr__(self, name, normalised)
+            value = getattr(self, name)
+            try:
+                normalised = check(name, value)
+            except InvalidField as error:
+                raise InvalidField(f"{self.TYPE}.{error}") from None
+            if normalised is not value:
+                object.__setattr__(self, name, normalised)
 
     def to_wire(self) -> dict[str, Any]:
         body: dict[str, Any] = {"type": self.TYPE}
@@ -373,7 +389,9 @@ def encode_input(
     """The bots' hot path: an ``input`` frame without building an :class:`InputMessage`.
 
     Produces exactly ``encode(InputMessage(...))`` (the tests check it) at a fraction of
-    the cost; the values are the bot's own, and the server validates them anyway.
+    the cost; the values are the bot's own, and the server validates them anyway. Float
+    fields are coerced with ``float()`` as :class:`InputMessage` normalises them, so an int
+    (``yaw=0``) or a NumPy scalar packs as the same float64 there and here.
     """
     return msgpack.packb(
         {
@@ -381,11 +399,11 @@ def encode_input(
             "seq": seq,
             "tick": tick,
             "ack_tick": ack_tick,
-            "move": move,
-            "yaw": yaw,
-            "pitch": pitch,
+            "move": (float(move[0]), float(move[1])),
+            "yaw": float(yaw),
+            "pitch": float(pitch),
             "buttons": buttons,
-            "view_time": view_time,
+            "view_time": float(view_time),
         },
         use_bin_type=True,
     )
