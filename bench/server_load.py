@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -45,11 +44,24 @@ async def measure(players: int, duration: float, warmup: float) -> dict[str, Any
     with start_node("--max-players", str(max(players, 300)), "--log-level", "warning") as node:
         with tempfile.TemporaryDirectory() as folder:
             report_path = Path(folder) / "bots.json"
-            bots = subprocess.Popen(
-                [sys.executable, "-m", "client_sim.cli", "--server", node.url,
-                 "--count", str(players), "--duration", str(duration), "--latency", "40ms",
-                 "--quiet", "--json", str(report_path)],
-                stdout=subprocess.DEVNULL,
+            bots = await asyncio.create_subprocess_exec(
+                *[
+                    sys.executable,
+                    "-m",
+                    "client_sim.cli",
+                    "--server",
+                    node.url,
+                    "--count",
+                    str(players),
+                    "--duration",
+                    str(duration),
+                    "--latency",
+                    "40ms",
+                    "--quiet",
+                    "--json",
+                    str(report_path),
+                ],
+                stdout=asyncio.subprocess.DEVNULL,
             )
             try:
                 began = time.monotonic()
@@ -64,13 +76,15 @@ async def measure(players: int, duration: float, warmup: float) -> dict[str, Any
                 window = max(1.0, duration - (time.monotonic() - began) - 2.0)
                 await asyncio.sleep(window)
                 last, cpu1 = await health(node.url), process_cpu_seconds(node.process.pid)
-                if bots.wait(duration + 60) != 0:
+                async with asyncio.timeout(duration + 60):
+                    await bots.wait()
+                if bots.returncode != 0:
                     raise RuntimeError(f"arena-bots exited with {bots.returncode}")
                 bot_report = json.loads(report_path.read_text())
             finally:
-                if bots.poll() is None:
+                if bots.returncode is None:
                     bots.kill()
-                    bots.wait()
+                    await bots.wait()
     ticks = last["tick"] - first["tick"]
     seated = min(first["players"], last["players"])
     return {

@@ -74,7 +74,9 @@ async def fetch_health(ws_url: str) -> dict[str, Any] | None:
     """The node's /health, or None when it cannot be read (the report says n/a)."""
     try:
         async with aiohttp.ClientSession() as session:
-            async with session.get(_health_url(ws_url), timeout=aiohttp.ClientTimeout(total=5)) as r:
+            async with session.get(
+                _health_url(ws_url), timeout=aiohttp.ClientTimeout(total=5)
+            ) as r:
                 return await r.json() if r.status == 200 else None
     except (aiohttp.ClientError, TimeoutError, ValueError):
         return None
@@ -98,7 +100,9 @@ async def run_bots(run: BotRun, progress: bool = True) -> dict[str, Any]:
         with concurrent.futures.ProcessPoolExecutor(len(configs), mp_context=context) as pool:
             futures = [
                 loop.run_in_executor(
-                    pool, run_swarm, config,
+                    pool,
+                    run_swarm,
+                    config,
                     functools.partial(_progress, f"arena-bots[w{w}]: ") if progress else None,
                 )
                 for w, config in enumerate(configs)
@@ -107,8 +111,11 @@ async def run_bots(run: BotRun, progress: bool = True) -> dict[str, Any]:
                 result.merge(partial_result)
     after = await fetch_health(run.url)
     return build_report(
-        result, latency_spec=run.latency, workers=len(configs),
-        server_before=before, server_after=after,
+        result,
+        latency_spec=run.latency,
+        workers=len(configs),
+        server_before=before,
+        server_after=after,
     )
 
 
@@ -120,25 +127,44 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=HELP_TEXT,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--server", default="ws://127.0.0.1:7777/ws",
-                        help="the node's WebSocket URL (default: %(default)s)")
+    parser.add_argument(
+        "--server",
+        default="ws://127.0.0.1:7777/ws",
+        help="the node's WebSocket URL (default: %(default)s)",
+    )
     parser.add_argument("--count", type=int, default=40, help="bots to run (default: 40)")
-    parser.add_argument("--duration", type=float, default=20.0,
-                        help="seconds to play (default: 20)")
-    parser.add_argument("--latency", default=DEFAULT_LATENCY,
-                        help="distribution of each bot's base round-trip time (grammar below; "
-                        "default: a two-continent mix)")
-    parser.add_argument("--jitter", default="2ms",
-                        help="mean per-packet extra one-way delay (default: 2ms)")
-    parser.add_argument("--loss", type=float, default=0.0,
-                        help="probability a packet needs a TCP retransmission (default: 0)")
-    parser.add_argument("--clock-offset", default="uniform(-200ms,200ms)",
-                        help="distribution of each bot's clock error (default: %(default)s)")
-    parser.add_argument("--interp-delay", default="100ms",
-                        help="how far in the past bots render others (default: 100ms)")
+    parser.add_argument(
+        "--duration", type=float, default=20.0, help="seconds to play (default: 20)"
+    )
+    parser.add_argument(
+        "--latency",
+        default=DEFAULT_LATENCY,
+        help="distribution of each bot's base round-trip time (grammar below; "
+        "default: a two-continent mix)",
+    )
+    parser.add_argument(
+        "--jitter", default="2ms", help="mean per-packet extra one-way delay (default: 2ms)"
+    )
+    parser.add_argument(
+        "--loss",
+        type=float,
+        default=0.0,
+        help="probability a packet needs a TCP retransmission (default: 0)",
+    )
+    parser.add_argument(
+        "--clock-offset",
+        default="uniform(-200ms,200ms)",
+        help="distribution of each bot's clock error (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--interp-delay",
+        default="100ms",
+        help="how far in the past bots render others (default: 100ms)",
+    )
     parser.add_argument("--seed", type=int, default=1, help="population seed (default: 1)")
-    parser.add_argument("--workers", type=int, default=1,
-                        help="processes to spread the bots over (default: 1)")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="processes to spread the bots over (default: 1)"
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the report as JSON here")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     return parser

@@ -101,7 +101,7 @@ class ClockSync:
             self._anchor_time = recv_local
         else:
             # Re-anchor where the caller has already seen time, so what it saw stays true.
-            at = max(recv_local, self._anchor_time)
+            at = max(recv_local, self._anchor_time, self._horizon)
             self._anchor_offset = self._applied(at)
             self._anchor_time = at
         self._target = target

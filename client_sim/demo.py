@@ -52,7 +52,10 @@ def start_node(*args: str, startup_timeout: float = 30.0) -> Iterator[NodeProces
     """Run ``arena-server --port 0 ARGS`` until the block ends; yields once it listens."""
     command = [sys.executable, "-m", "server.cli", "--host", "127.0.0.1", "--port", "0", *args]
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     node: NodeProcess | None = None
@@ -84,8 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--latency", default=DEFAULT_LATENCY, help="bots' RTT distribution")
     parser.add_argument("--tick-rate", type=int, default=60, help="the node's tick rate (Hz)")
     parser.add_argument("--seed", type=int, default=1, help="bot population seed")
-    parser.add_argument("--json", default="demo-report.json", metavar="PATH",
-                        help="where to write the report")
+    parser.add_argument(
+        "--json", default="demo-report.json", metavar="PATH", help="where to write the report"
+    )
     return parser
 
 
@@ -94,16 +98,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.bots < 1 or args.duration <= 0:
         print("arena-demo: --bots must be >= 1 and --duration > 0", file=sys.stderr)
         return 2
-    print(f"arena-demo: starting a node at {args.tick_rate} Hz on a free loopback port",
-          flush=True)
+    print(f"arena-demo: starting a node at {args.tick_rate} Hz on a free loopback port", flush=True)
     try:
         with start_node("--tick-rate", str(args.tick_rate), "--node-id", "demo-1") as node:
-            print(f"arena-demo: node listening at {node.url}; {args.bots} bots for "
-                  f"{args.duration:g} s, RTT model {args.latency}", flush=True)
+            print(
+                f"arena-demo: node listening at {node.url}; {args.bots} bots for "
+                f"{args.duration:g} s, RTT model {args.latency}",
+                flush=True,
+            )
             run = BotRun(
-                url=node.url, count=args.bots, duration=args.duration, latency=args.latency,
-                jitter_ms=2.0, loss=0.0, clock_offset="uniform(-200ms,200ms)", seed=args.seed,
-                workers=1, interp_delay=0.1,
+                url=node.url,
+                count=args.bots,
+                duration=args.duration,
+                latency=args.latency,
+                jitter_ms=2.0,
+                loss=0.0,
+                clock_offset="uniform(-200ms,200ms)",
+                seed=args.seed,
+                workers=1,
+                interp_delay=0.1,
             )
             report = asyncio.run(run_bots(run))
     except (RuntimeError, ValueError) as error:

@@ -615,7 +615,7 @@ class _Parser:
             fields = {"value": "value"}
         kwargs = {attr: args[key][0] for attr, key in fields.items() if key in args}
         try:
-            return cls(**kwargs)  # type: ignore[call-arg]
+            return cls(**kwargs)
         except _FieldError as exc:
             where = args[exc.field][1] if exc.field in args else col
             raise self.error(str(exc), where) from None

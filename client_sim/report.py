@@ -80,7 +80,8 @@ def build_report(
             "received": sum(result.snapshots),
             "per_bot_per_s": (
                 round(float(np.mean(result.snapshots)) / result.duration_s, 2)
-                if result.snapshots and result.duration_s > 0 else None
+                if result.snapshots and result.duration_s > 0
+                else None
             ),
             "interpolation_misses": result.interpolation_misses,
         },

@@ -19,6 +19,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
 import aiohttp
 import numpy as np
 
@@ -76,8 +77,15 @@ class SwarmResult:
         self.duration_s = max(self.duration_s, other.duration_s)
         self.cpu_s += other.cpu_s
         self.swarm_ticks = max(self.swarm_ticks, other.swarm_ticks)
-        for name in ("rtt_samples", "prediction_errors", "bytes_down", "bytes_up",
-                     "snapshots", "inputs_sent", "inputs_acked"):
+        for name in (
+            "rtt_samples",
+            "prediction_errors",
+            "bytes_down",
+            "bytes_up",
+            "snapshots",
+            "inputs_sent",
+            "inputs_acked",
+        ):
             getattr(self, name).extend(getattr(other, name))
         self.interpolation_misses += other.interpolation_misses
         for code, count in other.errors.items():
@@ -182,9 +190,9 @@ class Bot:
                 writer.cancel()
                 await self.ws.close()
                 await reader
-        except* (aiohttp.ClientError, ConnectionError) as errors:
-            for error in errors.exceptions:
-                self.swarm.note_error(f"connection_lost:{type(error).__name__}")
+        except* (aiohttp.ClientError, ConnectionError) as lost:
+            for cause in lost.exceptions:
+                self.swarm.note_error(f"connection_lost:{type(cause).__name__}")
         self.alive_link = False
 
 
@@ -201,6 +209,7 @@ class Swarm:
         self.tick_rate = 0
         self.ticks_run = 0
         self.pump: DeliveryPump
+        self.welcomed: asyncio.Event
 
     def note_error(self, code: str) -> None:
         self.errors[code] = self.errors.get(code, 0) + 1
@@ -230,6 +239,7 @@ class Swarm:
         if self.predictor is None:
             self.tick_rate = welcome.tick_rate
             self.predictor = SwarmPredictor(self.count, self.config.arena, welcome.tick_rate)
+            self.welcomed.set()
 
     def _on_snapshot(self, bot: Bot, snapshot: protocol.SnapshotMessage) -> None:
         if self.predictor is None or snapshot.epoch < bot.epoch or snapshot.tick <= bot.latest_tick:
@@ -304,6 +314,7 @@ class Swarm:
         config = self.config
         loop = asyncio.get_running_loop()
         self.pump = DeliveryPump(loop)
+        self.welcomed = asyncio.Event()
         self.bots = [Bot(i, params, self) for i, params in enumerate(config.bots)]
         stop = asyncio.Event()
         cpu_before, began = time.process_time(), loop.time()
@@ -320,10 +331,10 @@ class Swarm:
     async def _drive(self, stop: asyncio.Event, progress: Callable[[str], None] | None) -> None:
         """Wait for the welcome, tick until the duration is over, then stop every bot."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.config.connect_timeout
-        while self.predictor is None and loop.time() < deadline:
-            await asyncio.sleep(0.01)
-        if self.predictor is None:
+        try:
+            async with asyncio.timeout(self.config.connect_timeout):
+                await self.welcomed.wait()
+        except TimeoutError:
             stop.set()
             return
         schedule = TickSchedule(self.tick_rate, loop.time())
@@ -361,16 +372,15 @@ class Swarm:
             cpu_s=cpu,
             swarm_ticks=self.ticks_run,
             rtt_samples=[r for b in self.bots for r in b.clock.rtt_samples],
-            prediction_errors=(
-                predictor.error_samples().tolist() if predictor is not None else []
-            ),
+            prediction_errors=(predictor.error_samples().tolist() if predictor is not None else []),
             bytes_down=[b.bytes_down for b in welcomed],
             bytes_up=[b.bytes_up for b in welcomed],
             snapshots=[b.snapshot_count for b in welcomed],
             inputs_sent=[b.inputs_sent for b in welcomed],
             inputs_acked=(
                 [int(predictor.acked[b.index] + 1) for b in welcomed]
-                if predictor is not None else []
+                if predictor is not None
+                else []
             ),
             interpolation_misses=sum(b.snapshots.misses for b in self.bots),
             errors=dict(self.errors),
@@ -380,4 +390,3 @@ class Swarm:
 def run_swarm(config: SwarmConfig, progress: Callable[[str], None] | None = None) -> SwarmResult:
     """Run a swarm to completion in a fresh event loop (also the worker processes' entry)."""
     return asyncio.run(Swarm(config).run(progress))
-

@@ -63,16 +63,24 @@ class HistoryRing:
         if not self.count:
             return None
         offset = tick - int(self.ticks[self.start])
-        if not 0 <= offset < self.count:
+        if offset < 0 or tick > self.newest_tick:
             return None
-        index = self._physical(offset)
-        return index if int(self.ticks[index]) == tick else None
+        if offset < self.count:
+            index = self._physical(offset)
+            if int(self.ticks[index]) == tick:
+                return index  # the usual case: consecutive ticks
+        # Ticks may have gaps (``append`` only requires them to increase): search.
+        logical_ticks = np.roll(self.ticks, -self.start)[: self.count]
+        found = int(np.searchsorted(logical_ticks, tick))
+        return self._physical(found) if int(logical_ticks[found]) == tick else None
 
     def bracket(self, time: float) -> tuple[int, int, float]:
         """Physical indices of the snapshots around ``time`` and the blend weight of the later.
 
         Outside the held span the nearest end is used with weight 0 (clamping), so callers
-        always get a world; whether rewinding that far is allowed is the caller's rule.
+        always get a world; whether rewinding that far is allowed is the caller's rule. At
+        exactly a snapshot's time that snapshot is used alone, as in the hit kernels'
+        reference (``server.hitreg.reference.snapshot_bracket``).
         """
         if not self.count:
             raise LookupError("the history is empty")
@@ -85,6 +93,8 @@ class HistoryRing:
         upper = int(np.searchsorted(logical_times, time, side="right"))
         before, after = self._physical(upper - 1), self._physical(upper)
         t0, t1 = self.times[before], self.times[after]
+        if t0 == time:
+            return before, before, 0.0
         return before, after, float((time - t0) / (t1 - t0))
 
     def positions_at(self, time: float) -> tuple[np.ndarray, np.ndarray]:

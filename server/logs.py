@@ -10,7 +10,7 @@ __all__ = ["configure_logging"]
 
 
 class _KeyValueFormatter(logging.Formatter):
-    converter = time.gmtime
+    converter = time.gmtime  # type: ignore[assignment]  # UTC timestamps
 
     def format(self, record: logging.LogRecord) -> str:
         stamp = self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}Z"

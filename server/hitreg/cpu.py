@@ -222,57 +222,16 @@ def _world_entry(ox, oy, oz, dx, dy, dz, max_t, box_min, box_max):
 
 
 @device_function
-def _test_player(
-    positions,
-    alive,
-    m,
-    before,
-    after,
-    weight,
-    p,
-    ox,
-    oy,
-    oz,
-    dx,
-    dy,
-    dz,
-    dd,
-    dxy,
-    max_t,
-    reach2,
-    bottom,
-    top,
-    radius,
-    sphere_z,
-    sphere_r2,
-    best_d,
-    best_p,
-    best_k,
-):
-    """Test one player slot; returns the updated best (distance, slot, id) and tests done."""
-    if alive[m, before, p] == 0 or alive[m, after, p] == 0:
-        return best_d, best_p, best_k, 0
-    x0 = positions[m, before, p, 0]
-    y0 = positions[m, before, p, 1]
-    z0 = positions[m, before, p, 2]
-    px = x0 + (positions[m, after, p, 0] - x0) * weight
-    py = y0 + (positions[m, after, p, 1] - y0) * weight
-    pz = z0 + (positions[m, after, p, 2] - z0) * weight
-    hitboxes = bottom.shape[0]
-    # Bounding-sphere early-out: too far for the ray's reach, or outside and either moving
-    # away or passing wide. Conservative (padded sphere), so it never changes a result.
-    ex = ox - px
-    ey = oy - py
-    ez = oz - (pz + sphere_z)
-    ee = ex * ex + ey * ey + ez * ez
-    if ee > reach2:
-        return best_d, best_p, best_k, hitboxes
-    c = ee - sphere_r2
-    if c > 0.0:
-        b = dx * ex + dy * ey + dz * ez
-        if b > 0.0 or b * b - dd * c < 0.0:
-            return best_d, best_p, best_k, hitboxes
-    for k in range(hitboxes):
+def _exact_player(
+    ox, oy, oz, dx, dy, dz, dd, dxy, max_t, p, px, py, pz, bottom, top, radius,
+    best_d, best_p, best_k,
+):  # fmt: skip
+    """Fold slot ``p``'s hitbox entries into the best (distance, slot, id) so far.
+
+    The comparison is lexicographic on (distance, slot, id), so the result does not depend
+    on the order in which candidates arrive (the grid hands them out in ray order).
+    """
+    for k in range(bottom.shape[0]):
         e = _hitbox_entry(
             ox, oy, oz, dx, dy, dz, dd, dxy, max_t, px, py, pz, bottom, top, radius, k
         )
@@ -282,7 +241,7 @@ def _test_player(
             best_d = e
             best_p = p
             best_k = k + 1
-    return best_d, best_p, best_k, hitboxes
+    return best_d, best_p, best_k
 
 
 @device_function
@@ -332,66 +291,97 @@ def _nearest_player(
     reach = math.sqrt(dd) * bound + sphere_r
     reach2 = reach * reach
     sphere_r2 = sphere_r * sphere_r
-    if not use_grid:
-        for p in range(alive.shape[2]):
-            if p == shooter:
-                continue
-            best_d, best_p, best_k, n = _test_player(
-                positions, alive, m, before, after, weight, p,
-                ox, oy, oz, dx, dy, dz, dd, dxy, max_t, reach2,
-                bottom, top, radius, sphere_z, sphere_r2, best_d, best_p, best_k,
-            )  # fmt: skip
-            tests += n
-        return best_d, best_p, best_k, tests
-    nx = grid_nx[m]
-    ny = grid_ny[m]
-    if nx == 0:
-        return best_d, best_p, best_k, tests
-    cell = grid_cell[m]
-    gx0 = grid_origin[m, 0]
-    gy0 = grid_origin[m, 1]
-    gx1 = gx0 + nx * cell
-    gy1 = gy0 + ny * cell
-    # Clip [0, bound] to the grid's rectangle.
-    t_lo = 0.0
-    t_hi = bound
-    if dx == 0.0:
-        if ox < gx0 or ox > gx1:
+    hitboxes = bottom.shape[0]
+    players = alive.shape[2]
+    # Candidates come in spans: without the grid one span of every slot; with it, the cells
+    # the ray crosses in x/y, nearest first (2D DDA), until a cell starts beyond the best.
+    nx = 0
+    ny = 0
+    ix = 0
+    iy = 0
+    step_x = 1
+    step_y = 1
+    cell = 1.0
+    gx0 = 0.0
+    gy0 = 0.0
+    base = 0
+    if use_grid:
+        nx = grid_nx[m]
+        ny = grid_ny[m]
+        if nx == 0:
             return best_d, best_p, best_k, tests
-    else:
-        t1 = (gx0 - ox) / dx
-        t2 = (gx1 - ox) / dx
-        t_lo = max(t_lo, min(t1, t2))
-        t_hi = min(t_hi, max(t1, t2))
-    if dy == 0.0:
-        if oy < gy0 or oy > gy1:
+        cell = grid_cell[m]
+        gx0 = grid_origin[m, 0]
+        gy0 = grid_origin[m, 1]
+        gx1 = gx0 + nx * cell
+        gy1 = gy0 + ny * cell
+        # Clip [0, bound] to the grid's rectangle.
+        t_lo = 0.0
+        t_hi = bound
+        if dx == 0.0:
+            if ox < gx0 or ox > gx1:
+                return best_d, best_p, best_k, tests
+        else:
+            t1 = (gx0 - ox) / dx
+            t2 = (gx1 - ox) / dx
+            t_lo = max(t_lo, min(t1, t2))
+            t_hi = min(t_hi, max(t1, t2))
+        if dy == 0.0:
+            if oy < gy0 or oy > gy1:
+                return best_d, best_p, best_k, tests
+        else:
+            t1 = (gy0 - oy) / dy
+            t2 = (gy1 - oy) / dy
+            t_lo = max(t_lo, min(t1, t2))
+            t_hi = min(t_hi, max(t1, t2))
+        if t_lo > t_hi:
             return best_d, best_p, best_k, tests
-    else:
-        t1 = (gy0 - oy) / dy
-        t2 = (gy1 - oy) / dy
-        t_lo = max(t_lo, min(t1, t2))
-        t_hi = min(t_hi, max(t1, t2))
-    if t_lo > t_hi:
-        return best_d, best_p, best_k, tests
-    ix = math.floor((ox + dx * t_lo - gx0) / cell)
-    iy = math.floor((oy + dy * t_lo - gy0) / cell)
-    ix = min(max(ix, 0), nx - 1)
-    iy = min(max(iy, 0), ny - 1)
-    step_x = 1 if dx > 0.0 else -1
-    step_y = 1 if dy > 0.0 else -1
-    base = grid_base[m]
+        # int(): on the CUDA target math.floor/ceil return floats.
+        ix = int(math.floor((ox + dx * t_lo - gx0) / cell))  # noqa: RUF046
+        iy = int(math.floor((oy + dy * t_lo - gy0) / cell))  # noqa: RUF046
+        ix = min(max(ix, 0), nx - 1)
+        iy = min(max(iy, 0), ny - 1)
+        step_x = 1 if dx > 0.0 else -1
+        step_y = 1 if dy > 0.0 else -1
+        base = grid_base[m]
     while True:
-        c = base + iy * nx + ix
-        for j in range(cell_start[c], cell_start[c + 1]):
-            p = cell_players[j]
-            if p == shooter:
+        first = 0
+        last = players
+        if use_grid:
+            first = cell_start[base + iy * nx + ix]
+            last = cell_start[base + iy * nx + ix + 1]
+        for j in range(first, last):
+            p = cell_players[j] if use_grid else j
+            if p == shooter or alive[m, before, p] == 0 or alive[m, after, p] == 0:
                 continue
-            best_d, best_p, best_k, n = _test_player(
-                positions, alive, m, before, after, weight, p,
-                ox, oy, oz, dx, dy, dz, dd, dxy, max_t, reach2,
-                bottom, top, radius, sphere_z, sphere_r2, best_d, best_p, best_k,
+            tests += hitboxes
+            # The hot part, written inline (a call per candidate costs more than the test):
+            # rewind, then the bounding-sphere early-out. It rejects a slot too far for the
+            # ray's reach, or outside its sphere and moving away or passing wide; the sphere
+            # is padded, so rounding never rejects a true hit.
+            x0 = positions[m, before, p, 0]
+            y0 = positions[m, before, p, 1]
+            z0 = positions[m, before, p, 2]
+            px = x0 + (positions[m, after, p, 0] - x0) * weight
+            py = y0 + (positions[m, after, p, 1] - y0) * weight
+            pz = z0 + (positions[m, after, p, 2] - z0) * weight
+            ex = ox - px
+            ey = oy - py
+            ez = oz - (pz + sphere_z)
+            ee = ex * ex + ey * ey + ez * ez
+            if ee > reach2:
+                continue
+            c = ee - sphere_r2
+            if c > 0.0:
+                b = dx * ex + dy * ey + dz * ez
+                if b > 0.0 or b * b - dd * c < 0.0:
+                    continue
+            best_d, best_p, best_k = _exact_player(
+                ox, oy, oz, dx, dy, dz, dd, dxy, max_t, p, px, py, pz, bottom, top, radius,
+                best_d, best_p, best_k,
             )  # fmt: skip
-            tests += n
+        if not use_grid:
+            break
         # Parameter at which the ray leaves this cell through an x or a y edge.
         t_x = math.inf
         if dx > 0.0:
@@ -558,7 +548,7 @@ def _projectile_one(
         steps = max(speed0, speed1) * duration / max_step
         n = max_substeps
         if steps < max_substeps:
-            n = max(1, math.ceil(steps))
+            n = max(1, int(math.ceil(steps)))  # noqa: RUF046 (float on CUDA)
         ax = ox
         ay = oy
         az = oz
@@ -625,7 +615,7 @@ DEVICE_FUNCTIONS = (
     _cylinder_entry,
     _hitbox_entry,
     _world_entry,
-    _test_player,
+    _exact_player,
     _nearest_player,
     _hitscan_one,
     _projectile_one,

@@ -113,6 +113,20 @@ def test_snaps_first_then_slews() -> None:
     assert sync.server_time(recv + 0.2) == pytest.approx(recv + 0.2 + 0.31)
 
 
+def test_a_pong_stamped_before_a_query_cannot_rewrite_what_was_shown() -> None:
+    sync = ClockSync(snap_samples=3, max_slew=0.05)
+    for send in (0.0, 1.0, 2.0):
+        pong(sync, send, 0.01, 0.01, offset=0.3)
+    pong(sync, 2.998, 0.001, 0.001, offset=0.32)  # received at 3.0: slew up from 0.3
+    shown = sync.server_time(3.1)
+    assert shown == pytest.approx(3.1 + 0.305)
+    # Received (stamped) at 3.06, processed after the query at 3.1; it pulls the target down.
+    sync.observe(3.059, 3.0595 + 0.28, 3.06)
+    assert sync.target_offset == pytest.approx(0.30)
+    assert sync.server_time(3.1) == pytest.approx(shown)  # not 3.1 + 0.301
+    assert sync.server_time(3.2) == pytest.approx(3.2 + 0.30)
+
+
 @given(
     st.lists(
         st.tuples(

@@ -405,7 +405,9 @@ def test_a_bot_depends_only_on_seed_index_and_specs() -> None:
 
 
 def test_population_follows_the_specs() -> None:
-    bots = draw_population(3000, seed=1, rtt=RTT, profile=LinkProfile(clock_offset=Uniform(-0.5, 0.5)))
+    bots = draw_population(
+        3000, seed=1, rtt=RTT, profile=LinkProfile(clock_offset=Uniform(-0.5, 0.5))
+    )
     rtts = np.array([b.rtt for b in bots])
     offsets = np.array([b.clock_offset for b in bots])
     assert np.median(rtts) == pytest.approx(0.04, rel=0.05)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -18,7 +20,7 @@ def rng(seed: int = 5) -> np.random.Generator:
 def params(**overrides: float) -> BotParams:
     base = {"rtt": 0.06, "clock_offset": 0.0, "jitter": 0.002, "loss": 0.01}
     base.update(overrides)
-    return BotParams(index=0, link_seed=99, **base)  # type: ignore[arg-type]
+    return BotParams(index=0, link_seed=99, **base)
 
 
 @given(
@@ -101,7 +103,7 @@ def test_tcp_delivers_in_order(
         now += gap
         sends.append(now)
         dues.append(line.schedule(now, i))
-    assert all(a <= b for a, b in zip(dues, dues[1:], strict=False))  # never overtakes
+    assert all(a <= b for a, b in itertools.pairwise(dues))  # never overtakes
     for i, (sent, due) in enumerate(zip(sends, dues, strict=True)):
         own = due - sent - one_way  # the packet's own extra delay, unless blocked
         blocked = i > 0 and due == dues[i - 1]

@@ -54,8 +54,11 @@ async def test_a_client_sending_garbage_is_dropped_and_nobody_else_notices(
         ws, welcome = await _join(session, node.url)
         assert isinstance(welcome, protocol.WelcomeMessage)
         codes = []
-        for garbage in (b"\xc1\xc1", b"not msgpack at all", protocol.encode(
-            protocol.PingMessage(1, 0.0))[:-2]):
+        for garbage in (
+            b"\xc1\xc1",
+            b"not msgpack at all",
+            protocol.encode(protocol.PingMessage(1, 0.0))[:-2],
+        ):
             await ws.send_bytes(garbage)
             while True:
                 message = await ws.receive()

@@ -392,7 +392,11 @@ def test_server_only_types_are_unknown_to_decode_client(message: protocol.Messag
 
 @pytest.mark.parametrize(
     "message",
-    [JoinMessage(1, "bot"), InputMessage(1, 2, (0.0, 0.0), 0.0, 0.0, 0, 0.0, -1), PingMessage(1, 0.5)],
+    [
+        JoinMessage(1, "bot"),
+        InputMessage(1, 2, (0.0, 0.0), 0.0, 0.0, 0, 0.0, -1),
+        PingMessage(1, 0.5),
+    ],
 )
 def test_client_only_types_are_unknown_to_decode_server(message: protocol.Message) -> None:
     raises_code(UnknownMessageType, encode(message), decode_server)

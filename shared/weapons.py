@@ -1,0 +1,77 @@
+"""Weapons and combat rules, shared by server and bots so both judge shots the same way.
+
+A shot leaves the shooter's eye (feet + ``EYE_HEIGHT``) along its view direction. The
+shooter's position is the one after the input that fired was applied, which the client's
+prediction and the server's simulation agree on bit for bit. Fire rate is counted in input
+sequence numbers (one input per client tick), so network jitter cannot make a legal burst
+look too fast, and a client cannot fire faster by sending inputs faster.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .movement import BUTTON_FIRE
+
+__all__ = [
+    "BUTTON_ALT_FIRE",
+    "EYE_HEIGHT",
+    "LAUNCHER",
+    "RESPAWN_DELAY_S",
+    "RIFLE",
+    "WEAPONS",
+    "Weapon",
+    "aim_direction",
+]
+
+BUTTON_ALT_FIRE = 1 << 2
+EYE_HEIGHT = 1.6
+RESPAWN_DELAY_S = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class Weapon:
+    id: int
+    name: str
+    button: int
+    hitscan: bool
+    damage: float  # before the hitbox multiplier
+    max_range: float  # metres
+    fire_interval: float  # seconds between shots
+    speed: float = 0.0  # m/s, projectiles only
+    gravity: float = 0.0  # m/s^2 downwards, projectiles only
+    lifetime: float = 0.0  # seconds a projectile flies before it expires
+
+    def interval_inputs(self, tick_rate: int) -> int:
+        """The fire interval in inputs (one input per tick): shots must be this far apart."""
+        return max(1, math.ceil(self.fire_interval * tick_rate - 1e-9))
+
+
+RIFLE = Weapon(
+    0, "rifle", BUTTON_FIRE, hitscan=True, damage=25.0, max_range=120.0, fire_interval=0.1
+)
+LAUNCHER = Weapon(
+    1,
+    "launcher",
+    BUTTON_ALT_FIRE,
+    hitscan=False,
+    damage=60.0,
+    max_range=200.0,
+    fire_interval=0.8,
+    speed=45.0,
+    gravity=9.81,
+    lifetime=3.0,
+)
+WEAPONS = (RIFLE, LAUNCHER)
+
+
+def aim_direction(yaw: float, pitch: float) -> np.ndarray:
+    """Unit view vector: yaw 0 = +x, counter-clockwise; pitch positive = up."""
+    cos_pitch = math.cos(pitch)
+    return np.array(
+        (cos_pitch * math.cos(yaw), cos_pitch * math.sin(yaw), math.sin(pitch)),
+        dtype=np.float64,
+    )
