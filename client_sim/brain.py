@@ -13,11 +13,19 @@ import math
 import numpy as np
 
 from shared.arena_map import ArenaMap
+from shared.hitbox import ray_world_entry
 from shared.movement import BUTTON_JUMP, PLAYER_RADIUS
+from shared.weapons import EYE_HEIGHT
 
 __all__ = ["BotIntent", "Brain"]
 
-EYE_HEIGHT = 1.6
+#: "play" wanders, strafes, seeks cover and shoots; "still" and "pace" are targets that
+#: stand or run to and fro and never shoot; "marksman" stands and shoots.
+BEHAVIOURS = ("play", "still", "pace", "marksman")
+SHOOTING_BEHAVIOURS = ("play", "marksman")
+PACE_SPEED = 0.9  # of full speed
+
+CHEST_HEIGHT = 1.2  # where bots look and aim: the torso capsule's middle
 COVER_STANDOFF = PLAYER_RADIUS + 0.4  # how far from a crate's face a bot crouches behind it
 
 
@@ -56,7 +64,11 @@ class Brain:
         rng: np.random.Generator,
         cover_seeking: float = 0.5,
         engage_range: float = 25.0,
+        behaviour: str = "play",
     ) -> None:
+        if behaviour not in BEHAVIOURS:
+            raise ValueError(f"behaviour must be one of {', '.join(BEHAVIOURS)}")
+        self.behaviour = behaviour
         self.count = count
         self.arena = arena
         self.rng = rng
@@ -68,6 +80,8 @@ class Brain:
         self.strafe_phase = rng.uniform(0.0, 2 * math.pi, count)
         self.strafe_rate = rng.uniform(2.0, 5.0, count)  # radians per second
         self.threat = np.zeros((count, 3))
+        self.threat_id = np.full(count, -1, dtype=np.int64)
+        self.threat_since = np.zeros(count)
         self.has_threat = np.zeros(count, dtype=bool)
         self.cover_points, self.cover_centres = _cover_points(arena)
         self._move = np.zeros((count, 2))
@@ -80,20 +94,45 @@ class Brain:
         hi = self.arena.bounds_max - 1.0
         return self.rng.uniform(lo, hi, size=(n, 2))
 
-    def perceive(self, bot: int, own: np.ndarray, enemies: np.ndarray) -> None:
-        """Note the nearest enemy (feet positions, ``(K, 3)``) within range, or none."""
+    def perceive(
+        self, bot: int, own: np.ndarray, enemies: np.ndarray, enemy_ids: np.ndarray, now: float
+    ) -> None:
+        """Note the nearest enemy in range that the bot can see (feet positions ``(K, 3)``).
+
+        Walls and cover hide enemies: the line from this bot's eye to the enemy's chest
+        must be clear. Only the three nearest are checked, as a player glances around.
+        """
         if len(enemies):
             distance = np.linalg.norm(enemies[:, :2] - own[:2], axis=1)
-            nearest = int(np.argmin(distance))
-            if distance[nearest] <= self.engage_range:
-                newly = not self.has_threat[bot]
+            eye = own + (0.0, 0.0, EYE_HEIGHT)
+            for nearest in np.argsort(distance)[:3].tolist():
+                if distance[nearest] > self.engage_range:
+                    break
+                chest = enemies[nearest] + (0.0, 0.0, CHEST_HEIGHT)
+                if self._blocked(eye, chest):
+                    continue
+                newly = not self.has_threat[bot] or self.threat_id[bot] != enemy_ids[nearest]
                 self.threat[bot] = enemies[nearest]
+                self.threat_id[bot] = enemy_ids[nearest]
                 self.has_threat[bot] = True
-                if newly and self.rng.random() < self.cover_seeking:
-                    self._seek_cover(bot, own)
+                if newly:
+                    self.threat_since[bot] = now
+                    if self.rng.random() < self.cover_seeking:
+                        self._seek_cover(bot, own)
                 return
         self.has_threat[bot] = False
+        self.threat_id[bot] = -1
         self.in_cover_mode[bot] = False
+
+    def _blocked(self, start: np.ndarray, end: np.ndarray) -> bool:
+        """Whether a box stands between two points above the floor."""
+        span = end - start
+        length = float(np.linalg.norm(span))
+        if length == 0.0:
+            return False
+        direction = span / length
+        hit = ray_world_entry(start, direction, length, self.arena.box_min, self.arena.box_max)
+        return hit < length
 
     def _seek_cover(self, bot: int, own: np.ndarray) -> None:
         """Head for the nearest cover point that has a crate between it and the threat."""
@@ -124,24 +163,33 @@ class Brain:
             distance[fresh] = np.linalg.norm(to_goal[fresh], axis=1)
 
         heading = to_goal / np.maximum(distance, 1e-9)[:, None]
-        settled = self.in_cover_mode & (distance < 0.5)
+        settled = (self.in_cover_mode & (distance < 0.5)) | (self.behaviour == "marksman")
         move = np.where(settled[:, None], 0.0, heading)
 
         self.strafe_phase += self.strafe_rate * dt
         to_threat = self.threat[:, :2] - pos[:, :2]
         threat_distance = np.maximum(np.linalg.norm(to_threat, axis=1), 1e-9)
         sideways = np.stack((-to_threat[:, 1], to_threat[:, 0]), axis=1) / threat_distance[:, None]
-        strafing = self.has_threat & ~self.in_cover_mode
+        strafing = self.has_threat & ~self.in_cover_mode & (self.behaviour == "play")
         move = move + np.where(
             strafing[:, None], sideways * np.sin(self.strafe_phase)[:, None], 0.0
         )
+        pacing = self.behaviour == "pace"
+        if pacing or self.behaviour == "still":
+            # Targets for fairness measurements: stand, or run to and fro along x.
+            move = np.zeros_like(move)
+            if pacing:
+                move[:, 0] = np.sign(np.sin(self.strafe_phase * 0.5)) * PACE_SPEED
         length = np.linalg.norm(move, axis=1)
-        self._move[:] = move / np.maximum(length, 1.0)[:, None]
+        # Scale just inside the unit circle: dividing by the norm can land a hair above 1,
+        # and the server would clamp that input, costing the prediction its last bit.
+        scale = np.where(length > 1.0, (1.0 - 1e-12) / np.maximum(length, 1e-12), 1.0)
+        self._move[:] = move * scale[:, None]
 
         look = np.where(self.has_threat[:, None], to_threat, heading)
         self._yaw[:] = np.arctan2(look[:, 1], look[:, 0])
         rise = self.threat[:, 2] - pos[:, 2]
         self._pitch[:] = np.where(self.has_threat, np.arctan2(rise, threat_distance), 0.0)
-        jumping = self.rng.random(self.count) < 0.005
+        jumping = (self.rng.random(self.count) < 0.005) & (self.behaviour == "play")
         self._buttons[:] = np.where(jumping, BUTTON_JUMP, 0)
         return BotIntent(self._move, self._yaw, self._pitch, self._buttons)

@@ -9,15 +9,17 @@ import functools
 import json
 import multiprocessing
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
+from .brain import BEHAVIOURS
 from .latency import HELP_TEXT, LatencySpecError, LinkProfile, draw_bot, parse_distribution
 from .latency import parse_duration as parse_spec_duration
+from .marksman import AimSkill
 from .report import build_report, format_summary
 from .swarm import Swarm, SwarmConfig, SwarmResult, run_swarm
 
@@ -40,6 +42,8 @@ class BotRun:
     seed: int
     workers: int
     interp_delay: float
+    skill: AimSkill = field(default_factory=AimSkill)
+    behaviour: str = "play"
 
     def swarm_configs(self) -> list[SwarmConfig]:
         """Split the bots over the workers; bot ``i`` is the same bot whatever the split."""
@@ -58,6 +62,8 @@ class BotRun:
                 duration=self.duration,
                 seed=self.seed * 1000 + w,
                 interp_delay=self.interp_delay,
+                skill=self.skill,
+                behaviour=self.behaviour,
             )
             for w, share in enumerate(shares)
             if share
@@ -161,6 +167,37 @@ def build_parser() -> argparse.ArgumentParser:
         default="100ms",
         help="how far in the past bots render others (default: 100ms)",
     )
+    parser.add_argument(
+        "--behaviour",
+        default="play",
+        choices=BEHAVIOURS,
+        help="play (wander, strafe, take cover, shoot); still or pace "
+        "(targets that never shoot); marksman (stands and shoots)",
+    )
+    parser.add_argument(
+        "--aim-error-deg",
+        type=float,
+        default=1.0,
+        help="standard deviation of the bots' aim error (default: 1.0)",
+    )
+    parser.add_argument(
+        "--reaction-ms",
+        type=float,
+        default=250.0,
+        help="how long a bot sees an enemy before it fires (default: 250)",
+    )
+    parser.add_argument(
+        "--fire-rate",
+        type=float,
+        default=3.0,
+        help="mean shots per second while a target is in sight (default: 3)",
+    )
+    parser.add_argument(
+        "--launcher-share",
+        type=float,
+        default=0.1,
+        help="share of shots fired with the projectile weapon (default: 0.1)",
+    )
     parser.add_argument("--seed", type=int, default=1, help="population seed (default: 1)")
     parser.add_argument(
         "--workers", type=int, default=1, help="processes to spread the bots over (default: 1)"
@@ -193,6 +230,13 @@ def parse_run(args: argparse.Namespace) -> BotRun:
         seed=args.seed,
         workers=min(args.workers, args.count),
         interp_delay=parse_spec_duration(args.interp_delay, label="interp delay"),
+        skill=AimSkill(
+            error_deg=args.aim_error_deg,
+            reaction_s=args.reaction_ms / 1000.0,
+            fire_rate_hz=args.fire_rate,
+            launcher_share=args.launcher_share,
+        ),
+        behaviour=args.behaviour,
     )
     run.swarm_configs()  # parses the distributions now, so errors surface before connecting
     return run

@@ -4,7 +4,8 @@ Render time is the client's estimate of server time minus the interpolation dela
 by default, Source's ``cl_interp``): far enough in the past that, despite jitter, two
 snapshots usually bracket it, so remote players move smoothly and exactly along the path
 the server simulated. When the buffer runs dry the newest snapshot is held (no
-extrapolation) and the miss is counted.
+extrapolation) and the miss is counted; the view then says which time it really shows
+(``shown_time``), because that, not the time asked for, is the world the player saw.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ __all__ = ["InterpolatedView", "SnapshotBuffer"]
 class InterpolatedView:
     """What a client draws at ``render_time``: remote players' ids and feet positions."""
 
-    render_time: float
+    render_time: float  # the time asked for
+    shown_time: float  # the server time of the world drawn: render_time unless held
     ids: np.ndarray  # (K,) int
     positions: np.ndarray  # (K, 3) float64
     alive: np.ndarray  # (K,) bool
@@ -46,6 +48,11 @@ class SnapshotBuffer:
         self._times.append(server_time)
         self._records.append(records)
 
+    def since(self, time: float) -> list[tuple[float, np.ndarray]]:
+        """The buffered snapshots from the one at or before ``time`` onwards, oldest first."""
+        first = max(0, sum(1 for t in self._times if t <= time) - 1)
+        return list(zip(self._times, self._records, strict=True))[first:]
+
     @property
     def newest_time(self) -> float | None:
         return self._times[-1] if self._times else None
@@ -57,14 +64,16 @@ class SnapshotBuffer:
         if render_time >= times[-1] or len(times) == 1:
             exact = render_time == times[-1]
             self.misses += not exact
-            return _view(render_time, self._records[-1], None, 0.0, exact)
+            return _view(render_time, times[-1], self._records[-1], None, 0.0, exact)
         if render_time <= times[0]:
             self.misses += 1
-            return _view(render_time, self._records[0], None, 0.0, False)
+            return _view(render_time, times[0], self._records[0], None, 0.0, False)
         upper = next(i for i in range(1, len(times)) if times[i] > render_time)
         t0, t1 = times[upper - 1], times[upper]
         weight = (render_time - t0) / (t1 - t0)
-        return _view(render_time, self._records[upper - 1], self._records[upper], weight, True)
+        return _view(
+            render_time, render_time, self._records[upper - 1], self._records[upper], weight, True
+        )
 
 
 def _positions(records: np.ndarray) -> np.ndarray:
@@ -80,6 +89,7 @@ def _positions(records: np.ndarray) -> np.ndarray:
 
 def _view(
     render_time: float,
+    shown_time: float,
     before: np.ndarray,
     after: np.ndarray | None,
     weight: float,
@@ -99,4 +109,4 @@ def _view(
         pos[both] += (pos_after[index[both]] - pos[both]) * weight
         alive_after = (after["flags"] & ENTITY_FLAG_ALIVE) != 0
         alive[both] &= alive_after[index[both]]
-    return InterpolatedView(render_time, ids, pos, alive, exact)
+    return InterpolatedView(render_time, shown_time, ids, pos, alive, exact)

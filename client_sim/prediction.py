@@ -47,6 +47,10 @@ class SwarmPredictor:
         self._auth_vel = np.zeros((count, 3))
         self._auth_ack = np.full(count, -1, dtype=np.int64)
         self._has_auth = np.zeros(count, dtype=bool)
+        # Bots whose error is not scored: dead (the server does not move them), or just
+        # respawned (the server moved them to a spawn point, which nobody predicts).
+        self.unscored = np.zeros(count, dtype=bool)
+        self.skip_next = np.zeros(count, dtype=bool)
         self.errors: list[np.ndarray] = []
 
     def place(self, bot: int, pos: np.ndarray, vel: np.ndarray) -> None:
@@ -68,6 +72,8 @@ class SwarmPredictor:
             return
         ack = self._auth_ack[bots]
         known = (ack >= 0) & (ack > self.next_seq[bots] - self.history)
+        known &= ~self.unscored[bots] & ~self.skip_next[bots]
+        self.skip_next[bots] = False
         scored = bots[known]
         if len(scored):
             guess = self.predicted_pos[scored, ack[known] % self.history]

@@ -11,9 +11,56 @@ from typing import Any
 
 import numpy as np
 
+from .shooting import ShotSummary
 from .swarm import SwarmResult
 
-__all__ = ["build_report", "format_summary"]
+__all__ = ["RTT_BUCKETS_MS", "build_report", "format_summary", "shot_figures"]
+
+#: Upper bounds of the RTT buckets of ``shots.by_rtt`` (the last is open-ended).
+RTT_BUCKETS_MS = (50, 100, 150, 200)
+
+
+def _ratio(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def shot_figures(shots: list[ShotSummary]) -> dict[str, Any]:
+    """Client versus server verdicts. A rate is ``None`` when its denominator is 0.
+
+    ``agreement``: share of judged shots where both said "no player hit" or both named the
+    same victim. ``false_negative_rate``: of the shots the shooter saw hit, the share the
+    server called a miss. ``false_positive_rate``: of the shots the shooter saw miss, the
+    share the server called a hit.
+    """
+    judged = [s for s in shots if s.server_result is not None]
+    client_hits = [s for s in judged if s.client_hit]
+    client_misses = [s for s in judged if not s.client_hit]
+    return {
+        "fired": len(shots),
+        "judged": len(judged),
+        "unresolved": len(shots) - len(judged),
+        "client_hits": sum(s.client_hit for s in shots),
+        "server_hits": sum(s.server_result == "hit" for s in judged),
+        "rejected": sum(s.server_result == "rejected" for s in judged),
+        "agreement": _ratio(sum(s.agrees for s in judged), len(judged)),
+        "false_negative_rate": _ratio(
+            sum(s.server_result != "hit" for s in client_hits), len(client_hits)
+        ),
+        "false_positive_rate": _ratio(
+            sum(s.server_result == "hit" for s in client_misses), len(client_misses)
+        ),
+    }
+
+
+def _bucket(rtt_ms: float) -> str:
+    if rtt_ms != rtt_ms:  # NaN: no pong yet when the shot was fired
+        return "unknown"
+    low = 0
+    for high in RTT_BUCKETS_MS:
+        if rtt_ms < high:
+            return f"{low}-{high}ms"
+        low = high
+    return f"{low}ms+"
 
 
 def _pct(values: list[float] | np.ndarray, q: float, scale: float = 1.0) -> float | None:
@@ -85,6 +132,20 @@ def build_report(
             ),
             "interpolation_misses": result.interpolation_misses,
         },
+        "shots": {
+            **shot_figures(result.shots),
+            "by_rtt": {
+                bucket: shot_figures([s for s in result.shots if _bucket(s.rtt_ms) == bucket])
+                for bucket in sorted({_bucket(s.rtt_ms) for s in result.shots}, key=_bucket_order)
+            },
+            "by_weapon": {
+                name: shot_figures([s for s in result.shots if s.weapon == weapon])
+                for weapon, name in enumerate(("rifle", "launcher"))
+            },
+            "hits_received": result.hits_received,
+            "behind_cover_rate": _ratio(result.hits_behind_cover, result.hits_received),
+            "server": after.get("combat"),
+        },
         "bot_process": {
             "cpu_s": round(result.cpu_s, 3),
             "cpu_us_per_bot_tick": round(result.cpu_s / bot_ticks * 1e6, 2),
@@ -95,6 +156,10 @@ def build_report(
         "duration_s": round(result.duration_s, 3),
         "errors": result.errors,
     }
+
+
+def _bucket_order(bucket: str) -> float:
+    return float("inf") if bucket == "unknown" else float(bucket.split("-")[0].rstrip("ms+"))
 
 
 def format_summary(report: dict[str, Any]) -> str:
@@ -115,6 +180,15 @@ def format_summary(report: dict[str, Any]) -> str:
         f"{show(bw['up_kbps_per_bot'], ' kbit/s')} up per bot",
         f"inputs      {inp['acked']}/{inp['sent']} acknowledged",
     ]
+    shots = report["shots"]
+    if shots["fired"]:
+        lines.append(
+            f"shots       {shots['fired']} fired, {shots['client_hits']} hits on the shooters' "
+            f"screens, {shots['server_hits']} by the server; agreement "
+            f"{show(shots['agreement'])}, false negatives {show(shots['false_negative_rate'])}, "
+            f"false positives {show(shots['false_positive_rate'])}, behind cover "
+            f"{show(shots['behind_cover_rate'])}"
+        )
     if report["errors"]:
         lines.append("errors      " + ", ".join(f"{k}={v}" for k, v in report["errors"].items()))
     return "\n".join(lines)

@@ -27,15 +27,19 @@ from shared import protocol
 from shared.arena_map import ArenaMap, default_map
 from shared.timestep import TickSchedule, run_tick_loop
 
-from .brain import Brain
+from .brain import SHOOTING_BEHAVIOURS, Brain
 from .clock_sync import ClockSync
 from .interpolation import SnapshotBuffer
 from .latency import BotParams
 from .link import BotLink
+from .marksman import AimSkill
 from .prediction import SwarmPredictor
 from .pump import DeliveryPump
+from .shooting import ShotSummary, SwarmShooting
 
 __all__ = ["Bot", "Swarm", "SwarmConfig", "SwarmResult"]
+
+SYNC_PING_INTERVAL = 0.1  # seconds between pings until the clock is synced
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +54,9 @@ class SwarmConfig:
     connect_timeout: float = 10.0
     name_prefix: str = "bot"
     arena: ArenaMap = field(default_factory=default_map)
+    skill: AimSkill = field(default_factory=AimSkill)
+    behaviour: str = "play"
+    team: bool = False  # bots of this swarm never aim at each other
 
 
 @dataclass(slots=True)
@@ -70,6 +77,9 @@ class SwarmResult:
     inputs_acked: list[int] = field(default_factory=list)
     interpolation_misses: int = 0
     errors: dict[str, int] = field(default_factory=dict)
+    shots: list[ShotSummary] = field(default_factory=list)
+    hits_received: int = 0
+    hits_behind_cover: int = 0
 
     def merge(self, other: SwarmResult) -> None:
         self.requested += other.requested
@@ -88,6 +98,9 @@ class SwarmResult:
         ):
             getattr(self, name).extend(getattr(other, name))
         self.interpolation_misses += other.interpolation_misses
+        self.shots.extend(other.shots)
+        self.hits_received += other.hits_received
+        self.hits_behind_cover += other.hits_behind_cover
         for code, count in other.errors.items():
             self.errors[code] = self.errors.get(code, 0) + count
 
@@ -204,7 +217,8 @@ class Swarm:
         self.rng = np.random.default_rng(config.seed)
         self.errors: dict[str, int] = {}
         self.predictor: SwarmPredictor | None = None
-        self.brain = Brain(self.count, config.arena, self.rng)
+        self.brain = Brain(self.count, config.arena, self.rng, behaviour=config.behaviour)
+        self.shooting = SwarmShooting(self.count, config.arena, config.skill, self.rng)
         self.placed = np.zeros(self.count, dtype=bool)
         self.tick_rate = 0
         self.ticks_run = 0
@@ -252,7 +266,26 @@ class Swarm:
             self.predictor.place(bot.index, np.array(you[:3]), np.array(you[3:]))
             self.placed[bot.index] = True
         self.predictor.authoritative(bot.index, snapshot.ack, you)
-        bot.snapshots.push(snapshot.server_time, protocol.unpack_entities(snapshot.entities))
+        records = protocol.unpack_entities(snapshot.entities)
+        bot.snapshots.push(snapshot.server_time, records)
+        assert bot.welcome is not None
+        was_alive = self.shooting.alive[bot.index]
+        respawned = self.shooting.on_snapshot(
+            bot.index,
+            bot.welcome.player_id,
+            snapshot.server_time,
+            records,
+            snapshot.events,
+            self.predictor.pos[bot.index],
+            lambda: bot.snapshots.view(self._render_time(bot)),
+        )
+        alive = self.shooting.alive[bot.index]
+        self.predictor.unscored[bot.index] = not alive
+        if respawned or (was_alive and not alive):
+            self.predictor.skip_next[bot.index] = True
+
+    def _render_time(self, bot: Bot) -> float:
+        return max(0.0, bot.server_time() - self.config.interp_delay)
 
     # -- one tick of the whole swarm -----------------------------------------------------
 
@@ -263,38 +296,81 @@ class Swarm:
         self.ticks_run += 1
         predictor.reconcile()
         now = asyncio.get_running_loop().time()
-        self._perceive(tick)
+        self._perceive(tick, now)
         intent = self.brain.decide(predictor.pos, now, 1.0 / self.tick_rate)
         ready = np.flatnonzero(self.placed & self._linked())
         if not len(ready):
             return
         seqs = predictor.apply(ready, intent.move[ready], intent.buttons[ready])
         interp = self.config.interp_delay
+        shooters: set[int] = set()
+        if self.config.behaviour in SHOOTING_BEHAVIOURS:
+            shooters = set(self.shooting.shooters(ready, self.brain, now, self.tick_rate).tolist())
         for index, seq in zip(ready.tolist(), seqs.tolist(), strict=True):
             bot = self.bots[index]
             server_now = bot.server_time()
+            render_time = max(0.0, server_now - interp)
+            yaw, pitch = float(intent.yaw[index]), float(intent.pitch[index])
+            buttons = int(intent.buttons[index])
+            if index in shooters:
+                fired = self._shoot(bot, seq, render_time)
+                if fired is not None:
+                    yaw, pitch, trigger, render_time = fired
+                    buttons |= trigger
             frame = protocol.encode_input(
                 seq=seq,
                 tick=max(0, int(server_now * self.tick_rate)),
                 move=(float(intent.move[index, 0]), float(intent.move[index, 1])),
-                yaw=float(intent.yaw[index]),
-                pitch=float(intent.pitch[index]),
-                buttons=int(intent.buttons[index]),
-                view_time=max(0.0, server_now - interp),
+                yaw=yaw,
+                pitch=pitch,
+                buttons=buttons,
+                view_time=render_time,
                 ack_tick=bot.latest_tick,
             )
             bot.send(frame)
             bot.inputs_sent += 1
             local = bot.local_time()
             if local >= bot.next_ping:
-                bot.next_ping = local + self.config.ping_interval
+                # A burst of pings until the clock is synced, then the steady interval.
+                interval = self.config.ping_interval if bot.clock.synced else SYNC_PING_INTERVAL
+                bot.next_ping = local + interval
                 bot.ping_id += 1
                 bot.send(protocol.encode(protocol.PingMessage(bot.ping_id, local)))
+
+    def _shoot(
+        self, bot: Bot, seq: int, render_time: float
+    ) -> tuple[float, float, int, float] | None:
+        """Aim at the tracked enemy in what this bot renders now, and fire.
+
+        Not before the bot's clock is synced: until then its view times are guesses that
+        the server would rightly replace.
+        """
+        assert self.predictor is not None and bot.welcome is not None
+        if not bot.clock.synced:
+            return None
+        view = bot.snapshots.view(render_time)
+        if view is None:
+            return None
+        rtt = bot.clock.rtt_estimate
+        return self.shooting.fire(
+            bot.index,
+            bot.welcome.player_id,
+            seq,
+            self.predictor.pos[bot.index],
+            view,
+            int(self.brain.threat_id[bot.index]),
+            float("nan") if rtt is None else rtt * 1e3,
+            self.tick_rate,
+            bot.snapshots.since,
+        )
+
+    def _teammates(self) -> np.ndarray:
+        return np.array([b.welcome.player_id for b in self.bots if b.welcome is not None])
 
     def _linked(self) -> np.ndarray:
         return np.fromiter((b.alive_link for b in self.bots), dtype=bool, count=self.count)
 
-    def _perceive(self, tick: int) -> None:
+    def _perceive(self, tick: int, now: float) -> None:
         """A few times a second each bot looks at its interpolated view (staggered)."""
         assert self.predictor is not None
         every = max(1, round(self.tick_rate / self.config.perceive_hz))
@@ -302,11 +378,15 @@ class Swarm:
             bot = self.bots[index]
             if not self.placed[index] or bot.welcome is None:
                 continue
-            view = bot.snapshots.view(bot.server_time() - self.config.interp_delay)
+            view = bot.snapshots.view(self._render_time(bot))
             if view is None:
                 continue
             others = (view.ids != bot.welcome.player_id) & view.alive
-            self.brain.perceive(index, self.predictor.pos[index], view.positions[others])
+            if self.config.team:
+                others &= ~np.isin(view.ids, self._teammates())
+            self.brain.perceive(
+                index, self.predictor.pos[index], view.positions[others], view.ids[others], now
+            )
 
     # -- the whole run -------------------------------------------------------------------
 
@@ -325,6 +405,7 @@ class Swarm:
                     group.create_task(bot.run(session, stop))
                 group.create_task(self._drive(stop, progress))
         self.pump.close()
+        self.shooting.close()
         result = self._result(loop.time() - began, time.process_time() - cpu_before)
         return result
 
@@ -384,6 +465,9 @@ class Swarm:
             ),
             interpolation_misses=sum(b.snapshots.misses for b in self.bots),
             errors=dict(self.errors),
+            shots=self.shooting.finished,
+            hits_received=self.shooting.hits_received,
+            hits_behind_cover=self.shooting.hits_behind_cover,
         )
 
 

@@ -30,7 +30,9 @@ from shared.arena_map import ArenaMap, default_map
 from shared.protocol import ErrorMessage, InputMessage, JoinMessage, PingMessage, PongMessage
 from shared.timestep import TickSchedule, run_tick_loop
 
+from .hitreg.backend import BackendName, make_validator
 from .inputs import InputVerdict
+from .lagcomp import LagCompensation
 from .match import Match, MatchConfig, MatchFull, TickResult
 from .metrics import NodeMetrics
 from .tickstats import TickStats
@@ -56,6 +58,8 @@ class NodeConfig:
     max_offences: int = 3
     epoch: int = 1
     arena: ArenaMap = field(default_factory=default_map)
+    hitreg_backend: BackendName = "auto"
+    lag_compensation: LagCompensation = field(default_factory=LagCompensation)
 
     def __post_init__(self) -> None:
         if not 20 <= self.tick_rate <= 128:
@@ -64,6 +68,11 @@ class NodeConfig:
             raise ValueError("max players must be between 1 and 65535")
         if self.history_seconds <= 0:
             raise ValueError("history must hold a positive number of seconds")
+        if self.lag_compensation.max_rewind > self.history_seconds:
+            raise ValueError(
+                f"the rewind cap ({self.lag_compensation.max_rewind * 1000:g} ms) must fit in "
+                f"the history ({self.history_seconds * 1000:g} ms)"
+            )
 
 
 class Connection:
@@ -106,14 +115,19 @@ class Node:
         self.config = config
         self.clock = clock
         self.metrics = NodeMetrics()
+        self.validator = make_validator(
+            config.hitreg_backend, box_min=config.arena.box_min, box_max=config.arena.box_max
+        )
         self.match = Match(
             MatchConfig(
                 arena=config.arena,
                 tick_rate=config.tick_rate,
                 max_players=config.max_players,
                 history_seconds=config.history_seconds,
+                lag_compensation=config.lag_compensation,
             ),
             epoch=config.epoch,
+            validator=self.validator,
         )
         self.connections: dict[int, Connection] = {}
         self.schedule = TickSchedule(config.tick_rate, clock())
@@ -129,7 +143,7 @@ class Node:
         began = self.clock()
         result = self.match.tick(tick)
         await self._publish(result)
-        self.match.mark_sent(result.tick, self.clock())
+        self.match.mark_sent(result.tick, self.server_time())
         duration = self.clock() - began
         self.stats.record(duration)
         self.metrics.tick_duration.observe(duration)
@@ -169,6 +183,8 @@ class Node:
             "tick_ms_p50": round(self.stats.percentile_ms(50), 4),
             "tick_ms_p99": round(self.stats.percentile_ms(99), 4),
             "tick_overruns": self.stats.overruns,
+            "hitreg_backend": self.validator.backend,
+            "combat": dict(sorted(self.match.combat.counters.items())),
             "ticks_skipped": self.schedule.skipped,
             "uptime_s": round(time.time() - self.started_at, 3),
         }
@@ -203,7 +219,7 @@ class Node:
             await self.complain(connection, error)
             return
         if isinstance(message, InputMessage):
-            verdict = self.match.receive_input(connection.slot, message, self.clock())
+            verdict = self.match.receive_input(connection.slot, message, self.server_time())
             if verdict is InputVerdict.ACCEPTED:
                 self.metrics.inputs_applied.inc()
             elif verdict is InputVerdict.CLAMPED:
@@ -325,6 +341,14 @@ async def _metrics(request: web.Request) -> web.Response:
 
 async def _tick_task(app: web.Application) -> AsyncIterator[None]:
     node = app[NODE]
+    began = time.perf_counter()
+    node.validator.warm_up()  # compile (or load) the hit kernels before the first tick
+    log.info(
+        "event=hitreg_ready backend=%s warm_up_s=%.2f %s",
+        node.validator.backend,
+        time.perf_counter() - began,
+        node.log_context,
+    )
     node.schedule = TickSchedule(node.config.tick_rate, node.clock())
     task = asyncio.create_task(
         run_tick_loop(node.schedule, node.run_tick, node.clock), name="tick-loop"

@@ -13,6 +13,8 @@ from aiohttp import web
 from shared.arena_map import MapError, default_map, load_map
 
 from .app import NODE, NodeConfig, create_app
+from .hitreg.backend import BackendUnavailable
+from .lagcomp import LagCompensation
 from .logs import configure_logging
 
 __all__ = ["main"]
@@ -45,6 +47,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--map", default=None, help="map JSON file (default: the embedded courtyard)"
+    )
+    parser.add_argument(
+        "--hitreg-backend",
+        default="auto",
+        choices=["auto", "cpu", "cuda", "reference"],
+        help="where shots are judged: auto takes cuda when a GPU is present, else cpu",
+    )
+    parser.add_argument(
+        "--max-rewind-ms",
+        type=float,
+        default=200.0,
+        help="lag compensation never rewinds further back than this",
+    )
+    parser.add_argument(
+        "--view-tolerance-ms",
+        type=float,
+        default=50.0,
+        help="a shot's claimed view time further than this from the server's estimate is "
+        "replaced by the estimate",
+    )
+    parser.add_argument(
+        "--trade-window-ms",
+        type=float,
+        default=0.0,
+        help="shots a player saw up to this long after its own death still count",
     )
     parser.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error"]
@@ -84,8 +111,18 @@ def main(argv: list[str] | None = None) -> int:
             max_players=args.max_players,
             history_seconds=args.history_seconds,
             arena=arena,
+            hitreg_backend=args.hitreg_backend,
+            lag_compensation=LagCompensation(
+                max_rewind=args.max_rewind_ms / 1000.0,
+                tolerance=args.view_tolerance_ms / 1000.0,
+                trade_window=args.trade_window_ms / 1000.0,
+            ),
         )
-    except (MapError, ValueError) as error:
+        if min(args.max_rewind_ms, args.view_tolerance_ms, args.trade_window_ms) < 0:
+            raise ValueError(
+                "--max-rewind-ms, --view-tolerance-ms and --trade-window-ms must not be negative"
+            )
+    except (MapError, ValueError, BackendUnavailable) as error:
         print(f"arena-server: {error}", file=sys.stderr)
         return 2
     try:

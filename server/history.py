@@ -43,6 +43,10 @@ class HistoryRing:
         self.positions[index] = positions
         self.alive[index] = alive
 
+    def mark_newest_alive(self, alive: np.ndarray) -> None:
+        """Correct the newest snapshot's alive flags (deaths resolved after it was taken)."""
+        self.alive[self._physical(self.count - 1)] = alive
+
     def _physical(self, logical: int) -> int:
         return (self.start + logical) % self.capacity
 

@@ -62,7 +62,7 @@ class InputBuffer:
 
     max_depth: int = 4
     future_window: int = 120  # two seconds of inputs at 60 Hz; further ahead is a lie
-    pending: deque[InputMessage] = None  # type: ignore[assignment]
+    pending: deque[tuple[InputMessage, float]] = None  # type: ignore[assignment]
     last_received: int = -1
     last_applied: InputMessage | None = None
     starved_ticks: int = 0
@@ -75,22 +75,30 @@ class InputBuffer:
         """Highest sequence number applied to the world (-1 before the first)."""
         return -1 if self.last_applied is None else self.last_applied.seq
 
-    def offer(self, message: InputMessage) -> InputVerdict:
-        """Queue a sanitised input, or say why it is refused."""
+    def offer(self, message: InputMessage, arrival: float = 0.0) -> InputVerdict:
+        """Queue a sanitised input that arrived at ``arrival`` (server time), or say why not.
+
+        The arrival time travels with the input: lag compensation judges a shot by when it
+        arrived, not by when the jitter buffer released it.
+        """
         if message.seq <= self.last_received:
             return InputVerdict.STALE
         if self.last_received >= 0 and message.seq > self.last_received + self.future_window:
             return InputVerdict.TOO_FAR_AHEAD
         self.last_received = message.seq
-        self.pending.append(message)
+        self.pending.append((message, arrival))
         return InputVerdict.ACCEPTED
 
     def take(self) -> list[InputMessage]:
         """The inputs to apply this tick, oldest first; empty means "repeat the last one"."""
+        return [message for message, _ in self.take_with_arrival()]
+
+    def take_with_arrival(self) -> list[tuple[InputMessage, float]]:
+        """Like :meth:`take`, each input with the server time it arrived at."""
         if not self.pending:
             self.starved_ticks += 1
             return []
         count = max(1, len(self.pending) - self.max_depth + 1)
         taken = [self.pending.popleft() for _ in range(count)]
-        self.last_applied = taken[-1]
+        self.last_applied = taken[-1][0]
         return taken

@@ -1,7 +1,8 @@
 """One match: the authoritative tick over its world (sans-I/O).
 
-A tick is: drain the inputs due at T, simulate movement, append snapshot T to history, and
-encode snapshot T once for everybody. The asyncio edge (:mod:`server.app`) feeds inputs in
+A tick is: drain the inputs due at T, simulate movement, append snapshot T to history,
+resolve the shots (lag-compensated, :mod:`server.combat`) and encode snapshot T once for
+everybody. The asyncio edge (:mod:`server.app`) feeds inputs in
 with their arrival time and sends what :meth:`Match.tick` returns; nothing else writes the
 world. Time is a parameter everywhere: server time is ``tick / tick_rate``.
 """
@@ -18,13 +19,19 @@ from shared import protocol
 from shared.arena_map import ArenaMap
 from shared.movement import MovementParams, step
 from shared.protocol import InputMessage
+from shared.weapons import WEAPONS
 
+from .combat import Combat
 from .history import HistoryRing
+from .hitreg.backend import History, HitValidator, make_validator
 from .inputs import InputBuffer, InputVerdict, sanitize
+from .lagcomp import LagCompensation
 from .rtt import RttEstimator, TickSendLog
 from .world import World
 
 __all__ = ["Match", "MatchConfig", "MatchFull", "PlayerSeat", "TickResult"]
+
+FIRE_BUTTONS = sum(weapon.button for weapon in WEAPONS)
 
 
 class MatchFull(Exception):
@@ -39,6 +46,7 @@ class MatchConfig:
     history_seconds: float = 1.0
     input_max_depth: int = 4
     movement: MovementParams = field(default_factory=MovementParams)
+    lag_compensation: LagCompensation = field(default_factory=LagCompensation)
 
     @property
     def history_ticks(self) -> int:
@@ -65,11 +73,17 @@ class TickResult:
 
 
 class Match:
-    def __init__(self, config: MatchConfig, epoch: int = 0) -> None:
+    def __init__(
+        self, config: MatchConfig, epoch: int = 0, validator: HitValidator | None = None
+    ) -> None:
         self.config = config
         self.epoch = epoch
         self.world = World(config.max_players)
         self.history = HistoryRing(config.history_ticks, config.max_players)
+        self.validator = validator or make_validator(
+            "reference", box_min=config.arena.box_min, box_max=config.arena.box_max
+        )
+        self.combat = Combat(self.world, config.tick_rate, config.lag_compensation)
         self.seats: dict[int, PlayerSeat] = {}
         self.tick_number = 0
         self.sent = TickSendLog()
@@ -90,6 +104,7 @@ class Match:
         x, y = self.config.arena.spawn_point(self._joins)
         self._joins += 1
         self.world.seat(slot, x, y)
+        self.combat.seat(slot)
         seat = PlayerSeat(slot, name, interp_delay, InputBuffer(self.config.input_max_depth))
         self.seats[slot] = seat
         self._events.append({"kind": "join", "player": slot})
@@ -111,30 +126,46 @@ class Match:
         checked = sanitize(message)
         verdict = checked.verdict
         if checked.message is not None:
-            queued = seat.inputs.offer(checked.message)
+            queued = seat.inputs.offer(checked.message, arrival)
             if queued is not InputVerdict.ACCEPTED:
                 verdict = queued
         self.counters[f"input_{verdict.value}"] += 1
         return verdict
 
-    def _gather_inputs(self) -> list[tuple[int, list[InputMessage]]]:
-        """Set each player's input for this tick; return surplus inputs to catch up on."""
+    def _gather_inputs(self) -> tuple[list[tuple[int, InputMessage, float]], list[tuple]]:
+        """Set each player's input for this tick; return it and the surplus to catch up on."""
         world = self.world
-        surplus = []
+        applied, surplus = [], []
         for slot, seat in self.seats.items():
-            taken = seat.inputs.take()
+            taken = seat.inputs.take_with_arrival()
             if not taken:
                 self.counters["input_repeated"] += 1
                 continue
-            first = taken[0]
+            first, arrival = taken[0]
             world.move[slot] = first.move
             world.buttons[slot] = first.buttons
-            last = taken[-1]
-            world.yaw[slot], world.pitch[slot] = last.yaw, last.pitch
+            world.yaw[slot], world.pitch[slot] = first.yaw, first.pitch
             self.counters["input_applied"] += len(taken)
+            applied.append((slot, first, arrival))
             if len(taken) > 1:
                 surplus.append((slot, taken[1:]))
-        return surplus
+        return applied, surplus
+
+    def _fire(self, slot: int, message: InputMessage, arrival: float) -> None:
+        """Hand a just-applied input's fire buttons to combat (position is post-movement)."""
+        if message.buttons & FIRE_BUTTONS:
+            seat = self.seats[slot]
+            self.combat.fire(
+                slot,
+                message.seq,
+                message.buttons,
+                message.yaw,
+                message.pitch,
+                message.view_time,
+                arrival,
+                seat.rtt.estimate,
+                seat.interp_delay,
+            )
 
     # -- the tick ------------------------------------------------------------------------
 
@@ -150,29 +181,48 @@ class Match:
             self.config.movement,
         )
 
+    def _respawn(self) -> None:
+        for slot in self.combat.respawn_due(self.tick_number):
+            if self.world.active[slot]:
+                x, y = self.config.arena.spawn_point(self._joins)
+                self._joins += 1
+                self.world.seat(slot, x, y)
+                self._events.append({"kind": "respawn", "player": slot})
+
     def tick(self, tick: int | None = None) -> TickResult:
         """Advance the world one tick and encode the snapshot everyone shares."""
         self.tick_number = self.tick_number + 1 if tick is None else tick
         world = self.world
-        surplus = self._gather_inputs()
+        self._respawn()
+        applied, surplus = self._gather_inputs()
         moving = np.flatnonzero(world.active & world.alive)
         if len(moving):
             self._simulate(moving, world.move[moving], world.buttons[moving])
+        for slot, message, arrival in applied:
+            self._fire(slot, message, arrival)
         # Catch-up: a player whose inputs piled up runs its surplus inputs this tick too.
         depth = 0
-        while True:
-            batch = [(slot, extra[depth]) for slot, extra in surplus if len(extra) > depth]
-            if not batch:
-                break
+        while batch := [(slot, extra[depth]) for slot, extra in surplus if len(extra) > depth]:
             slots = np.array([slot for slot, _ in batch], dtype=np.int64)
-            move = np.array([m.move for _, m in batch], dtype=np.float64)
-            buttons = np.array([m.buttons for _, m in batch], dtype=np.int64)
-            self._simulate(slots, move, buttons)
+            move = np.array([m.move for _, (m, _) in batch], dtype=np.float64)
+            buttons = np.array([m.buttons for _, (m, _) in batch], dtype=np.int64)
+            alive = world.alive[slots]
+            self._simulate(slots[alive], move[alive], buttons[alive])
             world.move[slots], world.buttons[slots] = move, buttons
+            for slot, (message, arrival) in batch:
+                world.yaw[slot], world.pitch[slot] = message.yaw, message.pitch
+                self._fire(slot, message, arrival)
             depth += 1
 
         server_time = self.server_time
         self.history.append(self.tick_number, server_time, world.pos, world.active & world.alive)
+        if self.combat.pending or self.combat.flying:
+            self._events.extend(
+                self.combat.resolve(
+                    self.history_view(), self.validator, server_time, self.tick_number
+                )
+            )
+            self.history.mark_newest_alive(world.active & world.alive)
         events, self._events = self._events, []
         active = np.flatnonzero(world.active)
         entities = protocol.pack_entities(
@@ -188,6 +238,17 @@ class Match:
             self.tick_number, server_time, self.epoch, entities, events
         )
         return TickResult(self.tick_number, server_time, body, events)
+
+    def history_view(self) -> History:
+        """This match's ring as the hit kernels' (single-match) history, without copying."""
+        ring = self.history
+        return History(
+            times=ring.times[None],
+            positions=ring.positions[None],
+            alive=ring.alive[None],
+            start=np.array([ring.start], dtype=np.int64),
+            count=np.array([ring.count], dtype=np.int64),
+        )
 
     def snapshot_for(self, result: TickResult, slot: int) -> bytes:
         """One client's frame of a tick: its ack and own full-precision state + the body."""

@@ -22,7 +22,7 @@ def hitscan_kernel(
     use_grid, grid_origin, grid_cell, grid_nx, grid_ny, grid_base, cell_start, cell_players,
     out_kind, out_victim, out_hitbox, out_distance, out_tests,
 ):  # fmt: skip
-    i = cuda.grid(1)
+    i: int = cuda.grid(1)  # type: ignore[call-arg]
     if i < shot_match.shape[0]:
         _hitscan_one(
             i, times, positions, alive, start, count, box_min, box_max,
@@ -43,7 +43,7 @@ def projectile_kernel(
     out_kind, out_victim, out_hitbox, out_time, out_position, out_velocity, out_expired,
     out_tests,
 ):  # fmt: skip
-    i = cuda.grid(1)
+    i: int = cuda.grid(1)  # type: ignore[call-arg]
     if i < proj_match.shape[0]:
         _projectile_one(
             i, times, positions, alive, start, count, box_min, box_max,

@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from shared.arena_map import default_map
 from shared.hitbox import HITBOX_MIN_RADIUS
@@ -47,9 +48,11 @@ class BackendUnavailable(RuntimeError):
     """The requested backend cannot run on this machine (e.g. CUDA without a GPU)."""
 
 
-def _array(value: object, dtype: type, name: str, shape: tuple[int | None, ...]) -> np.ndarray:
+def _array(
+    value: npt.ArrayLike, dtype: type, name: str, shape: tuple[int | None, ...]
+) -> np.ndarray:
     """``value`` as a C-contiguous array of ``dtype``, its shape checked (None: any size)."""
-    array = np.ascontiguousarray(value, dtype=dtype)
+    array: np.ndarray = np.ascontiguousarray(value, dtype=dtype)
     if array.ndim != len(shape) or any(
         want is not None and got != want for got, want in zip(array.shape, shape, strict=True)
     ):
@@ -63,16 +66,20 @@ def _finite(array: np.ndarray, name: str) -> None:
         raise ValueError(f"{name}: values must be finite")
 
 
-def _broadcast(value: object, n: int, name: str) -> np.ndarray:
-    array = np.asarray(value, dtype=np.float64)
+def _broadcast(value: npt.ArrayLike, n: int, name: str) -> np.ndarray:
+    array: np.ndarray = np.asarray(value, dtype=np.float64)
     if array.ndim == 0:
         return np.full(n, float(array))
     return _array(array, np.float64, name, (n,))
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class History:
-    """The history rings of ``Mt`` matches (layout documented in ``reference.py``)."""
+    """The history rings of ``Mt`` matches (layout documented in ``reference.py``).
+
+    Inputs are converted (without a copy when they already are) to C-contiguous arrays of
+    the kernels' dtypes and checked; a mistake raises ValueError naming the field.
+    """
 
     times: np.ndarray  # (Mt, H) float64
     positions: np.ndarray  # (Mt, H, P, 3) float64
@@ -80,16 +87,22 @@ class History:
     start: np.ndarray  # (Mt,) int64
     count: np.ndarray  # (Mt,) int64
 
-    def __post_init__(self) -> None:
-        times = _array(self.times, np.float64, "history.times", (None, None))
+    def __init__(
+        self,
+        *,
+        times: npt.ArrayLike,
+        positions: npt.ArrayLike,
+        alive: npt.ArrayLike,
+        start: npt.ArrayLike,
+        count: npt.ArrayLike,
+    ) -> None:
+        times = _array(times, np.float64, "history.times", (None, None))
         matches, capacity = times.shape
-        positions = _array(
-            self.positions, np.float64, "history.positions", (matches, capacity, None, 3)
-        )
+        positions = _array(positions, np.float64, "history.positions", (matches, capacity, None, 3))
         players = positions.shape[2]
-        alive = _array(self.alive, np.uint8, "history.alive", (matches, capacity, players))
-        start = _array(self.start, np.int64, "history.start", (matches,))
-        count = _array(self.count, np.int64, "history.count", (matches,))
+        alive = _array(alive, np.uint8, "history.alive", (matches, capacity, players))
+        start = _array(start, np.int64, "history.start", (matches,))
+        count = _array(count, np.int64, "history.count", (matches,))
         if np.any((start < 0) | (start >= max(capacity, 1))):
             raise ValueError(f"history.start: indices must lie in [0, {capacity})")
         if np.any((count < 0) | (count > capacity)):
@@ -117,7 +130,7 @@ class History:
             raise ValueError(f"{name}: match indices must lie in [0, {self.matches})")
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class HitscanShots:
     """``S`` instant-hit shots; ``view_time`` is the already validated time to rewind to."""
 
@@ -125,19 +138,28 @@ class HitscanShots:
     shooter: np.ndarray  # (S,) int32, slot in its match; never hit by its own shot
     origin: np.ndarray  # (S, 3) float64
     direction: np.ndarray  # (S, 3) float64, unit length
-    max_range: np.ndarray  # (S,) float64, or a scalar
+    max_range: np.ndarray  # (S,) float64 (a scalar is broadcast)
     view_time: np.ndarray  # (S,) float64
 
-    def __post_init__(self) -> None:
-        match = _array(self.match, np.int32, "shots.match", (None,))
+    def __init__(
+        self,
+        *,
+        match: npt.ArrayLike,
+        shooter: npt.ArrayLike,
+        origin: npt.ArrayLike,
+        direction: npt.ArrayLike,
+        max_range: npt.ArrayLike,
+        view_time: npt.ArrayLike,
+    ) -> None:
+        match = _array(match, np.int32, "shots.match", (None,))
         n = match.shape[0]
         values = {
             "match": match,
-            "shooter": _array(self.shooter, np.int32, "shots.shooter", (n,)),
-            "origin": _array(self.origin, np.float64, "shots.origin", (n, 3)),
-            "direction": _array(self.direction, np.float64, "shots.direction", (n, 3)),
-            "max_range": _broadcast(self.max_range, n, "shots.max_range"),
-            "view_time": _array(self.view_time, np.float64, "shots.view_time", (n,)),
+            "shooter": _array(shooter, np.int32, "shots.shooter", (n,)),
+            "origin": _array(origin, np.float64, "shots.origin", (n, 3)),
+            "direction": _array(direction, np.float64, "shots.direction", (n, 3)),
+            "max_range": _broadcast(max_range, n, "shots.max_range"),
+            "view_time": _array(view_time, np.float64, "shots.view_time", (n,)),
         }
         for name in ("origin", "direction", "max_range", "view_time"):
             _finite(values[name], f"shots.{name}")
@@ -178,7 +200,7 @@ class HitscanResults:
         return self.kind, self.victim, self.hitbox, self.distance, self.hitbox_tests
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class ProjectileShots:
     """``S`` projectiles to fly from ``spawn_time`` (the view time, or last tick's end for
     one still in flight) to ``end_time`` (now: the newest snapshot's time)."""
@@ -187,23 +209,34 @@ class ProjectileShots:
     shooter: np.ndarray  # (S,) int32
     origin: np.ndarray  # (S, 3) float64, position at spawn_time
     velocity: np.ndarray  # (S, 3) float64, velocity at spawn_time, m/s
-    gravity: np.ndarray  # (S,) float64 or a scalar, m/s^2 pulling towards -z
+    gravity: np.ndarray  # (S,) float64 (a scalar is broadcast), m/s^2 pulling towards -z
     spawn_time: np.ndarray  # (S,) float64
-    end_time: np.ndarray  # (S,) float64 or a scalar
-    expire_time: np.ndarray  # (S,) float64 or a scalar: end of the projectile's life
+    end_time: np.ndarray  # (S,) float64 (a scalar is broadcast)
+    expire_time: np.ndarray  # (S,) float64 (a scalar is broadcast): end of its life
 
-    def __post_init__(self) -> None:
-        match = _array(self.match, np.int32, "projectiles.match", (None,))
+    def __init__(
+        self,
+        *,
+        match: npt.ArrayLike,
+        shooter: npt.ArrayLike,
+        origin: npt.ArrayLike,
+        velocity: npt.ArrayLike,
+        gravity: npt.ArrayLike,
+        spawn_time: npt.ArrayLike,
+        end_time: npt.ArrayLike,
+        expire_time: npt.ArrayLike,
+    ) -> None:
+        match = _array(match, np.int32, "projectiles.match", (None,))
         n = match.shape[0]
         values = {
             "match": match,
-            "shooter": _array(self.shooter, np.int32, "projectiles.shooter", (n,)),
-            "origin": _array(self.origin, np.float64, "projectiles.origin", (n, 3)),
-            "velocity": _array(self.velocity, np.float64, "projectiles.velocity", (n, 3)),
-            "gravity": _broadcast(self.gravity, n, "projectiles.gravity"),
-            "spawn_time": _array(self.spawn_time, np.float64, "projectiles.spawn_time", (n,)),
-            "end_time": _broadcast(self.end_time, n, "projectiles.end_time"),
-            "expire_time": _broadcast(self.expire_time, n, "projectiles.expire_time"),
+            "shooter": _array(shooter, np.int32, "projectiles.shooter", (n,)),
+            "origin": _array(origin, np.float64, "projectiles.origin", (n, 3)),
+            "velocity": _array(velocity, np.float64, "projectiles.velocity", (n, 3)),
+            "gravity": _broadcast(gravity, n, "projectiles.gravity"),
+            "spawn_time": _array(spawn_time, np.float64, "projectiles.spawn_time", (n,)),
+            "end_time": _broadcast(end_time, n, "projectiles.end_time"),
+            "expire_time": _broadcast(expire_time, n, "projectiles.expire_time"),
         }
         for name, value in values.items():
             if name not in ("match", "shooter"):

@@ -69,7 +69,7 @@ def load_kernels() -> CudaKernels:
     from numba import cuda
 
     if not simulator_enabled():
-        from numba.cuda.extending import register_jitable
+        from numba.cuda.extending import register_jitable  # type: ignore[attr-defined]
 
         for function in cpu.DEVICE_FUNCTIONS:
             register_jitable(function)

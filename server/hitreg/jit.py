@@ -48,14 +48,14 @@ CPU_HELPER_OPTIONS: dict[str, Any] = {**CPU_KERNEL_OPTIONS, "parallel": False}
 CUDA_THREADS_PER_BLOCK = 128
 
 
-def cpu_kernel(function: F) -> F:
-    """Compile ``function`` as a parallel CPU kernel."""
-    return numba.njit(**CPU_KERNEL_OPTIONS)(function)  # type: ignore[no-any-return]
+def cpu_kernel(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Compile ``function`` as a parallel CPU kernel (a numba dispatcher)."""
+    return numba.njit(**CPU_KERNEL_OPTIONS)(function)
 
 
-def cpu_helper(function: F) -> F:
-    """Compile ``function`` as a serial CPU helper."""
-    return numba.njit(**CPU_HELPER_OPTIONS)(function)  # type: ignore[no-any-return]
+def cpu_helper(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Compile ``function`` as a serial CPU helper (a numba dispatcher)."""
+    return numba.njit(**CPU_HELPER_OPTIONS)(function)
 
 
 def device_function(function: F) -> F:

@@ -1,0 +1,187 @@
+"""How bots shoot, and what they saw of each shot (sans-I/O).
+
+A bot fires at the enemy its brain is tracking once it has seen it for its reaction time,
+aiming at the chest as it renders it (interpolated, ``interp_delay`` in the past) with a
+Gaussian angular error. For every shot it records its own verdict, computed with the shared
+hitbox model on exactly what it was rendering, and later pairs it with the server's verdict
+from the snapshot's ``shot`` event. That pairing is the fairness measurement: where client
+and server disagree, somebody saw something the other did not.
+
+Projectiles are judged the same way at the end of their flight: the bot keeps the rendered
+positions of the players near the projectile's path, snapshot by snapshot, and flies the
+projectile through them (:func:`fly_projectile`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from shared.arena_map import ArenaMap
+from shared.hitbox import HIT_PLAYER, HITBOX_MIN_RADIUS, ray_hit_player
+from shared.weapons import EYE_HEIGHT, LAUNCHER, RIFLE, Weapon, aim_direction
+
+__all__ = ["AimSkill", "ShotRecord", "aim_at", "fly_projectile"]
+
+CHEST_HEIGHT = 1.2
+
+
+@dataclass(frozen=True, slots=True)
+class AimSkill:
+    """A population's shooting: angular error (standard deviation), reaction, habits."""
+
+    error_deg: float = 1.0
+    reaction_s: float = 0.25
+    fire_rate_hz: float = 3.0  # mean shots per second while a target is in sight
+    launcher_share: float = 0.1  # share of shots fired with the projectile weapon
+
+    def __post_init__(self) -> None:
+        if self.error_deg < 0 or self.reaction_s < 0 or self.fire_rate_hz <= 0:
+            raise ValueError("aim error and reaction must be >= 0 and the fire rate > 0")
+        if not 0.0 <= self.launcher_share <= 1.0:
+            raise ValueError("launcher share must be between 0 and 1")
+
+
+@dataclass(slots=True)
+class ShotRecord:
+    """One shot as the shooter saw it, and (once it arrives) as the server judged it."""
+
+    seq: int
+    weapon: int
+    rtt_ms: float
+    client_victim: int  # player id, -1 for no player
+    client_hitbox: int
+    view_time: float
+    server_result: str | None = None  # "hit", "miss", "world", "rejected"
+    server_victim: int = -1
+    # Projectiles only: what the bot needs to judge the flight once it is over.
+    origin: np.ndarray | None = None
+    velocity: np.ndarray | None = None
+    candidates: np.ndarray | None = None  # player ids near the path
+    track_times: list[float] = field(default_factory=list)
+    track_positions: list[np.ndarray] = field(default_factory=list)  # (C, 3) per snapshot
+    track_alive: list[np.ndarray] = field(default_factory=list)
+
+    @property
+    def client_hit(self) -> bool:
+        return self.client_victim >= 0
+
+    @property
+    def server_hit(self) -> bool:
+        return self.server_result == "hit"
+
+    @property
+    def agrees(self) -> bool:
+        return self.client_hit == self.server_hit and (
+            not self.client_hit or self.client_victim == self.server_victim
+        )
+
+
+def aim_at(
+    eye: np.ndarray, target_feet: np.ndarray, error_rad: float, rng: np.random.Generator
+) -> tuple[float, float]:
+    """Yaw and pitch towards the target's chest, off by a Gaussian angular error."""
+    to = target_feet + (0.0, 0.0, CHEST_HEIGHT) - eye
+    yaw = math.atan2(to[1], to[0]) + rng.normal(0.0, error_rad)
+    pitch = math.atan2(to[2], math.hypot(to[0], to[1])) + rng.normal(0.0, error_rad)
+    yaw = (yaw + math.pi) % (2.0 * math.pi) - math.pi
+    return yaw, max(-math.pi / 2, min(math.pi / 2, pitch))
+
+
+def choose_weapon(skill: AimSkill, rng: np.random.Generator) -> Weapon:
+    return LAUNCHER if rng.random() < skill.launcher_share else RIFLE
+
+
+def hitscan_verdict(
+    eye: np.ndarray,
+    yaw: float,
+    pitch: float,
+    ids: np.ndarray,
+    positions: np.ndarray,
+    present: np.ndarray,
+    arena: ArenaMap,
+) -> tuple[int, int]:
+    """The shooter's own verdict: (victim player id or -1, hitbox id) on what it renders."""
+    hit = ray_hit_player(
+        eye,
+        aim_direction(yaw, pitch),
+        RIFLE.max_range,
+        positions,
+        arena.box_min,
+        arena.box_max,
+        present,
+    )
+    if hit.kind != HIT_PLAYER:
+        return -1, 0
+    return int(ids[hit.victim]), int(hit.hitbox)
+
+
+def path_candidates(
+    origin: np.ndarray,
+    velocity: np.ndarray,
+    weapon: Weapon,
+    ids: np.ndarray,
+    positions: np.ndarray,
+    present: np.ndarray,
+) -> np.ndarray:
+    """Players who could meet a projectile: near its straight path, allowing for running."""
+    span = velocity * weapon.lifetime
+    length_sq = float(span @ span)
+    relative = positions + (0.0, 0.0, CHEST_HEIGHT) - origin
+    along = np.clip(relative @ span / max(length_sq, 1e-12), 0.0, 1.0)
+    gap = np.linalg.norm(relative - along[:, None] * span, axis=1)
+    drop = 0.5 * weapon.gravity * weapon.lifetime**2
+    reach = 3.0 + 6.0 * weapon.lifetime + drop
+    return ids[present & (gap <= reach)]
+
+
+def fly_projectile(
+    origin: np.ndarray,
+    velocity: np.ndarray,
+    gravity: float,
+    start: float,
+    expire: float,
+    times: np.ndarray,
+    positions: np.ndarray,
+    alive: np.ndarray,
+    arena: ArenaMap,
+) -> tuple[int, int]:
+    """Fly a projectile through rendered frames; returns (candidate index or -1, hitbox).
+
+    ``times`` (T,) are snapshot times, ``positions`` (T, C, 3) and ``alive`` (T, C) the
+    candidates in them. Between frames players are interpolated, as the bot renders them;
+    sub-steps are no longer than the smallest hitbox radius, so nothing tunnels.
+    """
+    end = min(expire, float(times[-1])) if len(times) else start
+    position, speed = np.array(origin, dtype=float), np.array(velocity, dtype=float)
+    t = start
+    while t < end:
+        step_speed = math.sqrt(float(speed @ speed)) + gravity * (end - t)
+        steps = max(1, math.ceil(step_speed * (1.0 / 60.0) / HITBOX_MIN_RADIUS))
+        dt = min(1.0 / 60.0 / steps, end - t)
+        following = position + speed * dt + (0.0, 0.0, -0.5 * gravity * dt * dt)
+        segment = following - position
+        length = math.sqrt(float(segment @ segment))
+        if length > 0.0:
+            k = int(np.searchsorted(times, t + dt, side="left"))
+            k = min(max(k, 1), len(times) - 1)
+            t0, t1 = times[k - 1], times[k]
+            weight = 0.0 if t1 == t0 else min(max((t + dt - t0) / (t1 - t0), 0.0), 1.0)
+            rendered = positions[k - 1] + (positions[k] - positions[k - 1]) * weight
+            present = alive[k - 1] & alive[k]
+            hit = ray_hit_player(
+                position, segment / length, length, rendered, arena.box_min, arena.box_max, present
+            )
+            if hit.kind == HIT_PLAYER:
+                return int(hit.victim), int(hit.hitbox)
+            if hit.kind != 0:
+                return -1, 0
+        position, speed = following, speed + (0.0, 0.0, -gravity * dt)
+        t += dt
+    return -1, 0
+
+
+def eye_of(feet: np.ndarray) -> np.ndarray:
+    return feet + (0.0, 0.0, EYE_HEIGHT)

@@ -1,0 +1,224 @@
+"""The swarm's shooting: who fires this tick, at what, and the book of verdicts.
+
+Per bot this keeps the shots awaiting the server's verdict and the projectiles whose flight
+it is still rendering; per swarm, the finished records the report is built from. Arithmetic
+that can be shared runs over arrays; what needs one bot's rendered view runs per shot, which
+is a few per bot per second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from shared.arena_map import ArenaMap
+from shared.hitbox import ray_world_entry
+from shared.weapons import LAUNCHER, WEAPONS, aim_direction
+
+from .brain import Brain
+from .interpolation import InterpolatedView
+from .marksman import (
+    CHEST_HEIGHT,
+    AimSkill,
+    ShotRecord,
+    aim_at,
+    choose_weapon,
+    eye_of,
+    fly_projectile,
+    hitscan_verdict,
+    path_candidates,
+)
+
+__all__ = ["ShotSummary", "SwarmShooting"]
+
+_NEVER = -(2**40)
+
+
+@dataclass(frozen=True, slots=True)
+class ShotSummary:
+    """A finished shot, reduced to what the report needs (picklable, small)."""
+
+    weapon: int
+    rtt_ms: float
+    client_hit: bool
+    server_result: str | None  # None: no verdict arrived before the run ended
+    agrees: bool
+
+
+class SwarmShooting:
+    def __init__(self, count: int, arena: ArenaMap, skill: AimSkill, rng: np.random.Generator):
+        self.arena = arena
+        self.skill = skill
+        self.rng = rng
+        self.awaiting: list[dict[tuple[int, int], ShotRecord]] = [{} for _ in range(count)]
+        self.last_fired = np.full((count, len(WEAPONS)), _NEVER, dtype=np.int64)
+        self.alive = np.ones(count, dtype=bool)
+        self.finished: list[ShotSummary] = []
+        self.hits_received = 0
+        self.hits_behind_cover = 0
+
+    def shooters(self, ready: np.ndarray, brain: Brain, now: float, tick_rate: int) -> np.ndarray:
+        """Bots among ``ready`` that pull the trigger this tick."""
+        engaged = (
+            brain.has_threat[ready]
+            & (now - brain.threat_since[ready] >= self.skill.reaction_s)
+            & self.alive[ready]
+        )
+        chance = self.skill.fire_rate_hz / tick_rate
+        return ready[engaged & (self.rng.random(len(ready)) < chance)]
+
+    def fire(
+        self,
+        index: int,
+        me: int,
+        seq: int,
+        feet: np.ndarray,
+        view: InterpolatedView,
+        target: int,
+        rtt_ms: float,
+        tick_rate: int,
+        history: Callable[[float], list[tuple[float, np.ndarray]]],
+    ) -> tuple[float, float, int, float] | None:
+        """Aim at ``target`` in the rendered ``view`` and shoot.
+
+        Returns (yaw, pitch, buttons, view time): the view time is the server time of the
+        world the bot actually drew, which the input must claim.
+        """
+        weapon = choose_weapon(self.skill, self.rng)
+        if seq - self.last_fired[index, weapon.id] < weapon.interval_inputs(tick_rate):
+            return None
+        where = np.flatnonzero((view.ids == target) & view.alive)
+        if not len(where):
+            return None
+        eye = eye_of(feet)
+        yaw, pitch = aim_at(
+            eye, view.positions[where[0]], np.radians(self.skill.error_deg), self.rng
+        )
+        self.last_fired[index, weapon.id] = seq
+        present = view.alive & (view.ids != me)
+        record = ShotRecord(seq, weapon.id, rtt_ms, -1, 0, view.shown_time)
+        if weapon.hitscan:
+            record.client_victim, record.client_hitbox = hitscan_verdict(
+                eye, yaw, pitch, view.ids, view.positions, present, self.arena
+            )
+        else:
+            record.origin = eye
+            record.velocity = aim_direction(yaw, pitch) * weapon.speed
+            record.candidates = path_candidates(
+                eye, record.velocity, weapon, view.ids, view.positions, present
+            )
+            for time, records in history(view.shown_time):
+                self._track(record, time, records)
+        self.awaiting[index][(seq, weapon.id)] = record
+        return yaw, pitch, weapon.button, view.shown_time
+
+    @staticmethod
+    def _track(record: ShotRecord, time: float, records: np.ndarray) -> None:
+        """Remember where the candidates were drawn in one more snapshot."""
+        assert record.candidates is not None
+        ids = records["id"].astype(np.int64)
+        found = np.minimum(np.searchsorted(ids, record.candidates), max(len(ids) - 1, 0))
+        here = (ids[found] == record.candidates) if len(ids) else np.zeros(0, dtype=bool)
+        positions = np.stack(
+            (records["x"][found], records["y"][found], records["z"][found]), axis=1
+        ).astype(np.float64)
+        alive = here & ((records["flags"][found] & 1) != 0)
+        record.track_times.append(time)
+        record.track_positions.append(positions)
+        record.track_alive.append(alive)
+
+    def on_snapshot(
+        self,
+        index: int,
+        me: int,
+        time: float,
+        records: np.ndarray,
+        events: tuple[dict[str, Any], ...],
+        own_feet: np.ndarray,
+        current_view: Callable[[], InterpolatedView | None],
+    ) -> bool:
+        """Track projectiles, pair verdicts, note deaths; True when this bot respawned."""
+        awaiting = self.awaiting[index]
+        for record in awaiting.values():
+            if record.candidates is not None:
+                self._track(record, time, records)
+        respawned = False
+        for event in events:
+            kind = event.get("kind")
+            if kind == "shot":
+                if event.get("shooter") == me:
+                    key = (int(event.get("seq", -1)), int(event.get("weapon", -1)))
+                    if key in awaiting:
+                        self._settle(awaiting.pop(key), event)
+                if event.get("victim") == me and event.get("result") == "hit":
+                    self._hit_on_me(event, own_feet, current_view)
+                    if event.get("kill"):
+                        self.alive[index] = False
+            elif kind == "respawn" and event.get("player") == me:
+                self.alive[index] = True
+                respawned = True
+        return respawned
+
+    def _settle(self, record: ShotRecord, event: dict[str, Any]) -> None:
+        record.server_result = str(event.get("result"))
+        record.server_victim = int(event.get("victim", -1))
+        if record.candidates is not None and record.track_times:
+            assert record.origin is not None and record.velocity is not None
+            candidate, hitbox = fly_projectile(
+                record.origin,
+                record.velocity,
+                LAUNCHER.gravity,
+                record.view_time,
+                record.view_time + LAUNCHER.lifetime,
+                np.array(record.track_times),
+                np.array(record.track_positions),
+                np.array(record.track_alive),
+                self.arena,
+            )
+            if candidate >= 0:
+                record.client_victim = int(record.candidates[candidate])
+                record.client_hitbox = hitbox
+        self.finished.append(self._summary(record))
+
+    def _hit_on_me(
+        self,
+        event: dict[str, Any],
+        own_feet: np.ndarray,
+        current_view: Callable[[], InterpolatedView | None],
+    ) -> None:
+        """Was I behind cover on my own screen when this hit reached me?"""
+        self.hits_received += 1
+        view = current_view()
+        if view is None:
+            return
+        where = np.flatnonzero(view.ids == event.get("shooter"))
+        if not len(where):
+            return
+        shooter_eye = eye_of(view.positions[where[0]])
+        chest = own_feet + (0.0, 0.0, CHEST_HEIGHT)
+        span = chest - shooter_eye
+        length = float(np.linalg.norm(span))
+        if length > 0.0:
+            blocked = ray_world_entry(
+                shooter_eye, span / length, length, self.arena.box_min, self.arena.box_max
+            )
+            self.hits_behind_cover += blocked < length
+
+    @staticmethod
+    def _summary(record: ShotRecord) -> ShotSummary:
+        return ShotSummary(
+            record.weapon,
+            record.rtt_ms,
+            record.client_hit,
+            record.server_result,
+            record.agrees if record.server_result is not None else False,
+        )
+
+    def close(self) -> None:
+        """End of run: shots still awaiting a verdict are reported as unresolved."""
+        for awaiting in self.awaiting:
+            self.finished.extend(self._summary(record) for record in awaiting.values())
+            awaiting.clear()

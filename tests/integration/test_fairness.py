@@ -1,0 +1,61 @@
+"""Lag compensation end to end: what a shooter 150 ms away saw is what the server judged."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from client_sim.demo import NodeProcess, start_node
+from client_sim.latency import LinkProfile, draw_bot, parse_distribution
+from client_sim.marksman import AimSkill
+from client_sim.report import shot_figures
+from client_sim.swarm import Swarm, SwarmConfig
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def lagcomp_node() -> Iterator[NodeProcess]:
+    # 150 ms RTT + 100 ms interpolation + a tick of buffering rewinds about 185-210 ms:
+    # give the cap room so that every shot is judged at its claimed view time.
+    with start_node("--log-level", "warning", "--max-rewind-ms", "300") as running:
+        yield running
+
+
+def _swarm(
+    url: str, count: int, first: int, behaviour: str, skill: AimSkill, team: bool = False
+) -> Swarm:
+    rtt = parse_distribution("150ms")
+    profile = LinkProfile(jitter_ms=5.0, loss=0.0)
+    bots = tuple(draw_bot(first + i, seed=3, rtt=rtt, profile=profile) for i in range(count))
+    return Swarm(
+        SwarmConfig(
+            url=url,
+            bots=bots,
+            duration=8.0,
+            seed=first,
+            behaviour=behaviour,
+            skill=skill,
+            team=team,
+        )
+    )
+
+
+@pytest.mark.parametrize("targets", ["still", "pace"])
+async def test_shooters_at_150ms_agree_with_the_server(
+    lagcomp_node: NodeProcess, targets: str
+) -> None:
+    # Some aim error, so that both hits and misses are judged.
+    skill = AimSkill(error_deg=1.5, reaction_s=0.1, fire_rate_hz=4.0, launcher_share=0.0)
+    target_swarm = _swarm(lagcomp_node.url, 8, 0, targets, skill)
+    # The shooters are a team: they only shoot targets, so none of them dies mid-test.
+    shooter_swarm = _swarm(lagcomp_node.url, 6, 100, "marksman", skill, team=True)
+    _, result = await asyncio.gather(target_swarm.run(), shooter_swarm.run())
+
+    figures = shot_figures(result.shots)
+    assert result.connected == 6
+    assert figures["judged"] >= 60, figures
+    assert figures["client_hits"] >= 20 and figures["judged"] - figures["client_hits"] >= 5
+    assert figures["agreement"] >= 0.99, figures
