@@ -28,6 +28,7 @@ import re
 import signal
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -146,7 +147,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 @contextlib.asynccontextmanager
-async def directory_at(in_process: bool):  # type: ignore[no-untyped-def]
+async def directory_at(in_process: bool) -> AsyncIterator[tuple[str, int]]:
     """Yields ``(url, pid)`` of a running directory; stops it afterwards."""
     if in_process:
         config = DirectoryConfig(secret=SECRET.encode(), reservation_ttl=10.0)
@@ -271,7 +272,9 @@ async def bench_http(
             "max": round(float(ms.max()), 3),
         },
         "status_counts": {str(k): v for k, v in sorted(statuses.items())},
+        # in-process, this process's CPU is the directory's *and* the clients'
         "directory_cpu_us_per_request": round((cpu1 - cpu0) / len(latencies) * 1e6, 1),
+        "directory_cpu_includes_clients": in_process,
         "directory_cpu_share": round((cpu1 - cpu0) / elapsed, 3),
         "seats_granted": health["seats_granted"],
         "reservations_outstanding_at_end": health["reservations_outstanding"],
