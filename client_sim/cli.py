@@ -9,6 +9,7 @@ import functools
 import json
 import multiprocessing
 import sys
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -92,10 +93,19 @@ def _progress(prefix: str, line: str) -> None:
     print(f"{prefix}{line}", file=sys.stderr, flush=True)
 
 
-async def run_bots(run: BotRun, progress: bool = True) -> dict[str, Any]:
-    """Run the bots (in-process, or over worker processes) and build the report."""
+async def run_bots(
+    run: BotRun,
+    progress: bool = True,
+    during: Callable[[], Coroutine[Any, Any, list[dict[str, Any]]]] | None = None,
+) -> dict[str, Any]:
+    """Run the bots (in-process, or over worker processes) and build the report.
+
+    ``during`` runs beside the bots (the demo kills the primary there) and returns the
+    kills it made, for the report's failover timings.
+    """
     configs = run.swarm_configs()
     before = await fetch_health(run.url)
+    chaos = asyncio.create_task(during()) if during is not None else None
     result = SwarmResult()
     if len(configs) == 1:
         callback = functools.partial(_progress, "arena-bots: ") if progress else None
@@ -115,13 +125,17 @@ async def run_bots(run: BotRun, progress: bool = True) -> dict[str, Any]:
             ]
             for partial_result in await asyncio.gather(*futures):
                 result.merge(partial_result)
-    after = await fetch_health(run.url)
+    kills = await chaos if chaos is not None else []
+    # After a failover the region's primary is another node: ask the newest one.
+    survivor = next((k["new_primary"] for k in reversed(kills) if k.get("new_primary")), None)
+    after = await fetch_health(survivor or run.url)
     return build_report(
         result,
         latency_spec=run.latency,
         workers=len(configs),
         server_before=before,
         server_after=after,
+        kills=kills,
     )
 
 

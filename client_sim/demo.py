@@ -1,8 +1,11 @@
-"""``arena-demo``: the front door. Start a node, play a two-continent match, report.
+"""``arena-demo``: the front door. Start a region, play a two-continent match, kill the
+primary halfway, watch the match carry on, report.
 
-It starts ``arena-server`` as a subprocess on a free loopback port, runs the bots against it
-with progress lines, prints the summary, writes ``demo-report.json`` (the same schema as
-``arena-bots --json``) and stops everything it started, also on Ctrl-C.
+It starts ``arena-server`` twice as subprocesses on free loopback ports (a primary and a
+standby sharing a fresh cluster secret), runs the bots against the primary with progress
+lines, SIGKILLs the primary halfway through, prints the summary, writes
+``demo-report.json`` (the same schema as ``arena-bots --json``) and stops everything it
+started, also on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -12,19 +15,23 @@ import asyncio
 import contextlib
 import os
 import re
+import secrets
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+from .chaos import base_url, kill_primary
 from .cli import DEFAULT_LATENCY, BotRun, run_bots, write_report
 from .report import format_summary
 
 __all__ = ["NodeProcess", "main", "start_node"]
 
 _LISTENING = re.compile(r"event=listening url=(\S+)")
+SECRET_ENV = "ARENA_CLUSTER_SECRET"  # how arena-server takes the region's shared secret
 
 
 class NodeProcess:
@@ -33,6 +40,11 @@ class NodeProcess:
     def __init__(self, process: subprocess.Popen[str], url: str) -> None:
         self.process = process
         self.url = url
+
+    @property
+    def base_url(self) -> str:
+        """``http://host:port``: what peers and ``/health`` use."""
+        return base_url(self.url)
 
     def stop(self, timeout: float = 5.0) -> None:
         """SIGTERM (the node closes its sockets cleanly), then SIGKILL if it hangs."""
@@ -48,7 +60,9 @@ class NodeProcess:
 
 
 @contextlib.contextmanager
-def start_node(*args: str, startup_timeout: float = 30.0) -> Iterator[NodeProcess]:
+def start_node(
+    *args: str, startup_timeout: float = 30.0, env: dict[str, str] | None = None
+) -> Iterator[NodeProcess]:
     """Run ``arena-server --port 0 ARGS`` until the block ends; yields once it listens."""
     command = [sys.executable, "-m", "server.cli", "--host", "127.0.0.1", "--port", "0", *args]
     process = subprocess.Popen(
@@ -56,7 +70,7 @@ def start_node(*args: str, startup_timeout: float = 30.0) -> Iterator[NodeProces
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
     )
     node: NodeProcess | None = None
     try:
@@ -98,16 +112,35 @@ def main(argv: list[str] | None = None) -> int:
     if args.bots < 1 or args.duration <= 0:
         print("arena-demo: --bots must be >= 1 and --duration > 0", file=sys.stderr)
         return 2
-    print(f"arena-demo: starting a node at {args.tick_rate} Hz on a free loopback port", flush=True)
+    secret = {SECRET_ENV: secrets.token_hex(16)}  # shared by the region's two nodes only
+    common = ("--tick-rate", str(args.tick_rate), "--log-level", "warning")
+    print(
+        f"arena-demo: starting a primary and a standby at {args.tick_rate} Hz on free "
+        "loopback ports",
+        flush=True,
+    )
     try:
-        with start_node("--tick-rate", str(args.tick_rate), "--node-id", "demo-1") as node:
+        with (
+            start_node(*common, "--node-id", "demo-1", env=secret) as primary,
+            start_node(
+                *common,
+                "--node-id",
+                "demo-2",
+                "--role",
+                "standby",
+                "--primary",
+                primary.base_url,
+                env=secret,
+            ) as standby,
+        ):
             print(
-                f"arena-demo: node listening at {node.url}; {args.bots} bots for "
-                f"{args.duration:g} s, RTT model {args.latency}",
+                f"arena-demo: primary at {primary.url}, standby at {standby.url}; "
+                f"{args.bots} bots for {args.duration:g} s, RTT model {args.latency}; the "
+                f"primary is killed (SIGKILL) at {args.duration / 2:g} s",
                 flush=True,
             )
             run = BotRun(
-                url=node.url,
+                url=primary.url,
                 count=args.bots,
                 duration=args.duration,
                 latency=args.latency,
@@ -118,17 +151,29 @@ def main(argv: list[str] | None = None) -> int:
                 workers=1,
                 interp_delay=0.1,
             )
-            report = asyncio.run(run_bots(run))
+
+            async def kill_halfway() -> list[dict[str, Any]]:
+                await asyncio.sleep(args.duration / 2)
+                print("arena-demo: killing the primary (SIGKILL)", flush=True)
+                outcome = await kill_primary(primary.url, [standby.url])
+                print(
+                    f"arena-demo: {standby.base_url} is primary at epoch {outcome['epoch']}",
+                    flush=True,
+                )
+                return [outcome]
+
+            report = asyncio.run(run_bots(run, during=kill_halfway))
     except (RuntimeError, ValueError) as error:
         print(f"arena-demo: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("arena-demo: interrupted; the node was stopped", file=sys.stderr)
+        print("arena-demo: interrupted; the nodes were stopped", file=sys.stderr)
         return 130
     print(format_summary(report))
     write_report(report, args.json)
     print(f"arena-demo: report written to {Path(args.json).resolve()}")
-    return 0 if report["bots"]["connected"] == args.bots else 1
+    healthy = report["bots"]["connected"] == args.bots and report["failover"]["bots_lost"] == 0
+    return 0 if healthy else 1
 
 
 if __name__ == "__main__":

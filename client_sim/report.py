@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .bot import FailoverEvent
 from .shooting import ShotSummary
 from .swarm import SwarmResult
 
@@ -52,6 +53,55 @@ def shot_figures(shots: list[ShotSummary]) -> dict[str, Any]:
     }
 
 
+def failover_figures(
+    events: list[FailoverEvent], kills: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """What the bots saw of lost primaries; with ``kills`` (one per kill: ``killed_at`` and
+    the new primary's ``failover`` health entry), the server-side timings too.
+
+    ``acked_ticks_lost``: ticks a bot was shown that the new primary does not have (its
+    replicated tick at promotion is older). ``inputs_lost``: inputs the old primary
+    acknowledged that the new primary never applied (its ack for the seat is older).
+    """
+    promoted_at_tick = {
+        int(k["epoch"]): int(k["failover"]["promoted_at_tick"])
+        for k in kills or []
+        if k.get("failover", {}).get("promoted_at_tick") is not None
+    }
+    resumed = [e for e in events if e.resumed]
+    stalls = [e.stall_s * 1000.0 for e in resumed if e.stall_s is not None]
+    ticks_lost = sum(
+        max(0, e.tick_before - promoted_at_tick[e.epoch_after])
+        for e in resumed
+        if e.epoch_after in promoted_at_tick
+    )
+    figures: dict[str, Any] = {
+        "events": len(events),
+        "bots_resumed": len(resumed),
+        "bots_lost": len(events) - len(resumed),
+        "stall_ms_p50": _pct(stalls, 50),
+        "stall_ms_p99": _pct(stalls, 99),
+        "stall_ms_max": round(max(stalls), 3) if stalls else None,
+        "acked_ticks_lost": ticks_lost if promoted_at_tick else None,
+        "inputs_lost": sum(max(0, e.ack_before - e.ack_after) for e in resumed),
+    }
+    timed = [k for k in kills or [] if "killed_at" in k and k.get("failover")]
+    detected = [
+        (k["failover"]["detected_at"] - k["killed_at"]) * 1000
+        for k in timed
+        if "detected_at" in k["failover"]
+    ]
+    promoted = [
+        (k["failover"]["first_tick_at"] - k["killed_at"]) * 1000
+        for k in timed
+        if "first_tick_at" in k["failover"]
+    ]
+    figures["detected_ms"] = round(float(np.mean(detected)), 3) if detected else None
+    figures["promoted_ms"] = round(float(np.mean(promoted)), 3) if promoted else None
+    figures["kills"] = len(kills or [])
+    return figures
+
+
 def _bucket(rtt_ms: float) -> str:
     if rtt_ms != rtt_ms:  # NaN: no pong yet when the shot was fired
         return "unknown"
@@ -82,6 +132,7 @@ def build_report(
     workers: int,
     server_before: dict[str, Any] | None,
     server_after: dict[str, Any] | None,
+    kills: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     after = server_after or {}
     served = None
@@ -146,6 +197,7 @@ def build_report(
             "behind_cover_rate": _ratio(result.hits_behind_cover, result.hits_received),
             "server": after.get("combat"),
         },
+        "failover": failover_figures(result.failovers, kills),
         "bot_process": {
             "cpu_s": round(result.cpu_s, 3),
             "cpu_us_per_bot_tick": round(result.cpu_s / bot_ticks * 1e6, 2),
@@ -188,6 +240,17 @@ def format_summary(report: dict[str, Any]) -> str:
             f"{show(shots['agreement'])}, false negatives {show(shots['false_negative_rate'])}, "
             f"false positives {show(shots['false_positive_rate'])}, behind cover "
             f"{show(shots['behind_cover_rate'])}"
+        )
+    failover = report["failover"]
+    if failover["events"] or failover["kills"]:
+        lines.append(
+            f"failover    {failover['kills']} kill(s): detected "
+            f"{show(failover['detected_ms'], ' ms')}"
+            f", promoted {show(failover['promoted_ms'], ' ms')}; {failover['bots_resumed']} bots "
+            f"resumed, {failover['bots_lost']} lost; stall p50 "
+            f"{show(failover['stall_ms_p50'], ' ms')}, p99 {show(failover['stall_ms_p99'], ' ms')}"
+            f", max {show(failover['stall_ms_max'], ' ms')}; acked ticks lost "
+            f"{show(failover['acked_ticks_lost'])}, inputs lost {failover['inputs_lost']}"
         )
     if report["errors"]:
         lines.append("errors      " + ", ".join(f"{k}={v}" for k, v in report["errors"].items()))

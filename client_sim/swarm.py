@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -27,11 +26,9 @@ from shared import protocol
 from shared.arena_map import ArenaMap, default_map
 from shared.timestep import TickSchedule, run_tick_loop
 
+from .bot import Bot, FailoverEvent
 from .brain import SHOOTING_BEHAVIOURS, Brain
-from .clock_sync import ClockSync
-from .interpolation import SnapshotBuffer
 from .latency import BotParams
-from .link import BotLink
 from .marksman import AimSkill
 from .prediction import SwarmPredictor
 from .pump import DeliveryPump
@@ -80,6 +77,7 @@ class SwarmResult:
     shots: list[ShotSummary] = field(default_factory=list)
     hits_received: int = 0
     hits_behind_cover: int = 0
+    failovers: list[FailoverEvent] = field(default_factory=list)
 
     def merge(self, other: SwarmResult) -> None:
         self.requested += other.requested
@@ -101,112 +99,9 @@ class SwarmResult:
         self.shots.extend(other.shots)
         self.hits_received += other.hits_received
         self.hits_behind_cover += other.hits_behind_cover
+        self.failovers.extend(other.failovers)
         for code, count in other.errors.items():
             self.errors[code] = self.errors.get(code, 0) + count
-
-
-class Bot:
-    """One bot's socket and what it has seen; ``index`` is its row in the swarm's arrays."""
-
-    def __init__(self, index: int, params: BotParams, swarm: Swarm) -> None:
-        self.index = index
-        self.params = params
-        self.swarm = swarm
-        self.link = BotLink.for_bot(params)
-        self.clock = ClockSync()
-        self.snapshots = SnapshotBuffer()
-        self.ws: aiohttp.ClientWebSocketResponse | None = None
-        self.welcome: protocol.WelcomeMessage | None = None
-        self.welcomed_local = 0.0
-        self.alive_link = False
-        self.latest_tick = -1
-        self.epoch = 0
-        self.bytes_down = 0
-        self.bytes_up = 0
-        self.snapshot_count = 0
-        self.inputs_sent = 0
-        self.next_ping = 0.0
-        self.ping_id = 0
-        self._outbox: deque[bytes] = deque()
-        self._wake = asyncio.Event()
-        self._loop = asyncio.get_running_loop()
-
-    def local_time(self) -> float:
-        """This bot's own clock: the true one plus the modelled offset."""
-        return self._loop.time() + self.params.clock_offset
-
-    def server_time(self) -> float:
-        """The bot's estimate of server time now (from pongs; from the welcome until then)."""
-        now = self.local_time()
-        if self.clock.samples:
-            return self.clock.server_time(now)
-        assert self.welcome is not None
-        return self.welcome.server_time + (now - self.welcomed_local)
-
-    # -- the link: everything goes through the delay lines ------------------------------
-
-    def send(self, frame: bytes) -> None:
-        self.swarm.pump.at(self.link.up.schedule(self._loop.time(), frame), self._release_up)
-
-    def _release_up(self, due: float) -> None:
-        self._outbox.extend(self.link.up.pop_due(due))
-        self._wake.set()
-
-    def _release_down(self, due: float) -> None:
-        for data in self.link.down.pop_due(due):
-            self.swarm.deliver(self, data)
-
-    async def _write(self) -> None:
-        assert self.ws is not None
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._outbox and not self.ws.closed:
-                frame = self._outbox.popleft()
-                await self.ws.send_bytes(frame)
-                self.bytes_up += len(frame)
-
-    async def _read(self) -> None:
-        assert self.ws is not None
-        async for message in self.ws:
-            if message.type is aiohttp.WSMsgType.BINARY:
-                due = self.link.down.schedule(self._loop.time(), message.data)
-                self.swarm.pump.at(due, self._release_down)
-        self.alive_link = False
-
-    async def run(self, session: aiohttp.ClientSession, stop: asyncio.Event) -> None:
-        config = self.swarm.config
-        try:
-            async with asyncio.timeout(config.connect_timeout):
-                self.ws = await session.ws_connect(
-                    config.url,
-                    compress=0,
-                    max_msg_size=protocol.MAX_SERVER_FRAME_BYTES + 4096,
-                    autoping=True,
-                )
-        except (aiohttp.ClientError, OSError, TimeoutError) as error:
-            self.swarm.note_error(f"connect_failed:{type(error).__name__}")
-            return
-        self.alive_link = True
-        join = protocol.JoinMessage(
-            protocol.PROTOCOL_VERSION,
-            f"{config.name_prefix}-{self.params.index}",
-            interp_delay=config.interp_delay,
-        )
-        try:
-            async with asyncio.TaskGroup() as group:
-                reader = group.create_task(self._read())
-                writer = group.create_task(self._write())
-                self.send(protocol.encode(join))
-                await stop.wait()
-                self.alive_link = False
-                writer.cancel()
-                await self.ws.close()
-                await reader
-        except* (aiohttp.ClientError, ConnectionError) as lost:
-            for cause in lost.exceptions:
-                self.swarm.note_error(f"connection_lost:{type(cause).__name__}")
-        self.alive_link = False
 
 
 class Swarm:
@@ -244,23 +139,25 @@ class Swarm:
         elif isinstance(message, protocol.WelcomeMessage):
             self._on_welcome(bot, message)
         elif isinstance(message, protocol.ErrorMessage):
-            self.note_error(f"server:{message.code}")
+            if message.code == "not_primary" and bot.welcome is not None:
+                bot.reconnect_attempts += 1  # a standby during a failover: try the next node
+            else:
+                self.note_error(f"server:{message.code}")
 
     def _on_welcome(self, bot: Bot, welcome: protocol.WelcomeMessage) -> None:
-        bot.welcome = welcome
-        bot.welcomed_local = bot.local_time()
-        bot.epoch = welcome.epoch
+        bot.welcomed(welcome)
         if self.predictor is None:
             self.tick_rate = welcome.tick_rate
             self.predictor = SwarmPredictor(self.count, self.config.arena, welcome.tick_rate)
             self.welcomed.set()
 
     def _on_snapshot(self, bot: Bot, snapshot: protocol.SnapshotMessage) -> None:
-        if self.predictor is None or snapshot.epoch < bot.epoch or snapshot.tick <= bot.latest_tick:
+        if self.predictor is None or snapshot.epoch < bot.epoch:
+            return  # a deposed primary: never accepted
+        if snapshot.epoch == bot.epoch and snapshot.tick <= bot.latest_tick:
             return
         bot.epoch = snapshot.epoch
-        bot.latest_tick = snapshot.tick
-        bot.snapshot_count += 1
+        bot.snapshot_shown(snapshot.tick, snapshot.ack)
         you = snapshot.you
         if not self.placed[bot.index]:
             self.predictor.place(bot.index, np.array(you[:3]), np.array(you[3:]))
@@ -327,8 +224,7 @@ class Swarm:
                 view_time=render_time,
                 ack_tick=bot.latest_tick,
             )
-            bot.send(frame)
-            bot.inputs_sent += 1
+            bot.send_input(seq, frame)
             local = bot.local_time()
             if local >= bot.next_ping:
                 # A burst of pings until the clock is synced, then the steady interval.
@@ -368,7 +264,7 @@ class Swarm:
         return np.array([b.welcome.player_id for b in self.bots if b.welcome is not None])
 
     def _linked(self) -> np.ndarray:
-        return np.fromiter((b.alive_link for b in self.bots), dtype=bool, count=self.count)
+        return np.fromiter((b.playing for b in self.bots), dtype=bool, count=self.count)
 
     def _perceive(self, tick: int, now: float) -> None:
         """A few times a second each bot looks at its interpolated view (staggered)."""
@@ -433,7 +329,7 @@ class Swarm:
             stop.set()
 
     def _progress_line(self, remaining: float) -> str:
-        connected = sum(b.welcome is not None and b.alive_link for b in self.bots)
+        connected = sum(b.playing for b in self.bots)
         rtts = [r for b in self.bots for r in b.clock.rtt_samples[-8:]]
         rtt = f"{np.median(rtts) * 1000:.0f}ms" if rtts else "-"
         errors = self.predictor.error_samples() if self.predictor is not None else np.zeros(0)
@@ -468,6 +364,7 @@ class Swarm:
             shots=self.shooting.finished,
             hits_received=self.shooting.hits_received,
             hits_behind_cover=self.shooting.hits_behind_cover,
+            failovers=[event for bot in self.bots for event in bot.failovers],
         )
 
 

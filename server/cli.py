@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import signal
+import socket
 import sys
+from dataclasses import replace
 
 from aiohttp import web
 
 from shared.arena_map import MapError, default_map, load_map
 
-from .app import NODE, NodeConfig, create_app
+from .app import NODE, NODE_TASK, NodeConfig, create_app
+from .coordination.base import parse_coordinator_spec
 from .hitreg.backend import BackendUnavailable
 from .lagcomp import LagCompensation
 from .logs import configure_logging
+from .replication.auth import load_secret
 
 __all__ = ["main"]
 
@@ -73,30 +76,97 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.0,
         help="shots a player saw up to this long after its own death still count",
     )
+    failover = parser.add_argument_group("failover")
+    failover.add_argument(
+        "--role",
+        default="primary",
+        choices=["primary", "standby"],
+        help="start as the region's primary, or as a standby that follows one",
+    )
+    failover.add_argument(
+        "--primary",
+        default="",
+        metavar="URL",
+        help="a standby's primary, e.g. http://127.0.0.1:7777",
+    )
+    failover.add_argument(
+        "--peer",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="another node of the region (repeat); players are told of them",
+    )
+    failover.add_argument(
+        "--public-url",
+        default="",
+        metavar="URL",
+        help="this node's base URL for peers (default: http://HOST:PORT)",
+    )
+    failover.add_argument(
+        "--cluster-secret",
+        default=None,
+        help="shared secret of the region's nodes (default: "
+        "$ARENA_CLUSTER_SECRET; a lone node without one makes its own)",
+    )
+    failover.add_argument(
+        "--coordinator",
+        default="static",
+        help="who decides leadership: static, or etcd://HOST:PORT",
+    )
+    failover.add_argument(
+        "--replication",
+        default="sync",
+        choices=["sync", "async"],
+        help="sync: players see a tick only once every live standby holds "
+        "it; async: no waiting (an acknowledged tick can be lost)",
+    )
+    failover.add_argument(
+        "--failover-timeout-ms",
+        type=float,
+        default=200.0,
+        help="a standby declares a primary silent this long dead",
+    )
+    failover.add_argument(
+        "--ack-timeout-ms",
+        type=float,
+        default=50.0,
+        help="a standby slower than this to acknowledge is dropped to lagging",
+    )
     parser.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error"]
     )
     return parser
 
 
-async def _serve(config: NodeConfig, host: str, port: int) -> None:
+async def _serve(config: NodeConfig, host: str, port: int) -> int:
+    # Bind first, so that a node on port 0 knows its own URL before it campaigns.
+    sock = socket.create_server((host, port))
+    bound = sock.getsockname()[1]
+    if not config.public_url:
+        config = replace(config, public_url=f"http://{host}:{bound}")
     app = create_app(config)
     runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=2.0)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
-    await site.start()
+    await web.SockSite(runner, sock).start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    bound = runner.addresses[0][1] if runner.addresses else port
     node = app[NODE]
     print(f"event=listening url=ws://{host}:{bound}/ws {node.log_context}", flush=True)
+    stopping = asyncio.create_task(stop.wait())
     try:
-        await stop.wait()
+        await asyncio.wait([stopping, app[NODE_TASK]], return_when=asyncio.FIRST_COMPLETED)
     finally:
+        stopping.cancel()
         print(f"event=stopping {node.log_context}", flush=True)
+        failed = app[NODE_TASK].done() and not app[NODE_TASK].cancelled()
+        problem = app[NODE_TASK].exception() if failed else None
         await runner.cleanup()
+    if problem is not None:
+        print(f"arena-server: {problem}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,7 +187,17 @@ def main(argv: list[str] | None = None) -> int:
                 tolerance=args.view_tolerance_ms / 1000.0,
                 trade_window=args.trade_window_ms / 1000.0,
             ),
+            role=args.role,
+            primary_url=args.primary,
+            peers=tuple(dict.fromkeys([*args.peer, *([args.primary] if args.primary else [])])),
+            public_url=args.public_url,
+            cluster_secret=load_secret(args.cluster_secret),
+            coordinator=args.coordinator,
+            replication=args.replication,
+            failover_timeout=args.failover_timeout_ms / 1000.0,
+            ack_timeout=args.ack_timeout_ms / 1000.0,
         )
+        parse_coordinator_spec(args.coordinator)
         if min(args.max_rewind_ms, args.view_tolerance_ms, args.trade_window_ms) < 0:
             raise ValueError(
                 "--max-rewind-ms, --view-tolerance-ms and --trade-window-ms must not be negative"
@@ -126,16 +206,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"arena-server: {error}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(_serve(config, args.host, args.port))
+        return asyncio.run(_serve(config, args.host, args.port))
     except OSError as error:
         print(
             f"arena-server: cannot listen on {args.host}:{args.port}: {error.strerror}",
             file=sys.stderr,
         )
         return 1
-    with contextlib.suppress(Exception):
-        sys.stdout.flush()
-    return 0
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from .world import MAX_HEALTH, World
 
 __all__ = ["Combat", "PendingShot"]
 
+
 @dataclass(frozen=True, slots=True)
 class PendingShot:
     slot: int

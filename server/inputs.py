@@ -65,6 +65,7 @@ class InputBuffer:
     pending: deque[tuple[InputMessage, float]] = None  # type: ignore[assignment]
     last_received: int = -1
     last_applied: InputMessage | None = None
+    restored_ack: int = -1  # the acknowledged sequence of a seat taken over from a primary
     starved_ticks: int = 0
 
     def __post_init__(self) -> None:
@@ -73,7 +74,14 @@ class InputBuffer:
     @property
     def acked(self) -> int:
         """Highest sequence number applied to the world (-1 before the first)."""
-        return -1 if self.last_applied is None else self.last_applied.seq
+        return self.restored_ack if self.last_applied is None else self.last_applied.seq
+
+    def restore(self, acked: int) -> None:
+        """Continue a seat another node served: inputs up to ``acked`` were applied there."""
+        self.pending.clear()
+        self.last_applied = None
+        self.restored_ack = acked
+        self.last_received = acked
 
     def offer(self, message: InputMessage, arrival: float = 0.0) -> InputVerdict:
         """Queue a sanitised input that arrived at ``arrival`` (server time), or say why not.

@@ -89,7 +89,7 @@ class Match:
         self.sent = TickSendLog()
         self.counters: collections.Counter[str] = collections.Counter()
         self._events: list[dict[str, Any]] = []
-        self._joins = 0
+        self.joins = 0
 
     @property
     def server_time(self) -> float:
@@ -101,8 +101,8 @@ class Match:
         slot = self.world.free_slot()
         if slot is None:
             raise MatchFull(f"the match is full ({self.config.max_players} players)")
-        x, y = self.config.arena.spawn_point(self._joins)
-        self._joins += 1
+        x, y = self.config.arena.spawn_point(self.joins)
+        self.joins += 1
         self.world.seat(slot, x, y)
         self.combat.seat(slot)
         seat = PlayerSeat(slot, name, interp_delay, InputBuffer(self.config.input_max_depth))
@@ -184,8 +184,8 @@ class Match:
     def _respawn(self) -> None:
         for slot in self.combat.respawn_due(self.tick_number):
             if self.world.active[slot]:
-                x, y = self.config.arena.spawn_point(self._joins)
-                self._joins += 1
+                x, y = self.config.arena.spawn_point(self.joins)
+                self.joins += 1
                 self.world.seat(slot, x, y)
                 self._events.append({"kind": "respawn", "player": slot})
 

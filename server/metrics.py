@@ -46,6 +46,20 @@ class NodeMetrics:
             "Snapshots not sent because the client's socket buffer was full (newest wins)",
             registry=r,
         )
+        self.replication_bytes = Counter(
+            "arena_replication_bytes", "Bytes of tick records sent to standbys", registry=r
+        )
+        self.standby_lagging = Counter(
+            "arena_standby_lagging",
+            "Times a standby missed the acknowledgement bound and was dropped to lagging",
+            registry=r,
+        )
+        self.ticks_unpublished = Counter(
+            "arena_ticks_unpublished",
+            "Ticks computed but not shown to players: leadership could not be confirmed",
+            registry=r,
+        )
+        self.promotions = Counter("arena_promotions", "Times this node became primary", registry=r)
         self.joins_refused = Counter(
             "arena_joins_refused", "Joins refused, by reason", ["reason"], registry=r
         )

@@ -301,6 +301,7 @@ class WelcomeMessage(Message):
     region: str
     epoch: int
     standbys: tuple[str, ...] = field(default=())
+    ack: int = -1
     FIELDS = {
         "v": _int(0, 65535),
         "player_id": _int(0, 65535),
@@ -312,6 +313,7 @@ class WelcomeMessage(Message):
         "region": _str(64),
         "epoch": _int(0, 2**63 - 1),
         "standbys": _str_list,
+        "ack": _int(-1, U32_MAX),
     }
 
 

@@ -1,0 +1,143 @@
+"""The coordinator interface: who leads a region, and at which fencing epoch.
+
+A region has one primary and one or more standbys. Leadership is decided by a *coordinator*;
+every promotion raises the *epoch*, the fencing token every message from a primary carries
+(higher wins, lower is ignored). Two implementations exist:
+
+* ``static`` (:mod:`server.coordination.static`): embedded, no extra process. Standbys ask
+  each other's ``/health`` and agree on a winner by a deterministic rule. It cannot fence a
+  partitioned primary: see ``docs/failover.md``.
+* ``etcd://HOST:PORT`` (:mod:`server.coordination.etcd`): an election key attached to a lease
+  in etcd; the key's create revision is the epoch, and ``confirm`` is a linearizable read.
+
+:func:`make_coordinator` turns the ``--coordinator`` option into one of them.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+from urllib.parse import urlsplit
+
+__all__ = [
+    "Coordinator",
+    "CoordinatorError",
+    "CoordinatorUnavailable",
+    "LeaderInfo",
+    "make_coordinator",
+    "parse_coordinator_spec",
+]
+
+#: ``(node_id, url, epoch)`` of a region's leader.
+LeaderInfo = tuple[str, str, int]
+
+
+class CoordinatorError(Exception):
+    """The coordinator refused or could not complete an operation (one-line message)."""
+
+
+class CoordinatorUnavailable(CoordinatorError):
+    """The coordinator's backing service cannot be reached (or did not answer in time)."""
+
+
+@runtime_checkable
+class Coordinator(Protocol):
+    """Leadership for one region, used from the node's asyncio edge.
+
+    Call :meth:`start` once before anything else and :meth:`close` once at the end.
+    """
+
+    kind: str  # "static" | "etcd"
+
+    async def start(self) -> None:
+        """Acquire resources (HTTP session; etcd: a lease and its keep-alive task)."""
+
+    async def close(self) -> None:
+        """Release resources; a leader gives up its lease and so its key."""
+
+    async def campaign(
+        self, *, node_id: str, url: str, replicated_tick: int, known_epoch: int
+    ) -> int | None:
+        """Try to become the leader (a standby whose primary fell silent).
+
+        Return the new fencing epoch (``> known_epoch``) when this node won, ``None`` when
+        another node should lead. Callers retry while no leader emerges.
+        """
+
+    async def confirm(self) -> bool:
+        """True only if this node still leads at the epoch it won (fail safe: False on error)."""
+
+    async def depose(self, *, node_id: str) -> None:
+        """Make sure the (silent) leader ``node_id`` can no longer :meth:`confirm`."""
+
+    async def leader(self) -> LeaderInfo | None:
+        """The current leader ``(node_id, url, epoch)`` if known."""
+
+    async def claim_initial(self, *, node_id: str, url: str) -> int:
+        """Become leader at start-up (``--role primary``); return the epoch."""
+
+
+_USAGE = "use 'static' or 'etcd://HOST:PORT'"
+
+
+def parse_coordinator_spec(spec: str) -> tuple[str, str | None]:
+    """Split ``--coordinator`` into ``("static", None)`` or ``("etcd", "http://HOST:PORT")``.
+
+    Raises :class:`ValueError` with a one-line message naming the problem.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"empty coordinator: {_USAGE}")
+    if spec == "static":
+        return "static", None
+    scheme, sep, rest = spec.partition("://")
+    if not sep:
+        raise ValueError(f"unknown coordinator {spec!r}: {_USAGE}")
+    if scheme != "etcd":
+        raise ValueError(f"unknown coordinator scheme {scheme + '://'!r} in {spec!r}: {_USAGE}")
+    if not rest or any(c in rest for c in "/?#@ ,"):
+        raise ValueError(f"bad etcd coordinator {spec!r}: expected etcd://HOST:PORT, nothing else")
+    parts = urlsplit("http://" + rest)
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(
+            f"bad port in coordinator {spec!r}: expected an integer from 1 to 65535"
+        ) from None
+    host = parts.hostname
+    if not host:
+        raise ValueError(f"missing host in coordinator {spec!r}: expected etcd://HOST:PORT")
+    if port is None:
+        raise ValueError(f"missing port in coordinator {spec!r}: expected etcd://HOST:PORT")
+    if not 1 <= port <= 65535:
+        raise ValueError(f"bad port in coordinator {spec!r}: expected an integer from 1 to 65535")
+    try:
+        shown = f"[{host}]" if ipaddress.ip_address(host).version == 6 else host
+    except ValueError:
+        shown = host
+    return "etcd", f"http://{shown}:{port}"
+
+
+def make_coordinator(
+    spec: str,
+    *,
+    node_id: str,
+    peers: Sequence[str] = (),
+    region: str = "default",
+) -> Coordinator:
+    """Build the coordinator named by ``--coordinator`` (not started yet).
+
+    ``peers`` are the other nodes' base URLs (used by ``static``); ``region`` names the etcd
+    election key ``/arena/{region}/leader``.
+    """
+    kind, endpoint = parse_coordinator_spec(spec)
+    if not node_id:
+        raise ValueError("empty node id: every node of a region needs its own id")
+    if kind == "static":
+        from server.coordination.static import StaticCoordinator
+
+        return StaticCoordinator(node_id, peers)
+    from server.coordination.etcd import EtcdCoordinator
+
+    assert endpoint is not None
+    return EtcdCoordinator(endpoint, region=region, node_id=node_id)

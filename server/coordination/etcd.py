@@ -1,0 +1,475 @@
+"""Leader election in etcd through its v3 JSON gateway (no client library, just aiohttp).
+
+Design (the election recipe of etcd's ``concurrency`` package, reduced to one key):
+
+* Each coordinator holds a lease (TTL 2 s, etcd's minimum with default raft timings) and
+  keeps it alive every 0.5 s from a task it owns.
+* The election key ``/arena/{region}/leader`` holds ``{"node", "url", "lease"}`` and is
+  attached to the leader's lease, so it disappears when the leader stops keeping the lease
+  alive (crash, pause, partition from etcd) or revokes it (``close``, ``depose``).
+* A campaign is one transaction: create the key if its ``create_revision`` is 0 (it does not
+  exist), else read it. The winner's fencing epoch is the revision of that transaction, which
+  is the key's ``create_revision``: etcd's revision only ever rises, so every new leader gets
+  a higher epoch than every earlier one.
+* ``confirm`` is a linearizable range of the key (etcd's default for ``/v3/kv/range``): True
+  only while the key still names this node with the epoch it won, on a lease that the
+  keep-alive has not seen expire.
+
+Gateway details (etcd 3.4, ``/v3/``; ``/v3beta/`` is the older alias): keys and values are
+base64; int64 fields are JSON strings; fields with default values are omitted (a failed
+transaction has no ``succeeded``, a range with no match has no ``kvs``, a keep-alive for an
+expired lease has no ``TTL``); ``lease/keepalive`` is a stream that answers
+``{"result": ...}`` once per request object; errors come back as a non-200 status with
+``{"error", "message", "code"}`` where ``code`` is a gRPC status code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from server.coordination.base import CoordinatorError, CoordinatorUnavailable, LeaderInfo
+
+__all__ = ["EtcdCoordinator"]
+
+log = logging.getLogger("arena.coordination")
+
+# gRPC status codes etcd's gateway returns in the "code" field of an error body.
+_GRPC_NOT_FOUND = 5
+_GRPC_DEADLINE_EXCEEDED = 4
+_GRPC_UNAVAILABLE = 14
+
+
+class _EtcdRequestError(CoordinatorError):
+    """etcd answered, with an error (``code`` is the gRPC status code, 0 if unknown)."""
+
+    def __init__(self, message: str, *, code: int, status: int) -> None:
+        super().__init__(message)
+        self.code = code
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class _Holder:
+    """The election key as read from etcd."""
+
+    node: str  # empty when the value is not ours to parse
+    url: str
+    lease: int  # the lease the key is attached to (0: none)
+    create_revision: int
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode("ascii")
+
+
+def _int(value: Any) -> int:
+    """An int64 field of the gateway's JSON (a string, or absent when it is 0)."""
+    if value is None:
+        return 0
+    return int(value)
+
+
+def _region_ok(region: str) -> bool:
+    return bool(region) and "/" not in region and region.isprintable() and region.strip() == region
+
+
+class EtcdCoordinator:
+    """Leadership of one region through an etcd 3.4+ cluster's JSON gateway."""
+
+    kind = "etcd"
+
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        region: str = "default",
+        node_id: str = "",
+        ttl: int = 2,
+        keepalive_interval: float = 0.5,
+        request_timeout: float = 1.0,
+    ) -> None:
+        if not _region_ok(region):
+            raise ValueError(f"bad region {region!r}: needs a non-empty name without '/'")
+        if type(ttl) is not int or ttl < 1:
+            raise ValueError("etcd lease TTL must be a whole number of seconds >= 1")
+        for name, value in (
+            ("keep-alive interval", keepalive_interval),
+            ("timeout", request_timeout),
+        ):
+            if not math.isfinite(value) or value <= 0:
+                raise ValueError(f"etcd {name} must be a positive number of seconds")
+        self.endpoint = endpoint.rstrip("/")
+        self.region = region
+        self.node_id = node_id
+        self.key = f"/arena/{region}/leader"
+        self.ttl = ttl
+        self.keepalive_interval = keepalive_interval
+        self.request_timeout = request_timeout
+        self._session: aiohttp.ClientSession | None = None
+        self._keepalive: asyncio.Task[None] | None = None
+        self._lease: int | None = None
+        self._lease_deadline = 0.0  # loop time after which the lease may be gone
+        self._lease_lost = False
+        self._keepalive_failing = False
+        self._leading: tuple[str, int, int] | None = None  # (node, epoch, lease) once won
+
+    # -- life cycle -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Open the session, grant this node's lease and start keeping it alive."""
+        if self._session is not None:
+            raise RuntimeError("etcd coordinator already started")
+        self._session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=self.request_timeout)
+        )
+        try:
+            await self._grant()
+        except BaseException:
+            session, self._session = self._session, None
+            await session.close()
+            raise
+        self._keepalive = asyncio.create_task(self._keepalive_loop(), name="etcd-keepalive")
+
+    async def close(self, *, release: bool = True) -> None:
+        """Stop the keep-alive and (``release=True``) revoke the lease, deleting a held key.
+
+        ``release=False`` walks away like a crashed process: the key stays until its lease
+        expires, one TTL later.
+        """
+        task, self._keepalive = self._keepalive, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        lease = self._lease
+        if release and lease is not None and not self._lease_lost and self._session is not None:
+            try:
+                await self._revoke(lease)
+            except CoordinatorError as exc:
+                log.warning("event=lease_release_failed lease=%x reason=%s", lease, exc)
+            else:
+                if self._leading is not None:
+                    log.info("event=leadership_released coordinator=etcd region=%s", self.region)
+        self._leading = None
+        self._lease = None
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    # -- the interface --------------------------------------------------------------------
+
+    async def campaign(
+        self, *, node_id: str, url: str, replicated_tick: int, known_epoch: int
+    ) -> int | None:
+        epoch = await self._acquire(node_id, url)
+        log.info(
+            "event=campaign coordinator=etcd region=%s node=%s replicated_tick=%d known_epoch=%d "
+            "won=%s epoch=%s",
+            self.region,
+            node_id,
+            replicated_tick,
+            known_epoch,
+            epoch is not None,
+            epoch if epoch is not None else "-",
+        )
+        if epoch is not None and epoch <= known_epoch:
+            await self._give_up(epoch)
+            raise CoordinatorError(
+                f"etcd revision {epoch} is not above the known epoch {known_epoch}: "
+                "was etcd's data reset? fencing would break, refusing to lead"
+            )
+        return epoch
+
+    async def claim_initial(self, *, node_id: str, url: str) -> int:
+        epoch = await self._acquire(node_id, url)
+        if epoch is None:
+            holder = await self._read()
+            if holder is not None and (holder.node, holder.url) == (node_id, url):
+                # A previous run of this very node, whose lease has not expired yet.
+                log.info(
+                    "event=stale_self_lease region=%s node=%s lease=%x",
+                    self.region,
+                    node_id,
+                    holder.lease,
+                )
+                await self._revoke(holder.lease)
+                epoch = await self._acquire(node_id, url)
+            if epoch is None:
+                who = await self.leader()
+                shown = f"node {who[0]!r} at {who[1]} (epoch {who[2]})" if who else "another node"
+                raise CoordinatorError(
+                    f"region {self.region!r} already has a leader: {shown}; "
+                    "start this node as a standby"
+                )
+        log.info(
+            "event=claim_initial coordinator=etcd region=%s node=%s epoch=%d",
+            self.region,
+            node_id,
+            epoch,
+        )
+        return epoch
+
+    async def confirm(self) -> bool:
+        leading = self._leading
+        if leading is None or self._lease_lost or self._lease != leading[2]:
+            return False
+        if asyncio.get_running_loop().time() >= self._lease_deadline:
+            return False  # not kept alive for a whole TTL: the lease may be gone
+        try:
+            holder = await self._read()
+        except CoordinatorError as exc:
+            log.warning("event=confirm_failed coordinator=etcd reason=%s", exc)
+            return False  # fail safe: no publishing without confirmation
+        node, epoch, lease = leading
+        if holder is None or (holder.node, holder.create_revision, holder.lease) != (
+            node,
+            epoch,
+            lease,
+        ):
+            if self._leading == leading:
+                self._leading = None
+                log.warning(
+                    "event=leadership_lost coordinator=etcd region=%s node=%s epoch=%d "
+                    "reason=key_changed",
+                    self.region,
+                    node,
+                    epoch,
+                )
+            return False
+        return True
+
+    async def depose(self, *, node_id: str) -> None:
+        holder = await self._read()
+        if holder is None or holder.node != node_id:
+            return
+        log.info(
+            "event=depose coordinator=etcd region=%s node=%s epoch=%d lease=%x",
+            self.region,
+            node_id,
+            holder.create_revision,
+            holder.lease,
+        )
+        if holder.lease:
+            await self._revoke(holder.lease)
+        else:  # not attached to a lease (written by hand?): delete it only if unchanged
+            await self._delete_if(holder.create_revision)
+
+    async def leader(self) -> LeaderInfo | None:
+        holder = await self._read()
+        if holder is None:
+            return None
+        if not holder.node:
+            raise CoordinatorError(f"etcd key {self.key} does not hold an Arena leader record")
+        return holder.node, holder.url, holder.create_revision
+
+    # -- leases ---------------------------------------------------------------------------
+
+    async def _grant(self) -> None:
+        loop = asyncio.get_running_loop()
+        sent = loop.time()
+        body = await self._post("lease/grant", {"TTL": str(self.ttl)})
+        lease, ttl = _int(body.get("ID")), _int(body.get("TTL"))
+        if not lease or ttl <= 0:
+            raise CoordinatorError(f"etcd granted no lease: {body.get('error', 'no ID')}")
+        self._lease = lease
+        self._lease_deadline = sent + ttl
+        self._lease_lost = False
+        log.debug("event=lease_granted lease=%x ttl_s=%d", lease, ttl)
+
+    async def _ensure_lease(self) -> int:
+        if self._session is None:
+            raise RuntimeError("etcd coordinator not started: call start() first")
+        if (
+            self._lease is None
+            or self._lease_lost
+            or asyncio.get_running_loop().time() >= self._lease_deadline
+        ):
+            await self._grant()
+        assert self._lease is not None
+        return self._lease
+
+    def _mark_lost(self, lease: int, reason: str) -> None:
+        if lease != self._lease or self._lease_lost:
+            return
+        self._lease_lost = True
+        if self._leading is not None:
+            node, epoch, _ = self._leading
+            self._leading = None
+            log.warning(
+                "event=leadership_lost coordinator=etcd region=%s node=%s epoch=%d reason=%s",
+                self.region,
+                node,
+                epoch,
+                reason,
+            )
+        else:
+            log.info("event=lease_lost lease=%x reason=%s", lease, reason)
+
+    async def _keepalive_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self.keepalive_interval)
+            lease = self._lease
+            if lease is None or self._lease_lost:
+                continue  # a new lease is granted by the next campaign
+            sent = loop.time()
+            try:
+                body = await self._post("lease/keepalive", {"ID": str(lease)})
+            except CoordinatorError as exc:
+                if not self._keepalive_failing:
+                    self._keepalive_failing = True
+                    log.warning("event=keepalive_failing lease=%x reason=%s", lease, exc)
+                if loop.time() >= self._lease_deadline:
+                    self._mark_lost(lease, "keepalive_failed")
+                continue
+            if self._keepalive_failing:
+                self._keepalive_failing = False
+                log.info("event=keepalive_recovered lease=%x", lease)
+            result = body.get("result")
+            try:
+                ttl = _int(result.get("TTL")) if isinstance(result, dict) else 0
+            except (TypeError, ValueError):
+                ttl = 0  # not an answer we understand: do not count on the lease
+            if ttl <= 0:  # the lease is gone: expired, or revoked by a depose
+                self._mark_lost(lease, "lease_expired")
+            elif lease == self._lease:
+                self._lease_deadline = sent + ttl
+
+    async def _revoke(self, lease: int) -> None:
+        try:
+            await self._post("lease/revoke", {"ID": str(lease)})
+        except _EtcdRequestError as exc:
+            if exc.code != _GRPC_NOT_FOUND:
+                raise  # "requested lease not found": already gone, which is what we want
+        if lease == self._lease:
+            self._mark_lost(lease, "revoked")
+
+    # -- the election key -----------------------------------------------------------------
+
+    async def _acquire(self, node_id: str, url: str) -> int | None:
+        """One campaign transaction; the epoch when this node holds the key, else None."""
+        if not node_id:
+            raise ValueError("empty node id: every node of a region needs its own id")
+        for attempt in (1, 2):
+            lease = await self._ensure_lease()
+            value = json.dumps({"node": node_id, "url": url, "lease": lease}, sort_keys=True)
+            key = _b64(self.key)
+            try:
+                body = await self._post(
+                    "kv/txn",
+                    {
+                        "compare": [{"key": key, "target": "CREATE", "create_revision": "0"}],
+                        "success": [
+                            {"request_put": {"key": key, "value": _b64(value), "lease": str(lease)}}
+                        ],
+                        "failure": [{"request_range": {"key": key}}],
+                    },
+                )
+            except _EtcdRequestError as exc:
+                if exc.code == _GRPC_NOT_FOUND and attempt == 1:
+                    self._mark_lost(lease, "lease_expired")  # our lease vanished: new one, again
+                    continue
+                raise
+            if body.get("succeeded"):
+                epoch = _int(body.get("header", {}).get("revision"))
+            else:
+                holder = self._holder_from_txn(body)
+                if holder is None or (holder.node, holder.lease) != (node_id, lease):
+                    return None
+                epoch = holder.create_revision  # ours already: a retried campaign
+            self._leading = (node_id, epoch, lease)
+            return epoch
+        return None
+
+    async def _give_up(self, epoch: int) -> None:
+        self._leading = None
+        await self._delete_if(epoch)
+
+    async def _delete_if(self, create_revision: int) -> None:
+        key = _b64(self.key)
+        await self._post(
+            "kv/txn",
+            {
+                "compare": [
+                    {"key": key, "target": "CREATE", "create_revision": str(create_revision)}
+                ],
+                "success": [{"request_delete_range": {"key": key}}],
+            },
+        )
+
+    async def _read(self) -> _Holder | None:
+        if self._session is None:
+            raise RuntimeError("etcd coordinator not started: call start() first")
+        body = await self._post("kv/range", {"key": _b64(self.key)})
+        return self._holder(body.get("kvs"))
+
+    def _holder_from_txn(self, body: dict[str, Any]) -> _Holder | None:
+        for response in body.get("responses") or []:
+            ranged = response.get("response_range")
+            if isinstance(ranged, dict):
+                return self._holder(ranged.get("kvs"))
+        return None
+
+    def _holder(self, kvs: Any) -> _Holder | None:
+        if not kvs:
+            return None
+        kv = kvs[0]
+        node = url = ""
+        try:
+            record = json.loads(base64.b64decode(kv.get("value", "")))
+            if isinstance(record, dict):
+                node = str(record["node"]) if isinstance(record.get("node"), str) else ""
+                url = str(record["url"]) if isinstance(record.get("url"), str) else ""
+        except ValueError:
+            pass
+        return _Holder(
+            node=node,
+            url=url,
+            lease=_int(kv.get("lease")),
+            create_revision=_int(kv.get("create_revision")),
+        )
+
+    # -- HTTP -----------------------------------------------------------------------------
+
+    async def _post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+        session = self._session
+        if session is None:
+            raise RuntimeError("etcd coordinator not started: call start() first")
+        url = f"{self.endpoint}/v3/{path}"
+        try:
+            async with asyncio.timeout(self.request_timeout):
+                async with session.post(url, json=payload) as response:
+                    status = response.status
+                    text = await response.text()
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            reason = "timed out" if isinstance(exc, TimeoutError) else type(exc).__name__
+            raise CoordinatorUnavailable(f"etcd at {self.endpoint} unreachable: {reason}") from None
+        try:
+            # A streaming endpoint (lease/keepalive) answers one JSON object a line.
+            body = json.loads(text.strip().splitlines()[0]) if text.strip() else {}
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            raise CoordinatorUnavailable(
+                f"etcd at {self.endpoint} answered {path} with something not JSON (HTTP {status})"
+            )
+        error = body.get("error")
+        if status != 200 or error is not None:
+            if isinstance(error, dict):  # streaming endpoints nest the error
+                body = error
+            message = str(body.get("message") or body.get("error") or f"HTTP {status}")
+            raw_code = body.get("code")
+            code = raw_code if isinstance(raw_code, int) else 0
+            if status in (502, 503, 504) or code in (_GRPC_UNAVAILABLE, _GRPC_DEADLINE_EXCEEDED):
+                raise CoordinatorUnavailable(f"etcd at {self.endpoint} unavailable: {message}")
+            raise _EtcdRequestError(f"etcd refused {path}: {message}", code=code, status=status)
+        return body

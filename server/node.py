@@ -1,0 +1,618 @@
+"""A regional node: its players, its role (primary or standby) and the moves between them.
+
+A **primary** ticks the match, streams every tick to its standbys and shows tick T to the
+players only once every live standby holds T (synchronous replication) or, when none is
+live, once the coordinator confirms that it still leads. A **standby** follows the
+primary's records; when the primary falls silent it deposes it, campaigns and, if it wins,
+takes over at a higher epoch with the same players, history and tick numbering (continued
+on the primary's clock, so server time stays wall-clock time). A primary that learns of a
+higher epoch steps down and becomes a standby of the new primary.
+
+Everything here is the asyncio edge: the match, the replication records, the tokens and the
+view-time rules are sans-I/O modules this class drives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import msgpack
+from aiohttp import WSCloseCode, WSMsgType, web
+
+from shared import protocol
+from shared.arena_map import ArenaMap, default_map
+from shared.protocol import ErrorMessage, InputMessage, JoinMessage, PingMessage, PongMessage
+from shared.timestep import TickSchedule, run_tick_loop
+
+from .connection import Connection
+from .coordination.base import Coordinator, CoordinatorError, make_coordinator
+from .hitreg.backend import BackendName, make_validator
+from .inputs import InputVerdict
+from .lagcomp import LagCompensation
+from .match import Match, MatchConfig, MatchFull, PlayerSeat, TickResult
+from .metrics import NodeMetrics
+from .replication import state
+from .replication.auth import verify_hello
+from .replication.follower import Follower
+from .replication.hub import ReplicationHub, StandbyLink
+from .tickstats import TickStats
+from .tokens import TokenError, issue_token, verify_token
+
+__all__ = ["Node", "NodeConfig"]
+
+log = logging.getLogger("arena.server")
+
+JOIN_TIMEOUT_S = 5.0
+ORPHAN_GRACE_S = 10.0  # a seat whose player has not come back after a failover is freed
+PEER_POLL_S = 0.25
+
+
+@dataclass(frozen=True, slots=True)
+class NodeConfig:
+    region: str = "local"
+    node_id: str = "node-1"
+    role: str = "primary"
+    tick_rate: int = 60
+    max_players: int = 300
+    history_seconds: float = 1.0
+    max_offences: int = 3
+    arena: ArenaMap = field(default_factory=default_map)
+    hitreg_backend: BackendName = "auto"
+    lag_compensation: LagCompensation = field(default_factory=LagCompensation)
+    # Failover.
+    public_url: str = ""  # this node's base URL as peers and players reach it
+    primary_url: str = ""  # a standby's primary at start-up
+    peers: tuple[str, ...] = ()  # the other nodes of the region (base URLs)
+    cluster_secret: bytes = b""
+    coordinator: str = "static"
+    replication: str = "sync"
+    ack_timeout: float = 0.050  # a standby slower than this is dropped to lagging
+    failover_timeout: float = 0.200  # a primary silent this long is declared dead
+
+    def __post_init__(self) -> None:
+        if not 20 <= self.tick_rate <= 128:
+            raise ValueError(f"tick rate {self.tick_rate} Hz is outside 20-128 Hz")
+        if self.max_players < 1 or self.max_players > 65535:
+            raise ValueError("max players must be between 1 and 65535")
+        if self.history_seconds <= 0:
+            raise ValueError("history must hold a positive number of seconds")
+        if self.lag_compensation.max_rewind > self.history_seconds:
+            raise ValueError(
+                f"the rewind cap ({self.lag_compensation.max_rewind * 1000:g} ms) must fit in "
+                f"the history ({self.history_seconds * 1000:g} ms)"
+            )
+        if self.role not in ("primary", "standby"):
+            raise ValueError(f"role must be primary or standby, not {self.role!r}")
+        if self.role == "standby" and not self.primary_url:
+            raise ValueError("a standby needs --primary URL (the node it follows)")
+        if self.replication not in ("sync", "async"):
+            raise ValueError("replication must be sync or async")
+        if self.ack_timeout <= 0 or self.failover_timeout <= 0:
+            raise ValueError("acknowledgement and failover timeouts must be positive")
+
+
+class Node:
+    """One node's state and the tasks that run it; ``run()`` is owned by the app."""
+
+    def __init__(self, config: NodeConfig, clock: Callable[[], float] = time.perf_counter):
+        self.config = config
+        self.clock = clock
+        self.metrics = NodeMetrics()
+        self.validator = make_validator(
+            config.hitreg_backend, box_min=config.arena.box_min, box_max=config.arena.box_max
+        )
+        self.match = Match(
+            MatchConfig(
+                arena=config.arena,
+                tick_rate=config.tick_rate,
+                max_players=config.max_players,
+                history_seconds=config.history_seconds,
+                lag_compensation=config.lag_compensation,
+            ),
+            validator=self.validator,
+        )
+        self.role = "standby" if config.role == "standby" else "starting"
+        self.connections: dict[int, Connection] = {}
+        self.schedule = TickSchedule(config.tick_rate, clock())
+        self.stats = TickStats(period=1.0 / config.tick_rate)
+        self.secret = config.cluster_secret or os.urandom(32)
+        self.coordinator: Coordinator = make_coordinator(
+            config.coordinator, node_id=config.node_id, peers=config.peers, region=config.region
+        )
+        self.hub = ReplicationHub(config.ack_timeout, self.metrics, "")
+        self.follower = Follower(
+            self.match,
+            config.node_id,
+            self.secret,
+            config.failover_timeout,
+            clock,
+            lambda: self.log_context,
+        )
+        self.follower.public_url = config.public_url
+        self.learned_peers: dict[str, str] = {}  # standbys that connected: node id -> URL
+        self.started_at = time.time()
+        self.failover: dict[str, Any] = {}
+        self._orphaned_since: dict[int, float] = {}
+        self._step_down = asyncio.Event()
+        self._fence_task: asyncio.Task[None] | None = None
+
+    # -- time and identity ----------------------------------------------------------------
+
+    def server_time(self) -> float:
+        """Continuous server time now: tick T was due at ``T / rate`` on this scale."""
+        return max(0.0, self.clock() - self.schedule.origin)
+
+    @property
+    def log_context(self) -> str:
+        c = self.config
+        return f"region={c.region} node={c.node_id} role={self.role} epoch={self.match.epoch}"
+
+    def player_endpoints(self) -> tuple[str, ...]:
+        """Where a player goes if this node disappears: the region's other nodes."""
+        peers = dict.fromkeys([*self.config.peers, *self.learned_peers.values()])
+        peers.pop(self.config.public_url, None)
+        return tuple(peer.rstrip("/") + "/ws" for peer in peers if peer)
+
+    # -- the role loop --------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Lead or follow, for as long as the app runs; moves between the two."""
+        began = time.perf_counter()
+        self.validator.warm_up()  # compile (or load) the hit kernels before the first tick
+        log.info(
+            "event=hitreg_ready backend=%s warm_up_s=%.2f %s",
+            self.validator.backend,
+            time.perf_counter() - began,
+            self.log_context,
+        )
+        await self.coordinator.start()
+        try:
+            if self.config.role == "primary":
+                epoch = await self.coordinator.claim_initial(
+                    node_id=self.config.node_id, url=self.config.public_url
+                )
+                self._become_primary(epoch, first_tick=1, origin=self.clock())
+            while True:
+                if self.role == "primary":
+                    await self._lead()
+                else:
+                    await self._stand_by()
+        finally:
+            await self.follower.close()
+            await self.hub.close()
+            await self.coordinator.close()
+
+    def _become_primary(self, epoch: int, first_tick: int, origin: float) -> None:
+        """``origin``: when tick 0 was (or would have been) due, on this node's clock."""
+        self.match.epoch = epoch
+        self.role = "primary"
+        self.hub.log_context = self.log_context
+        self.schedule = TickSchedule(
+            self.config.tick_rate, origin + first_tick / self.config.tick_rate, first_tick
+        )
+        self._step_down.clear()
+        log.info("event=primary epoch=%d first_tick=%d %s", epoch, first_tick, self.log_context)
+
+    async def _lead(self) -> None:
+        async with asyncio.TaskGroup() as group:
+            ticking = group.create_task(
+                run_tick_loop(self.schedule, self.run_tick, self.clock), name="tick-loop"
+            )
+            watching = group.create_task(self._watch_peers(), name="peer-watch")
+            await self._step_down.wait()
+            ticking.cancel()
+            watching.cancel()
+        await self._leave_leadership()
+
+    async def _leave_leadership(self) -> None:
+        self.role = "standby"
+        log.warning("event=stepped_down %s", self.log_context)
+        bye = protocol.encode(
+            ErrorMessage("not_primary", "this node is no longer the primary", fatal=True)
+        )
+        for connection in list(self.connections.values()):
+            with contextlib.suppress(Exception):
+                await connection.send(bye)
+                await connection.ws.close(code=WSCloseCode.GOING_AWAY, message=b"not_primary")
+        await self.hub.close()
+
+    def step_down(self, epoch: int) -> None:
+        """A higher epoch exists: stop publishing at once; the role loop does the rest."""
+        if epoch > self.match.epoch or self.role == "primary":
+            self.match.epoch = max(self.match.epoch, epoch)
+            self._step_down.set()
+
+    async def _watch_peers(self) -> None:
+        """A primary cut off from its standbys still hears of a newer primary this way."""
+        async with aiohttp.ClientSession() as session:
+            while True:
+                await asyncio.sleep(PEER_POLL_S)
+                for found in await self._peer_health(session):
+                    if (
+                        found.get("role") == "primary"
+                        and int(found.get("epoch", 0)) > self.match.epoch
+                    ):
+                        log.warning(
+                            "event=newer_primary_seen peer=%s epoch=%s %s",
+                            found.get("node"),
+                            found.get("epoch"),
+                            self.log_context,
+                        )
+                        self.step_down(int(found["epoch"]))
+                self._free_orphans()
+
+    async def _peer_health(self, session: aiohttp.ClientSession) -> list[dict[str, Any]]:
+        async def ask(peer: str) -> dict[str, Any] | None:
+            try:
+                async with session.get(
+                    peer.rstrip("/") + "/health", timeout=aiohttp.ClientTimeout(total=0.2)
+                ) as response:
+                    body = await response.json()
+                    return {**body, "url": peer} if isinstance(body, dict) else None
+            except (aiohttp.ClientError, TimeoutError, ValueError):
+                return None
+
+        peers = dict.fromkeys([*self.config.peers, *self.learned_peers.values()])
+        peers.pop(self.config.public_url, None)
+        answers = await asyncio.gather(*(ask(peer) for peer in peers if peer))
+        return [a for a in answers if a is not None]
+
+    async def _find_primary(self) -> str | None:
+        """The base URL of the region's primary with the highest epoch, if any answers."""
+        async with aiohttp.ClientSession() as session:
+            found = [h for h in await self._peer_health(session) if h.get("role") == "primary"]
+        if not found:
+            return None
+        best = max(found, key=lambda h: int(h.get("epoch", 0)))
+        return str(best["url"])
+
+    async def _stand_by(self) -> None:
+        """Follow the primary; on its silence campaign; return once this node leads."""
+        target = self.config.primary_url
+        while self.role != "primary":
+            outcome = await self.follower.follow(target)
+            if outcome.reason in ("silent", "closed") and self.follower.last_record_at is not None:
+                if await self._take_over(outcome.primary, outcome.detected_at):
+                    return
+            else:
+                await asyncio.sleep(0.1)
+            target = await self._find_primary() or target
+
+    async def _take_over(self, silent_primary: str, detected_at: float) -> bool:
+        """The primary is gone: depose it, campaign, and promote if this node wins."""
+        self.failover = {"detected_at": detected_at, "previous_primary": silent_primary}
+        log.warning(
+            "event=primary_silent primary=%s tick=%d %s",
+            silent_primary,
+            self.match.tick_number,
+            self.log_context,
+        )
+        try:
+            await self.coordinator.depose(node_id=silent_primary)
+            epoch = await self.coordinator.campaign(
+                node_id=self.config.node_id,
+                url=self.config.public_url,
+                replicated_tick=self.match.tick_number,
+                known_epoch=self.match.epoch,
+            )
+        except CoordinatorError as error:
+            log.warning("event=campaign_failed error=%s %s", error, self.log_context)
+            return False
+        if epoch is None:
+            log.info("event=campaign_lost %s", self.log_context)
+            return False
+        origin = self.follower.origin_estimate
+        if origin is None:
+            origin = self.clock() - self.match.server_time
+        rate = self.config.tick_rate
+        first_tick = max(self.match.tick_number + 1, math.ceil((self.clock() - origin) * rate))
+        self.failover.update(
+            promoted_at=time.time(), promoted_at_tick=self.match.tick_number, first_tick=first_tick
+        )
+        self.metrics.promotions.inc()
+        for seat in self.match.seats.values():
+            seat.inputs.restore(seat.inputs.acked)
+        now = time.monotonic()
+        self._orphaned_since = dict.fromkeys(self.match.seats, now)
+        self._become_primary(epoch, first_tick, origin)
+        self._fence_task = asyncio.create_task(self.follower.fence(epoch), name="fence-old")
+        return True
+
+    def _free_orphans(self) -> None:
+        now = time.monotonic()
+        for slot, since in list(self._orphaned_since.items()):
+            if slot in self.connections or slot not in self.match.seats:
+                del self._orphaned_since[slot]
+            elif now - since > ORPHAN_GRACE_S:
+                del self._orphaned_since[slot]
+                self.match.leave(slot)
+                log.info(
+                    "event=seat_freed player=%d reason=not_reclaimed %s", slot, self.log_context
+                )
+
+    # -- the tick (primary only) ----------------------------------------------------------
+
+    async def run_tick(self, tick: int) -> None:
+        began = self.clock()
+        result = self.match.tick(tick)
+        wait = self.config.replication == "sync"
+        synced = False
+        if self.hub.links:
+            record = state.encode_tick_record(self.match, result.events, self.match.epoch)
+            synced = await self.hub.replicate(result.tick, record, wait)
+        if self.hub.fenced_epoch is not None and self.hub.fenced_epoch > self.match.epoch:
+            self.step_down(self.hub.fenced_epoch)
+        elif synced or await self.coordinator.confirm():
+            await self._publish(result)
+            self.match.mark_sent(result.tick, self.server_time())
+            if "first_tick_at" not in self.failover and "promoted_at" in self.failover:
+                self.failover["first_tick_at"] = time.time()
+        else:
+            self.metrics.ticks_unpublished.inc()
+            log.warning("event=leadership_lost tick=%d %s", result.tick, self.log_context)
+            self.step_down(self.match.epoch)
+        duration = self.clock() - began
+        self.stats.record(duration)
+        self.metrics.tick_duration.observe(duration)
+        self.metrics.ticks.inc()
+        if duration > self.stats.period:
+            self.metrics.tick_overruns.inc()
+            log.warning(
+                "event=tick_overrun tick=%d duration_ms=%.2f budget_ms=%.2f %s",
+                tick,
+                duration * 1e3,
+                self.stats.period * 1e3,
+                self.log_context,
+            )
+
+    async def _publish(self, result: TickResult) -> None:
+        if self._step_down.is_set():
+            return
+        for slot, connection in list(self.connections.items()):
+            frame = self.match.snapshot_for(result, slot)
+            if not await connection.send(frame):
+                self.metrics.snapshots_dropped.inc()
+
+    def health(self) -> dict[str, object]:
+        c = self.config
+        return {
+            "region": c.region,
+            "node": c.node_id,
+            "role": self.role,
+            "epoch": self.match.epoch,
+            "tick": self.match.tick_number,
+            "replicated_tick": self.match.tick_number,
+            "tick_rate": c.tick_rate,
+            "players": self.match.world.player_count,
+            "max_players": c.max_players,
+            "tick_ms_p50": round(self.stats.percentile_ms(50), 4),
+            "tick_ms_p99": round(self.stats.percentile_ms(99), 4),
+            "tick_overruns": self.stats.overruns,
+            "ticks_skipped": self.schedule.skipped,
+            "hitreg_backend": self.validator.backend,
+            "combat": dict(sorted(self.match.combat.counters.items())),
+            "replication": c.replication,
+            "coordinator": c.coordinator,
+            "standbys": self.hub.describe(),
+            "failover": self.failover,
+            "pid": os.getpid(),
+            "uptime_s": round(time.time() - self.started_at, 3),
+        }
+
+    # -- players --------------------------------------------------------------------------
+
+    async def reject(self, ws: web.WebSocketResponse, code: str, text: str, close: int) -> None:
+        await ws.send_bytes(protocol.encode(ErrorMessage(code, text, fatal=True)))
+        await ws.close(code=close, message=code.encode())
+
+    async def complain(self, connection: Connection, error: protocol.ProtocolError) -> None:
+        """Answer a bad frame; disconnect a client that keeps sending them."""
+        connection.offences += 1
+        self.metrics.protocol_errors.labels(error.code).inc()
+        fatal = connection.offences >= self.config.max_offences
+        await connection.send(protocol.encode(ErrorMessage(error.code, str(error)[:256], fatal)))
+        if fatal:
+            log.info(
+                "event=client_dropped player=%d reason=%s offences=%d %s",
+                connection.slot,
+                error.code,
+                connection.offences,
+                self.log_context,
+            )
+            await connection.ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"offences")
+
+    async def handle_frame(self, connection: Connection, data: bytes) -> None:
+        self.metrics.bytes_in.inc(len(data))
+        try:
+            message = protocol.decode_client(data)
+        except protocol.ProtocolError as error:
+            await self.complain(connection, error)
+            return
+        if isinstance(message, InputMessage):
+            verdict = self.match.receive_input(connection.slot, message, self.server_time())
+            if verdict is InputVerdict.ACCEPTED:
+                self.metrics.inputs_applied.inc()
+            elif verdict is InputVerdict.CLAMPED:
+                self.metrics.inputs_applied.inc()
+                self.metrics.inputs_clamped.inc()
+            else:
+                self.metrics.inputs_rejected.labels(verdict.value).inc()
+        elif isinstance(message, PingMessage):
+            pong = PongMessage(message.id, message.t, self.server_time())
+            await connection.send(protocol.encode(pong))
+        else:
+            await self.complain(connection, protocol.InvalidField("join: already joined"))
+
+    async def _admit(self, ws: web.WebSocketResponse, join: JoinMessage) -> PlayerSeat | None:
+        """A seat for this join: a new one, or the one its token proves is the player's."""
+        if join.token is None:
+            try:
+                return self.match.join(join.name, join.interp_delay)
+            except MatchFull as full:
+                self.metrics.joins_refused.labels("full").inc()
+                await self.reject(ws, "server_full", str(full), WSCloseCode.TRY_AGAIN_LATER)
+                return None
+        try:
+            claim = verify_token(self.secret, join.token, self.config.region)
+        except TokenError:
+            claim = None
+        seat = self.match.seats.get(claim.slot) if claim is not None else None
+        if (
+            claim is None
+            or seat is None
+            or seat.name != claim.name
+            or claim.slot in self.connections
+        ):
+            self.metrics.joins_refused.labels("token").inc()
+            await self.reject(
+                ws,
+                "invalid_token",
+                "this region issued no such live session",
+                WSCloseCode.POLICY_VIOLATION,
+            )
+            return None
+        self._orphaned_since.pop(claim.slot, None)
+        log.info(
+            "event=player_resumed player=%d ack=%d %s",
+            claim.slot,
+            seat.inputs.acked,
+            self.log_context,
+        )
+        return seat
+
+    async def session(self, request: web.Request, ws: web.WebSocketResponse) -> None:
+        try:
+            async with asyncio.timeout(JOIN_TIMEOUT_S):
+                first = await ws.receive()
+        except TimeoutError:
+            await self.reject(
+                ws, "join_timeout", "no join within 5 s", WSCloseCode.POLICY_VIOLATION
+            )
+            return
+        if first.type is not WSMsgType.BINARY:
+            return
+        try:
+            join = protocol.decode_client(first.data)
+        except protocol.ProtocolError as error:
+            self.metrics.protocol_errors.labels(error.code).inc()
+            await self.reject(ws, error.code, str(error), WSCloseCode.POLICY_VIOLATION)
+            return
+        if not isinstance(join, JoinMessage):
+            await self.reject(
+                ws, "join_first", "the first message must be join", WSCloseCode.POLICY_VIOLATION
+            )
+            return
+        if join.v != protocol.PROTOCOL_VERSION:
+            self.metrics.joins_refused.labels("version").inc()
+            await self.reject(
+                ws,
+                protocol.VersionMismatch.code,
+                f"server speaks protocol {protocol.PROTOCOL_VERSION}, client sent {join.v}",
+                WSCloseCode.PROTOCOL_ERROR,
+            )
+            return
+        if self.role != "primary":
+            self.metrics.joins_refused.labels("not_primary").inc()
+            await self.reject(
+                ws,
+                "not_primary",
+                "this node is a standby; try the others",
+                WSCloseCode.TRY_AGAIN_LATER,
+            )
+            return
+        seat = await self._admit(ws, join)
+        if seat is None:
+            return
+        connection = Connection(ws, request.transport, seat.slot, self.metrics)
+        welcome = protocol.WelcomeMessage(
+            v=protocol.PROTOCOL_VERSION,
+            player_id=seat.slot,
+            tick_rate=self.config.tick_rate,
+            tick=self.match.tick_number,
+            server_time=self.server_time(),
+            token=join.token or issue_token(self.secret, self.config.region, seat.slot, seat.name),
+            map=self.config.arena.name,
+            region=self.config.region,
+            epoch=self.match.epoch,
+            standbys=self.player_endpoints(),
+            ack=seat.inputs.acked,
+        )
+        await ws.send_bytes(protocol.encode(welcome))
+        self.connections[seat.slot] = connection
+        self.metrics.players.set(self.match.world.player_count)
+        log.info(
+            "event=player_joined player=%d name=%s %s", seat.slot, join.name[:32], self.log_context
+        )
+        try:
+            async for frame in ws:
+                if frame.type is WSMsgType.BINARY:
+                    await self.handle_frame(connection, frame.data)
+                elif frame.type is WSMsgType.TEXT:
+                    await self.complain(
+                        connection, protocol.MalformedFrame("text frames are not used")
+                    )
+        finally:
+            if self.connections.get(seat.slot) is connection:
+                del self.connections[seat.slot]
+                if self.role == "primary":
+                    self.match.leave(seat.slot)
+            self.metrics.players.set(self.match.world.player_count)
+            log.info("event=player_left player=%d %s", seat.slot, self.log_context)
+
+    async def close_all(self) -> None:
+        bye = protocol.encode(ErrorMessage("shutdown", "the node is shutting down", fatal=True))
+        for connection in list(self.connections.values()):
+            with contextlib.suppress(Exception):
+                await connection.send(bye)
+                await connection.ws.close(code=WSCloseCode.GOING_AWAY, message=b"shutdown")
+
+    # -- standbys (primary only) ----------------------------------------------------------
+
+    async def replication_session(self, request: web.Request, ws: web.WebSocketResponse) -> None:
+        """A standby's link: authenticate it, then stream it every tick."""
+        try:
+            async with asyncio.timeout(JOIN_TIMEOUT_S):
+                first = await ws.receive()
+            hello = msgpack_loads(first.data) if first.type is WSMsgType.BINARY else None
+        except (TimeoutError, ValueError):
+            hello = None
+        if not isinstance(hello, dict) or not verify_hello(self.secret, hello, time.time()):
+            await ws.send_bytes(msgpack_dumps({"type": "error", "code": "unauthenticated"}))
+            await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"unauthenticated")
+            log.warning("event=peer_refused reason=unauthenticated %s", self.log_context)
+            return
+        if int(hello["epoch"]) > self.match.epoch and self.role == "primary":
+            self.step_down(int(hello["epoch"]))
+        if self.role != "primary" or self._step_down.is_set():
+            await ws.send_bytes(msgpack_dumps({"type": "not_primary", "epoch": self.match.epoch}))
+            await ws.close()
+            return
+        if hello.get("fingerprint") != state.config_fingerprint(self.match):
+            await ws.send_bytes(msgpack_dumps({"type": "error", "code": "config_mismatch"}))
+            await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"config_mismatch")
+            return
+        await ws.send_bytes(msgpack_dumps({"type": "welcome_standby", "node": self.config.node_id}))
+        link = StandbyLink(str(hello["node"]), ws, request.transport)
+        if hello.get("url"):
+            self.learned_peers[link.node] = str(hello["url"])
+        await self.hub.serve(link, lambda: state.encode_full_state(self.match, self.match.epoch))
+
+
+def msgpack_loads(data: bytes) -> Any:
+    try:
+        return msgpack.unpackb(data, raw=False)
+    except Exception:  # garbage from an unauthenticated peer
+        raise ValueError("not msgpack") from None
+
+
+def msgpack_dumps(value: Any) -> bytes:
+    return msgpack.packb(value, use_bin_type=True)

@@ -1,0 +1,49 @@
+"""Peers prove they know the cluster secret before they may replicate (sans-I/O).
+
+A standby opens the replication link with a ``hello`` whose MAC covers its node id, epoch
+and a timestamp; the primary refuses a missing or wrong MAC, or one older than
+``MAX_SKEW_S`` (a replayed hello). The secret never travels.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+
+__all__ = ["MAX_SKEW_S", "SECRET_ENV", "hello_mac", "load_secret", "verify_hello"]
+
+SECRET_ENV = "ARENA_CLUSTER_SECRET"
+MAX_SKEW_S = 30.0
+_PURPOSE = b"arena-replication-hello\x00"
+
+
+def hello_mac(secret: bytes, node: str, epoch: int, timestamp: float) -> str:
+    message = f"{node}|{epoch}|{timestamp:.6f}".encode()
+    return hmac.new(secret, _PURPOSE + message, hashlib.sha256).hexdigest()
+
+
+def verify_hello(secret: bytes, hello: dict[str, object], now: float) -> bool:
+    try:
+        node, epoch = str(hello["node"]), int(hello["epoch"])  # type: ignore[call-overload]
+        timestamp, mac = float(hello["ts"]), str(hello["mac"])  # type: ignore[arg-type]
+    except (KeyError, TypeError, ValueError):
+        return False
+    if abs(now - timestamp) > MAX_SKEW_S:
+        return False
+    return hmac.compare_digest(hello_mac(secret, node, epoch, timestamp), mac)
+
+
+def load_secret(value: str | None) -> bytes:
+    """The cluster secret from the command line or ``$ARENA_CLUSTER_SECRET``.
+
+    A lone node may run without one: it gets a random secret, so nothing it signs can be
+    used anywhere else. Nodes of one region must share theirs.
+    """
+    chosen = value if value is not None else os.environ.get(SECRET_ENV)
+    if chosen is None:
+        return secrets.token_bytes(32)
+    if len(chosen) < 16:
+        raise ValueError(f"the cluster secret must be at least 16 characters (${SECRET_ENV})")
+    return chosen.encode()
