@@ -66,8 +66,9 @@ class SnapshotBuffer:
             self.misses += not exact
             return _view(render_time, times[-1], self._records[-1], None, 0.0, exact)
         if render_time <= times[0]:
-            self.misses += 1
-            return _view(render_time, times[0], self._records[0], None, 0.0, False)
+            exact = render_time == times[0]
+            self.misses += not exact
+            return _view(render_time, times[0], self._records[0], None, 0.0, exact)
         upper = next(i for i in range(1, len(times)) if times[i] > render_time)
         t0, t1 = times[upper - 1], times[upper]
         weight = (render_time - t0) / (t1 - t0)

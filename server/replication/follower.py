@@ -59,6 +59,7 @@ class Follower:
         self.public_url = ""  # told to the primary, so it can tell players where we are
         self.origin_estimate: float | None = None  # primary's tick-0 time on our clock
         self.last_record_at: float | None = None
+        self.last_hash = ""  # the primary's state hash of the last record applied
         self.resyncs = 0
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -131,6 +132,7 @@ class Follower:
                 continue
             received = self.clock()
             self.last_record_at = received
+            self.last_hash = str(record["hash"])
             origin = received - self.match.server_time
             if self.origin_estimate is None or origin < self.origin_estimate:
                 self.origin_estimate = origin  # the least-delayed record is the best anchor

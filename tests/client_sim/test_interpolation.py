@@ -125,11 +125,6 @@ def test_before_the_oldest_snapshot_the_oldest_is_shown_and_counted_as_a_miss() 
     assert buf.misses == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SnapshotBuffer.view tests render_time <= times[0]: the oldest snapshot's own time "
-    "is reported inexact and counted as a miss (client_sim/interpolation.py)",
-)
 def test_exactly_at_the_oldest_snapshot_is_exact_and_not_a_miss() -> None:
     buf = buffer((1.0, A), (1.5, B))
     view = buf.view(1.0)

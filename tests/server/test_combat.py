@@ -426,11 +426,6 @@ def mutual_kill(backend: str, trade_window: float, t_a: float, t_b: float) -> Sc
     return scene
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="combat.resolve checks may_fire against deaths from earlier ticks only: a shooter "
-    "killed earlier in the same tick's ordered story still deals damage (server/combat.py)",
-)
 @pytest.mark.parametrize("trade_window", [0.0, 0.5 / RATE])
 def test_in_a_mutual_kill_in_one_tick_the_earlier_view_time_wins(
     backend: str, trade_window: float

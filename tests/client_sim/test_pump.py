@@ -1,0 +1,187 @@
+"""One timer for all delayed packets: due order, ties, failures, re-arming and closing.
+
+Most cases drive the pump with a hand-cranked loop (its clock and timers are plain data),
+so they are exact and never wait; one case runs it on the real event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from client_sim.pump import DeliveryPump
+
+
+class Timer:
+    def __init__(self, when: float, callback: Callable[[], None]) -> None:
+        self.when, self.callback, self.cancelled = when, callback, False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class HandLoop:
+    """The two loop methods the pump uses, with a clock the test sets."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.timers: list[Timer] = []
+
+    def time(self) -> float:
+        return self.now
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
+        timer = Timer(when, callback)
+        self.timers.append(timer)
+        return timer
+
+    @property
+    def armed(self) -> list[float]:
+        return [t.when for t in self.timers if not t.cancelled]
+
+    def run_until(self, now: float) -> None:
+        """Advance the clock and run every live timer due by then, earliest first."""
+        self.now = now
+        while due := sorted(
+            (t for t in self.timers if not t.cancelled and t.when <= now), key=lambda t: t.when
+        ):
+            due[0].cancelled = True  # a timer handle runs once
+            due[0].callback()
+
+
+def pump_on_hand_loop() -> tuple[DeliveryPump, HandLoop, list[tuple[str, float]]]:
+    loop = HandLoop()
+    return DeliveryPump(loop), loop, []  # type: ignore[arg-type]
+
+
+def record(log: list[tuple[str, float]], name: str) -> Callable[[float], None]:
+    return lambda due: log.append((name, due))
+
+
+def test_callbacks_run_in_due_order_with_their_due_time() -> None:
+    pump, loop, log = pump_on_hand_loop()
+    for name, due in (("c", 3.0), ("a", 1.0), ("b", 2.0)):
+        pump.at(due, record(log, name))
+    assert len(pump) == 3
+    loop.run_until(5.0)
+    assert log == [("a", 1.0), ("b", 2.0), ("c", 3.0)]
+    assert len(pump) == 0
+
+
+def test_equal_due_times_keep_their_scheduling_order() -> None:
+    pump, loop, log = pump_on_hand_loop()
+    for name in "qwertyuiop":
+        pump.at(1.0, record(log, name))
+    loop.run_until(1.0)
+    assert "".join(name for name, _ in log) == "qwertyuiop"
+
+
+def test_only_due_callbacks_run_and_the_timer_is_rearmed_for_the_next() -> None:
+    pump, loop, log = pump_on_hand_loop()
+    for name, due in (("a", 1.0), ("b", 2.0), ("c", 3.0)):
+        pump.at(due, record(log, name))
+    assert loop.armed == [1.0]
+    loop.run_until(2.5)
+    assert log == [("a", 1.0), ("b", 2.0)]
+    assert loop.armed == [3.0]
+    loop.run_until(3.0)
+    assert log[-1] == ("c", 3.0)
+    assert loop.armed == []
+
+
+def test_a_timer_run_slightly_early_still_delivers_what_it_was_armed_for() -> None:
+    pump, loop, log = pump_on_hand_loop()
+    pump.at(1.0, record(log, "a"))
+    pump.at(1.5, record(log, "b"))
+    loop.now = 0.9995  # asyncio may run a timer up to its clock resolution early
+    loop.timers[0].callback()
+    assert log == [("a", 1.0)]
+    assert loop.armed == [1.5]
+
+
+def test_an_earlier_item_rearms_the_timer() -> None:
+    pump, loop, log = pump_on_hand_loop()
+    pump.at(5.0, record(log, "late"))
+    assert loop.armed == [5.0]
+    pump.at(3.0, record(log, "early"))
+    assert loop.armed == [3.0]  # the timer for 5 was cancelled
+    pump.at(4.0, record(log, "middle"))
+    assert loop.armed == [3.0]  # a later item does not touch the timer
+    loop.run_until(3.0)
+    assert log == [("early", 3.0)]
+    assert loop.armed == [4.0]
+
+
+def test_one_failing_callback_does_not_stop_the_others(caplog: pytest.LogCaptureFixture) -> None:
+    pump, loop, log = pump_on_hand_loop()
+
+    def broken(due: float) -> None:
+        raise RuntimeError("one bot's bug")
+
+    pump.at(1.0, record(log, "a"))
+    pump.at(1.0, broken)
+    pump.at(1.0, record(log, "b"))
+    pump.at(2.0, record(log, "c"))
+    with caplog.at_level(logging.ERROR, logger="arena.bots"):
+        loop.run_until(2.0)
+    assert log == [("a", 1.0), ("b", 1.0), ("c", 2.0)]
+    assert [r.getMessage() for r in caplog.records] == ["event=delivery_failed"]
+    assert caplog.records[0].exc_info is not None
+
+
+def test_a_callback_may_schedule_more_deliveries() -> None:
+    pump, loop, log = pump_on_hand_loop()
+
+    def chain(due: float) -> None:
+        log.append(("chain", due))
+        pump.at(due + 0.5, record(log, "now"))  # already due: same pass
+        pump.at(10.0, record(log, "later"))
+
+    pump.at(1.0, chain)
+    loop.run_until(2.0)
+    assert log == [("chain", 1.0), ("now", 1.5)]
+    assert loop.armed[-1] == 10.0 and len(pump) == 1
+    loop.run_until(10.0)
+    assert log[-1] == ("later", 10.0)
+    assert len(pump) == 0
+
+
+def test_close_cancels_the_timer_and_drops_everything() -> None:
+    pump, loop, log = pump_on_hand_loop()
+    pump.at(1.0, record(log, "a"))
+    pump.at(2.0, record(log, "b"))
+    pump.close()
+    assert loop.armed == [] and len(pump) == 0
+    loop.run_until(5.0)
+    assert log == []
+    pump.at(6.0, record(log, "c"))  # usable again: arms afresh
+    assert loop.armed == [6.0]
+
+
+async def test_deliveries_on_the_real_event_loop() -> None:
+    loop = asyncio.get_running_loop()
+    pump = DeliveryPump(loop)
+    done: asyncio.Future[None] = loop.create_future()
+    log: list[Any] = []
+    base = loop.time()
+
+    def last(due: float) -> None:
+        log.append(("last", due))
+        done.set_result(None)
+
+    pump.at(base + 0.003, last)
+    pump.at(base + 0.001, record(log, "first"))
+    pump.at(base + 0.002, record(log, "second"))
+    pump.at(base + 0.002, record(log, "third"))
+    try:
+        async with asyncio.timeout(5.0):
+            await done
+    finally:
+        pump.close()
+    assert [name for name, _ in log] == ["first", "second", "third", "last"]
+    assert log[0][1] == base + 0.001
+    assert loop.time() >= base + 0.003 - 0.01  # not before it was due (clock resolution)

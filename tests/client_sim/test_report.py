@@ -1,0 +1,277 @@
+"""The bots' report: shot rates and their denominators, RTT buckets, stable field names."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+
+from client_sim.report import build_report, format_summary, shot_figures
+from client_sim.shooting import ShotSummary
+from client_sim.swarm import SwarmResult
+
+
+def summary(
+    client_hit: bool,
+    server_result: str | None,
+    agrees: bool,
+    rtt_ms: float = 40.0,
+    weapon: int = 0,
+) -> ShotSummary:
+    return ShotSummary(weapon, rtt_ms, client_hit, server_result, agrees)
+
+
+MIXED = [
+    summary(True, "hit", True),
+    summary(True, "miss", False),  # false negative
+    summary(False, "hit", False),  # false positive
+    summary(False, "miss", True),
+    summary(False, "rejected", True),
+    summary(True, None, False),  # unresolved: no verdict before the end
+]
+
+
+def test_shot_figures_count_and_rate_with_their_documented_denominators() -> None:
+    assert shot_figures(MIXED) == {
+        "fired": 6,
+        "judged": 5,
+        "unresolved": 1,
+        "client_hits": 3,  # every shot the shooters saw hit, judged or not
+        "server_hits": 2,
+        "rejected": 1,
+        "agreement": 0.6,  # 3 of the 5 judged
+        "false_negative_rate": 0.5,  # 1 of the 2 judged client hits
+        "false_positive_rate": 0.3333,  # 1 of the 3 judged client misses
+    }
+
+
+def test_a_client_hit_on_the_wrong_victim_is_no_false_negative_but_a_disagreement() -> None:
+    figures = shot_figures([summary(True, "hit", False)])
+    assert figures["false_negative_rate"] == 0.0
+    assert figures["agreement"] == 0.0
+
+
+def test_rates_are_none_when_their_denominator_is_zero() -> None:
+    empty = shot_figures([])
+    assert empty["fired"] == 0
+    assert (empty["agreement"], empty["false_negative_rate"], empty["false_positive_rate"]) == (
+        None,
+        None,
+        None,
+    )
+    only_hits = shot_figures([summary(True, "hit", True)])
+    assert only_hits["false_negative_rate"] == 0.0
+    assert only_hits["false_positive_rate"] is None
+    only_misses = shot_figures([summary(False, "miss", True)])
+    assert only_misses["false_negative_rate"] is None
+    assert only_misses["false_positive_rate"] == 0.0
+    unresolved = shot_figures([summary(True, None, False)])
+    assert (unresolved["judged"], unresolved["agreement"]) == (0, None)
+    assert unresolved["false_negative_rate"] is None
+
+
+def swarm_result(**overrides: Any) -> SwarmResult:
+    result = SwarmResult(
+        requested=10,
+        connected=9,
+        duration_s=2.0,
+        cpu_s=0.5,
+        swarm_ticks=120,
+        rtt_samples=[0.010, 0.020, 0.030],
+        prediction_errors=[0.0, 0.0, 0.5],
+        bytes_down=[10_000, 20_000],
+        bytes_up=[1_000, 3_000],
+        snapshots=[100, 140],
+        inputs_sent=[120, 120],
+        inputs_acked=[110, 100],
+        interpolation_misses=3,
+        shots=list(MIXED),
+        hits_received=4,
+        hits_behind_cover=1,
+    )
+    for name, value in overrides.items():
+        setattr(result, name, value)
+    return result
+
+
+SERVER_BEFORE = {"tick": 1000}
+SERVER_AFTER = {
+    "tick": 1120,
+    "tick_rate": 60,
+    "tick_ms_p50": 0.4,
+    "tick_ms_p99": 1.5,
+    "tick_overruns": 0,
+    "combat": {"kills": 2},
+}
+
+
+def full_report(**overrides: Any) -> dict[str, Any]:
+    return build_report(
+        swarm_result(**overrides),
+        latency_spec="fixed:40",
+        workers=1,
+        server_before=SERVER_BEFORE,
+        server_after=SERVER_AFTER,
+    )
+
+
+STABLE_FIELDS = [
+    "bots.requested",
+    "bots.connected",
+    "ticks.rate_hz",
+    "ticks.served",
+    "ticks.p50_ms",
+    "ticks.p99_ms",
+    "latency_ms.rtt_p50",
+    "latency_ms.rtt_p99",
+    "prediction.error_p99_m",
+    "bandwidth.down_kbps_per_bot",
+    "bandwidth.up_kbps_per_bot",
+    "shots.fired",
+    "shots.client_hits",
+    "shots.server_hits",
+    "shots.agreement",
+    "shots.false_negative_rate",
+    "shots.false_positive_rate",
+    "shots.by_rtt",
+    "shots.behind_cover_rate",
+]
+
+
+def field(report: dict[str, Any], dotted: str) -> Any:
+    value: Any = report
+    for part in dotted.split("."):
+        assert isinstance(value, dict) and part in value, dotted
+        value = value[part]
+    return value
+
+
+def test_the_report_keeps_its_stable_field_names_with_measured_values() -> None:
+    report = full_report()
+    values = {name: field(report, name) for name in STABLE_FIELDS}
+    by_rtt = values.pop("shots.by_rtt")
+    assert values == {
+        "bots.requested": 10,
+        "bots.connected": 9,
+        "ticks.rate_hz": 60,
+        "ticks.served": 120,
+        "ticks.p50_ms": 0.4,
+        "ticks.p99_ms": 1.5,
+        "latency_ms.rtt_p50": 20.0,
+        "latency_ms.rtt_p99": 29.8,
+        "prediction.error_p99_m": 0.49,
+        "bandwidth.down_kbps_per_bot": 60.0,  # 15 kB mean * 8 / 1000 / 2 s
+        "bandwidth.up_kbps_per_bot": 8.0,
+        "shots.fired": 6,
+        "shots.client_hits": 3,
+        "shots.server_hits": 2,
+        "shots.agreement": 0.6,
+        "shots.false_negative_rate": 0.5,
+        "shots.false_positive_rate": 0.3333,
+        "shots.behind_cover_rate": 0.25,
+    }
+    assert by_rtt == {"0-50ms": shot_figures(MIXED)}
+    assert report["shots"]["server"] == {"kills": 2}
+    assert report["inputs"] == {"sent": 240, "acked": 210, "acked_ratio": 0.875}
+    json.dumps(report, allow_nan=False)  # plain JSON for machines
+
+
+@pytest.mark.parametrize(
+    ("rtt_ms", "bucket"),
+    [
+        (0.0, "0-50ms"),
+        (49.9, "0-50ms"),
+        (50.0, "50-100ms"),
+        (99.99, "50-100ms"),
+        (100.0, "100-150ms"),
+        (199.9, "150-200ms"),
+        (200.0, "200ms+"),
+        (5000.0, "200ms+"),
+        (math.nan, "unknown"),
+    ],
+)
+def test_shots_are_bucketed_by_the_shooter_s_rtt(rtt_ms: float, bucket: str) -> None:
+    report = full_report(shots=[summary(True, "hit", True, rtt_ms=rtt_ms)])
+    assert list(report["shots"]["by_rtt"]) == [bucket]
+    assert report["shots"]["by_rtt"][bucket]["fired"] == 1
+
+
+def test_rtt_buckets_are_listed_in_increasing_order_with_unknown_last() -> None:
+    rtts = [math.nan, 250.0, 10.0, 120.0, 60.0, 10.0, 170.0]
+    report = full_report(shots=[summary(False, "miss", True, rtt_ms=r) for r in rtts])
+    by_rtt = report["shots"]["by_rtt"]
+    assert list(by_rtt) == ["0-50ms", "50-100ms", "100-150ms", "150-200ms", "200ms+", "unknown"]
+    assert [b["fired"] for b in by_rtt.values()] == [2, 1, 1, 1, 1, 1]
+
+
+def test_shots_are_split_by_weapon() -> None:
+    shots = [summary(True, "hit", True, weapon=0), summary(False, "hit", False, weapon=1)]
+    by_weapon = full_report(shots=shots)["shots"]["by_weapon"]
+    assert by_weapon["rifle"] == shot_figures(shots[:1])
+    assert by_weapon["launcher"] == shot_figures(shots[1:])
+
+
+def test_missing_measurements_are_none_not_zero() -> None:
+    report = build_report(
+        SwarmResult(requested=5),
+        latency_spec="fixed:0",
+        workers=1,
+        server_before=None,
+        server_after=None,
+    )
+    assert [field(report, name) for name in STABLE_FIELDS if name != "shots.by_rtt"] == [
+        5,
+        0,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        0,
+        0,
+        0,
+        None,
+        None,
+        None,
+        None,
+    ]
+    assert report["shots"]["by_rtt"] == {}
+    json.dumps(report, allow_nan=False)
+
+
+def test_ticks_served_needs_both_server_readings() -> None:
+    report = build_report(
+        swarm_result(), latency_spec="x", workers=1, server_before=None, server_after=SERVER_AFTER
+    )
+    assert report["ticks"]["served"] is None
+    assert report["ticks"]["rate_hz"] == 60
+
+
+def test_the_summary_reads_a_full_report() -> None:
+    text = format_summary(full_report(errors={"connect": 1}))
+    assert "9/10 connected" in text
+    assert "120 ticks at 60 Hz" in text
+    assert "RTT p50 20.0 ms" in text
+    assert "6 fired" in text and "agreement 0.6" in text
+    assert "errors      connect=1" in text
+
+
+@pytest.mark.parametrize("shots", [[], MIXED, [summary(True, None, False)]])
+def test_the_summary_never_crashes_without_server_data(shots: list[ShotSummary]) -> None:
+    report = build_report(
+        SwarmResult(shots=list(shots)),
+        latency_spec="fixed:0",
+        workers=2,
+        server_before=None,
+        server_after=None,
+    )
+    text = format_summary(report)
+    assert "n/a ticks at n/a Hz" in text
+    assert "RTT p50 n/a" in text
+    assert ("fired" in text) is bool(shots)
