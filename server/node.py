@@ -316,7 +316,13 @@ class Node:
         rate = self.config.tick_rate
         first_tick = max(self.match.tick_number + 1, math.ceil((self.clock() - origin) * rate))
         self.failover.update(
-            promoted_at=time.time(), promoted_at_tick=self.match.tick_number, first_tick=first_tick
+            promoted_at=time.time(),
+            promoted_at_tick=self.match.tick_number,
+            first_tick=first_tick,
+            # The primary's hash of the last tick it sent us, and ours of the same tick.
+            primary_hash=self.follower.last_hash,
+            promoted_hash=self.match.world.state_hash(),
+            resyncs=self.follower.resyncs,
         )
         self.metrics.promotions.inc()
         for seat in self.match.seats.values():

@@ -68,8 +68,12 @@ def test_aim_without_error_points_exactly_at_the_chest(
 
 
 def test_aim_straight_behind_wraps_the_yaw_to_minus_pi() -> None:
-    yaw, pitch = aim_at(np.array([0.0, 0.0, CHEST_HEIGHT]), np.array([-5.0, 0.0, 0.0]), 0.0,
-                        np.random.default_rng(0))
+    yaw, pitch = aim_at(
+        np.array([0.0, 0.0, CHEST_HEIGHT]),
+        np.array([-5.0, 0.0, 0.0]),
+        0.0,
+        np.random.default_rng(0),
+    )
     assert (yaw, pitch) == (-math.pi, 0.0)
 
 
@@ -150,8 +154,13 @@ def test_hitscan_verdict_agrees_with_the_shared_ray_test(
     if data.draw(st.booleans()):  # aim at somebody, so hits are common
         yaw, pitch = chest_aim(eye, tuple(positions[data.draw(st.integers(0, n - 1))]))
     hit = ray_hit_player(
-        eye, aim_direction(yaw, pitch), RIFLE.max_range, positions, ARENA.box_min,
-        ARENA.box_max, present,
+        eye,
+        aim_direction(yaw, pitch),
+        RIFLE.max_range,
+        positions,
+        ARENA.box_min,
+        ARENA.box_max,
+        present,
     )
     expected = (int(ids[hit.victim]), hit.hitbox) if hit.kind == HIT_PLAYER else (-1, 0)
     assert hitscan_verdict(eye, yaw, pitch, ids, positions, present, ARENA) == expected
@@ -197,8 +206,15 @@ def test_a_projectile_stops_at_a_wall() -> None:
 
 def test_a_projectile_with_no_rendered_frames_hits_nothing() -> None:
     result = fly_projectile(
-        np.zeros(3), np.array([45.0, 0.0, 0.0]), 9.81, 0.0, 3.0,
-        np.zeros(0), np.zeros((0, 1, 3)), np.zeros((0, 1), dtype=bool), open_arena(),
+        np.zeros(3),
+        np.array([45.0, 0.0, 0.0]),
+        9.81,
+        0.0,
+        3.0,
+        np.zeros(0),
+        np.zeros((0, 1, 3)),
+        np.zeros((0, 1), dtype=bool),
+        open_arena(),
     )
     assert result == (-1, 0)
 
@@ -238,8 +254,13 @@ def entity_records(players: dict[int, tuple[float, float, float]]) -> np.ndarray
     n = len(ids)
     return unpack_entities(
         pack_entities(
-            np.array(ids), np.array([players[i] for i in ids]), np.zeros((n, 3)), np.zeros(n),
-            np.zeros(n), np.full(n, 100), np.ones(n, dtype=bool),
+            np.array(ids),
+            np.array([players[i] for i in ids]),
+            np.zeros((n, 3)),
+            np.zeros(n),
+            np.zeros(n),
+            np.full(n, 100),
+            np.ones(n, dtype=bool),
         )
     )
 
@@ -247,8 +268,12 @@ def entity_records(players: dict[int, tuple[float, float, float]]) -> np.ndarray
 def rendered(players: dict[int, tuple[float, float, float]], time: float = 1.0):
     ids = sorted(players)
     return InterpolatedView(
-        time, time, np.array(ids), np.array([players[i] for i in ids], dtype=float),
-        np.ones(len(ids), dtype=bool), True,
+        time,
+        time,
+        np.array(ids),
+        np.array([players[i] for i in ids], dtype=float),
+        np.ones(len(ids), dtype=bool),
+        True,
     )
 
 
@@ -257,10 +282,21 @@ def book(launcher_share: float = 0.0) -> SwarmShooting:
     return SwarmShooting(2, ARENA, skill, np.random.default_rng(1))
 
 
-def shot(seq: int, result: str, victim: int = -1, shooter: int = ME, weapon: int = 0,
-         kill: bool = False) -> dict[str, Any]:
-    return {"kind": "shot", "shooter": shooter, "seq": seq, "weapon": weapon, "result": result,
-            "victim": victim, "hitbox": 0, "damage": 0, "kill": kill, "view_time": 1.0}
+def shot(
+    seq: int, result: str, victim: int = -1, shooter: int = ME, weapon: int = 0, kill: bool = False
+) -> dict[str, Any]:
+    return {
+        "kind": "shot",
+        "shooter": shooter,
+        "seq": seq,
+        "weapon": weapon,
+        "result": result,
+        "victim": victim,
+        "hitbox": 0,
+        "damage": 0,
+        "kill": kill,
+        "view_time": 1.0,
+    }
 
 
 def no_view() -> None:
@@ -277,8 +313,13 @@ def test_fire_aims_at_the_target_and_claims_the_time_it_drew() -> None:
     yaw, pitch, buttons, view_time = fire_rifle(shooting)
     assert buttons == BUTTON_FIRE and view_time == 1.0
     assert yaw == pytest.approx(math.pi / 2)
+    assert pitch == pytest.approx(math.atan2(CHEST_HEIGHT - EYE_HEIGHT, 10.0))
     record = shooting.awaiting[0][(12, RIFLE.id)]
-    assert (record.client_victim, record.client_hitbox, record.rtt_ms) == (TARGET, HITBOX_TORSO, 80.0)
+    assert (record.client_victim, record.client_hitbox, record.rtt_ms) == (
+        TARGET,
+        HITBOX_TORSO,
+        80.0,
+    )
     assert fire_rifle(shooting, seq=13) is None  # the rifle's cooldown, in inputs
     assert fire_rifle(shooting, seq=18) is not None
 
@@ -290,8 +331,9 @@ def test_the_server_s_verdict_settles_the_record_with_the_same_seq_and_weapon() 
     for unrelated in (shot(12, "miss", weapon=1), shot(11, "miss"), shot(12, "miss", shooter=9)):
         shooting.on_snapshot(0, ME, 1.1, records, (unrelated,), MY_FEET, no_view)
         assert shooting.finished == [] and len(shooting.awaiting[0]) == 1
-    respawned = shooting.on_snapshot(0, ME, 1.2, records, (shot(12, "hit", TARGET),), MY_FEET,
-                                     no_view)
+    respawned = shooting.on_snapshot(
+        0, ME, 1.2, records, (shot(12, "hit", TARGET),), MY_FEET, no_view
+    )
     assert respawned is False
     assert shooting.finished == [ShotSummary(0, 80.0, True, "hit", True)]
     assert shooting.awaiting[0] == {}

@@ -155,8 +155,14 @@ def test_skip_next_skips_only_the_next_reconcile() -> None:
     assert len(swarm.error_samples()) == 0
     # The next input is predicted from the corrected state, and that one is scored.
     swarm.apply(np.array([0]), np.array([[1.0, 0.0]]), np.array([0]))
-    pos, vel = step(np.array([[1.0, 2.0, 0.0]]), np.zeros((1, 3)), np.array([[1.0, 0.0]]),
-                    np.array([0]), DT, ARENA)
+    pos, vel = step(
+        np.array([[1.0, 2.0, 0.0]]),
+        np.zeros((1, 3)),
+        np.array([[1.0, 0.0]]),
+        np.array([0]),
+        DT,
+        ARENA,
+    )
     swarm.authoritative(0, 6, (*pos[0].tolist(), *vel[0].tolist()))
     swarm.reconcile()
     assert swarm.error_samples().tolist() == [0.0]

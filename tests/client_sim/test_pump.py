@@ -49,8 +49,11 @@ class HandLoop:
         while due := sorted(
             (t for t in self.timers if not t.cancelled and t.when <= now), key=lambda t: t.when
         ):
-            due[0].cancelled = True  # a timer handle runs once
-            due[0].callback()
+            self.run(due[0])
+
+    def run(self, timer: Timer) -> None:
+        timer.cancelled = True  # a timer handle runs once
+        timer.callback()
 
 
 def pump_on_hand_loop() -> tuple[DeliveryPump, HandLoop, list[tuple[str, float]]]:
@@ -98,7 +101,7 @@ def test_a_timer_run_slightly_early_still_delivers_what_it_was_armed_for() -> No
     pump.at(1.0, record(log, "a"))
     pump.at(1.5, record(log, "b"))
     loop.now = 0.9995  # asyncio may run a timer up to its clock resolution early
-    loop.timers[0].callback()
+    loop.run(loop.timers[0])
     assert log == [("a", 1.0)]
     assert loop.armed == [1.5]
 
@@ -133,21 +136,57 @@ def test_one_failing_callback_does_not_stop_the_others(caplog: pytest.LogCapture
     assert caplog.records[0].exc_info is not None
 
 
-def test_a_callback_may_schedule_more_deliveries() -> None:
+def test_a_callback_may_schedule_a_later_delivery() -> None:
     pump, loop, log = pump_on_hand_loop()
 
-    def chain(due: float) -> None:
-        log.append(("chain", due))
-        pump.at(due + 0.5, record(log, "now"))  # already due: same pass
-        pump.at(10.0, record(log, "later"))
+    def reply(due: float) -> None:
+        log.append(("reply", due))
+        pump.at(due + 0.5, record(log, "answer"))
 
-    pump.at(1.0, chain)
-    loop.run_until(2.0)
-    assert log == [("chain", 1.0), ("now", 1.5)]
-    assert loop.armed[-1] == 10.0 and len(pump) == 1
-    loop.run_until(10.0)
-    assert log[-1] == ("later", 10.0)
+    pump.at(1.0, reply)
+    pump.at(3.0, record(log, "other"))
+    loop.run_until(1.0)
+    assert log == [("reply", 1.0)]
+    assert loop.armed == [1.5]
+    loop.run_until(1.49)
+    assert log == [("reply", 1.0)]
+    loop.run_until(3.0)
+    assert log == [("reply", 1.0), ("answer", 1.5), ("other", 3.0)]
     assert len(pump) == 0
+
+
+def test_a_delivery_a_callback_schedules_for_now_runs_in_the_same_pass() -> None:
+    pump, loop, log = pump_on_hand_loop()
+
+    def echo(due: float) -> None:
+        log.append(("echo", due))
+        pump.at(due, record(log, "now"))  # a zero-delay link: due at once
+
+    pump.at(1.0, echo)
+    loop.run(loop.timers[0])
+    assert log == [("echo", 1.0), ("now", 1.0)]
+    assert len(pump) == 0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="DeliveryPump._fire: a callback's at() for an item already due arms a timer and sets "
+    "_armed_for; the item is consumed in the same pass, the stale timer stays armed and the "
+    "next _fire's max(loop.time(), heap[0][0]) delivers later items early (client_sim/pump.py)",
+)
+def test_a_delivery_consumed_in_the_same_pass_does_not_make_later_ones_early() -> None:
+    pump, loop, log = pump_on_hand_loop()
+
+    def echo(due: float) -> None:
+        log.append(("echo", due))
+        pump.at(due, record(log, "now"))  # a zero-delay link: due at once
+        pump.at(due + 9.0, record(log, "later"))  # a slow link: due in 9 s
+
+    pump.at(1.0, echo)
+    loop.run_until(1.0)  # runs every timer due by 1.0, as the event loop would
+    assert log == [("echo", 1.0), ("now", 1.0)]  # "later" must wait for its time
+    assert len(pump) == 1
+    assert loop.armed == [10.0]
 
 
 def test_close_cancels_the_timer_and_drops_everything() -> None:
@@ -183,5 +222,5 @@ async def test_deliveries_on_the_real_event_loop() -> None:
     finally:
         pump.close()
     assert [name for name, _ in log] == ["first", "second", "third", "last"]
-    assert log[0][1] == base + 0.001
-    assert loop.time() >= base + 0.003 - 0.01  # not before it was due (clock resolution)
+    assert [due for _, due in log] == [base + 0.001, base + 0.002, base + 0.002, base + 0.003]
+    assert len(pump) == 0

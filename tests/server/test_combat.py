@@ -171,9 +171,7 @@ def test_rifle_damage_follows_the_hitbox_multiplier(backend: str, hitbox: int, d
     yaw, pitch = aim((0.0, 0.0), (10.0, 0.0, HEIGHT[hitbox]))
     scene.fire(0, 7, yaw, pitch, claim=9 / RATE)
     events = scene.step()
-    assert events == [
-        shot_event(seq=7, victim=1, hitbox=hitbox, damage=damage, view_time=9 / RATE)
-    ]
+    assert events == [shot_event(seq=7, victim=1, hitbox=hitbox, damage=damage, view_time=9 / RATE)]
     assert scene.world.health[1] == MAX_HEALTH - damage
     assert scene.world.alive[1]
     assert scene.combat.counters["hits"] == 1 and scene.combat.counters["kills"] == 0
@@ -400,7 +398,12 @@ def test_a_hit_on_a_victim_that_died_in_an_earlier_tick_does_no_damage(backend: 
     # A slower shooter saw it alive (before its death): the geometry hits, nothing is dealt.
     scene.fire(2, 0, *aim((0.0, 2.0), (10.0, 0.0, 1.2)), claim=9 / RATE)
     (event,) = scene.step()
-    assert (event["result"], event["victim"], event["damage"], event["kill"]) == ("hit", 1, 0, False)
+    assert (event["result"], event["victim"], event["damage"], event["kill"]) == (
+        "hit",
+        1,
+        0,
+        False,
+    )
     assert scene.combat.counters["hits_on_dead"] == 1
 
 
@@ -416,22 +419,23 @@ def test_a_shooter_killed_in_an_earlier_tick_cannot_fire_after_its_death(backend
     assert scene.combat.counters["shots_rejected_dead"] == 1
 
 
-def mutual_kill(backend: str, trade_window: float, t_a: float, t_b: float) -> Scene:
+def mutual_kill(
+    backend: str, trade_window: float, t_a: float, t_b: float
+) -> tuple[Scene, list[dict[str, Any]]]:
     """Slots 0 and 1 head-shoot each other in one tick; each has 50 health left."""
     scene = duel(backend, health=50, rules=LagCompensation(trade_window=trade_window))
     scene.world.health[0] = 50
     scene.fire(0, 0, *aim((0.0, 0.0), (10.0, 0.0, 1.62)), claim=t_a)
     scene.fire(1, 0, *aim((10.0, 0.0), (0.0, 0.0, 1.62)), claim=t_b)
-    scene.events = scene.step()  # type: ignore[attr-defined]
-    return scene
+    return scene, scene.step()
 
 
 @pytest.mark.parametrize("trade_window", [0.0, 0.5 / RATE])
 def test_in_a_mutual_kill_in_one_tick_the_earlier_view_time_wins(
     backend: str, trade_window: float
 ) -> None:
-    scene = mutual_kill(backend, trade_window, t_a=8 / RATE, t_b=9 / RATE)
-    by_shooter = {e["shooter"]: e for e in scene.events}  # type: ignore[attr-defined]
+    scene, events = mutual_kill(backend, trade_window, t_a=8 / RATE, t_b=9 / RATE)
+    by_shooter = {e["shooter"]: e for e in events}
     assert by_shooter[0]["kill"] is True
     assert by_shooter[1]["result"] == "rejected"
     assert scene.world.alive[0] and scene.world.health[0] == 50
@@ -440,15 +444,15 @@ def test_in_a_mutual_kill_in_one_tick_the_earlier_view_time_wins(
 
 
 def test_in_a_mutual_kill_within_the_trade_window_both_die(backend: str) -> None:
-    scene = mutual_kill(backend, trade_window=0.05, t_a=8 / RATE, t_b=9 / RATE)
-    assert [(e["shooter"], e["kill"]) for e in scene.events] == [(0, True), (1, True)]  # type: ignore[attr-defined]
+    scene, events = mutual_kill(backend, trade_window=0.05, t_a=8 / RATE, t_b=9 / RATE)
+    assert [(e["shooter"], e["kill"]) for e in events] == [(0, True), (1, True)]
     assert not scene.world.alive[0] and not scene.world.alive[1]
     assert scene.combat.death_time[1] == 8 / RATE and scene.combat.death_time[0] == 9 / RATE
 
 
 def test_in_a_mutual_kill_at_the_same_view_time_both_die(backend: str) -> None:
-    scene = mutual_kill(backend, trade_window=0.0, t_a=9 / RATE, t_b=9 / RATE)
-    assert [(e["shooter"], e["kill"]) for e in scene.events] == [(0, True), (1, True)]  # type: ignore[attr-defined]
+    scene, events = mutual_kill(backend, trade_window=0.0, t_a=9 / RATE, t_b=9 / RATE)
+    assert [(e["shooter"], e["kill"]) for e in events] == [(0, True), (1, True)]
     assert not scene.world.alive[0] and not scene.world.alive[1]
 
 
