@@ -38,22 +38,20 @@ class BotIntent:
         self.move, self.yaw, self.pitch, self.buttons = move, yaw, pitch, buttons
 
 
-def _cover_points(arena: ArenaMap) -> tuple[np.ndarray, np.ndarray]:
-    """Points just outside each face of each low cover box, and the box centres behind them."""
-    points, centres = [], []
+def _cover_points(arena: ArenaMap) -> np.ndarray:
+    """Points just outside the middle of each face of each low cover box, ``(K, 2)``."""
+    points = []
     for lo, hi, kind in zip(arena.box_min, arena.box_max, arena.box_kind, strict=True):
         if kind != "cover":
             continue
         cx, cy = (lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2
-        for x, y in (
+        points += [
             (lo[0] - COVER_STANDOFF, cy),
             (hi[0] + COVER_STANDOFF, cy),
             (cx, lo[1] - COVER_STANDOFF),
             (cx, hi[1] + COVER_STANDOFF),
-        ):
-            points.append((x, y))
-            centres.append((cx, cy))
-    return np.array(points).reshape(-1, 2), np.array(centres).reshape(-1, 2)
+        ]
+    return np.array(points).reshape(-1, 2)
 
 
 class Brain:
@@ -83,7 +81,7 @@ class Brain:
         self.threat_id = np.full(count, -1, dtype=np.int64)
         self.threat_since = np.zeros(count)
         self.has_threat = np.zeros(count, dtype=bool)
-        self.cover_points, self.cover_centres = _cover_points(arena)
+        self.cover_points = _cover_points(arena)
         self._move = np.zeros((count, 2))
         self._yaw = np.zeros(count)
         self._pitch = np.zeros(count)
@@ -118,7 +116,7 @@ class Brain:
                 if newly:
                     self.threat_since[bot] = now
                     if self.rng.random() < self.cover_seeking:
-                        self._seek_cover(bot, own)
+                        self._seek_cover(bot, own, now)
                 return
         self.has_threat[bot] = False
         self.threat_id[bot] = -1
@@ -134,19 +132,19 @@ class Brain:
         hit = ray_world_entry(start, direction, length, self.arena.box_min, self.arena.box_max)
         return hit < length
 
-    def _seek_cover(self, bot: int, own: np.ndarray) -> None:
-        """Head for the nearest cover point that has a crate between it and the threat."""
+    def _seek_cover(self, bot: int, own: np.ndarray, now: float) -> None:
+        """Head for the nearest cover point with a crate between it and the threat."""
         if not len(self.cover_points):
             return
-        away = self.cover_points - self.cover_centres
-        towards_threat = self.threat[bot, :2] - self.cover_centres
-        shielded = np.einsum("ij,ij->i", away, towards_threat) < 0.0
-        if not shielded.any():
-            return
+        threat_eye = self.threat[bot] + (0.0, 0.0, EYE_HEIGHT)
         distance = np.linalg.norm(self.cover_points - own[:2], axis=1)
-        choice = int(np.argmin(np.where(shielded, distance, np.inf)))
-        self.goal[bot] = self.cover_points[choice]
-        self.in_cover_mode[bot] = True
+        for choice in np.argsort(distance).tolist():
+            chest = np.array((*self.cover_points[choice], CHEST_HEIGHT))
+            if self._blocked(threat_eye, chest):
+                self.goal[bot] = self.cover_points[choice]
+                self.goal_deadline[bot] = now + self.rng.uniform(4.0, 8.0)
+                self.in_cover_mode[bot] = True
+                return
 
     def decide(self, pos: np.ndarray, now: float, dt: float) -> BotIntent:
         """This tick's inputs for every bot, from its predicted feet position ``(N, 3)``."""

@@ -28,6 +28,7 @@ class DeliveryPump:
         self._order = itertools.count()  # equal due times keep their scheduling order
         self._timer: asyncio.TimerHandle | None = None
         self._armed_for = math.inf
+        self._firing = False
 
     def __len__(self) -> int:
         return len(self._heap)
@@ -35,8 +36,8 @@ class DeliveryPump:
     def at(self, due: float, callback: Callable[[float], Any]) -> None:
         """Call ``callback(due)`` once the loop's clock reaches ``due``."""
         heapq.heappush(self._heap, (due, next(self._order), callback))
-        if due < self._armed_for:
-            self._arm(due)
+        if not self._firing and due < self._armed_for:
+            self._arm(due)  # (while firing, the end of the pass arms for what is left)
 
     def _arm(self, due: float) -> None:
         if self._timer is not None:
@@ -45,17 +46,22 @@ class DeliveryPump:
         self._timer = self._loop.call_at(due, self._fire)
 
     def _fire(self) -> None:
+        fired_for = self._armed_for
         self._timer, self._armed_for = None, math.inf
         heap = self._heap
         # asyncio may run a timer up to its clock resolution early: the armed time counts.
-        now = max(self._loop.time(), heap[0][0] if heap else 0.0)
-        while heap and heap[0][0] <= now:
-            due, _, callback = heapq.heappop(heap)
-            try:
-                callback(due)
-            except Exception:  # one bot's bug must not stop every other bot's packets
-                log.exception("event=delivery_failed")
-        if heap and heap[0][0] < self._armed_for:
+        now = max(self._loop.time(), fired_for)
+        self._firing = True
+        try:
+            while heap and heap[0][0] <= now:
+                due, _, callback = heapq.heappop(heap)
+                try:
+                    callback(due)
+                except Exception:  # one bot's bug must not stop every other bot's packets
+                    log.exception("event=delivery_failed")
+        finally:
+            self._firing = False
+        if heap:
             self._arm(heap[0][0])
 
     def close(self) -> None:

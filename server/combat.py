@@ -256,8 +256,9 @@ class Combat:
         if not self.rules.may_fire(outcome.view_time, None if np.isnan(died_at) else died_at):
             # Killed earlier in this tick's story, before the moment this shot was fired.
             self.counters["shots_rejected_dead"] += 1
-            return _shot_event(outcome.slot, outcome.seq, outcome.weapon, "rejected",
-                               outcome.view_time)
+            return _shot_event(
+                outcome.slot, outcome.seq, outcome.weapon, "rejected", outcome.view_time
+            )
         if outcome.kind != HIT_PLAYER:
             result = "world" if outcome.kind == HIT_WORLD else "miss"
             return _shot_event(outcome.slot, outcome.seq, outcome.weapon, result, outcome.view_time)

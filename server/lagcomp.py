@@ -18,7 +18,7 @@ __all__ = ["LagCompensation", "ViewTimeVerdict"]
 class ViewTimeVerdict(enum.Enum):
     ACCEPTED = "accepted"
     REPLACED = "replaced"  # the claim disagreed with the server's estimate
-    CLAMPED = "clamped"  # older than the rewind cap (after any replacement)
+    CLAMPED = "clamped"  # older than the rewind cap, or in the future (after replacement)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +44,9 @@ class LagCompensation:
                 time, verdict = expected, ViewTimeVerdict.REPLACED
         if time < present - self.max_rewind:
             time, verdict = present - self.max_rewind, ViewTimeVerdict.CLAMPED
-        return min(time, present), verdict
+        elif time > present:  # a claim from the future: nobody has seen that world yet
+            time, verdict = present, ViewTimeVerdict.CLAMPED
+        return time, verdict
 
     def may_fire(self, view_time: float, death_time: float | None) -> bool:
         """Dead players do not shoot, except within the trade window after they died."""

@@ -222,12 +222,6 @@ def test_a_bot_in_cover_stays_put_while_its_goal_lasts() -> None:
         assert intent.yaw.tolist() == [-math.pi / 2]  # still watching the threat due south
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Brain._seek_cover calls a point shielded when it lies on the far side of its crate's "
-    "centre (dot product < 0), not when the crate is between it and the threat: a threat at a "
-    "grazing angle gets a point in plain view (client_sim/brain.py)",
-)
 def test_cover_against_a_threat_at_a_grazing_angle_is_behind_a_crate() -> None:
     bots = brain(cover_seeking=1.0)
     me = np.array([3.0, 2.0, 0.0])

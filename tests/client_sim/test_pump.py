@@ -168,12 +168,6 @@ def test_a_delivery_a_callback_schedules_for_now_runs_in_the_same_pass() -> None
     assert len(pump) == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DeliveryPump._fire: a callback's at() for an item already due arms a timer and sets "
-    "_armed_for; the item is consumed in the same pass, the stale timer stays armed and the "
-    "next _fire's max(loop.time(), heap[0][0]) delivers later items early (client_sim/pump.py)",
-)
 def test_a_delivery_consumed_in_the_same_pass_does_not_make_later_ones_early() -> None:
     pump, loop, log = pump_on_hand_loop()
 
