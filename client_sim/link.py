@@ -150,16 +150,6 @@ class DelayLine(Generic[T]):
             out.append(queue.popleft()[1])
         return out
 
-    def drop_in_flight(self) -> int:
-        """Forget the payloads still in flight (their connection is gone); returns how many.
-
-        Ordering still holds for what comes next: nothing is delivered before a payload
-        already delivered.
-        """
-        dropped = len(self._queue)
-        self._queue.clear()
-        return dropped
-
     def next_due(self) -> float | None:
         """When the next payload is delivered, or ``None`` if nothing is in flight."""
         return self._queue[0][0] if self._queue else None

@@ -136,11 +136,13 @@ class Swarm:
             self._on_snapshot(bot, message)
         elif isinstance(message, protocol.PongMessage):
             bot.clock.observe(message.t, message.server_time, bot.local_time())
+        elif isinstance(message, protocol.StandbysMessage):
+            bot.standbys_changed(message)
         elif isinstance(message, protocol.WelcomeMessage):
             self._on_welcome(bot, message)
         elif isinstance(message, protocol.ErrorMessage):
             if message.code == "not_primary" and bot.welcome is not None:
-                bot.reconnect_attempts += 1  # a standby during a failover: try the next node
+                bot.connect_failures += 1  # a standby during a failover: try the next node
             else:
                 self.note_error(f"server:{message.code}")
 

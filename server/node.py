@@ -143,6 +143,8 @@ class Node:
         self.failover: dict[str, Any] = {}
         self._orphaned_since: dict[int, float] = {}
         self._step_down = asyncio.Event()
+        self._promoted = asyncio.Event()  # set while this node leads (parked joins wait on it)
+        self.parked = 0
         self._fence_task: asyncio.Task[None] | None = None
 
     # -- time and identity ----------------------------------------------------------------
@@ -200,6 +202,7 @@ class Node:
             self.config.tick_rate, origin + first_tick / self.config.tick_rate, first_tick
         )
         self._step_down.clear()
+        self._promoted.set()
         log.info("event=primary epoch=%d first_tick=%d %s", epoch, first_tick, self.log_context)
 
     async def _lead(self) -> None:
@@ -215,6 +218,7 @@ class Node:
 
     async def _leave_leadership(self) -> None:
         self.role = "standby"
+        self._promoted.clear()
         log.warning("event=stepped_down %s", self.log_context)
         bye = protocol.encode(
             ErrorMessage("not_primary", "this node is no longer the primary", fatal=True)
@@ -410,6 +414,7 @@ class Node:
             "coordinator": c.coordinator,
             "standbys": self.hub.describe(),
             "failover": self.failover,
+            "parked_players": self.parked,
             "pid": os.getpid(),
             "uptime_s": round(time.time() - self.started_at, 3),
         }
@@ -457,6 +462,24 @@ class Node:
             await connection.send(protocol.encode(pong))
         else:
             await self.complain(connection, protocol.InvalidField("join: already joined"))
+
+    async def _park(self, ws: web.WebSocketResponse) -> bool:
+        """A player's spare connection to this standby: hold it until this node leads.
+
+        True once promoted (the caller then admits the player with its token at once, with
+        no connection set-up on the player's side); False if the player hangs up first.
+        """
+        self.parked += 1
+        promoted = asyncio.ensure_future(self._promoted.wait())
+        hung_up = asyncio.ensure_future(ws.receive())
+        try:
+            await asyncio.wait({promoted, hung_up}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self.parked -= 1
+            for waiter in (promoted, hung_up):
+                waiter.cancel()
+            await asyncio.gather(promoted, hung_up, return_exceptions=True)
+        return promoted.done() and not promoted.cancelled() and not ws.closed
 
     async def _admit(self, ws: web.WebSocketResponse, join: JoinMessage) -> PlayerSeat | None:
         """A seat for this join: a new one, or the one its token proves is the player's."""
@@ -526,7 +549,7 @@ class Node:
                 WSCloseCode.PROTOCOL_ERROR,
             )
             return
-        if self.role != "primary":
+        if self.role != "primary" and (join.token is None or not await self._park(ws)):
             self.metrics.joins_refused.labels("not_primary").inc()
             await self.reject(
                 ws,
@@ -574,6 +597,12 @@ class Node:
             self.metrics.players.set(self.match.world.player_count)
             log.info("event=player_left player=%d %s", seat.slot, self.log_context)
 
+    async def _announce_standbys(self) -> None:
+        """Tell every player the region's current standbys (for their spare connections)."""
+        frame = protocol.encode(protocol.StandbysMessage(self.player_endpoints(), self.match.epoch))
+        for connection in list(self.connections.values()):
+            await connection.send(frame)
+
     async def close_all(self) -> None:
         bye = protocol.encode(ErrorMessage("shutdown", "the node is shutting down", fatal=True))
         for connection in list(self.connections.values()):
@@ -608,8 +637,9 @@ class Node:
             return
         await ws.send_bytes(msgpack_dumps({"type": "welcome_standby", "node": self.config.node_id}))
         link = StandbyLink(str(hello["node"]), ws, request.transport)
-        if hello.get("url"):
+        if hello.get("url") and self.learned_peers.get(link.node) != hello["url"]:
             self.learned_peers[link.node] = str(hello["url"])
+            await self._announce_standbys()
         await self.hub.serve(link, lambda: state.encode_full_state(self.match, self.match.epoch))
 
 

@@ -43,6 +43,7 @@ __all__ = [
     "ProtocolError",
     "ServerMessage",
     "SnapshotMessage",
+    "StandbysMessage",
     "UnknownMessageType",
     "VersionMismatch",
     "WelcomeMessage",
@@ -341,6 +342,17 @@ class SnapshotMessage(Message):
 
 
 @dataclass(frozen=True, slots=True)
+class StandbysMessage(Message):
+    """Server -> client, whenever the region's standby endpoints change (a new standby
+    joined): where to keep a spare connection, and where to go if this node disappears."""
+
+    TYPE = "standbys"
+    urls: tuple[str, ...]
+    epoch: int
+    FIELDS = {"urls": _str_list, "epoch": _int(0, 2**63 - 1)}
+
+
+@dataclass(frozen=True, slots=True)
 class PongMessage(Message):
     """Server -> client, answer to ``ping``: echoes ``t`` and adds the server time."""
 
@@ -363,13 +375,13 @@ class ErrorMessage(Message):
 
 
 ClientMessage = JoinMessage | InputMessage | PingMessage
-ServerMessage = WelcomeMessage | SnapshotMessage | PongMessage | ErrorMessage
+ServerMessage = WelcomeMessage | SnapshotMessage | PongMessage | ErrorMessage | StandbysMessage
 
 _CLIENT_TYPES: dict[str, type[Message]] = {
     m.TYPE: m for m in (JoinMessage, InputMessage, PingMessage)
 }
 _SERVER_TYPES: dict[str, type[Message]] = {
-    m.TYPE: m for m in (WelcomeMessage, SnapshotMessage, PongMessage, ErrorMessage)
+    m.TYPE: m for m in (WelcomeMessage, SnapshotMessage, PongMessage, ErrorMessage, StandbysMessage)
 }
 
 
