@@ -109,7 +109,9 @@ async def run_one(coordinator: str, kills: int, bots: int) -> dict[str, Any]:
             log(f"{coordinator}: kill {k + 1}/{kills}: epoch {outcome['epoch']}, "
                 f"promoted in {promoted:.1f} ms")
             region.nodes[primary].stop()
-            region.start(primary, standby)  # the killed node returns as the new standby
+            # The killed node returns as the new standby (started off the loop: the bots
+            # run on it and must not freeze while a node boots).
+            await asyncio.to_thread(region.start, primary, standby)
             await region.until_live_standby(standby)
             await asyncio.sleep(1.0)  # let every bot settle on the new primary
             primary = standby

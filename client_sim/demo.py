@@ -65,10 +65,14 @@ def start_node(
 ) -> Iterator[NodeProcess]:
     """Run ``arena-server --port 0 ARGS`` until the block ends; yields once it listens."""
     command = [sys.executable, "-m", "server.cli", "--host", "127.0.0.1", "--port", "0", *args]
+    # The node's structured log goes to $ARENA_NODE_LOGS/<node-id>.log when that is set.
+    log_dir = os.environ.get("ARENA_NODE_LOGS")
+    node_id = args[args.index("--node-id") + 1] if "--node-id" in args else "node"
+    stderr = open(Path(log_dir) / f"{node_id}.log", "a") if log_dir else subprocess.DEVNULL  # noqa: SIM115
     process = subprocess.Popen(
         command,
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=stderr,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
     )
@@ -87,6 +91,8 @@ def start_node(
         yield node
     finally:
         (node or NodeProcess(process, "")).stop()
+        if stderr is not subprocess.DEVNULL:
+            stderr.close()
 
 
 def build_parser() -> argparse.ArgumentParser:

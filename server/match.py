@@ -136,7 +136,8 @@ class Match:
         """Set each player's input for this tick; return it and the surplus to catch up on."""
         world = self.world
         applied, surplus = [], []
-        for slot, seat in self.seats.items():
+        for slot in sorted(self.seats):  # slot order: replicas must produce the same events
+            seat = self.seats[slot]
             taken = seat.inputs.take_with_arrival()
             if not taken:
                 self.counters["input_repeated"] += 1

@@ -145,6 +145,7 @@ class Node:
         self._step_down = asyncio.Event()
         self._promoted = asyncio.Event()  # set while this node leads (parked joins wait on it)
         self.parked = 0
+        self.shutting_down = False
         self._fence_task: asyncio.Task[None] | None = None
 
     # -- time and identity ----------------------------------------------------------------
@@ -592,7 +593,9 @@ class Node:
         finally:
             if self.connections.get(seat.slot) is connection:
                 del self.connections[seat.slot]
-                if self.role == "primary":
+                if self.role == "primary" and not self.shutting_down:
+                    # A node that shuts down keeps its seats: the standby that takes over
+                    # gives them back to the players who come back with their tokens.
                     self.match.leave(seat.slot)
             self.metrics.players.set(self.match.world.player_count)
             log.info("event=player_left player=%d %s", seat.slot, self.log_context)
@@ -604,6 +607,7 @@ class Node:
             await connection.send(frame)
 
     async def close_all(self) -> None:
+        self.shutting_down = True
         bye = protocol.encode(ErrorMessage("shutdown", "the node is shutting down", fatal=True))
         for connection in list(self.connections.values()):
             with contextlib.suppress(Exception):

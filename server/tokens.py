@@ -51,7 +51,7 @@ def verify_token(secret: bytes, token: str, region: str) -> SessionToken:
         payload = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
     except ValueError:
         raise TokenError("malformed token") from None
-    if not hmac.compare_digest(_mac(secret, payload), mac):
+    if not mac.isascii() or not hmac.compare_digest(_mac(secret, payload), mac):
         raise TokenError("bad signature")
     try:
         fields = json.loads(payload)

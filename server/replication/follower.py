@@ -105,13 +105,11 @@ class Follower:
                 self.primary_id = str(record["node"])
                 continue
             if kind in ("not_primary", "error"):
-                log.info(
-                    "event=replication_refused reason=%s %s",
-                    record.get("code", kind),
-                    self.log_context(),
-                )
+                log.info("event=replication_refused reason=%s %s", record.get("code", kind),
+                         self.log_context())
                 self.match.epoch = max(self.match.epoch, int(record.get("epoch", 0)))
-                return FollowOutcome("not_primary", time.time(), self.primary_id, self.match.epoch)
+                reason = "refused" if kind == "error" else "not_primary"
+                return FollowOutcome(reason, time.time(), self.primary_id, self.match.epoch)
             if kind not in ("tick", "full"):
                 continue
             if int(record["epoch"]) < self.match.epoch:

@@ -150,7 +150,7 @@ def _restore_seats(match: Match, seats: list[list[Any]]) -> None:
             del match.seats[slot]
     for slot, (name, interp, acked) in wanted.items():
         seat = match.seats.get(slot)
-        if seat is None or seat.name != name:
+        if seat is None or seat.name != name or seat.interp_delay != interp:
             seat = PlayerSeat(slot, name, interp, InputBuffer(match.config.input_max_depth))
             match.seats[slot] = seat
         # A follower applies no inputs itself: its view of each seat's ack is the primary's.

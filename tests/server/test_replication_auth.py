@@ -74,10 +74,23 @@ def test_the_mac_depends_on_every_signed_field_and_the_secret() -> None:
     base = hello_mac(SECRET, "b", 3, NOW)
 
     assert hello_mac(SECRET, "b", 3, NOW) == base
-    assert len({base, *(hello_mac(*args) for args in [
-        (b"t" * 32, "b", 3, NOW), (SECRET, "c", 3, NOW), (SECRET, "b", 4, NOW),
-        (SECRET, "b", 3, NOW + 1e-3),
-    ])}) == 5
+    assert (
+        len(
+            {
+                base,
+                *(
+                    hello_mac(*args)
+                    for args in [
+                        (b"t" * 32, "b", 3, NOW),
+                        (SECRET, "c", 3, NOW),
+                        (SECRET, "b", 4, NOW),
+                        (SECRET, "b", 3, NOW + 1e-3),
+                    ]
+                ),
+            }
+        )
+        == 5
+    )
     assert SECRET.decode() not in base
 
 

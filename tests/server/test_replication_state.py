@@ -103,9 +103,7 @@ class Script:
         view = arrival - (lag + 0.5) / RATE / 2 - interp
         if self.liars and rng.random() < 0.1:
             view += float(rng.choice([-1.0, 1.0]) * rng.uniform(0.06, 0.3))
-        others = [
-            int(s) for s in np.flatnonzero(world.active & world.alive) if s != slot
-        ]
+        others = [int(s) for s in np.flatnonzero(world.active & world.alive) if s != slot]
         if others and rng.random() < 0.85:
             target = others[int(rng.integers(len(others)))]
             delta = world.pos[target] + (0.0, 0.0, 1.2) - world.pos[slot] - (0, 0, EYE_HEIGHT)
@@ -252,23 +250,28 @@ def test_a_standby_that_applies_every_record_holds_the_primary_match(
         assert_same(primary, standby)
 
     # The script did exercise what the records must carry.
-    for what in ("join", "leave", "kill", "respawn", "weapon_0", "weapon_1", "shot_hit",
-                 "shot_rejected", "flying_ticks", "ring_wrapped", "starved"):
+    for what in (
+        "join",
+        "leave",
+        "kill",
+        "respawn",
+        "weapon_0",
+        "weapon_1",
+        "shot_hit",
+        "shot_rejected",
+        "flying_ticks",
+        "ring_wrapped",
+        "starved",
+    ):
         assert seen[what] > 0, (what, seen)
 
 
 def canonical(frame: bytes) -> dict[str, Any]:
-    """A client's snapshot frame, with the tick's events in a canonical order.
-
-    Everything else stays bit-exact (entities are raw bytes, floats compare exactly). The
-    events' order is the one thing a promotion changes today: see the strict xfail
-    ``test_a_promoted_standby_orders_a_tick_events_as_the_primary_does``.
-    """
+    """A client's snapshot frame as its fields, compared bit-exact (entities are raw bytes,
+    floats compare exactly, events in the order the tick produced them)."""
     snapshot = decode_server(frame)
     assert isinstance(snapshot, SnapshotMessage)
-    fields = {name: getattr(snapshot, name) for name in SnapshotMessage.FIELDS}
-    fields["events"] = sorted(snapshot.events, key=lambda e: sorted(e.items()))
-    return fields
+    return {name: getattr(snapshot, name) for name in SnapshotMessage.FIELDS}
 
 
 @pytest.mark.parametrize("install_at", [0, 90], ids=["from_the_start", "after_the_ring_wrapped"])
@@ -302,11 +305,6 @@ def test_a_promoted_standby_produces_the_snapshots_the_primary_would_have(
     assert seen["kill"] > 0 and seen["weapon_1"] > 0, seen
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server/replication/state.py _restore_seats keeps an existing seat whose name "
-    "matches and ignores the record's interp_delay (and keeps the old seat's RTT estimator)",
-)
 def test_a_full_state_replaces_a_stale_seat_that_has_the_same_name() -> None:
     primary, standby = new_match(), new_match()
     standby.join("ada", 0.15)  # e.g. a deposed primary's own, older seat 0
@@ -318,11 +316,6 @@ def test_a_full_state_replaces_a_stale_seat_that_has_the_same_name() -> None:
     assert standby.seats[0].interp_delay == 0.05
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server/replication/state.py _restore_seats: a seat left and re-joined under the "
-    "same name within one tick keeps the old seat's interp_delay on the standby",
-)
 def test_a_seat_rejoined_under_the_same_name_within_a_tick_is_replaced() -> None:
     primary, standby = new_match(), new_match()
     primary.join("ada", 0.15)
@@ -336,11 +329,6 @@ def test_a_seat_rejoined_under_the_same_name_within_a_tick_is_replaced() -> None
     assert standby.seats[0].interp_delay == primary.seats[0].interp_delay
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server/match.py/combat.py: same-tick 'rejected' shot events follow the seats "
-    "dict's insertion order, which replication (_restore_seats) does not carry",
-)
 def test_a_promoted_standby_orders_a_tick_events_as_the_primary_does() -> None:
     primary = new_match()
     for name in ("a", "b", "c"):
@@ -410,7 +398,7 @@ def test_a_record_whose_world_was_corrupted_is_a_hash_mismatch() -> None:
 
 
 def test_a_full_state_whose_world_was_corrupted_is_a_hash_mismatch() -> None:
-    primary, standby, _, _ = start_following(seed=9, install_at=20)
+    primary, _standby, _, _ = start_following(seed=9, install_at=20)
     full = decode(encode_full_state(primary, EPOCH))
     full["world"]["health"] = bytes(len(full["world"]["health"]))
 
