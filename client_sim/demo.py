@@ -68,7 +68,11 @@ def start_node(
     # The node's structured log goes to $ARENA_NODE_LOGS/<node-id>.log when that is set.
     log_dir = os.environ.get("ARENA_NODE_LOGS")
     node_id = args[args.index("--node-id") + 1] if "--node-id" in args else "node"
-    stderr = open(Path(log_dir) / f"{node_id}.log", "a") if log_dir else subprocess.DEVNULL  # noqa: SIM115
+    stderr = (
+        open(Path(log_dir) / f"{node_id}.log", "a", encoding="utf-8")
+        if log_dir
+        else subprocess.DEVNULL
+    )
     process = subprocess.Popen(
         command,
         stdout=subprocess.PIPE,
