@@ -95,7 +95,7 @@ def start_node(
         yield node
     finally:
         (node or NodeProcess(process, "")).stop()
-        if stderr is not subprocess.DEVNULL:
+        if not isinstance(stderr, int):
             stderr.close()
 
 

@@ -43,6 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-players", type=int, default=300, help="seats in the match; joins beyond are refused"
     )
     parser.add_argument(
+        "--matches",
+        type=int,
+        default=1,
+        help="matches this node hosts, all run by one tick; a full match opens the next",
+    )
+    parser.add_argument(
         "--history-seconds",
         type=float,
         default=1.0,
@@ -179,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
             node_id=args.node_id,
             tick_rate=args.tick_rate,
             max_players=args.max_players,
+            matches=args.matches,
             history_seconds=args.history_seconds,
             arena=arena,
             hitreg_backend=args.hitreg_backend,

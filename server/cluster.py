@@ -54,6 +54,7 @@ from .coordination.base import parse_coordinator_spec
 
 __all__ = [
     "SECRET_ENV",
+    "SERVER_MODULE",
     "Cluster",
     "ClusterError",
     "ClusterNode",
@@ -183,7 +184,9 @@ class ClusterSpec:
         if not (math.isfinite(self.overflow_slack_ms) and 0 <= self.overflow_slack_ms <= 10000):
             raise ValueError("overflow slack: must be between 0 and 10000 ms")
         if self.log_level not in _LOG_LEVELS:
-            raise ValueError(f"log level: {self.log_level!r} is not one of {', '.join(_LOG_LEVELS)}")
+            raise ValueError(
+                f"log level: {self.log_level!r} is not one of {', '.join(_LOG_LEVELS)}"
+            )
 
     @classmethod
     def from_mapping(cls, document: Mapping[str, Any]) -> ClusterSpec:
@@ -242,15 +245,20 @@ class _Child:
         self.url: str | None = None
         self.listening = threading.Event()
         self._log = log
-        self.process = subprocess.Popen(
-            command,
-            stdout=subprocess.PIPE,
-            stderr=log if log is not None else None,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            env=env,
-            process_group=0,  # a terminal's Ctrl-C reaches arena-cluster only; it stops us
-        )
+        try:
+            self.process = subprocess.Popen(
+                command,
+                stdout=subprocess.PIPE,
+                stderr=log if log is not None else None,
+                stdin=subprocess.DEVNULL,
+                text=True,
+                env=env,
+                process_group=0,  # a terminal's Ctrl-C reaches arena-cluster only; it stops us
+            )
+        except BaseException:
+            if log is not None:
+                log.close()
+            raise
         self._reader = threading.Thread(target=self._drain, name=f"{name}-stdout", daemon=True)
         self._reader.start()
 
@@ -364,7 +372,6 @@ class Cluster:
             "directory": self.directory_url,
             "directory_pid": self._directory.pid,
             "registered": self.registered,
-            "secret_env": SECRET_ENV,
             "regions": {
                 name: {
                     "location": region.location,
@@ -384,8 +391,10 @@ class Cluster:
                     (name, region.location, node.role, node.node_id, node.ws_url, str(node.pid))
                 )
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-        lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-                 for row in rows]
+        lines = [
+            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+            for row in rows
+        ]
         lines.append(f"directory  {self.directory_url}  (pid {self._directory.pid})")
         return "\n".join(lines)
 
@@ -399,18 +408,28 @@ class Cluster:
             [r.primary._child for r in self.regions.values()],
             [self._directory],
         ]
-        for wave in waves:
-            _stop_all(wave, timeout)
+        try:
+            for wave in waves:
+                _stop_all(wave, timeout)
+        finally:  # interrupted while waiting: nothing may be left behind
+            _kill_all([child for wave in waves for child in wave])
 
 
 def _stop_all(children: list[_Child], timeout: float) -> None:
     """SIGTERM them all, wait up to ``timeout``, SIGKILL whatever is left, reap."""
-    for child in children:
-        child.terminate()
-    deadline = time.monotonic() + timeout
-    for child in children:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            child.process.wait(max(0.0, deadline - time.monotonic()))
+    try:
+        for child in children:
+            child.terminate()
+        deadline = time.monotonic() + timeout
+        for child in children:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.process.wait(max(0.0, deadline - time.monotonic()))
+    finally:
+        _kill_all(children)
+
+
+def _kill_all(children: list[_Child]) -> None:
+    """SIGKILL whatever still runs and reap everything (no waiting on anyone's goodwill)."""
     for child in children:
         child.kill()
     for child in children:
@@ -420,12 +439,16 @@ def _stop_all(children: list[_Child], timeout: float) -> None:
 # -- starting it -------------------------------------------------------------------------
 
 
+#: The module the nodes run (``python -m``): ``arena-server``.
+SERVER_MODULE = "server.cli"
+
+
 @functools.cache
 def server_options() -> frozenset[str]:
     """The options this ``arena-server`` understands (``--directory``, ``--matches`` are newer)."""
     from .cli import build_parser  # cheap: argparse only, no node is built
 
-    return frozenset(build_parser()._option_string_actions)
+    return frozenset(re.findall(r"--[a-z][a-z0-9-]*", build_parser().format_help()))
 
 
 def _free_ports(count: int) -> list[int]:
@@ -449,7 +472,7 @@ def _free_ports(count: int) -> list[int]:
 def _get_json(url: str, timeout: float = 1.0) -> Any:
     """The JSON body of ``GET url``, or None when it cannot be had right now."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (loopback)
+        with urllib.request.urlopen(url, timeout=timeout) as response:
             return json.loads(response.read())
     except (OSError, ValueError, urllib.error.URLError):
         return None
@@ -459,12 +482,14 @@ def _log_file(spec: ClusterSpec, name: str) -> IO[str] | None:
     if spec.log_dir is None:
         return None
     spec.log_dir.mkdir(parents=True, exist_ok=True)
-    return open(spec.log_dir / f"{name}.log", "a", encoding="utf-8")  # noqa: SIM115
+    return open(spec.log_dir / f"{name}.log", "a", encoding="utf-8")
 
 
 def _exited(child: _Child, spec: ClusterSpec) -> ClusterError:
     code = child.process.wait()
-    where = f"; see {spec.log_dir / (child.name + '.log')}" if spec.log_dir else " (its error is above)"
+    where = (
+        f"; see {spec.log_dir / (child.name + '.log')}" if spec.log_dir else " (its error is above)"
+    )
     return ClusterError(f"{child.name} exited during start-up with code {code}{where}")
 
 
@@ -472,6 +497,9 @@ def _await_listening(children: list[_Child], spec: ClusterSpec, deadline: float)
     for child in children:
         child.listening.wait(max(0.0, deadline - time.monotonic()))
         if child.url is None:
+            # Its output ended (it is exiting) or the time is up: which one?
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.process.wait(max(0.0, min(5.0, deadline - time.monotonic())))
             if not child.alive():
                 raise _exited(child, spec)
             raise ClusterError(
@@ -489,7 +517,7 @@ def _node_command(
     directory_url: str | None,
 ) -> list[str]:
     role = "primary" if port == primary_port else "standby"
-    command = [sys.executable, "-m", "server.cli", "--host", HOST, "--port", str(port)]
+    command = [sys.executable, "-m", SERVER_MODULE, "--host", HOST, "--port", str(port)]
     command += ["--region", region.name, "--node-id", node_id, "--role", role]
     command += ["--public-url", f"http://{HOST}:{port}", "--coordinator", spec.coordinator]
     command += ["--log-level", spec.log_level]
@@ -626,12 +654,14 @@ def start_cluster(spec: ClusterSpec, progress: Progress | None = None) -> Iterat
             regions[region.name] = RegionNodes(
                 region.name, region.location, started[0], tuple(started[1:])
             )
-        cluster = Cluster(directory_url, regions, register, secret.encode(), directory)
+        cluster = started_cluster = Cluster(
+            directory_url, regions, register, secret.encode(), directory
+        )
         _await_listening(children[1:], spec, deadline)
         say(f"every node listens ({time.monotonic() - began:.1f} s); waiting for the roles")
         _until(
             "every primary with its standbys",
-            lambda: _roles_ready(cluster, spec.standbys),  # type: ignore[arg-type]
+            lambda: _roles_ready(started_cluster, spec.standbys),
             spec,
             deadline,
             children,
@@ -639,7 +669,7 @@ def start_cluster(spec: ClusterSpec, progress: Progress | None = None) -> Iterat
         if register:
             _until(
                 "every node registered with the directory",
-                lambda: _registered(cluster),  # type: ignore[arg-type]
+                lambda: _registered(started_cluster),
                 spec,
                 deadline,
                 children,
@@ -693,24 +723,53 @@ def build_parser() -> argparse.ArgumentParser:
     add("--max-players", type=int, help="seats per node (default: the node's own)")
     add("--tick-rate", type=int, help="every node's tick rate in Hz (default: the node's own)")
     add("--coordinator", help="static (default) or etcd://HOST:PORT: who decides leadership")
-    add("--heartbeat-timeout", type=float, metavar="S",
-        help="directory: a node silent this long is no longer routed to (default 1.5)")
-    add("--reservation-ttl", type=float, metavar="S",
-        help="directory: how long a seat reservation is valid (default 10)")
-    add("--overflow-slack-ms", type=float, metavar="MS",
-        help="directory: how much farther than the best region a player may go (default 40)")
-    add("--no-register", dest="register", action="store_const", const=False, default=None,
+    add(
+        "--heartbeat-timeout",
+        type=float,
+        metavar="S",
+        help="directory: a node silent this long is no longer routed to (default 1.5)",
+    )
+    add(
+        "--reservation-ttl",
+        type=float,
+        metavar="S",
+        help="directory: how long a seat reservation is valid (default 10)",
+    )
+    add(
+        "--overflow-slack-ms",
+        type=float,
+        metavar="MS",
+        help="directory: how much farther than the best region a player may go (default 40)",
+    )
+    add(
+        "--no-register",
+        dest="register",
+        action="store_const",
+        const=False,
+        default=None,
         help="do not pass --directory to the nodes (for an arena-server without it; by "
-        "default nodes register whenever arena-server supports it)")
+        "default nodes register whenever arena-server supports it)",
+    )
     add("--log-level", choices=_LOG_LEVELS, help="the children's log level (default warning)")
-    add("--log-dir", metavar="DIR",
-        help="write each child's log to DIR/NAME.log (default: this terminal's stderr)")
-    add("--startup-timeout", type=float, metavar="S",
-        help="give up when the cluster is not up within this (default 60)")
-    add("--config", metavar="FILE", help="JSON object with the fields above (underscores for "
-        "dashes, regions as a string or a list); flags given as well override it")
+    add(
+        "--log-dir",
+        metavar="DIR",
+        help="write each child's log to DIR/NAME.log (default: this terminal's stderr)",
+    )
+    add(
+        "--startup-timeout",
+        type=float,
+        metavar="S",
+        help="give up when the cluster is not up within this (default 60)",
+    )
+    add(
+        "--config",
+        metavar="FILE",
+        help="JSON object with the fields above (underscores for "
+        "dashes, regions as a string or a list); flags given as well override it",
+    )
     add("--json", metavar="PATH", help="also write where everything is to PATH (JSON)")
-    return parser  # fmt: skip
+    return parser
 
 
 def _spec(args: argparse.Namespace) -> ClusterSpec:
@@ -746,7 +805,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         spec = _spec(args)
-    except (ValueError, GeoError) as error:
+        _decide_register(spec)  # an option this arena-server lacks is a usage error too
+    except (ValueError, GeoError, ClusterError) as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return 2
 
@@ -760,6 +820,7 @@ def main(argv: list[str] | None = None) -> int:
         if stopping:  # a second Ctrl-C while we stop: we are on it already
             return
         stopping = True
+        say(f"{signal.Signals(signum).name}: stopping everything")
         raise _Interrupted(signum)
 
     signal.signal(signal.SIGINT, interrupt)

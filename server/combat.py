@@ -19,7 +19,7 @@ shooter saw); ``damage`` is 0 when the ordered story says the victim was already
 from __future__ import annotations
 
 import collections
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -36,7 +36,7 @@ from .hitreg.backend import (
 from .lagcomp import LagCompensation, ViewTimeVerdict
 from .world import MAX_HEALTH, World
 
-__all__ = ["Combat", "PendingShot"]
+__all__ = ["Combat", "PendingShot", "ShotBatch", "judge"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,14 +135,10 @@ class Combat:
 
     # -- after the tick's snapshot is in the history -------------------------------------
 
-    def resolve(
-        self, history: History, validator: HitValidator, present: float, tick: int
-    ) -> list[dict[str, Any]]:
-        """Judge this tick's shots and flying projectiles; apply them in time order."""
-        outcomes: list[_Outcome] = []
-        events: list[dict[str, Any]] = []
-        hitscan: list[tuple[PendingShot, float]] = []
-        launched: list[_Projectile] = []
+    def prepare(self, present: float) -> ShotBatch:
+        """Check this tick's shots (view time, dead shooter) and gather them with the
+        projectiles in flight, for the kernels; clears the pending shots."""
+        batch = ShotBatch(self, present)
         for shot in self.pending:
             view_time, verdict = self.rules.view_time(
                 shot.claim, shot.arrival, shot.rtt, shot.interp_delay, present
@@ -152,104 +148,63 @@ class Combat:
             death = self.death_time[shot.slot]
             if not self.rules.may_fire(view_time, None if np.isnan(death) else float(death)):
                 self.counters["shots_rejected_dead"] += 1
-                events.append(_shot_event(shot.slot, shot.seq, shot.weapon, "rejected", view_time))
-                continue
-            if shot.weapon.hitscan:
-                hitscan.append((shot, view_time))
+                batch.events.append(
+                    _shot_event(shot.slot, shot.seq, shot.weapon, "rejected", view_time)
+                )
+            elif shot.weapon.hitscan:
+                batch.hitscan.append((shot, view_time))
             else:
-                launched.append(
+                velocity = shot.direction * shot.weapon.speed
+                expire = view_time + shot.weapon.lifetime
+                batch.flying.append(
                     _Projectile(
                         shot.slot,
                         shot.seq,
                         shot.weapon,
                         shot.origin,
-                        shot.direction * shot.weapon.speed,
+                        velocity,
                         view_time,
-                        view_time + shot.weapon.lifetime,
+                        expire,
                         view_time,
                     )
                 )
         self.pending = []
-        if hitscan:
-            outcomes.extend(self._resolve_hitscan(history, validator, hitscan))
-        flying = self.flying + launched
-        if flying:
-            outcomes.extend(self._resolve_projectiles(history, validator, flying, present))
-        outcomes.sort(key=lambda o: (o.time, o.slot, o.seq, o.weapon.id))
-        for outcome in outcomes:
-            events.append(self._apply(outcome, tick))
-        return events
+        batch.flying = self.flying + batch.flying
+        self.flying = []
+        return batch
 
-    def _resolve_hitscan(
-        self,
-        history: History,
-        validator: HitValidator,
-        shots: list[tuple[PendingShot, float]],
-    ) -> list[_Outcome]:
-        batch = HitscanShots(
-            match=np.full(len(shots), self.match_index, dtype=np.int32),
-            shooter=np.array([s.slot for s, _ in shots], dtype=np.int32),
-            origin=np.array([s.origin for s, _ in shots]),
-            direction=np.array([s.direction for s, _ in shots]),
-            max_range=np.array([s.weapon.max_range for s, _ in shots]),
-            view_time=np.array([t for _, t in shots]),
-        )
-        result = validator.resolve_hitscan(history, batch)
-        return [
-            _Outcome(
-                t,
-                s.slot,
-                s.seq,
-                s.weapon,
-                int(result.kind[i]),
-                int(result.victim[i]),
-                int(result.hitbox[i]),
-                t,
-            )
-            for i, (s, t) in enumerate(shots)
-        ]
-
-    def _resolve_projectiles(
-        self,
-        history: History,
-        validator: HitValidator,
-        flying: list[_Projectile],
-        present: float,
-    ) -> list[_Outcome]:
-        batch = ProjectileShots(
-            match=np.full(len(flying), self.match_index, dtype=np.int32),
-            shooter=np.array([p.slot for p in flying], dtype=np.int32),
-            origin=np.array([p.position for p in flying]),
-            velocity=np.array([p.velocity for p in flying]),
-            gravity=np.array([p.weapon.gravity for p in flying]),
-            spawn_time=np.array([p.time for p in flying]),
-            end_time=np.full(len(flying), present),
-            expire_time=np.array([p.expire_time for p in flying]),
-        )
-        result = validator.resolve_projectiles(history, batch)
-        outcomes, still_flying = [], []
-        for i, projectile in enumerate(flying):
-            kind = int(result.kind[i])
-            if kind == 0 and not result.expired[i]:
-                projectile.position = result.position[i].copy()
-                projectile.velocity = result.velocity[i].copy()
-                projectile.time = float(result.time[i])
-                still_flying.append(projectile)
-                continue
-            outcomes.append(
-                _Outcome(
-                    float(result.time[i]),
-                    projectile.slot,
-                    projectile.seq,
-                    projectile.weapon,
-                    kind,
-                    int(result.victim[i]),
-                    int(result.hitbox[i]),
-                    projectile.view_time,
+    def conclude(self, batch: ShotBatch, tick: int) -> list[dict[str, Any]]:
+        """Apply a judged batch in time order; projectiles still flying fly on."""
+        outcomes = list(batch.outcomes)
+        for projectile, (kind, victim, hitbox, time, position, velocity, expired) in zip(
+            batch.flying, batch.projectile_results, strict=True
+        ):
+            if kind == 0 and not expired:
+                projectile.position, projectile.velocity, projectile.time = position, velocity, time
+                self.flying.append(projectile)
+            else:
+                outcomes.append(
+                    _Outcome(
+                        time,
+                        projectile.slot,
+                        projectile.seq,
+                        projectile.weapon,
+                        kind,
+                        victim,
+                        hitbox,
+                        projectile.view_time,
+                    )
                 )
-            )
-        self.flying = still_flying
-        return outcomes
+        outcomes.sort(key=lambda o: (o.time, o.slot, o.seq, o.weapon.id))
+        return batch.events + [self._apply(outcome, tick) for outcome in outcomes]
+
+    def resolve(
+        self, history: History, validator: HitValidator, present: float, tick: int
+    ) -> list[dict[str, Any]]:
+        """Judge this tick's shots and flying projectiles of this match alone."""
+        batch = self.prepare(present)
+        judge([batch], history, validator)
+        return self.conclude(batch, tick)
 
     def _apply(self, outcome: _Outcome, tick: int) -> dict[str, Any]:
         died_at = self.death_time[outcome.slot]
@@ -306,3 +261,80 @@ def _shot_event(slot: int, seq: int, weapon: Weapon, result: str, view_time: flo
         "kill": False,
         "view_time": view_time,
     }
+
+
+@dataclass(slots=True)
+class ShotBatch:
+    """One match's shots of one tick on their way through the kernels."""
+
+    combat: Combat
+    present: float
+    hitscan: list[tuple[PendingShot, float]] = field(default_factory=list)
+    flying: list[_Projectile] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)  # decided without a kernel
+    outcomes: list[_Outcome] = field(default_factory=list)  # hitscan verdicts
+    projectile_results: list[tuple[Any, ...]] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.hitscan and not self.flying
+
+
+def judge(batches: list[ShotBatch], history: History, validator: HitValidator) -> None:
+    """Every match's shots of a tick in one kernel call per weapon kind.
+
+    ``history`` holds the rings of all the matches (``Combat.match_index`` picks a ring).
+    """
+    hitscan = [(b, shot, t) for b in batches for shot, t in b.hitscan]
+    if hitscan:
+        result = validator.resolve_hitscan(
+            history,
+            HitscanShots(
+                match=np.array([b.combat.match_index for b, _, _ in hitscan], dtype=np.int32),
+                shooter=np.array([s.slot for _, s, _ in hitscan], dtype=np.int32),
+                origin=np.array([s.origin for _, s, _ in hitscan]),
+                direction=np.array([s.direction for _, s, _ in hitscan]),
+                max_range=np.array([s.weapon.max_range for _, s, _ in hitscan]),
+                view_time=np.array([t for _, _, t in hitscan]),
+            ),
+        )
+        for i, (batch, shot, t) in enumerate(hitscan):
+            batch.outcomes.append(
+                _Outcome(
+                    t,
+                    shot.slot,
+                    shot.seq,
+                    shot.weapon,
+                    int(result.kind[i]),
+                    int(result.victim[i]),
+                    int(result.hitbox[i]),
+                    t,
+                )
+            )
+    flying = [(b, p) for b in batches for p in b.flying]
+    if flying:
+        out = validator.resolve_projectiles(
+            history,
+            ProjectileShots(
+                match=np.array([b.combat.match_index for b, _ in flying], dtype=np.int32),
+                shooter=np.array([p.slot for _, p in flying], dtype=np.int32),
+                origin=np.array([p.position for _, p in flying]),
+                velocity=np.array([p.velocity for _, p in flying]),
+                gravity=np.array([p.weapon.gravity for _, p in flying]),
+                spawn_time=np.array([p.time for _, p in flying]),
+                end_time=np.array([b.present for b, _ in flying]),
+                expire_time=np.array([p.expire_time for _, p in flying]),
+            ),
+        )
+        for i, (batch, _) in enumerate(flying):
+            batch.projectile_results.append(
+                (
+                    int(out.kind[i]),
+                    int(out.victim[i]),
+                    int(out.hitbox[i]),
+                    float(out.time[i]),
+                    out.position[i].copy(),
+                    out.velocity[i].copy(),
+                    bool(out.expired[i]),
+                )
+            )

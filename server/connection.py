@@ -26,10 +26,12 @@ class Connection:
         transport: asyncio.BaseTransport | None,
         slot: int,
         metrics: NodeMetrics,
+        match: int = 0,
     ) -> None:
         self.ws = ws
         self.transport = transport
         self.slot = slot
+        self.match = match
         self.offences = 0
         self._metrics = metrics
 

@@ -10,18 +10,33 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["HistoryRing"]
+__all__ = ["HistoryRing", "HistoryStore"]
+
+
+class HistoryStore:
+    """The rings of every match of a node in one set of arrays, ``(matches, capacity, ...)``,
+    so that the hit kernels judge all matches' shots in one call without copying."""
+
+    def __init__(self, matches: int, capacity: int, max_players: int) -> None:
+        if capacity < 2:
+            raise ValueError("a history ring needs room for at least two snapshots")
+        self.times = np.zeros((matches, capacity), dtype=np.float64)
+        self.ticks = np.zeros((matches, capacity), dtype=np.int64)
+        self.positions = np.zeros((matches, capacity, max_players, 3), dtype=np.float64)
+        self.alive = np.zeros((matches, capacity, max_players), dtype=np.uint8)
 
 
 class HistoryRing:
-    def __init__(self, capacity: int, max_players: int) -> None:
-        if capacity < 2:
-            raise ValueError("a history ring needs room for at least two snapshots")
+    def __init__(
+        self, capacity: int, max_players: int, store: HistoryStore | None = None, index: int = 0
+    ) -> None:
+        store = store or HistoryStore(1, capacity, max_players)
         self.capacity = capacity
-        self.times = np.zeros(capacity, dtype=np.float64)
-        self.ticks = np.zeros(capacity, dtype=np.int64)
-        self.positions = np.zeros((capacity, max_players, 3), dtype=np.float64)
-        self.alive = np.zeros((capacity, max_players), dtype=np.uint8)
+        # Views into the store: this ring's slice of the node's arrays.
+        self.times = store.times[index]
+        self.ticks = store.ticks[index]
+        self.positions = store.positions[index]
+        self.alive = store.alive[index]
         self.start = 0
         self.count = 0
 

@@ -21,8 +21,8 @@ from shared.movement import MovementParams, step
 from shared.protocol import InputMessage
 from shared.weapons import WEAPONS
 
-from .combat import Combat
-from .history import HistoryRing
+from .combat import Combat, ShotBatch, judge
+from .history import HistoryRing, HistoryStore
 from .hitreg.backend import History, HitValidator, make_validator
 from .inputs import InputBuffer, InputVerdict, sanitize
 from .lagcomp import LagCompensation
@@ -74,16 +74,25 @@ class TickResult:
 
 class Match:
     def __init__(
-        self, config: MatchConfig, epoch: int = 0, validator: HitValidator | None = None
+        self,
+        config: MatchConfig,
+        epoch: int = 0,
+        validator: HitValidator | None = None,
+        history: HistoryStore | None = None,
+        index: int = 0,
     ) -> None:
+        """``history``/``index``: this match's ring inside a node's shared store."""
         self.config = config
         self.epoch = epoch
+        self.index = index
         self.world = World(config.max_players)
-        self.history = HistoryRing(config.history_ticks, config.max_players)
+        self.history = HistoryRing(config.history_ticks, config.max_players, history, index)
         self.validator = validator or make_validator(
             "reference", box_min=config.arena.box_min, box_max=config.arena.box_max
         )
-        self.combat = Combat(self.world, config.tick_rate, config.lag_compensation)
+        self.combat = Combat(
+            self.world, config.tick_rate, config.lag_compensation, match_index=index
+        )
         self.seats: dict[int, PlayerSeat] = {}
         self.tick_number = 0
         self.sent = TickSendLog()
@@ -191,7 +200,18 @@ class Match:
                 self._events.append({"kind": "respawn", "player": slot})
 
     def tick(self, tick: int | None = None) -> TickResult:
-        """Advance the world one tick and encode the snapshot everyone shares."""
+        """Advance the world one tick and encode the snapshot everyone shares.
+
+        A node with several matches runs the same three steps for all of them, with one
+        kernel call for every match's shots in between (:class:`server.matchset.MatchSet`).
+        """
+        batch = self.advance(tick)
+        if not batch.empty:
+            judge([batch], self.history_view(), self.validator)
+        return self.finish(batch)
+
+    def advance(self, tick: int | None = None) -> ShotBatch:
+        """Inputs, movement and history for this tick; returns the shots left to judge."""
         self.tick_number = self.tick_number + 1 if tick is None else tick
         world = self.world
         self._respawn()
@@ -214,15 +234,17 @@ class Match:
                 world.yaw[slot], world.pitch[slot] = message.yaw, message.pitch
                 self._fire(slot, message, arrival)
             depth += 1
+        self.history.append(
+            self.tick_number, self.server_time, world.pos, world.active & world.alive
+        )
+        return self.combat.prepare(self.server_time)
 
+    def finish(self, batch: ShotBatch) -> TickResult:
+        """Apply the judged shots and encode the snapshot everyone shares."""
+        world = self.world
         server_time = self.server_time
-        self.history.append(self.tick_number, server_time, world.pos, world.active & world.alive)
-        if self.combat.pending or self.combat.flying:
-            self._events.extend(
-                self.combat.resolve(
-                    self.history_view(), self.validator, server_time, self.tick_number
-                )
-            )
+        if not batch.empty or batch.events:
+            self._events.extend(self.combat.conclude(batch, self.tick_number))
             self.history.mark_newest_alive(world.active & world.alive)
         events, self._events = self._events, []
         active = np.flatnonzero(world.active)

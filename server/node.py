@@ -15,6 +15,7 @@ view-time rules are sans-I/O modules this class drives.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import math
@@ -38,7 +39,8 @@ from .coordination.base import Coordinator, CoordinatorError, make_coordinator
 from .hitreg.backend import BackendName, make_validator
 from .inputs import InputVerdict
 from .lagcomp import LagCompensation
-from .match import Match, MatchConfig, MatchFull, PlayerSeat, TickResult
+from .match import MatchConfig, MatchFull, PlayerSeat, TickResult
+from .matchset import MatchSet
 from .metrics import NodeMetrics
 from .replication import state
 from .replication.auth import verify_hello
@@ -67,6 +69,7 @@ class NodeConfig:
     max_offences: int = 3
     arena: ArenaMap = field(default_factory=default_map)
     hitreg_backend: BackendName = "auto"
+    matches: int = 1  # matches this node hosts; a full match opens the next
     lag_compensation: LagCompensation = field(default_factory=LagCompensation)
     # Failover.
     public_url: str = ""  # this node's base URL as peers and players reach it
@@ -94,6 +97,8 @@ class NodeConfig:
             raise ValueError(f"role must be primary or standby, not {self.role!r}")
         if self.role == "standby" and not self.primary_url:
             raise ValueError("a standby needs --primary URL (the node it follows)")
+        if not 1 <= self.matches <= 64:
+            raise ValueError("a node hosts between 1 and 64 matches")
         if self.replication not in ("sync", "async"):
             raise ValueError("replication must be sync or async")
         if self.ack_timeout <= 0 or self.failover_timeout <= 0:
@@ -110,7 +115,7 @@ class Node:
         self.validator = make_validator(
             config.hitreg_backend, box_min=config.arena.box_min, box_max=config.arena.box_max
         )
-        self.match = Match(
+        self.matches = MatchSet(
             MatchConfig(
                 arena=config.arena,
                 tick_rate=config.tick_rate,
@@ -118,10 +123,11 @@ class Node:
                 history_seconds=config.history_seconds,
                 lag_compensation=config.lag_compensation,
             ),
-            validator=self.validator,
+            config.matches,
+            self.validator,
         )
         self.role = "standby" if config.role == "standby" else "starting"
-        self.connections: dict[int, Connection] = {}
+        self.connections: dict[tuple[int, int], Connection] = {}  # by (match, slot)
         self.schedule = TickSchedule(config.tick_rate, clock())
         self.stats = TickStats(period=1.0 / config.tick_rate)
         self.secret = config.cluster_secret or os.urandom(32)
@@ -130,7 +136,7 @@ class Node:
         )
         self.hub = ReplicationHub(config.ack_timeout, self.metrics, "")
         self.follower = Follower(
-            self.match,
+            self.matches,
             config.node_id,
             self.secret,
             config.failover_timeout,
@@ -141,7 +147,7 @@ class Node:
         self.learned_peers: dict[str, str] = {}  # standbys that connected: node id -> URL
         self.started_at = time.time()
         self.failover: dict[str, Any] = {}
-        self._orphaned_since: dict[int, float] = {}
+        self._orphaned_since: dict[tuple[int, int], float] = {}  # (match, slot) -> since
         self._step_down = asyncio.Event()
         self._promoted = asyncio.Event()  # set while this node leads (parked joins wait on it)
         self.parked = 0
@@ -157,7 +163,7 @@ class Node:
     @property
     def log_context(self) -> str:
         c = self.config
-        return f"region={c.region} node={c.node_id} role={self.role} epoch={self.match.epoch}"
+        return f"region={c.region} node={c.node_id} role={self.role} epoch={self.matches.epoch}"
 
     def player_endpoints(self) -> tuple[str, ...]:
         """Where a player goes if this node disappears: the region's other nodes."""
@@ -196,7 +202,7 @@ class Node:
 
     def _become_primary(self, epoch: int, first_tick: int, origin: float) -> None:
         """``origin``: when tick 0 was (or would have been) due, on this node's clock."""
-        self.match.epoch = epoch
+        self.matches.epoch = epoch
         self.role = "primary"
         self.hub.log_context = self.log_context
         self.schedule = TickSchedule(
@@ -232,8 +238,8 @@ class Node:
 
     def step_down(self, epoch: int) -> None:
         """A higher epoch exists: stop publishing at once; the role loop does the rest."""
-        if epoch > self.match.epoch or self.role == "primary":
-            self.match.epoch = max(self.match.epoch, epoch)
+        if epoch > self.matches.epoch or self.role == "primary":
+            self.matches.epoch = max(self.matches.epoch, epoch)
             self._step_down.set()
 
     async def _watch_peers(self) -> None:
@@ -244,7 +250,7 @@ class Node:
                 for found in await self._peer_health(session):
                     if (
                         found.get("role") == "primary"
-                        and int(found.get("epoch", 0)) > self.match.epoch
+                        and int(found.get("epoch", 0)) > self.matches.epoch
                     ):
                         log.warning(
                             "event=newer_primary_seen peer=%s epoch=%s %s",
@@ -298,7 +304,7 @@ class Node:
         log.warning(
             "event=primary_silent primary=%s tick=%d %s",
             silent_primary,
-            self.match.tick_number,
+            self.matches.tick_number,
             self.log_context,
         )
         try:
@@ -306,8 +312,8 @@ class Node:
             epoch = await self.coordinator.campaign(
                 node_id=self.config.node_id,
                 url=self.config.public_url,
-                replicated_tick=self.match.tick_number,
-                known_epoch=self.match.epoch,
+                replicated_tick=self.matches.tick_number,
+                known_epoch=self.matches.epoch,
             )
         except CoordinatorError as error:
             log.warning("event=campaign_failed error=%s %s", error, self.log_context)
@@ -317,60 +323,69 @@ class Node:
             return False
         origin = self.follower.origin_estimate
         if origin is None:
-            origin = self.clock() - self.match.server_time
+            origin = self.clock() - self.matches.server_time
         rate = self.config.tick_rate
-        first_tick = max(self.match.tick_number + 1, math.ceil((self.clock() - origin) * rate))
+        first_tick = max(self.matches.tick_number + 1, math.ceil((self.clock() - origin) * rate))
         self.failover.update(
             promoted_at=time.time(),
-            promoted_at_tick=self.match.tick_number,
+            promoted_at_tick=self.matches.tick_number,
             first_tick=first_tick,
             # The primary's hash of the last tick it sent us, and ours of the same tick.
             primary_hash=self.follower.last_hash,
-            promoted_hash=self.match.world.state_hash(),
+            promoted_hash="/".join(m.world.state_hash() for m in self.matches.matches),
             resyncs=self.follower.resyncs,
         )
         self.metrics.promotions.inc()
-        for seat in self.match.seats.values():
-            seat.inputs.restore(seat.inputs.acked)
         now = time.monotonic()
-        self._orphaned_since = dict.fromkeys(self.match.seats, now)
+        self._orphaned_since = {}
+        for match in self.matches.matches:
+            for slot, seat in match.seats.items():
+                seat.inputs.restore(seat.inputs.acked)
+                self._orphaned_since[(match.index, slot)] = now
         self._become_primary(epoch, first_tick, origin)
         self._fence_task = asyncio.create_task(self.follower.fence(epoch), name="fence-old")
         return True
 
     def _free_orphans(self) -> None:
         now = time.monotonic()
-        for slot, since in list(self._orphaned_since.items()):
-            if slot in self.connections or slot not in self.match.seats:
-                del self._orphaned_since[slot]
+        for key, since in list(self._orphaned_since.items()):
+            match, slot = self.matches[key[0]], key[1]
+            if key in self.connections or slot not in match.seats:
+                del self._orphaned_since[key]
             elif now - since > ORPHAN_GRACE_S:
-                del self._orphaned_since[slot]
-                self.match.leave(slot)
+                del self._orphaned_since[key]
+                match.leave(slot)
                 log.info(
-                    "event=seat_freed player=%d reason=not_reclaimed %s", slot, self.log_context
+                    "event=seat_freed match=%d player=%d reason=not_reclaimed %s",
+                    key[0],
+                    slot,
+                    self.log_context,
                 )
 
     # -- the tick (primary only) ----------------------------------------------------------
 
     async def run_tick(self, tick: int) -> None:
         began = self.clock()
-        result = self.match.tick(tick)
+        results = self.matches.tick(tick)
         wait = self.config.replication == "sync"
         synced = False
         if self.hub.links:
-            record = state.encode_tick_record(self.match, result.events, self.match.epoch)
-            synced = await self.hub.replicate(result.tick, record, wait)
-        if self.hub.fenced_epoch is not None and self.hub.fenced_epoch > self.match.epoch:
+            events = [result.events for result in results]
+            record = state.encode_node_tick(self.matches, events, self.matches.epoch)
+            synced = await self.hub.replicate(tick, record, wait)
+        if self.hub.fenced_epoch is not None and self.hub.fenced_epoch > self.matches.epoch:
             self.step_down(self.hub.fenced_epoch)
         elif synced or await self.coordinator.confirm():
-            await self._publish(result)
-            self.match.mark_sent(result.tick, self.server_time())
+            await self._publish(results)
+            sent_at = self.server_time()
+            for match in self.matches.matches:
+                match.mark_sent(tick, sent_at)
             if "first_tick_at" not in self.failover and "promoted_at" in self.failover:
                 self.failover["first_tick_at"] = time.time()
         else:
             self.metrics.ticks_unpublished.inc()
-            log.warning("event=leadership_lost tick=%d %s", result.tick, self.log_context)
-            self.step_down(self.match.epoch)
+            log.warning("event=leadership_lost tick=%d %s", tick, self.log_context)
+            self.step_down(self.matches.epoch)
         duration = self.clock() - began
         self.stats.record(duration)
         self.metrics.tick_duration.observe(duration)
@@ -385,11 +400,11 @@ class Node:
                 self.log_context,
             )
 
-    async def _publish(self, result: TickResult) -> None:
+    async def _publish(self, results: list[TickResult]) -> None:
         if self._step_down.is_set():
             return
-        for slot, connection in list(self.connections.items()):
-            frame = self.match.snapshot_for(result, slot)
+        for (index, slot), connection in list(self.connections.items()):
+            frame = self.matches[index].snapshot_for(results[index], slot)
             if not await connection.send(frame):
                 self.metrics.snapshots_dropped.inc()
 
@@ -399,18 +414,28 @@ class Node:
             "region": c.region,
             "node": c.node_id,
             "role": self.role,
-            "epoch": self.match.epoch,
-            "tick": self.match.tick_number,
-            "replicated_tick": self.match.tick_number,
+            "epoch": self.matches.epoch,
+            "tick": self.matches.tick_number,
+            "replicated_tick": self.matches.tick_number,
             "tick_rate": c.tick_rate,
-            "players": self.match.world.player_count,
-            "max_players": c.max_players,
+            "players": self.matches.player_count,
+            "max_players": self.matches.capacity,
+            "matches": [
+                {"index": m.index, "players": m.world.player_count, "max_players": c.max_players}
+                for m in self.matches.matches
+            ],
             "tick_ms_p50": round(self.stats.percentile_ms(50), 4),
             "tick_ms_p99": round(self.stats.percentile_ms(99), 4),
             "tick_overruns": self.stats.overruns,
             "ticks_skipped": self.schedule.skipped,
             "hitreg_backend": self.validator.backend,
-            "combat": dict(sorted(self.match.combat.counters.items())),
+            "combat": dict(
+                sorted(
+                    sum(
+                        (m.combat.counters for m in self.matches.matches), collections.Counter()
+                    ).items()
+                )
+            ),
             "replication": c.replication,
             "coordinator": c.coordinator,
             "standbys": self.hub.describe(),
@@ -450,7 +475,8 @@ class Node:
             await self.complain(connection, error)
             return
         if isinstance(message, InputMessage):
-            verdict = self.match.receive_input(connection.slot, message, self.server_time())
+            match = self.matches[connection.match]
+            verdict = match.receive_input(connection.slot, message, self.server_time())
             if verdict is InputVerdict.ACCEPTED:
                 self.metrics.inputs_applied.inc()
             elif verdict is InputVerdict.CLAMPED:
@@ -482,11 +508,13 @@ class Node:
             await asyncio.gather(promoted, hung_up, return_exceptions=True)
         return promoted.done() and not promoted.cancelled() and not ws.closed
 
-    async def _admit(self, ws: web.WebSocketResponse, join: JoinMessage) -> PlayerSeat | None:
+    async def _admit(
+        self, ws: web.WebSocketResponse, join: JoinMessage
+    ) -> tuple[int, PlayerSeat] | None:
         """A seat for this join: a new one, or the one its token proves is the player's."""
         if join.token is None:
             try:
-                return self.match.join(join.name, join.interp_delay)
+                return self.matches.join(join.name, join.interp_delay)
             except MatchFull as full:
                 self.metrics.joins_refused.labels("full").inc()
                 await self.reject(ws, "server_full", str(full), WSCloseCode.TRY_AGAIN_LATER)
@@ -495,13 +523,11 @@ class Node:
             claim = verify_token(self.secret, join.token, self.config.region)
         except TokenError:
             claim = None
-        seat = self.match.seats.get(claim.slot) if claim is not None else None
-        if (
-            claim is None
-            or seat is None
-            or seat.name != claim.name
-            or claim.slot in self.connections
-        ):
+        key = (claim.match, claim.slot) if claim is not None else None
+        seat = None
+        if claim is not None and 0 <= claim.match < len(self.matches):
+            seat = self.matches[claim.match].seats.get(claim.slot)
+        if claim is None or seat is None or seat.name != claim.name or key in self.connections:
             self.metrics.joins_refused.labels("token").inc()
             await self.reject(
                 ws,
@@ -510,14 +536,15 @@ class Node:
                 WSCloseCode.POLICY_VIOLATION,
             )
             return None
-        self._orphaned_since.pop(claim.slot, None)
+        self._orphaned_since.pop((claim.match, claim.slot), None)
         log.info(
-            "event=player_resumed player=%d ack=%d %s",
+            "event=player_resumed match=%d player=%d ack=%d %s",
+            claim.match,
             claim.slot,
             seat.inputs.acked,
             self.log_context,
         )
-        return seat
+        return claim.match, seat
 
     async def session(self, request: web.Request, ws: web.WebSocketResponse) -> None:
         try:
@@ -559,28 +586,36 @@ class Node:
                 WSCloseCode.TRY_AGAIN_LATER,
             )
             return
-        seat = await self._admit(ws, join)
-        if seat is None:
+        admitted = await self._admit(ws, join)
+        if admitted is None:
             return
-        connection = Connection(ws, request.transport, seat.slot, self.metrics)
+        index, seat = admitted
+        key = (index, seat.slot)
+        connection = Connection(ws, request.transport, seat.slot, self.metrics, match=index)
         welcome = protocol.WelcomeMessage(
             v=protocol.PROTOCOL_VERSION,
             player_id=seat.slot,
             tick_rate=self.config.tick_rate,
-            tick=self.match.tick_number,
+            tick=self.matches.tick_number,
             server_time=self.server_time(),
-            token=join.token or issue_token(self.secret, self.config.region, seat.slot, seat.name),
+            token=join.token
+            or issue_token(self.secret, self.config.region, seat.slot, seat.name, match=index),
             map=self.config.arena.name,
             region=self.config.region,
-            epoch=self.match.epoch,
+            epoch=self.matches.epoch,
             standbys=self.player_endpoints(),
             ack=seat.inputs.acked,
+            match=index,
         )
         await ws.send_bytes(protocol.encode(welcome))
-        self.connections[seat.slot] = connection
-        self.metrics.players.set(self.match.world.player_count)
+        self.connections[key] = connection
+        self.metrics.players.set(self.matches.player_count)
         log.info(
-            "event=player_joined player=%d name=%s %s", seat.slot, join.name[:32], self.log_context
+            "event=player_joined match=%d player=%d name=%s %s",
+            index,
+            seat.slot,
+            join.name[:32],
+            self.log_context,
         )
         try:
             async for frame in ws:
@@ -591,18 +626,20 @@ class Node:
                         connection, protocol.MalformedFrame("text frames are not used")
                     )
         finally:
-            if self.connections.get(seat.slot) is connection:
-                del self.connections[seat.slot]
+            if self.connections.get(key) is connection:
+                del self.connections[key]
                 if self.role == "primary" and not self.shutting_down:
                     # A node that shuts down keeps its seats: the standby that takes over
                     # gives them back to the players who come back with their tokens.
-                    self.match.leave(seat.slot)
-            self.metrics.players.set(self.match.world.player_count)
-            log.info("event=player_left player=%d %s", seat.slot, self.log_context)
+                    self.matches[index].leave(seat.slot)
+            self.metrics.players.set(self.matches.player_count)
+            log.info("event=player_left match=%d player=%d %s", index, seat.slot, self.log_context)
 
     async def _announce_standbys(self) -> None:
         """Tell every player the region's current standbys (for their spare connections)."""
-        frame = protocol.encode(protocol.StandbysMessage(self.player_endpoints(), self.match.epoch))
+        frame = protocol.encode(
+            protocol.StandbysMessage(self.player_endpoints(), self.matches.epoch)
+        )
         for connection in list(self.connections.values()):
             await connection.send(frame)
 
@@ -629,13 +666,13 @@ class Node:
             await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"unauthenticated")
             log.warning("event=peer_refused reason=unauthenticated %s", self.log_context)
             return
-        if int(hello["epoch"]) > self.match.epoch and self.role == "primary":
+        if int(hello["epoch"]) > self.matches.epoch and self.role == "primary":
             self.step_down(int(hello["epoch"]))
         if self.role != "primary" or self._step_down.is_set():
-            await ws.send_bytes(msgpack_dumps({"type": "not_primary", "epoch": self.match.epoch}))
+            await ws.send_bytes(msgpack_dumps({"type": "not_primary", "epoch": self.matches.epoch}))
             await ws.close()
             return
-        if hello.get("fingerprint") != state.config_fingerprint(self.match):
+        if hello.get("fingerprint") != state.config_fingerprint(self.matches):
             await ws.send_bytes(msgpack_dumps({"type": "error", "code": "config_mismatch"}))
             await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"config_mismatch")
             return
@@ -644,7 +681,7 @@ class Node:
         if hello.get("url") and self.learned_peers.get(link.node) != hello["url"]:
             self.learned_peers[link.node] = str(hello["url"])
             await self._announce_standbys()
-        await self.hub.serve(link, lambda: state.encode_full_state(self.match, self.match.epoch))
+        await self.hub.serve(link, lambda: state.encode_node_full(self.matches, self.matches.epoch))
 
 
 def msgpack_loads(data: bytes) -> Any:

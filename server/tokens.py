@@ -2,8 +2,8 @@
 
 Every node of a region shares the secret, so a standby that becomes primary can check a
 token the old primary issued, and nobody else can forge one. A token names the region, the
-seat (slot), the player's name and a random nonce; it does not expire on its own, because a
-seat lives exactly as long as the match keeps it.
+match and seat (slot), the player's name and a random nonce; it does not expire on its own,
+because a seat lives exactly as long as the match keeps it.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ class SessionToken:
     region: str
     slot: int
     name: str
+    match: int = 0
 
 
 def _mac(secret: bytes, payload: bytes) -> str:
@@ -36,9 +37,10 @@ def _mac(secret: bytes, payload: bytes) -> str:
     return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 
-def issue_token(secret: bytes, region: str, slot: int, name: str) -> str:
+def issue_token(secret: bytes, region: str, slot: int, name: str, match: int = 0) -> str:
     payload = json.dumps(
-        {"r": region, "s": slot, "n": name, "x": secrets.token_hex(8)}, separators=(",", ":")
+        {"r": region, "m": match, "s": slot, "n": name, "x": secrets.token_hex(8)},
+        separators=(",", ":"),
     ).encode()
     body = base64.urlsafe_b64encode(payload).decode().rstrip("=")
     return f"{body}.{_mac(secret, payload)}"
@@ -55,7 +57,9 @@ def verify_token(secret: bytes, token: str, region: str) -> SessionToken:
         raise TokenError("bad signature")
     try:
         fields = json.loads(payload)
-        claim = SessionToken(str(fields["r"]), int(fields["s"]), str(fields["n"]))
+        claim = SessionToken(
+            str(fields["r"]), int(fields["s"]), str(fields["n"]), int(fields.get("m", 0))
+        )
     except (ValueError, KeyError, TypeError):
         raise TokenError("malformed token") from None
     if claim.region != region:

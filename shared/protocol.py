@@ -303,6 +303,7 @@ class WelcomeMessage(Message):
     epoch: int
     standbys: tuple[str, ...] = field(default=())
     ack: int = -1
+    match: int = 0
     FIELDS = {
         "v": _int(0, 65535),
         "player_id": _int(0, 65535),
@@ -315,6 +316,7 @@ class WelcomeMessage(Message):
         "epoch": _int(0, 2**63 - 1),
         "standbys": _str_list,
         "ack": _int(-1, U32_MAX),
+        "match": _int(0, 65535),
     }
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import aiohttp
 import msgpack
 
-from ..match import Match
+from ..matchset import MatchSet
 from . import state
 from .auth import hello_mac
 
@@ -42,14 +42,14 @@ class FollowOutcome:
 class Follower:
     def __init__(
         self,
-        match: Match,
+        matches: MatchSet,
         node_id: str,
         secret: bytes,
         silence_timeout: float,
         clock: Callable[[], float],
         log_context: Callable[[], str],
     ) -> None:
-        self.match = match
+        self.matches = matches
         self.node_id = node_id
         self.secret = secret
         self.silence_timeout = silence_timeout
@@ -77,52 +77,52 @@ class Follower:
                 type(error).__name__,
                 self.log_context(),
             )
-            return FollowOutcome("refused", time.time(), self.primary_id, self.match.epoch)
+            return FollowOutcome("refused", time.time(), self.primary_id, self.matches.epoch)
         ws = self._ws
         now = time.time()
         hello = {
             "type": "hello",
             "node": self.node_id,
-            "epoch": self.match.epoch,
-            "tick": self.match.tick_number,
-            "fingerprint": state.config_fingerprint(self.match),
+            "epoch": self.matches.epoch,
+            "tick": self.matches.tick_number,
+            "fingerprint": state.config_fingerprint(self.matches),
             "url": self.public_url,
             "ts": now,
-            "mac": hello_mac(self.secret, self.node_id, self.match.epoch, now),
+            "mac": hello_mac(self.secret, self.node_id, self.matches.epoch, now),
         }
         await ws.send_bytes(msgpack.packb(hello))
         while True:
             try:
                 message = await ws.receive(timeout=self.silence_timeout)
             except TimeoutError:
-                return FollowOutcome("silent", time.time(), self.primary_id, self.match.epoch)
+                return FollowOutcome("silent", time.time(), self.primary_id, self.matches.epoch)
             if message.type is not aiohttp.WSMsgType.BINARY:
                 reason = "closed" if self.primary_id else "refused"
-                return FollowOutcome(reason, time.time(), self.primary_id, self.match.epoch)
+                return FollowOutcome(reason, time.time(), self.primary_id, self.matches.epoch)
             record = msgpack.unpackb(message.data, raw=False)
             kind = record.get("type") if isinstance(record, dict) else None
             if kind == "welcome_standby":
                 self.primary_id = str(record["node"])
                 continue
             if kind in ("not_primary", "error"):
-                log.info("event=replication_refused reason=%s %s", record.get("code", kind),
-                         self.log_context())
-                self.match.epoch = max(self.match.epoch, int(record.get("epoch", 0)))
+                log.info(
+                    "event=replication_refused reason=%s %s",
+                    record.get("code", kind),
+                    self.log_context(),
+                )
+                self.matches.epoch = max(self.matches.epoch, int(record.get("epoch", 0)))
                 reason = "refused" if kind == "error" else "not_primary"
-                return FollowOutcome(reason, time.time(), self.primary_id, self.match.epoch)
-            if kind not in ("tick", "full"):
+                return FollowOutcome(reason, time.time(), self.primary_id, self.matches.epoch)
+            if kind not in ("ticks", "fulls"):
                 continue
-            if int(record["epoch"]) < self.match.epoch:
+            if int(record["epoch"]) < self.matches.epoch:
                 # A deposed primary still talking: tell it, and stop following it.
-                await ws.send_bytes(msgpack.packb({"type": "fenced", "epoch": self.match.epoch}))
+                await ws.send_bytes(msgpack.packb({"type": "fenced", "epoch": self.matches.epoch}))
                 return FollowOutcome(
-                    "fenced_primary", time.time(), self.primary_id, self.match.epoch
+                    "fenced_primary", time.time(), self.primary_id, self.matches.epoch
                 )
             try:
-                if kind == "full":
-                    state.install_full_state(self.match, record)
-                else:
-                    state.apply_record(self.match, record)
+                state.apply_node_record(self.matches, record)
             except (state.ReplicationGap, state.HashMismatch) as problem:
                 self.resyncs += 1
                 log.warning("event=replication_resync reason=%s %s", problem, self.log_context())
@@ -130,11 +130,11 @@ class Follower:
                 continue
             received = self.clock()
             self.last_record_at = received
-            self.last_hash = str(record["hash"])
-            origin = received - self.match.server_time
+            self.last_hash = "/".join(str(m["hash"]) for m in record["matches"])
+            origin = received - self.matches.server_time
             if self.origin_estimate is None or origin < self.origin_estimate:
                 self.origin_estimate = origin  # the least-delayed record is the best anchor
-            await ws.send_bytes(msgpack.packb({"type": "ack", "tick": self.match.tick_number}))
+            await ws.send_bytes(msgpack.packb({"type": "ack", "tick": self.matches.tick_number}))
 
     async def fence(self, epoch: int) -> None:
         """After our promotion: answer anything the old primary still sends with our epoch."""

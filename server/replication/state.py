@@ -24,14 +24,18 @@ from shared.weapons import WEAPONS
 from ..combat import _Projectile
 from ..inputs import InputBuffer
 from ..match import Match, PlayerSeat
+from ..matchset import MatchSet
 
 __all__ = [
     "HashMismatch",
     "ReplicationGap",
+    "apply_node_record",
     "apply_record",
     "config_fingerprint",
     "decode",
     "encode_full_state",
+    "encode_node_full",
+    "encode_node_tick",
     "encode_tick_record",
     "install_full_state",
 ]
@@ -49,10 +53,11 @@ class HashMismatch(Exception):
     """After applying a record the world differs from the primary's: full state needed."""
 
 
-def config_fingerprint(match: Match) -> dict[str, Any]:
+def config_fingerprint(match: Match | MatchSet) -> dict[str, Any]:
     """What two nodes must share for one to replicate the other."""
     config = match.config
     return {
+        "matches": len(match) if isinstance(match, MatchSet) else 1,
         "tick_rate": config.tick_rate,
         "max_players": config.max_players,
         "history_ticks": config.history_ticks,
@@ -93,50 +98,83 @@ def _flying(match: Match) -> list[list[Any]]:
     ]
 
 
+def _tick_fields(match: Match, events: list[dict[str, Any]], epoch: int) -> dict[str, Any]:
+    return {
+        "type": "tick",
+        "epoch": epoch,
+        "tick": match.tick_number,
+        "world": _arrays(match.world, _WORLD),
+        "combat": _arrays(match.combat, _COMBAT),
+        "seats": _seats(match),
+        "flying": _flying(match),
+        "joins": match.joins,
+        "events": events,
+        "hash": match.world.state_hash(),
+    }
+
+
+def _full_fields(match: Match, epoch: int) -> dict[str, Any]:
+    ring = match.history
+    return {
+        **_tick_fields(match, [], epoch),
+        "type": "full",
+        "history": {**_arrays(ring, _HISTORY), "start": ring.start, "count": ring.count},
+    }
+
+
 def encode_tick_record(match: Match, events: list[dict[str, Any]], epoch: int) -> bytes:
     """The state after ``match``'s latest tick, for the standbys."""
-    acks = np.array([seat.inputs.acked for _, seat in sorted(match.seats.items())], np.int64)
-    return msgpack.packb(
-        {
-            "type": "tick",
-            "epoch": epoch,
-            "tick": match.tick_number,
-            "world": _arrays(match.world, _WORLD),
-            "combat": _arrays(match.combat, _COMBAT),
-            "seats": _seats(match),
-            "acks": acks.tobytes(),
-            "flying": _flying(match),
-            "joins": match.joins,
-            "events": events,
-            "hash": match.world.state_hash(),
-        },
-        use_bin_type=True,
-    )
+    return msgpack.packb(_tick_fields(match, events, epoch), use_bin_type=True)
 
 
 def encode_full_state(match: Match, epoch: int) -> bytes:
     """Everything a standby needs to start following: the latest record plus history."""
-    ring = match.history
+    return msgpack.packb(_full_fields(match, epoch), use_bin_type=True)
+
+
+def encode_node_tick(matches: MatchSet, events: list[list[dict[str, Any]]], epoch: int) -> bytes:
+    """One tick of every match of a node, as one record."""
     return msgpack.packb(
         {
-            "type": "full",
+            "type": "ticks",
             "epoch": epoch,
-            "tick": match.tick_number,
-            "world": _arrays(match.world, _WORLD),
-            "combat": _arrays(match.combat, _COMBAT),
-            "seats": _seats(match),
-            "flying": _flying(match),
-            "joins": match.joins,
-            "history": {**_arrays(ring, _HISTORY), "start": ring.start, "count": ring.count},
-            "hash": match.world.state_hash(),
+            "tick": matches.tick_number,
+            "matches": [
+                _tick_fields(match, match_events, epoch)
+                for match, match_events in zip(matches.matches, events, strict=True)
+            ],
         },
         use_bin_type=True,
     )
 
 
+def encode_node_full(matches: MatchSet, epoch: int) -> bytes:
+    """Every match of a node, with history: what a joining standby starts from."""
+    return msgpack.packb(
+        {
+            "type": "fulls",
+            "epoch": epoch,
+            "tick": matches.tick_number,
+            "matches": [_full_fields(match, epoch) for match in matches.matches],
+        },
+        use_bin_type=True,
+    )
+
+
+def apply_node_record(matches: MatchSet, record: dict[str, Any]) -> None:
+    """Apply a node-level record (``ticks`` or ``fulls``) to every match."""
+    if len(record["matches"]) != len(matches):
+        raise ReplicationGap("the record holds another number of matches")
+    for match, fields in zip(matches.matches, record["matches"], strict=True):
+        if record["type"] == "fulls":
+            install_full_state(match, fields)
+        else:
+            apply_record(match, fields)
+
+
 def decode(data: bytes) -> dict[str, Any]:
     record = msgpack.unpackb(data, raw=False)
-    if not isinstance(record, dict) or record.get("type") not in ("tick", "full"):
+    if not isinstance(record, dict) or record.get("type") not in ("tick", "full", "ticks", "fulls"):
         raise ValueError("not a replication record")
     return record
 

@@ -24,7 +24,7 @@ import pytest
 from aiohttp import WSCloseCode, WSMsgType, web
 
 from server.app import NODE, NODE_TASK, create_app
-from server.match import Match
+from server.matchset import MatchSet
 from server.node import Node, NodeConfig
 from server.replication import state
 from server.replication.auth import hello_mac
@@ -272,7 +272,7 @@ class FakeStandby:
             "node": self.node,
             "epoch": 0,
             "tick": 0,
-            "fingerprint": state.config_fingerprint(self.primary.node.match),
+            "fingerprint": state.config_fingerprint(self.primary.node.matches),
             "url": "",
             "ts": now,
             "mac": hello_mac(self.secret, self.node, 0, now),
@@ -286,7 +286,7 @@ class FakeStandby:
                 continue
             record = msgpack.unpackb(message.data, raw=False)
             self.received.append(record)
-            if record.get("type") != "tick":
+            if record.get("type") != "ticks":
                 continue
             if self.fence_epoch is not None and self.fenced_tick is None:
                 self.fenced_tick = int(record["tick"])
@@ -362,8 +362,8 @@ async def test_a_hello_with_a_wrong_secret_is_refused(caplog: pytest.LogCaptureF
         assert intruder.node.follower.primary_id == ""
 
         # A follower asked directly never gets past the hello: it installs nothing.
-        match = Match(primary.node.match.config)
-        follower = Follower(match, "probe", OTHER_SECRET, 1.0, time.perf_counter, lambda: "")
+        matches = MatchSet(primary.node.matches.config, 1, primary.node.validator)
+        follower = Follower(matches, "probe", OTHER_SECRET, 1.0, time.perf_counter, lambda: "")
         try:
             async with asyncio.timeout(WAIT_S):
                 outcome = await follower.follow(primary.url)
@@ -371,6 +371,7 @@ async def test_a_hello_with_a_wrong_secret_is_refused(caplog: pytest.LogCaptureF
             await follower.close()
         assert outcome.primary == ""
         assert follower.last_record_at is None
+        match = matches[0]
         assert (match.tick_number, match.seats, match.history.count) == (0, {}, 0)
         assert primary.node.hub.links == {}
 
@@ -379,7 +380,7 @@ async def test_a_follower_with_a_wrong_secret_reports_that_it_was_refused() -> N
     async with cluster() as (nodes, _session):
         primary = await nodes.start(bind(), node_id="alpha", role="primary")
         follower = Follower(
-            primary.node.match, "probe", OTHER_SECRET, 1.0, time.perf_counter, lambda: ""
+            primary.node.matches, "probe", OTHER_SECRET, 1.0, time.perf_counter, lambda: ""
         )
         try:
             async with asyncio.timeout(WAIT_S):

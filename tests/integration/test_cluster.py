@@ -1,0 +1,189 @@
+"""``arena-cluster``: a directory and per-region primaries and standbys as real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server import cluster as cluster_module
+from server.cluster import Cluster, ClusterError, ClusterSpec, parse_regions, start_cluster
+
+pytestmark = pytest.mark.integration
+
+
+def get(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        assert response.status == 200
+        return json.loads(response.read())
+
+
+def my_children() -> set[int]:
+    """Live (or unreaped) processes whose parent is this test process."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid ...: comm may hold spaces, so split after the last ')'
+        if int(stat.rpartition(")")[2].split()[1]) == os.getpid():
+            found.add(int(entry.name))
+    return found
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def until(predicate: Any, within: float = 20.0) -> None:
+    deadline = time.monotonic() + within
+    while not predicate():
+        assert time.monotonic() < deadline, "not in time"
+        time.sleep(0.1)
+
+
+def health(url: str) -> dict[str, Any] | None:
+    try:
+        body = get(url + "/health")
+    except OSError:
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def test_a_two_region_cluster_starts_every_node_in_its_role_and_stops_them_all(
+    tmp_path: Path,
+) -> None:
+    before = my_children()
+    spec = ClusterSpec(regions=parse_regions("na,us-east@na"), standbys=1, log_dir=tmp_path)
+    lines: list[str] = []
+    with start_cluster(spec, progress=lines.append) as cluster:
+        pids = cluster.pids()
+        assert len(pids) == 5 and len(set(pids)) == 5
+        assert get(cluster.directory_url + "/health")["status"] == "ok"
+        assert set(cluster.regions) == {"na", "us-east"}
+        assert cluster.regions["us-east"].location == "na"
+        for name, region in cluster.regions.items():
+            primary = get(region.primary.base_url + "/health")
+            assert (primary["region"], primary["node"], primary["role"]) == (
+                name,
+                f"{name}-1",
+                "primary",
+            )
+            assert [s["node"] for s in primary["standbys"] if s["state"] == "live"] == [f"{name}-2"]
+            (standby,) = region.standbys
+            answer = get(standby.base_url + "/health")
+            assert (answer["region"], answer["node"], answer["role"]) == (
+                name,
+                f"{name}-2",
+                "standby",
+            )
+            assert answer["pid"] == standby.pid and primary["pid"] == region.primary.pid
+        if cluster.registered:  # arena-server has --directory: the directory knows them all
+            regions = {r["region"]: r for r in get(cluster.directory_url + "/regions")["regions"]}
+            assert regions["na"]["primary"]["node_id"] == "na-1"
+            assert [s["node_id"] for s in regions["us-east"]["standbys"]] == ["us-east-2"]
+        assert_peers_wired(cluster)
+        described = cluster.describe()
+        assert described["directory"] == cluster.directory_url
+        assert (
+            described["regions"]["na"]["standbys"][0]["url"]
+            == cluster.regions["na"].standbys[0].base_url
+        )
+        assert cluster.secret.decode() not in json.dumps(described) + cluster.table()
+    assert all(gone(pid) for pid in pids)
+    assert my_children() == before
+    assert lines[-1].startswith("ready in")
+    assert (tmp_path / "na-1.log").exists() and (tmp_path / "directory.log").exists()
+
+
+def assert_peers_wired(cluster: Cluster) -> None:
+    """The standby knows its primary and peers: killing the primary promotes it."""
+    region = cluster.regions["us-east"]
+    os.kill(region.primary.pid, signal.SIGKILL)
+    standby = region.standbys[0]
+
+    def promoted() -> bool:
+        answer = health(standby.base_url)
+        return answer is not None and answer["role"] == "primary" and answer["epoch"] >= 2
+
+    until(promoted)
+
+
+def test_a_start_that_times_out_leaves_nothing_running(tmp_path: Path) -> None:
+    before = my_children()
+    spec = ClusterSpec(regions=parse_regions("eu"), startup_timeout=0.01, log_dir=tmp_path)
+    with pytest.raises(ClusterError, match=r"not start listening within 0\.01 s"):
+        with start_cluster(spec):
+            pass
+    assert my_children() == before
+
+
+def test_a_node_that_cannot_start_is_named_and_the_rest_is_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = my_children()
+    monkeypatch.setattr(cluster_module, "SERVER_MODULE", "server.no_such_node_module")
+    spec = ClusterSpec(regions=parse_regions("eu,asia"), standbys=1, log_dir=tmp_path)
+    with pytest.raises(ClusterError, match=r"eu-1 exited during start-up with code 1; see "):
+        with start_cluster(spec):
+            pass
+    assert my_children() == before
+    assert "No module named" in (tmp_path / "eu-1.log").read_text()
+
+
+def test_the_command_prints_where_everything_is_and_stops_it_all_on_sigterm(
+    tmp_path: Path,
+) -> None:
+    where = tmp_path / "cluster.json"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server.cluster", "--regions", "eu", "--standbys", "0",
+         "--json", str(where), "--log-dir", str(tmp_path / "logs")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "ARENA_CLUSTER_SECRET"},
+    )  # fmt: skip
+    try:
+        until(lambda: where.exists() or process.poll() is not None, within=60)
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.1)  # the file is written in one go; let it land
+        described = json.loads(where.read_text())
+        primary = described["regions"]["eu"]["primary"]
+        pids = [described["directory_pid"], primary["pid"]]
+        assert health(primary["url"])["role"] == "primary"  # type: ignore[index]
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    assert "eu-1" in out and described["directory"] in out
+    assert "SIGTERM: stopping everything" in err and err.rstrip().endswith("stopped")
+    assert all(gone(pid) for pid in pids)
+
+
+def test_bad_arguments_are_one_line_and_exit_2() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "server.cluster", "--regions", "us-east", "--standbys", "1"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "us-east@na" in result.stderr
