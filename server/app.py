@@ -17,6 +17,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from .node import Node, NodeConfig
+from .registration import heartbeat_loop
 
 __all__ = ["NODE", "NODE_TASK", "Node", "NodeConfig", "create_app"]
 
@@ -43,6 +44,11 @@ async def _replicate(request: web.Request) -> web.StreamResponse:
     return ws
 
 
+async def _probe(request: web.Request) -> web.Response:
+    """The cheap latency probe players time to choose a region (nothing to compute)."""
+    return web.Response(status=204)
+
+
 async def _health(request: web.Request) -> web.Response:
     return web.json_response(request.app[NODE].health())
 
@@ -62,6 +68,30 @@ async def _node_task(app: web.Application) -> AsyncIterator[None]:
         await task
 
 
+async def _heartbeats(app: web.Application) -> AsyncIterator[None]:
+    """Keep the directory informed (only with ``--directory``); a fenced answer means a
+    newer primary exists."""
+    node = app[NODE]
+    task = None
+    if node.config.directory_url:
+        task = asyncio.create_task(
+            heartbeat_loop(
+                directory_url=node.config.directory_url,
+                secret=node.secret,
+                describe=node.directory_heartbeat,
+                claims=node.claims,
+                on_ack=lambda ack: (
+                    node.step_down(ack.group_epoch) if ack.status == "fenced" else None
+                ),
+            ),
+            name="heartbeats",
+        )
+    yield
+    if task is not None:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
 async def _on_shutdown(app: web.Application) -> None:
     await app[NODE].close_all()
 
@@ -76,6 +106,8 @@ def create_app(
     app.router.add_get("/replicate", _replicate)
     app.router.add_get("/health", _health)
     app.router.add_get("/metrics", _metrics)
+    app.router.add_get("/probe", _probe)
     app.cleanup_ctx.append(_node_task)
+    app.cleanup_ctx.append(_heartbeats)
     app.on_shutdown.append(_on_shutdown)
     return app

@@ -127,6 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
         "it; async: no waiting (an acknowledged tick can be lost)",
     )
     failover.add_argument(
+        "--directory",
+        default="",
+        metavar="URL",
+        help="heartbeat to this arena-directory and admit players with its seat reservations",
+    )
+    failover.add_argument(
         "--failover-timeout-ms",
         type=float,
         default=200.0,
@@ -203,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
             replication=args.replication,
             failover_timeout=args.failover_timeout_ms / 1000.0,
             ack_timeout=args.ack_timeout_ms / 1000.0,
+            directory_url=args.directory,
         )
         parse_coordinator_spec(args.coordinator)
         if min(args.max_rewind_ms, args.view_tolerance_ms, args.trade_window_ms) < 0:

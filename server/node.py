@@ -17,13 +17,14 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import logging
 import math
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import aiohttp
 import msgpack
@@ -36,12 +37,14 @@ from shared.timestep import TickSchedule, run_tick_loop
 
 from .connection import Connection
 from .coordination.base import Coordinator, CoordinatorError, make_coordinator
+from .directory import Heartbeat
 from .hitreg.backend import BackendName, make_validator
 from .inputs import InputVerdict
 from .lagcomp import LagCompensation
 from .match import MatchConfig, MatchFull, PlayerSeat, TickResult
 from .matchset import MatchSet
 from .metrics import NodeMetrics
+from .registration import ClaimLedger, check_reservation
 from .replication import state
 from .replication.auth import verify_hello
 from .replication.follower import Follower
@@ -80,6 +83,8 @@ class NodeConfig:
     replication: str = "sync"
     ack_timeout: float = 0.050  # a standby slower than this is dropped to lagging
     failover_timeout: float = 0.200  # a primary silent this long is declared dead
+    # Routing.
+    directory_url: str = ""  # heartbeat here; admit players with its seat reservations
 
     def __post_init__(self) -> None:
         if not 20 <= self.tick_rate <= 128:
@@ -144,6 +149,7 @@ class Node:
             lambda: self.log_context,
         )
         self.follower.public_url = config.public_url
+        self.claims = ClaimLedger()  # reservations admitted, for the directory's accounting
         self.learned_peers: dict[str, str] = {}  # standbys that connected: node id -> URL
         self.started_at = time.time()
         self.failover: dict[str, Any] = {}
@@ -164,6 +170,24 @@ class Node:
     def log_context(self) -> str:
         c = self.config
         return f"region={c.region} node={c.node_id} role={self.role} epoch={self.matches.epoch}"
+
+    def directory_heartbeat(self) -> Heartbeat | None:
+        """What the directory should know of this node now (None while starting)."""
+        if self.role not in ("primary", "standby"):
+            return None
+        role: Literal["primary", "standby"] = "primary" if self.role == "primary" else "standby"
+        c, base = self.config, self.config.public_url.rstrip("/")
+        return Heartbeat(
+            node_id=c.node_id,
+            region=c.region,
+            endpoint=base.replace("http", "ws", 1) + "/ws",
+            probe=base + "/probe",
+            role=role,
+            epoch=self.matches.epoch,
+            matches=len(self.matches),
+            players=self.matches.player_count,
+            capacity=0 if self.shutting_down else self.matches.capacity,
+        )
 
     def player_endpoints(self) -> tuple[str, ...]:
         """Where a player goes if this node disappears: the region's other nodes."""
@@ -511,7 +535,21 @@ class Node:
     async def _admit(
         self, ws: web.WebSocketResponse, join: JoinMessage
     ) -> tuple[int, PlayerSeat] | None:
-        """A seat for this join: a new one, or the one its token proves is the player's."""
+        """A seat for this join: a new one (with a seat reservation from the directory, if
+        it came with one), or the one its session token proves is the player's."""
+        if join.token is not None and self.config.directory_url:
+            refusal = self._reservation_refusal(join)
+            if refusal == "":  # a valid reservation: a new seat
+                join = dataclasses.replace(join, token=None)
+            elif refusal is not None:
+                self.metrics.joins_refused.labels("reservation").inc()
+                await self.reject(
+                    ws,
+                    "invalid_reservation",
+                    f"reservation {refusal}; ask the directory for a new seat",
+                    WSCloseCode.POLICY_VIOLATION,
+                )
+                return None
         if join.token is None:
             try:
                 return self.matches.join(join.name, join.interp_delay)
@@ -545,6 +583,24 @@ class Node:
             self.log_context,
         )
         return claim.match, seat
+
+    def _reservation_refusal(self, join: JoinMessage) -> str | None:
+        """None: the token is a session token; "": a valid seat reservation; else why not."""
+        assert join.token is not None
+        try:
+            verify_token(self.secret, join.token, self.config.region)
+            return None
+        except TokenError:
+            pass
+        code = check_reservation(
+            self.secret,
+            join.token,
+            self.config.node_id,
+            time.time(),
+            player=join.name,
+            claims=self.claims,
+        )
+        return "" if code is None else code
 
     async def session(self, request: web.Request, ws: web.WebSocketResponse) -> None:
         try:
@@ -598,8 +654,7 @@ class Node:
             tick_rate=self.config.tick_rate,
             tick=self.matches.tick_number,
             server_time=self.server_time(),
-            token=join.token
-            or issue_token(self.secret, self.config.region, seat.slot, seat.name, match=index),
+            token=issue_token(self.secret, self.config.region, seat.slot, seat.name, match=index),
             map=self.config.arena.name,
             region=self.config.region,
             epoch=self.matches.epoch,
