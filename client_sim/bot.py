@@ -83,6 +83,10 @@ class Bot:
         self.params = params
         self.swarm = swarm
         self.link = BotLink.for_bot(params)
+        routes = swarm.config.routes
+        # Where to play: the node the directory gave this bot, or the swarm's one node.
+        self.url = routes[index].url if routes else swarm.config.url
+        self.first_token = routes[index].reservation if routes else None
         self.clock = ClockSync()
         self.snapshots = SnapshotBuffer()
         self.welcome: protocol.WelcomeMessage | None = None
@@ -282,7 +286,7 @@ class Bot:
         join = protocol.JoinMessage(
             protocol.PROTOCOL_VERSION,
             f"{config.name_prefix}-{self.params.index}",
-            token=self.welcome.token if self.welcome is not None else None,
+            token=self.welcome.token if self.welcome is not None else self.first_token,
             interp_delay=config.interp_delay,
         )
         self.send(protocol.encode(join), connection.id)
@@ -328,7 +332,7 @@ class Bot:
     ) -> None:
         config = self.swarm.config
         give_up_at = self._loop.time() + config.connect_timeout
-        self._active = await self._open(group, session, config.url)
+        self._active = await self._open(group, session, self.url)
         next_spare_at = 0.0
         while not stop.is_set():
             self._changed.clear()
@@ -341,7 +345,7 @@ class Bot:
                     if now > give_up_at:
                         return
                     await asyncio.sleep(RECONNECT_BACKOFF_S)
-                    self._active = await self._open(group, session, config.url)
+                    self._active = await self._open(group, session, self.url)
                 continue
             spare = self._connections.get(self._spare) if self._spare is not None else None
             if spare is not None and spare.closed:
@@ -376,7 +380,7 @@ class Bot:
                 event.via_spare = True
                 return
         standbys = self.welcome.standbys if self.welcome is not None else ()
-        endpoints = list(dict.fromkeys([*standbys, self.swarm.config.url]))
+        endpoints = list(dict.fromkeys([*standbys, self.url]))
         give_up = self._loop.time() + RECONNECT_GIVE_UP_S
         for url in itertools.cycle(endpoints):
             if stop.is_set() or self._loop.time() > give_up:

@@ -17,15 +17,26 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
+from shared.geo import GeoError, parse_population
+
 from .brain import BEHAVIOURS
-from .latency import HELP_TEXT, LatencySpecError, LinkProfile, draw_bot, parse_distribution
+from .latency import (
+    HELP_TEXT,
+    BotParams,
+    LatencySpecError,
+    LinkProfile,
+    draw_bot,
+    parse_distribution,
+)
 from .latency import parse_duration as parse_spec_duration
 from .marksman import AimSkill
 from .report import build_report, format_summary
+from .routing import Route, route_bots, routing_figures
 from .swarm import Swarm, SwarmConfig, SwarmResult, run_swarm
 
 __all__ = ["BotRun", "main", "run_bots"]
 
+DEFAULT_POPULATION = "na:0.4,eu:0.3,asia:0.2,sa:0.05,oce:0.05"
 DEFAULT_LATENCY = "mix(0.6*lognormal(median=40ms,sigma=0.4), 0.4*lognormal(median=140ms,sigma=0.3))"
 
 
@@ -45,17 +56,31 @@ class BotRun:
     interp_delay: float
     skill: AimSkill = field(default_factory=AimSkill)
     behaviour: str = "play"
+    directory: str = ""  # seat the bots through this arena-directory instead of --server
+    population: str = DEFAULT_POPULATION
 
-    def swarm_configs(self) -> list[SwarmConfig]:
-        """Split the bots over the workers; bot ``i`` is the same bot whatever the split."""
-        rtt = parse_distribution(self.latency, label="latency")
-        profile = LinkProfile(
+    def profile(self) -> LinkProfile:
+        return LinkProfile(
             jitter_ms=self.jitter_ms,
             loss=self.loss,
             clock_offset=parse_distribution(self.clock_offset, signed=True, label="clock offset"),
         )
-        bots = [draw_bot(i, seed=self.seed, rtt=rtt, profile=profile) for i in range(self.count)]
+
+    def swarm_configs(
+        self, routed: tuple[list[BotParams], list[Route]] | None = None
+    ) -> list[SwarmConfig]:
+        """Split the bots over the workers; bot ``i`` is the same bot whatever the split."""
+        rtt = parse_distribution(self.latency, label="latency")
+        profile = self.profile()
+        if routed is None:
+            bots = [
+                draw_bot(i, seed=self.seed, rtt=rtt, profile=profile) for i in range(self.count)
+            ]
+            routes: list[Route] = []
+        else:
+            bots, routes = routed
         shares = [bots[w :: self.workers] for w in range(self.workers)]
+        route_shares = [routes[w :: self.workers] for w in range(self.workers)]
         return [
             SwarmConfig(
                 url=self.url,
@@ -65,6 +90,7 @@ class BotRun:
                 interp_delay=self.interp_delay,
                 skill=self.skill,
                 behaviour=self.behaviour,
+                routes=tuple(route_shares[w]),
             )
             for w, share in enumerate(shares)
             if share
@@ -103,8 +129,17 @@ async def run_bots(
     ``during`` runs beside the bots (the demo kills the primary there) and returns the
     kills it made, for the report's failover timings.
     """
-    configs = run.swarm_configs()
-    before = await fetch_health(run.url)
+    routed = None
+    if run.directory:
+        routed = await route_bots(
+            directory=run.directory,
+            population=run.population,
+            count=run.count,
+            seed=run.seed,
+            profile=run.profile(),
+        )
+    configs = run.swarm_configs(routed)
+    before = await fetch_health(run.url) if not run.directory else None
     chaos = asyncio.create_task(during()) if during is not None else None
     result = SwarmResult()
     if len(configs) == 1:
@@ -129,14 +164,17 @@ async def run_bots(
     # After a failover the region's primary is another node: ask the newest one.
     survivor = next((k["new_primary"] for k in reversed(kills) if k.get("new_primary")), None)
     after = await fetch_health(survivor or run.url)
-    return build_report(
+    report = build_report(
         result,
-        latency_spec=run.latency,
+        latency_spec=run.latency if not run.directory else f"geography({run.population})",
         workers=len(configs),
         server_before=before,
-        server_after=after,
+        server_after=after if not run.directory else None,
         kills=kills,
     )
+    if routed is not None:
+        report["routing"] = routing_figures(routed[1])
+    return report
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -216,6 +254,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--workers", type=int, default=1, help="processes to spread the bots over (default: 1)"
     )
+    parser.add_argument(
+        "--directory",
+        default="",
+        metavar="URL",
+        help="seat the bots through this arena-directory (each measures every "
+        "region's probe and asks for a seat) instead of joining --server",
+    )
+    parser.add_argument(
+        "--population",
+        default=DEFAULT_POPULATION,
+        help="with --directory: the bots' home locations (default: %(default)s)",
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the report as JSON here")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     return parser
@@ -251,7 +301,10 @@ def parse_run(args: argparse.Namespace) -> BotRun:
             launcher_share=args.launcher_share,
         ),
         behaviour=args.behaviour,
+        directory=args.directory,
+        population=args.population,
     )
+    parse_population(run.population)
     run.swarm_configs()  # parses the distributions now, so errors surface before connecting
     return run
 
@@ -265,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         run = parse_run(args)
-    except (LatencySpecError, ValueError) as error:
+    except (LatencySpecError, GeoError, ValueError) as error:
         print(f"arena-bots: {error}", file=sys.stderr)
         return 2
     try:

@@ -32,6 +32,7 @@ from .latency import BotParams
 from .marksman import AimSkill
 from .prediction import SwarmPredictor
 from .pump import DeliveryPump
+from .routing import Route
 from .shooting import ShotSummary, SwarmShooting
 
 __all__ = ["Bot", "Swarm", "SwarmConfig", "SwarmResult"]
@@ -54,6 +55,7 @@ class SwarmConfig:
     skill: AimSkill = field(default_factory=AimSkill)
     behaviour: str = "play"
     team: bool = False  # bots of this swarm never aim at each other
+    routes: tuple[Route, ...] = ()  # per bot, when the directory seated them
 
 
 @dataclass(slots=True)

@@ -472,8 +472,12 @@ class Node:
     # -- players --------------------------------------------------------------------------
 
     async def reject(self, ws: web.WebSocketResponse, code: str, text: str, close: int) -> None:
-        await ws.send_bytes(protocol.encode(ErrorMessage(code, text, fatal=True)))
-        await ws.close(code=close, message=code.encode())
+        """Tell the client why, then close; a client that already hung up is left alone."""
+        if ws.closed:
+            return
+        with contextlib.suppress(ConnectionError, aiohttp.ClientConnectionResetError):
+            await ws.send_bytes(protocol.encode(ErrorMessage(code, text, fatal=True)))
+            await ws.close(code=close, message=code.encode())
 
     async def complain(self, connection: Connection, error: protocol.ProtocolError) -> None:
         """Answer a bad frame; disconnect a client that keeps sending them."""
