@@ -46,7 +46,7 @@ async def wait_until(predicate: Callable[[], Awaitable[bool]], limit: float) -> 
     began = loop.time()
     async with asyncio.timeout(limit):
         # Polling is the point: the state lives in etcd, there is no event to wait on.
-        while not await predicate():  # noqa: ASYNC110
+        while not await predicate():
             await asyncio.sleep(0.1)
     return loop.time() - began
 

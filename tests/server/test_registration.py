@@ -124,7 +124,7 @@ async def regions(url: str) -> dict[str, Any]:
 async def until(predicate: Any, within: float = 5.0) -> None:
     """Poll ``predicate`` (state in another task or process: no event to wait on)."""
     async with asyncio.timeout(within):
-        while not await predicate():  # noqa: ASYNC110
+        while not await predicate():
             await asyncio.sleep(INTERVAL / 2)
 
 

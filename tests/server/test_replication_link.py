@@ -157,7 +157,7 @@ async def until(check: Callable[[], Awaitable[Any]], what: str, within: float = 
     try:
         async with asyncio.timeout(within):
             # Polling another node's /health (or a fake's record): there is no event to await.
-            while not (value := await check()):  # noqa: ASYNC110
+            while not (value := await check()):
                 await asyncio.sleep(0.02)
             return value
     except TimeoutError:
