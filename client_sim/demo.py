@@ -13,19 +13,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import re
 import secrets
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from .chaos import base_url, kill_primary
-from .cli import DEFAULT_LATENCY, BotRun, run_bots, write_report
+from .cli import DEFAULT_LATENCY, DEFAULT_POPULATION, BotRun, run_bots, write_report
 from .report import format_summary
 
 __all__ = ["NodeProcess", "main", "start_node"]
@@ -102,8 +104,11 @@ def start_node(
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="arena-demo",
-        description="Start an Arena node on a free loopback port, play a match with bots on "
-        "two continents' latencies, print a summary and write a JSON report.",
+        description="Start an Arena region (a primary and a standby) on free loopback ports, "
+        "play a match with bots on two continents' latencies, kill the primary halfway, print "
+        "a summary and write a JSON report. With --regions, start a whole cluster instead "
+        "(a directory and a primary and standby per region) and seat the bots by measured "
+        "latency from five continents.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--bots", type=int, default=40, help="bots in the match")
@@ -112,9 +117,97 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tick-rate", type=int, default=60, help="the node's tick rate (Hz)")
     parser.add_argument("--seed", type=int, default=1, help="bot population seed")
     parser.add_argument(
+        "--regions",
+        default="",
+        metavar="LIST",
+        help="run across regions, e.g. na,eu,asia (arena-cluster)",
+    )
+    parser.add_argument(
+        "--population", default=DEFAULT_POPULATION, help="with --regions: the bots' home locations"
+    )
+    parser.add_argument(
         "--json", default="demo-report.json", metavar="PATH", help="where to write the report"
     )
     return parser
+
+
+@contextlib.contextmanager
+def start_cluster_process(regions: str, tick_rate: int) -> Iterator[dict[str, Any]]:
+    """Run ``arena-cluster`` as a child (client_sim never imports server); yield its JSON."""
+    with tempfile.TemporaryDirectory() as folder:
+        described = Path(folder) / "cluster.json"
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "server.cluster",
+                "--regions",
+                regions,
+                "--standbys",
+                "1",
+                "--tick-rate",
+                str(tick_rate),
+                "--json",
+                str(described),
+            ],
+            stdout=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        try:
+            deadline = time.monotonic() + 90
+            while not described.exists():
+                if process.poll() is not None:
+                    raise RuntimeError(f"arena-cluster exited with {process.returncode}")
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the cluster did not come up in 90 s")
+                time.sleep(0.2)
+            time.sleep(0.2)  # the file is written in one go, but let the writer finish
+            yield json.loads(described.read_text())
+        finally:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def regions_demo(args: argparse.Namespace) -> dict[str, Any]:
+    print(
+        f"arena-demo: starting a cluster: regions {args.regions}, a primary and a standby "
+        "each, and the directory",
+        flush=True,
+    )
+    with start_cluster_process(args.regions, args.tick_rate) as cluster:
+        first = next(iter(cluster["regions"].values()))
+        primary, standby = first["primary"], first["standbys"][0]
+        print(
+            f"arena-demo: directory at {cluster['directory']}; {args.bots} bots from "
+            f"{args.population} for {args.duration:g} s; {primary['node_id']} is killed "
+            f"halfway",
+            flush=True,
+        )
+        run = BotRun(
+            url="",
+            count=args.bots,
+            duration=args.duration,
+            latency=args.latency,
+            jitter_ms=2.0,
+            loss=0.0,
+            clock_offset="uniform(-200ms,200ms)",
+            seed=args.seed,
+            workers=1,
+            interp_delay=0.1,
+            directory=cluster["directory"],
+            population=args.population,
+        )
+
+        async def kill_halfway() -> list[dict[str, Any]]:
+            await asyncio.sleep(args.duration / 2)
+            print(f"arena-demo: killing {primary['node_id']} (SIGKILL)", flush=True)
+            return [await kill_primary(primary["url"], [standby["url"]])]
+
+        return asyncio.run(run_bots(run, during=kill_halfway))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,6 +215,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.bots < 1 or args.duration <= 0:
         print("arena-demo: --bots must be >= 1 and --duration > 0", file=sys.stderr)
         return 2
+    if args.regions:
+        try:
+            report = regions_demo(args)
+        except (RuntimeError, ValueError, OSError) as error:
+            print(f"arena-demo: {error}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            print("arena-demo: interrupted; the cluster was stopped", file=sys.stderr)
+            return 130
+        print(format_summary(report))
+        write_report(report, args.json)
+        print(f"arena-demo: report written to {Path(args.json).resolve()}")
+        return 0 if report["failover"]["bots_lost"] == 0 else 1
     secret = {SECRET_ENV: secrets.token_hex(16)}  # shared by the region's two nodes only
     common = ("--tick-rate", str(args.tick_rate), "--log-level", "warning")
     print(

@@ -241,6 +241,14 @@ def format_summary(report: dict[str, Any]) -> str:
             f"false positives {show(shots['false_positive_rate'])}, behind cover "
             f"{show(shots['behind_cover_rate'])}"
         )
+    routing = report.get("routing")
+    if routing:
+        regions = ", ".join(f"{k} {v}" for k, v in routing["players_by_region"].items())
+        lines.append(
+            f"routing     {regions}; mean RTT {routing['mean_rtt_ms']} ms, best "
+            f"{routing['mean_best_rtt_ms']} ms, regret {routing['regret_ms']} ms, "
+            f"{routing['overflowed']} overflowed"
+        )
     failover = report["failover"]
     if failover["events"] or failover["kills"]:
         lines.append(
