@@ -172,6 +172,24 @@ def start_cluster_process(regions: str, tick_rate: int) -> Iterator[dict[str, An
                 process.wait()
 
 
+def demo_run(args: argparse.Namespace, url: str = "", directory: str = "") -> BotRun:
+    """The demo's bots: the foundation's defaults (2 ms jitter, no loss, 100 ms interp)."""
+    return BotRun(
+        url=url,
+        count=args.bots,
+        duration=args.duration,
+        latency=args.latency,
+        jitter_ms=2.0,
+        loss=0.0,
+        clock_offset="uniform(-200ms,200ms)",
+        seed=args.seed,
+        workers=1,
+        interp_delay=0.1,
+        directory=directory,
+        population=args.population,
+    )
+
+
 def regions_demo(args: argparse.Namespace) -> dict[str, Any]:
     print(
         f"arena-demo: starting a cluster: regions {args.regions}, a primary and a standby "
@@ -187,20 +205,7 @@ def regions_demo(args: argparse.Namespace) -> dict[str, Any]:
             f"halfway",
             flush=True,
         )
-        run = BotRun(
-            url="",
-            count=args.bots,
-            duration=args.duration,
-            latency=args.latency,
-            jitter_ms=2.0,
-            loss=0.0,
-            clock_offset="uniform(-200ms,200ms)",
-            seed=args.seed,
-            workers=1,
-            interp_delay=0.1,
-            directory=cluster["directory"],
-            population=args.population,
-        )
+        run = demo_run(args, directory=cluster["directory"])
 
         async def kill_halfway() -> list[dict[str, Any]]:
             await asyncio.sleep(args.duration / 2)
@@ -255,18 +260,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"primary is killed (SIGKILL) at {args.duration / 2:g} s",
                 flush=True,
             )
-            run = BotRun(
-                url=primary.url,
-                count=args.bots,
-                duration=args.duration,
-                latency=args.latency,
-                jitter_ms=2.0,
-                loss=0.0,
-                clock_offset="uniform(-200ms,200ms)",
-                seed=args.seed,
-                workers=1,
-                interp_delay=0.1,
-            )
+            run = demo_run(args, url=primary.url)
 
             async def kill_halfway() -> list[dict[str, Any]]:
                 await asyncio.sleep(args.duration / 2)

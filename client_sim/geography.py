@@ -40,14 +40,21 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import aiohttp
 import numpy as np
 
-from shared.geo import GeoError, LatencyMatrix, default_matrix, draw_homes, parse_population
+from shared.geo import (
+    GeoError,
+    LatencyMatrix,
+    default_matrix,
+    draw_homes,
+    parse_population,
+    parse_regions,
+    split_region,
+)
 
 from .latency import BotParams, Constant, Distribution, LinkProfile, draw_bot
 
@@ -72,53 +79,9 @@ __all__ = [
 DEFAULT_SPREAD = 0.15
 #: The per-bot stream of the factor and last mile; draw_bot uses 0 (RTT), 1 (clock), 2 (link).
 _GEO_STREAM = 3
-#: What the directory accepts as a region name (``server/directory/registry.py``).
-_REGION = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 
 
 # -- regions and locations ---------------------------------------------------------------
-
-
-def _split_region(item: str, known: LatencyMatrix) -> tuple[str, str]:
-    name, at, location = item.partition("@")
-    name, location = name.strip(), location.strip()
-    if not at:
-        location = name
-    if not _REGION.fullmatch(name):
-        raise GeoError(
-            f"region {name!r}: names are 1-32 lowercase letters, digits, '_' or '-', "
-            "starting with a letter"
-        )
-    if location not in known:
-        if not at:
-            raise GeoError(
-                f"region {name!r} is not a location ({', '.join(known.locations)}); "
-                f"name its location too, e.g. {name}@{known.locations[0]}"
-            )
-        raise GeoError(
-            f"region {name!r}: unknown location {location!r} (known: {', '.join(known.locations)})"
-        )
-    return name, location
-
-
-def parse_regions(spec: str, matrix: LatencyMatrix | None = None) -> dict[str, str]:
-    """``"na,eu,us-east@na"`` -> ``{"na": "na", "eu": "eu", "us-east": "na"}`` (in order).
-
-    A region is named after its location or written ``name@location``; names must be
-    valid directory region names and unique. Errors are one-line :class:`GeoError`.
-    """
-    known = matrix or default_matrix()
-    if not isinstance(spec, str) or not spec.strip():
-        raise GeoError("regions: empty; expected e.g. 'na,eu,asia' or 'us-east@na,eu'")
-    regions: dict[str, str] = {}
-    for part in spec.split(","):
-        if not part.strip():
-            raise GeoError(f"regions: empty entry in {spec!r}")
-        name, location = _split_region(part.strip(), known)
-        if name in regions:
-            raise GeoError(f"regions: {name!r} is given twice")
-        regions[name] = location
-    return regions
 
 
 def region_location(
@@ -128,7 +91,7 @@ def region_location(
     listed there, else the region's own name (or ``name@location``) must say it."""
     if regions is not None and region in regions:
         return regions[region]
-    return _split_region(region, matrix or default_matrix())[1]
+    return split_region(region, matrix or default_matrix())[1]
 
 
 def region_rtt(home: str, region_location: str, matrix: LatencyMatrix | None = None) -> float:

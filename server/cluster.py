@@ -48,7 +48,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any, NoReturn
 
-from shared.geo import GeoError, default_matrix
+from shared.geo import GeoError, default_matrix, split_region
 
 from .coordination.base import parse_coordinator_spec
 
@@ -72,7 +72,6 @@ HOST = "127.0.0.1"
 MAX_STANDBYS = 8
 MAX_REGIONS = 16
 _LISTENING = re.compile(r"event=listening url=(\S+)")
-_REGION = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 _LOG_LEVELS = ("debug", "info", "warning", "error")
 _POLL_S = 0.1
 
@@ -100,7 +99,7 @@ def parse_regions(spec: str | list[str] | tuple[str, ...]) -> tuple[RegionSpec, 
 
     A region is named after its location (``na``, ``eu``, ``asia``...) or written
     ``name@location``; names are directory region names and unique. The same rules as
-    :func:`client_sim.geography.parse_regions` (the bots' side). ValueError, one line.
+    :func:`shared.geo.parse_regions` (which the bots use). ValueError, one line.
     """
     known = default_matrix()
     items = spec.split(",") if isinstance(spec, str) else list(spec)
@@ -110,21 +109,7 @@ def parse_regions(spec: str | list[str] | tuple[str, ...]) -> tuple[RegionSpec, 
     for item in items:
         if not isinstance(item, str) or not item.strip():
             raise ValueError(f"regions: empty or non-text entry in {spec!r}")
-        name, at, location = item.strip().partition("@")
-        name, location = name.strip(), (location.strip() if at else name.strip())
-        if not _REGION.fullmatch(name):
-            raise ValueError(
-                f"region {name!r}: names are 1-32 lowercase letters, digits, '_' or '-', "
-                "starting with a letter"
-            )
-        if location not in known:
-            where = ", ".join(known.locations)
-            if not at:
-                raise ValueError(
-                    f"region {name!r} is not a location ({where}); name its location too, "
-                    f"e.g. {name}@{known.locations[0]}"
-                )
-            raise ValueError(f"region {name!r}: unknown location {location!r} (known: {where})")
+        name, location = split_region(item.strip(), known)
         if name in regions:
             raise ValueError(f"regions: {name!r} is given twice")
         regions[name] = RegionSpec(name, location)

@@ -35,7 +35,9 @@ __all__ = [
     "locations",
     "parse_matrix",
     "parse_population",
+    "parse_regions",
     "rtt_ms",
+    "split_region",
 ]
 
 _LOCATION = re.compile(r"[a-z][a-z0-9_-]{0,31}")
@@ -221,3 +223,51 @@ def draw_homes(population: Mapping[str, float] | str, n: int, seed: int) -> tupl
     rng = np.random.default_rng(seed)
     picks = rng.choice(len(names), size=n, p=p / p.sum())
     return tuple(names[int(i)] for i in picks)
+
+
+#: What the directory accepts as a region name (``server/directory/registry.py``).
+_REGION_NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+
+
+def split_region(item: str, known: LatencyMatrix | None = None) -> tuple[str, str]:
+    """``"us-east@na"`` -> ``("us-east", "na")``; ``"eu"`` -> ``("eu", "eu")``."""
+    known = known or default_matrix()
+    name, at, location = item.partition("@")
+    name, location = name.strip(), location.strip()
+    if not at:
+        location = name
+    if not _REGION_NAME.fullmatch(name):
+        raise GeoError(
+            f"region {name!r}: names are 1-32 lowercase letters, digits, '_' or '-', "
+            "starting with a letter"
+        )
+    if location not in known:
+        if not at:
+            raise GeoError(
+                f"region {name!r} is not a location ({', '.join(known.locations)}); "
+                f"name its location too, e.g. {name}@{known.locations[0]}"
+            )
+        raise GeoError(
+            f"region {name!r}: unknown location {location!r} (known: {', '.join(known.locations)})"
+        )
+    return name, location
+
+
+def parse_regions(spec: str, matrix: LatencyMatrix | None = None) -> dict[str, str]:
+    """``"na,eu,us-east@na"`` -> ``{"na": "na", "eu": "eu", "us-east": "na"}`` (in order).
+
+    A region is named after its location or written ``name@location``; names must be
+    valid directory region names and unique. Errors are one-line :class:`GeoError`.
+    """
+    known = matrix or default_matrix()
+    if not isinstance(spec, str) or not spec.strip():
+        raise GeoError("regions: empty; expected e.g. 'na,eu,asia' or 'us-east@na,eu'")
+    regions: dict[str, str] = {}
+    for part in spec.split(","):
+        if not part.strip():
+            raise GeoError(f"regions: empty entry in {spec!r}")
+        name, location = split_region(part.strip(), known)
+        if name in regions:
+            raise GeoError(f"regions: {name!r} is given twice")
+        regions[name] = location
+    return regions
