@@ -48,5 +48,5 @@ class Connection:
             return False
         # With room in the buffer, aiohttp writes synchronously: this await never suspends.
         await self.ws.send_bytes(frame)
-        self._metrics.bytes_out.inc(len(frame))
+        self._metrics.tally_bytes_out += len(frame)
         return True

@@ -411,6 +411,7 @@ class Node:
             log.warning("event=leadership_lost tick=%d %s", tick, self.log_context)
             self.step_down(self.matches.epoch)
         duration = self.clock() - began
+        self.metrics.flush()
         self.stats.record(duration)
         self.metrics.tick_duration.observe(duration)
         self.metrics.ticks.inc()
@@ -496,7 +497,7 @@ class Node:
             await connection.ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"offences")
 
     async def handle_frame(self, connection: Connection, data: bytes) -> None:
-        self.metrics.bytes_in.inc(len(data))
+        self.metrics.tally_bytes_in += len(data)
         try:
             message = protocol.decode_client(data)
         except protocol.ProtocolError as error:
@@ -506,10 +507,10 @@ class Node:
             match = self.matches[connection.match]
             verdict = match.receive_input(connection.slot, message, self.server_time())
             if verdict is InputVerdict.ACCEPTED:
-                self.metrics.inputs_applied.inc()
+                self.metrics.tally_inputs_applied += 1
             elif verdict is InputVerdict.CLAMPED:
-                self.metrics.inputs_applied.inc()
-                self.metrics.inputs_clamped.inc()
+                self.metrics.tally_inputs_applied += 1
+                self.metrics.tally_inputs_clamped += 1
             else:
                 self.metrics.inputs_rejected.labels(verdict.value).inc()
         elif isinstance(message, PingMessage):

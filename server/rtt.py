@@ -41,8 +41,13 @@ class RttEstimator:
     def observe(self, sample: float) -> None:
         if sample < 0.0:
             return
-        self._samples.append(sample)
-        self._estimate = min(self._samples)
+        samples = self._samples
+        evicted = samples[0] if len(samples) == samples.maxlen else None
+        samples.append(sample)
+        if self._estimate is None or sample <= self._estimate:
+            self._estimate = sample
+        elif evicted == self._estimate:
+            self._estimate = min(samples)  # the minimum left the window: look again
 
     @property
     def estimate(self) -> float | None:

@@ -13,6 +13,8 @@ verdicts (bit for bit on the CPU; see ``cuda.py`` for the GPU's last-bit caveat)
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from types import ModuleType
 from typing import Literal
@@ -39,6 +41,9 @@ __all__ = [
 ]
 
 BackendName = Literal["auto", "cpu", "cuda", "reference"]
+
+#: Batches smaller than this run on one thread (see ``HitValidator._threads_for``).
+PARALLEL_MIN_SHOTS = 256
 
 #: How far from 1 a hitscan direction's length may be before it is refused as misuse.
 _UNIT_TOLERANCE = 1e-6
@@ -338,6 +343,23 @@ class HitValidator:
     def __repr__(self) -> str:
         return f"HitValidator(backend={self.backend!r}, broad_phase={self.broad_phase})"
 
+    @contextlib.contextmanager
+    def _threads_for(self, shots: int) -> Iterator[None]:
+        """One thread for a tick-sized batch: waking numba's worker threads costs
+        milliseconds on a busy machine (measured under load: 3-5 ms a call with two threads,
+        well under 0.1 ms with one), more than a few dozen shots take to judge."""
+        if self.backend != "cpu" or shots >= PARALLEL_MIN_SHOTS:
+            yield
+            return
+        import numba
+
+        before = numba.get_num_threads()
+        numba.set_num_threads(1)
+        try:
+            yield
+        finally:
+            numba.set_num_threads(before)
+
     def _options(self, broad_phase: bool | None) -> dict[str, bool]:
         if self.backend == "reference":
             return {}
@@ -358,19 +380,20 @@ class HitValidator:
             out = HitscanResults.allocate(n)
         else:
             _check_out(out, n)
-        self._module.resolve_hitscan(
-            *history.arrays(),
-            self.box_min,
-            self.box_max,
-            shots.match,
-            shots.shooter,
-            shots.origin,
-            shots.direction,
-            shots.max_range,
-            shots.view_time,
-            *out.arrays(),
-            **self._options(broad_phase),
-        )
+        with self._threads_for(n):
+            self._module.resolve_hitscan(
+                *history.arrays(),
+                self.box_min,
+                self.box_max,
+                shots.match,
+                shots.shooter,
+                shots.origin,
+                shots.direction,
+                shots.max_range,
+                shots.view_time,
+                *out.arrays(),
+                **self._options(broad_phase),
+            )
         return out
 
     def resolve_projectiles(
@@ -388,23 +411,24 @@ class HitValidator:
             out = ProjectileResults.allocate(n)
         else:
             _check_out(out, n)
-        self._module.resolve_projectiles(
-            *history.arrays(),
-            self.box_min,
-            self.box_max,
-            projectiles.match,
-            projectiles.shooter,
-            projectiles.origin,
-            projectiles.velocity,
-            projectiles.gravity,
-            projectiles.spawn_time,
-            projectiles.end_time,
-            projectiles.expire_time,
-            *out.arrays(),
-            self.max_step,
-            self.max_substeps,
-            **self._options(broad_phase),
-        )
+        with self._threads_for(n):
+            self._module.resolve_projectiles(
+                *history.arrays(),
+                self.box_min,
+                self.box_max,
+                projectiles.match,
+                projectiles.shooter,
+                projectiles.origin,
+                projectiles.velocity,
+                projectiles.gravity,
+                projectiles.spawn_time,
+                projectiles.end_time,
+                projectiles.expire_time,
+                *out.arrays(),
+                self.max_step,
+                self.max_substeps,
+                **self._options(broad_phase),
+            )
         return out
 
     def warm_up(self) -> None:
