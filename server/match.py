@@ -276,7 +276,7 @@ class Match:
     def snapshot_for(self, result: TickResult, slot: int) -> bytes:
         """One client's frame of a tick: its ack and own full-precision state + the body."""
         world = self.world
-        you = np.concatenate((world.pos[slot], world.vel[slot]))
+        you = world.pos[slot].tolist() + world.vel[slot].tolist()
         return protocol.encode_snapshot(result.body, self.seats[slot].inputs.acked, you)
 
     def mark_sent(self, tick: int, sent_at: float) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -443,6 +443,8 @@ def _decode(data: bytes, types: dict[str, type[Message]], max_bytes: int) -> Mes
     if not isinstance(raw, dict):
         raise MalformedFrame("frame is not a msgpack map")
     kind = raw.pop("type", None)
+    if kind == "input" and types is _CLIENT_TYPES and (fast := _fast_input(raw)) is not None:
+        return fast
     cls = types.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise UnknownMessageType(f"unknown message type {str(kind)[:32]!r}")
@@ -455,6 +457,58 @@ def _decode(data: bytes, types: dict[str, type[Message]], max_bytes: int) -> Mes
     except TypeError:
         missing = sorted(fields.keys() - raw.keys())
         raise InvalidField(f"{kind}: missing field {missing[0] if missing else '?'!r}") from None
+
+
+_INPUT_KEYS = frozenset(InputMessage.FIELDS)
+
+
+def _fast_input(raw: dict[Any, Any]) -> InputMessage | None:
+    """The valid ``input`` frame, 60 times a second per player, checked inline.
+
+    It accepts exactly what the general path accepts when every value already has its
+    wire type (ints as ints, floats as floats); anything else returns None and takes the
+    general path, which builds the precise error. ``v - v == 0`` is false for NaN and inf.
+    """
+    if raw.keys() != _INPUT_KEYS:
+        return None
+    seq, tick, ack, move = raw["seq"], raw["tick"], raw["ack_tick"], raw["move"]
+    yaw, pitch, buttons, view = raw["yaw"], raw["pitch"], raw["buttons"], raw["view_time"]
+    if not (
+        type(seq) is int
+        and 0 <= seq <= U32_MAX
+        and type(tick) is int
+        and 0 <= tick <= MAX_TICK
+        and type(ack) is int
+        and -1 <= ack <= MAX_TICK
+        and type(buttons) is int
+        and 0 <= buttons <= 255
+        and type(move) is list
+        and len(move) == 2
+        and type(mx := move[0]) is float
+        and type(my := move[1]) is float
+        and -1e6 <= mx <= 1e6
+        and -1e6 <= my <= 1e6
+        and type(yaw) is float
+        and yaw - yaw == 0.0
+        and type(pitch) is float
+        and pitch - pitch == 0.0
+        and type(view) is float
+        and 0.0 <= view <= 1e9
+    ):
+        return None
+    message = object.__new__(InputMessage)
+    for name, value in (
+        ("seq", seq),
+        ("tick", tick),
+        ("move", (mx, my)),
+        ("yaw", yaw),
+        ("pitch", pitch),
+        ("buttons", buttons),
+        ("view_time", view),
+        ("ack_tick", ack),
+    ):
+        object.__setattr__(message, name, value)
+    return message
 
 
 def decode_client(data: bytes) -> ClientMessage:
@@ -544,7 +598,7 @@ _YOU_KEY_AND_ARRAY = msgpack.packb("you") + bytes([0x96])  # then a fixarray of 
 _YOU_FLOATS = struct.Struct(">B d B d B d B d B d B d")  # each float64 tagged 0xcb
 
 
-def encode_snapshot(body: bytes, ack: int, you: np.ndarray) -> bytes:
+def encode_snapshot(body: bytes, ack: int, you: Sequence[float]) -> bytes:
     """One client's snapshot frame: map header + its ack and own state + the shared body.
 
     ``you`` is this client's own position and velocity at full float64 precision, so its

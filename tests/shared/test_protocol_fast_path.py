@@ -1,0 +1,81 @@
+"""The inline input decoder must agree with the general, table-driven one."""
+
+from __future__ import annotations
+
+import math
+
+import msgpack
+from hypothesis import given
+from hypothesis import strategies as st
+
+from shared.protocol import InputMessage, ProtocolError, _fast_input, decode_client
+
+values = st.one_of(
+    st.integers(-(2**64) + 1, 2**64 - 1),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.booleans(),
+    st.none(),
+    st.text(max_size=3),
+    st.lists(st.floats(allow_nan=True), max_size=3),
+)
+plausible = st.fixed_dictionaries(
+    {
+        "type": st.just("input"),
+        "seq": st.one_of(st.integers(-5, 2**32 + 5), values),
+        "tick": st.one_of(st.integers(-5, 10**6), values),
+        "ack_tick": st.one_of(st.integers(-3, 10**6), values),
+        "move": st.one_of(st.lists(st.floats(-2e6, 2e6), min_size=2, max_size=2), values),
+        "yaw": st.one_of(st.floats(-4.0, 4.0), values),
+        "pitch": st.one_of(st.floats(-2.0, 2.0), values),
+        "buttons": st.one_of(st.integers(-3, 300), values),
+        "view_time": st.one_of(st.floats(-1.0, 2e9), values),
+    },
+    optional={"extra": values},
+)
+
+
+def general(data: bytes) -> InputMessage | str:
+    """What the table-driven path says, with the fast path out of the way."""
+    raw = msgpack.unpackb(data, raw=False)
+    raw.pop("type")
+    try:
+        return InputMessage(**raw)
+    except (ProtocolError, TypeError) as error:
+        return type(error).__name__
+
+
+@given(plausible)
+def test_the_fast_path_accepts_only_what_the_general_path_accepts(frame: dict) -> None:
+    data = msgpack.packb(frame, use_bin_type=True)
+    body = dict(frame)
+    body.pop("type")
+    fast = _fast_input(body)
+    expected = general(data)
+    if fast is not None:
+        assert isinstance(expected, InputMessage)
+        assert fast == expected
+        assert all(math.isfinite(v) for v in (*fast.move, fast.yaw, fast.pitch, fast.view_time))
+    try:
+        decoded: InputMessage | str = decode_client(data)  # type: ignore[assignment]
+    except ProtocolError as error:
+        decoded = type(error).__name__
+    if isinstance(expected, InputMessage):
+        assert decoded == expected
+    else:
+        assert not isinstance(decoded, InputMessage)
+
+
+def test_a_valid_input_takes_the_fast_path_and_equals_the_general_one() -> None:
+    frame = {
+        "type": "input",
+        "seq": 7,
+        "tick": 3,
+        "ack_tick": -1,
+        "move": [0.5, -0.5],
+        "yaw": 1.0,
+        "pitch": 0.25,
+        "buttons": 2,
+        "view_time": 1.5,
+    }
+    body = {k: v for k, v in frame.items() if k != "type"}
+    assert _fast_input(body) == InputMessage(7, 3, (0.5, -0.5), 1.0, 0.25, 2, 1.5, -1)
