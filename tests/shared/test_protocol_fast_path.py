@@ -1,4 +1,4 @@
-"""The inline input decoder must agree with the general, table-driven one."""
+"""The inline decoders (inputs, snapshots) must agree with the general, table-driven one."""
 
 from __future__ import annotations
 
@@ -8,10 +8,18 @@ import msgpack
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.protocol import InputMessage, ProtocolError, _fast_input, decode_client
+from shared.protocol import (
+    InputMessage,
+    ProtocolError,
+    SnapshotMessage,
+    _fast_input,
+    _fast_snapshot,
+    decode_client,
+    decode_server,
+)
 
 values = st.one_of(
-    st.integers(-(2**64) + 1, 2**64 - 1),
+    st.integers(-(2**63), 2**64 - 1),  # what msgpack can carry
     st.floats(allow_nan=True, allow_infinity=True),
     st.booleans(),
     st.none(),
@@ -79,3 +87,43 @@ def test_a_valid_input_takes_the_fast_path_and_equals_the_general_one() -> None:
     }
     body = {k: v for k, v in frame.items() if k != "type"}
     assert _fast_input(body) == InputMessage(7, 3, (0.5, -0.5), 1.0, 0.25, 2, 1.5, -1)
+
+
+snapshots = st.fixed_dictionaries(
+    {
+        "type": st.just("snapshot"),
+        "tick": st.one_of(st.integers(-2, 10**6), values),
+        "server_time": st.one_of(st.floats(-1.0, 1e6), values),
+        "epoch": st.one_of(st.integers(-2, 10), values),
+        "ack": st.one_of(st.integers(-3, 10**6), values),
+        "you": st.one_of(st.lists(st.floats(-2e9, 2e9), min_size=6, max_size=6), values),
+        "entities": st.one_of(st.binary(max_size=52), values),
+        "events": st.one_of(
+            st.lists(st.dictionaries(st.text(max_size=3), st.integers(), max_size=2), max_size=3),
+            values,
+        ),
+    },
+    optional={"extra": values},
+)
+
+
+@given(snapshots)
+def test_the_snapshot_fast_path_accepts_only_what_the_general_path_accepts(frame: dict) -> None:
+    data = msgpack.packb(frame, use_bin_type=True)
+    raw = msgpack.unpackb(data, raw=False)
+    raw.pop("type")
+    try:
+        expected: SnapshotMessage | str = SnapshotMessage(**raw)
+    except (ProtocolError, TypeError) as error:
+        expected = type(error).__name__
+    fast = _fast_snapshot(dict(raw))
+    if fast is not None:
+        assert fast == expected
+    try:
+        decoded: SnapshotMessage | str = decode_server(data)  # type: ignore[assignment]
+    except ProtocolError as error:
+        decoded = type(error).__name__
+    if isinstance(expected, SnapshotMessage):
+        assert decoded == expected
+    else:
+        assert not isinstance(decoded, SnapshotMessage)
