@@ -169,8 +169,10 @@ class Swarm:
         self.predictor.authoritative(bot.index, snapshot.ack, you)
         records = protocol.unpack_entities(snapshot.entities)
         bot.snapshots.push(snapshot.server_time, records)
+        if not snapshot.events and not self.shooting.awaiting[bot.index]:
+            return  # nothing happened and nothing is in flight: the common case, kept cheap
         assert bot.welcome is not None
-        was_alive = self.shooting.alive[bot.index]
+        was_alive = bool(self.shooting.alive[bot.index])
         respawned = self.shooting.on_snapshot(
             bot.index,
             bot.welcome.player_id,
@@ -180,9 +182,9 @@ class Swarm:
             self.predictor.pos[bot.index],
             lambda: bot.snapshots.view(self._render_time(bot)),
         )
-        alive = self.shooting.alive[bot.index]
-        self.predictor.unscored[bot.index] = not alive
-        if respawned or (was_alive and not alive):
+        alive = bool(self.shooting.alive[bot.index])
+        if alive != was_alive or respawned:
+            self.predictor.unscored[bot.index] = not alive
             self.predictor.skip_next[bot.index] = True
 
     def _render_time(self, bot: Bot) -> float:
