@@ -47,13 +47,14 @@ __all__ = [
     "UnknownMessageType",
     "VersionMismatch",
     "WelcomeMessage",
-    "decode",
     "decode_client",
     "decode_server",
     "encode",
     "encode_input",
     "encode_snapshot",
     "encode_snapshot_body",
+    "entity_pitch",
+    "entity_yaw",
     "pack_entities",
     "unpack_entities",
 ]
@@ -562,9 +563,6 @@ def decode_client(data: bytes) -> ClientMessage:
 def decode_server(data: bytes) -> ServerMessage:
     """Decode a frame a server sent (used by bots and by the tests)."""
     return _decode(data, _SERVER_TYPES, MAX_SERVER_FRAME_BYTES)  # type: ignore[return-value]
-
-
-decode = decode_client
 
 
 # ---------------------------------------------------------------------------------------
