@@ -99,7 +99,10 @@ snapshots = st.fixed_dictionaries(
         "you": st.one_of(st.lists(st.floats(-2e9, 2e9), min_size=6, max_size=6), values),
         "entities": st.one_of(st.binary(max_size=52), values),
         "events": st.one_of(
-            st.lists(st.dictionaries(st.text(max_size=3), st.integers(), max_size=2), max_size=3),
+            st.lists(
+                st.dictionaries(st.text(max_size=3), st.integers(-(2**63), 2**64 - 1), max_size=2),
+                max_size=3,
+            ),
             values,
         ),
     },
