@@ -203,10 +203,7 @@ class Bot:
         if self.welcome is not None and self.failovers and self.failovers[-1].epoch_after < 0:
             event = self.failovers[-1]
             event.epoch_after, event.ack_after = welcome.epoch, welcome.ack
-            # Everything the new primary has not applied goes again, in order.
-            for seq, frame in list(self.sent_frames):
-                if seq > welcome.ack:
-                    self.send(frame)
+            self._resend_after(welcome.ack)
         elif self.welcome is not None and welcome.epoch > self.epoch:
             # The spare was welcomed before the loss of the old primary was noticed.
             self.failovers.append(
@@ -220,13 +217,17 @@ class Bot:
                     via_spare=True,
                 )
             )
-            for seq, frame in list(self.sent_frames):
-                if seq > welcome.ack:
-                    self.send(frame)
+            self._resend_after(welcome.ack)
         self.welcome = welcome
         self.welcomed_local = self.local_time()
         self.epoch = max(self.epoch, welcome.epoch)
         self._changed.set()
+
+    def _resend_after(self, ack: int) -> None:
+        """Everything the new primary has not applied goes again, in order."""
+        for seq, frame in list(self.sent_frames):
+            if seq > ack:
+                self.send(frame)
 
     def standbys_changed(self, message: protocol.StandbysMessage) -> None:
         """The primary names a new set of standbys: move the spare if it is elsewhere."""

@@ -189,11 +189,15 @@ class Node:
             capacity=0 if self.shutting_down else self.matches.capacity,
         )
 
-    def player_endpoints(self) -> tuple[str, ...]:
-        """Where a player goes if this node disappears: the region's other nodes."""
+    def peer_urls(self) -> list[str]:
+        """The region's other nodes: configured, and standbys that connected (base URLs)."""
         peers = dict.fromkeys([*self.config.peers, *self.learned_peers.values()])
         peers.pop(self.config.public_url, None)
-        return tuple(peer.rstrip("/") + "/ws" for peer in peers if peer)
+        return [peer for peer in peers if peer]
+
+    def player_endpoints(self) -> tuple[str, ...]:
+        """Where a player goes if this node disappears: the region's other nodes."""
+        return tuple(peer.rstrip("/") + "/ws" for peer in self.peer_urls())
 
     # -- the role loop --------------------------------------------------------------------
 
@@ -296,9 +300,7 @@ class Node:
             except (aiohttp.ClientError, TimeoutError, ValueError):
                 return None
 
-        peers = dict.fromkeys([*self.config.peers, *self.learned_peers.values()])
-        peers.pop(self.config.public_url, None)
-        answers = await asyncio.gather(*(ask(peer) for peer in peers if peer))
+        answers = await asyncio.gather(*(ask(peer) for peer in self.peer_urls()))
         return [a for a in answers if a is not None]
 
     async def _find_primary(self) -> str | None:

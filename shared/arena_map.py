@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .jsonfile import read_json
+
 __all__ = ["BOX_KINDS", "ArenaMap", "MapError", "default_map", "load_map"]
 
 BOX_KINDS = ("wall", "cover")
@@ -109,15 +111,7 @@ def parse_map(document: object) -> ArenaMap:
 
 def load_map(path: str | Path) -> ArenaMap:
     """Load a map from a JSON file, with one-line errors for users."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise MapError(f"cannot read map file {path}: {exc.strerror}") from None
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise MapError(f"map file {path} is not valid JSON: {exc}") from None
-    return parse_map(document)
+    return parse_map(read_json(path, "map file", MapError))
 
 
 def default_map() -> ArenaMap:

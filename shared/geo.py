@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .jsonfile import read_json
+
 __all__ = [
     "GeoError",
     "LatencyMatrix",
@@ -145,15 +147,7 @@ def parse_matrix(document: object) -> LatencyMatrix:
 
 def load_matrix(path: str | Path) -> LatencyMatrix:
     """Load and validate a matrix file, with one-line errors."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise GeoError(f"cannot read latency matrix {path}: {exc.strerror}") from None
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise GeoError(f"latency matrix {path} is not valid JSON: {exc}") from None
-    return parse_matrix(document)
+    return parse_matrix(read_json(path, "latency matrix", GeoError))
 
 
 @functools.cache
