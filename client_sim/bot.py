@@ -19,15 +19,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import itertools
 from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import aiohttp
-
 from shared import protocol
 
+from . import websocket
 from .clock_sync import ClockSync
 from .interpolation import SnapshotBuffer
 from .latency import BotParams
@@ -71,7 +71,7 @@ class FailoverEvent:
 class _Connection:
     id: int
     url: str
-    ws: aiohttp.ClientWebSocketResponse
+    ws: websocket.WebSocketClient
     closed: bool = False  # the close has reached the bot (through the down line)
 
 
@@ -109,18 +109,19 @@ class Bot:
         self._spare: int | None = None
         self._ids = itertools.count()
         self._delivering: int | None = None
-        self._outbox: deque[tuple[int, bytes]] = deque()
-        self._wake = asyncio.Event()
         self._changed = asyncio.Event()
+        self._next_spare_at = 0.0
+        self._closing: set[asyncio.Task[None]] = set()
         self._loop = asyncio.get_running_loop()
 
     def local_time(self) -> float:
         """This bot's own clock: the true one plus the modelled offset."""
         return self._loop.time() + self.params.clock_offset
 
-    def server_time(self) -> float:
-        """The bot's estimate of server time now (from pongs; from the welcome until then)."""
-        now = self.local_time()
+    def server_time(self, local: float | None = None) -> float:
+        """The bot's estimate of server time at its local time ``local`` (default: now),
+        from pongs, or from the welcome until the first pong."""
+        now = self.local_time() if local is None else local
         if self.clock.samples:
             return self.clock.server_time(now)
         assert self.welcome is not None
@@ -138,55 +139,40 @@ class Bot:
         target = self._active if connection is None else connection
         if target is None:
             return
-        due = self.link.up.schedule(self._loop.time(), (target, frame))
-        self.swarm.pump.at(due, self._release_up)
+        due = self.link.up.schedule(self._loop.time())
+        self.swarm.pump.at(due, self._release_up, (target, frame))
 
     def send_input(self, seq: int, frame: bytes) -> None:
         self.sent_frames.append((seq, frame))
         self.send(frame)
         self.inputs_sent += 1
 
-    def _release_up(self, due: float) -> None:
-        self._outbox.extend(self.link.up.pop_due(due))
-        self._wake.set()
+    def _release_up(self, packet: tuple[int, bytes]) -> None:
+        connection = self._connections.get(packet[0])
+        # A frame for a connection that is gone is lost with it, like data in flight.
+        if connection is not None and connection.ws.send(packet[1]):
+            self.bytes_up += len(packet[1])
 
-    def _release_down(self, due: float) -> None:
-        for connection_id, data in self.link.down.pop_due(due):
+    def _arrived(self, connection_id: int, data: bytes) -> None:
+        """A frame came off the socket: it reaches the bot when the down line releases it."""
+        due = self.link.down.schedule(self._loop.time())
+        self.swarm.pump.at(due, self._release_down, (connection_id, data))
+
+    def _ended(self, connection_id: int) -> None:
+        """The socket closed: the bot learns of it after everything sent before the close."""
+        self._arrived(connection_id, _CLOSED)
+
+    def _release_down(self, packet: tuple[int, bytes]) -> None:
+        connection_id, data = packet
+        if data is _CLOSED:
             connection = self._connections.get(connection_id)
-            if data is _CLOSED:
-                if connection is not None:
-                    connection.closed = True
-                self._changed.set()
-            else:
-                self._delivering = connection_id
-                self.swarm.deliver(self, data)
-                self._delivering = None
-
-    async def _write(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._outbox:
-                connection_id, frame = self._outbox.popleft()
-                connection = self._connections.get(connection_id)
-                if connection is None or connection.ws.closed:
-                    continue  # that connection is gone, and what was in flight with it
-                try:
-                    await connection.ws.send_bytes(frame)
-                except (aiohttp.ClientError, ConnectionError):
-                    continue
-                self.bytes_up += len(frame)
-
-    async def _read(self, connection: _Connection) -> None:
-        with contextlib.suppress(aiohttp.ClientError, ConnectionError):
-            async for message in connection.ws:
-                if message.type is aiohttp.WSMsgType.BINARY:
-                    due = self.link.down.schedule(self._loop.time(), (connection.id, message.data))
-                    self.swarm.pump.at(due, self._release_down)
-        # The close travels the same path as the data: the bot learns of it only after
-        # everything sent before it has arrived.
-        due = self.link.down.schedule(self._loop.time(), (connection.id, _CLOSED))
-        self.swarm.pump.at(due, self._release_down)
+            if connection is not None:
+                connection.closed = True
+            self._changed.set()
+        else:
+            self._delivering = connection_id
+            self.swarm.deliver(self, data)
+            self._delivering = None
 
     # -- what the swarm tells the bot ------------------------------------------------------
 
@@ -259,39 +245,40 @@ class Bot:
     def _retire(self, connection_id: int) -> None:
         connection = self._connections.pop(connection_id, None)
         if connection is not None and not connection.ws.closed:
-            self._loop.create_task(connection.ws.close())
+            closing = self._loop.create_task(connection.ws.close())
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
 
-    async def _open(
-        self, group: asyncio.TaskGroup, session: aiohttp.ClientSession, url: str
-    ) -> int | None:
+    async def _open(self, url: str) -> int | None:
         """Connect to ``url`` and send a join (with our token once we have one)."""
         config = self.swarm.config
+        connection_id = next(self._ids)
         try:
             async with asyncio.timeout(config.connect_timeout):
-                ws = await session.ws_connect(
+                ws = await websocket.connect(
                     url,
-                    compress=0,
-                    max_msg_size=protocol.MAX_SERVER_FRAME_BYTES + 4096,
-                    autoping=True,
+                    functools.partial(self._arrived, connection_id),
+                    functools.partial(self._ended, connection_id),
+                    max_size=protocol.MAX_SERVER_FRAME_BYTES,
                 )
-                await asyncio.sleep(CONNECT_ROUND_TRIPS * self.params.rtt)
-        except (aiohttp.ClientError, OSError, TimeoutError) as error:
+        except (OSError, TimeoutError, ValueError) as error:  # ValueError: not a ws URL
             if self.welcome is None:
                 self.swarm.note_error(f"connect_failed:{type(error).__name__}")
             else:
                 self.connect_failures += 1  # during a failover, dead nodes are expected
             return None
-        connection = _Connection(next(self._ids), url, ws)
-        self._connections[connection.id] = connection
-        group.create_task(self._read(connection))
+        connection = _Connection(connection_id, url, ws)
+        self._connections[connection_id] = connection
+        # The handshake happened at loopback speed; the modelled link charges its round trips.
+        await asyncio.sleep(CONNECT_ROUND_TRIPS * self.params.rtt)
         join = protocol.JoinMessage(
             protocol.PROTOCOL_VERSION,
             f"{config.name_prefix}-{self.params.index}",
             token=self.welcome.token if self.welcome is not None else self.first_token,
             interp_delay=config.interp_delay,
         )
-        self.send(protocol.encode(join), connection.id)
-        return connection.id
+        self.send(protocol.encode(join), connection_id)
+        return connection_id
 
     def _standby_url(self) -> str | None:
         if self.welcome is None or self._active is None:
@@ -313,55 +300,62 @@ class Bot:
     def welcomed_at_loop(self) -> float:
         return self.welcomed_local - self.params.clock_offset
 
-    async def run(self, session: aiohttp.ClientSession, stop: asyncio.Event) -> None:
+    def needs_attention(self, now: float) -> bool:
+        """Whether :meth:`_play` has something to do now (the swarm's watchdog asks)."""
+        if self.welcome is None:
+            return False  # connecting: _play is awake already, or waits for the close
+        if self._spare is None and now >= self._next_spare_at and self._standby_url():
+            return True
+        return self._lost_active()
+
+    def wake(self) -> None:
+        self._changed.set()
+
+    async def run(self, stop: asyncio.Event) -> None:
         """Play until ``stop``, keeping a spare on a standby and switching on failover."""
         try:
-            async with asyncio.TaskGroup() as group:
-                writer = group.create_task(self._write())
-                try:
-                    await self._play(group, session, stop)
-                finally:
-                    writer.cancel()
-                    for connection in list(self._connections.values()):
-                        await connection.ws.close()
-        except* (aiohttp.ClientError, ConnectionError) as lost:
-            for cause in lost.exceptions:
-                self.swarm.note_error(f"connection_lost:{type(cause).__name__}")
+            await self._play(stop)
+        finally:
+            await asyncio.gather(
+                *(connection.ws.close() for connection in self._connections.values()),
+                *self._closing,
+            )
 
-    async def _play(
-        self, group: asyncio.TaskGroup, session: aiohttp.ClientSession, stop: asyncio.Event
-    ) -> None:
+    async def _play(self, stop: asyncio.Event) -> None:
+        """React to what changed: a welcome, a close, a missing spare, a silent primary.
+
+        Nothing here polls: deliveries and the swarm's watchdog set ``_changed``.
+        """
         config = self.swarm.config
         give_up_at = self._loop.time() + config.connect_timeout
-        self._active = await self._open(group, session, self.url)
-        next_spare_at = 0.0
+        self._active = await self._open(self.url)
         while not stop.is_set():
+            if self._active is None and self.welcome is None:
+                if self._loop.time() > give_up_at:
+                    return
+                await asyncio.sleep(RECONNECT_BACKOFF_S)
+                self._active = await self._open(self.url)
+                continue
             self._changed.clear()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(0.1):
-                    await self._changed.wait()
+            await self._changed.wait()
             now = self._loop.time()
             if self.welcome is None:
-                if self._active is None or self._connections[self._active].closed:
-                    if now > give_up_at:
-                        return
-                    await asyncio.sleep(RECONNECT_BACKOFF_S)
-                    self._active = await self._open(group, session, self.url)
+                if self._active is not None and self._connections[self._active].closed:
+                    self._retire(self._active)
+                    self._active = None
                 continue
             spare = self._connections.get(self._spare) if self._spare is not None else None
             if spare is not None and spare.closed:
                 self._retire(spare.id)
                 self._spare, spare = None, None
-            if spare is None and now >= next_spare_at and (url := self._standby_url()):
-                self._spare = await self._open(group, session, url)
-                next_spare_at = now + SPARE_RETRY_S
+            if spare is None and now >= self._next_spare_at and (url := self._standby_url()):
+                self._next_spare_at = now + SPARE_RETRY_S
+                self._spare = await self._open(url)
             if self._lost_active():
-                await self._fail_over(group, session, stop)
+                await self._fail_over(stop)
                 give_up_at = self._loop.time() + RECONNECT_GIVE_UP_S
 
-    async def _fail_over(
-        self, group: asyncio.TaskGroup, session: aiohttp.ClientSession, stop: asyncio.Event
-    ) -> None:
+    async def _fail_over(self, stop: asyncio.Event) -> None:
         """The active connection is gone: the spare first, then every node in turn."""
         lost = self._active
         self._active = None
@@ -386,7 +380,7 @@ class Bot:
         for url in itertools.cycle(endpoints):
             if stop.is_set() or self._loop.time() > give_up:
                 return
-            attempt = await self._open(group, session, url)
+            attempt = await self._open(url)
             if attempt is not None:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(4 * self.params.rtt + 0.5):

@@ -13,9 +13,10 @@ import math
 import numpy as np
 
 from shared.arena_map import ArenaMap
-from shared.hitbox import ray_world_entry
 from shared.movement import BUTTON_JUMP, PLAYER_RADIUS
 from shared.weapons import EYE_HEIGHT
+
+from .sight import sight_blocked
 
 __all__ = ["BotIntent", "Brain"]
 
@@ -27,6 +28,38 @@ PACE_SPEED = 0.9  # of full speed
 
 CHEST_HEIGHT = 1.2  # where bots look and aim: the torso capsule's middle
 COVER_STANDOFF = PLAYER_RADIUS + 0.4  # how far from a crate's face a bot crouches behind it
+GLANCES = 3  # how many of the nearest enemies a bot checks for a clear line of sight
+COVER_CHOICES = 8  # how many of the nearest cover points a bot considers when it is spotted
+
+
+def _nearest_per_group(distance: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` smallest finite values of each consecutive group, ordered by
+    group, then value (ties: lower index first). Groups have ``counts`` values each.
+
+    ``k`` rounds of a per-group minimum (``reduceat``): linear in the values, where one
+    sort of every bot's enemies at once cost milliseconds a tick.
+    """
+    remaining = distance.copy()
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))[counts > 0]
+    group = np.repeat(np.arange(len(counts)), counts)
+    found: list[np.ndarray] = []
+    for _ in range(k):
+        if not len(starts):
+            break
+        least = np.minimum.reduceat(remaining, starts)
+        where = np.flatnonzero(
+            (remaining == np.repeat(least, counts[counts > 0])) & np.isfinite(remaining)
+        )
+        if not len(where):
+            break
+        _, first = np.unique(group[where], return_index=True)
+        picked = where[first]
+        remaining[picked] = np.inf
+        found.append(picked)
+    if not found:
+        return np.zeros(0, dtype=np.int64)
+    chosen = np.concatenate(found)
+    return chosen[np.lexsort((np.arange(len(chosen)), group[chosen]))]
 
 
 class BotIntent:
@@ -95,56 +128,80 @@ class Brain:
     def perceive(
         self, bot: int, own: np.ndarray, enemies: np.ndarray, enemy_ids: np.ndarray, now: float
     ) -> None:
-        """Note the nearest enemy in range that the bot can see (feet positions ``(K, 3)``).
+        """One bot's glance: :meth:`perceive_many` for a single bot."""
+        self.perceive_many(np.array([bot]), own[None], [enemies], [enemy_ids], now)
 
-        Walls and cover hide enemies: the line from this bot's eye to the enemy's chest
-        must be clear. Only the three nearest are checked, as a player glances around.
+    def perceive_many(
+        self,
+        bots: np.ndarray,
+        own: np.ndarray,
+        enemies: list[np.ndarray],
+        enemy_ids: list[np.ndarray],
+        now: float,
+    ) -> None:
+        """Each of ``bots`` notes the nearest enemy in range that it can see.
+
+        ``own`` is the bots' feet ``(B, 3)``; ``enemies[k]`` and ``enemy_ids[k]`` are the feet
+        ``(K, 3)`` and ids of what bot ``k`` renders. Walls and cover hide enemies: the line
+        from the bot's eye to the enemy's chest must be clear. Only the three nearest are
+        checked, as a player glances around. All bots' sight lines are tested in one pass.
         """
-        if len(enemies):
-            distance = np.linalg.norm(enemies[:, :2] - own[:2], axis=1)
-            eye = own + (0.0, 0.0, EYE_HEIGHT)
-            for nearest in np.argsort(distance)[:3].tolist():
-                if distance[nearest] > self.engage_range:
-                    break
-                chest = enemies[nearest] + (0.0, 0.0, CHEST_HEIGHT)
-                if self._blocked(eye, chest):
-                    continue
-                newly = not self.has_threat[bot] or self.threat_id[bot] != enemy_ids[nearest]
-                self.threat[bot] = enemies[nearest]
-                self.threat_id[bot] = enemy_ids[nearest]
-                self.has_threat[bot] = True
-                if newly:
-                    self.threat_since[bot] = now
-                    if self.rng.random() < self.cover_seeking:
-                        self._seek_cover(bot, own, now)
-                return
-        self.has_threat[bot] = False
-        self.threat_id[bot] = -1
-        self.in_cover_mode[bot] = False
+        counts = np.fromiter((len(e) for e in enemies), dtype=np.int64, count=len(bots))
+        owner = np.repeat(np.arange(len(bots)), counts)
+        positions = np.concatenate(enemies) if counts.sum() else np.zeros((0, 3))
+        ids = np.concatenate(enemy_ids) if counts.sum() else np.zeros(0, dtype=np.int64)
+        distance = np.hypot(positions[:, 0] - own[owner, 0], positions[:, 1] - own[owner, 1])
+        glanced = _nearest_per_group(
+            np.where(distance <= self.engage_range, distance, np.inf), counts, GLANCES
+        )
+        eyes = own[owner[glanced]] + (0.0, 0.0, EYE_HEIGHT)
+        chests = positions[glanced] + (0.0, 0.0, CHEST_HEIGHT)
+        seen = glanced[~sight_blocked(eyes, chests, self.arena.box_min, self.arena.box_max)]
+        # The nearest visible enemy of each bot: the first of its group in ``seen``.
+        spotters, first = np.unique(owner[seen], return_index=True)
+        spotted = seen[first]
+        blind = np.setdiff1d(bots, bots[spotters], assume_unique=True)
+        self.has_threat[blind] = False
+        self.threat_id[blind] = -1
+        self.in_cover_mode[blind] = False
 
-    def _blocked(self, start: np.ndarray, end: np.ndarray) -> bool:
-        """Whether a box stands between two points above the floor."""
-        span = end - start
-        length = float(np.linalg.norm(span))
-        if length == 0.0:
-            return False
-        direction = span / length
-        hit = ray_world_entry(start, direction, length, self.arena.box_min, self.arena.box_max)
-        return hit < length
+        watchers = bots[spotters]
+        newly = ~self.has_threat[watchers] | (self.threat_id[watchers] != ids[spotted])
+        self.threat[watchers] = positions[spotted]
+        self.threat_id[watchers] = ids[spotted]
+        self.has_threat[watchers] = True
+        self.threat_since[watchers[newly]] = now
+        seeking = np.flatnonzero(newly)
+        seeking = seeking[self.rng.random(len(seeking)) < self.cover_seeking]
+        self._seek_cover(watchers[seeking], own[spotters[seeking]], now)
 
-    def _seek_cover(self, bot: int, own: np.ndarray, now: float) -> None:
-        """Head for the nearest cover point with a crate between it and the threat."""
-        if not len(self.cover_points):
+    def _seek_cover(self, bots: np.ndarray, own: np.ndarray, now: float) -> None:
+        """Each of ``bots`` (feet ``own``) heads for the nearest of its few closest cover
+        points with a crate between it and its threat (all sight lines in one pass)."""
+        points = self.cover_points
+        if not len(bots) or not len(points):
             return
-        threat_eye = self.threat[bot] + (0.0, 0.0, EYE_HEIGHT)
-        distance = np.linalg.norm(self.cover_points - own[:2], axis=1)
-        for choice in np.argsort(distance).tolist():
-            chest = np.array((*self.cover_points[choice], CHEST_HEIGHT))
-            if self._blocked(threat_eye, chest):
-                self.goal[bot] = self.cover_points[choice]
-                self.goal_deadline[bot] = now + self.rng.uniform(4.0, 8.0)
-                self.in_cover_mode[bot] = True
-                return
+        distance = np.hypot(
+            points[None, :, 0] - own[:, None, 0], points[None, :, 1] - own[:, None, 1]
+        )
+        if len(points) > COVER_CHOICES:
+            nearby = np.argpartition(distance, COVER_CHOICES - 1, axis=1)[:, :COVER_CHOICES]
+        else:
+            nearby = np.broadcast_to(np.arange(len(points)), distance.shape)
+        spots = points[nearby]  # (S, C, 2)
+        chests = np.concatenate((spots, np.full((*nearby.shape, 1), CHEST_HEIGHT)), axis=2)
+        eyes = np.repeat(self.threat[bots] + (0.0, 0.0, EYE_HEIGHT), nearby.shape[1], axis=0)
+        hidden = sight_blocked(
+            eyes, chests.reshape(-1, 3), self.arena.box_min, self.arena.box_max
+        ).reshape(nearby.shape)
+        best = np.argmin(
+            np.where(hidden, np.take_along_axis(distance, nearby, axis=1), np.inf), axis=1
+        )
+        found = hidden.any(axis=1)
+        movers = bots[found]
+        self.goal[movers] = spots[found, best[found]]
+        self.goal_deadline[movers] = now + self.rng.uniform(4.0, 8.0, len(movers))
+        self.in_cover_mode[movers] = True
 
     def decide(self, pos: np.ndarray, now: float, dt: float) -> BotIntent:
         """This tick's inputs for every bot, from its predicted feet position ``(N, 3)``."""

@@ -10,12 +10,13 @@ extrapolation) and the miss is counted; the view then says which time it really 
 
 from __future__ import annotations
 
+import bisect
 from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
 
-from shared.protocol import ENTITY_FLAG_ALIVE
+from shared.protocol import ENTITY_DTYPE, ENTITY_FLAG_ALIVE
 
 __all__ = ["InterpolatedView", "SnapshotBuffer"]
 
@@ -69,7 +70,7 @@ class SnapshotBuffer:
             exact = render_time == times[0]
             self.misses += not exact
             return _view(render_time, times[0], self._records[0], None, 0.0, exact)
-        upper = next(i for i in range(1, len(times)) if times[i] > render_time)
+        upper = bisect.bisect_right(times, render_time)  # times[upper - 1] <= render < times[upper]
         t0, t1 = times[upper - 1], times[upper]
         weight = (render_time - t0) / (t1 - t0)
         return _view(
@@ -77,15 +78,22 @@ class SnapshotBuffer:
         )
 
 
+_FIELDS = ENTITY_DTYPE.fields
+assert _FIELDS is not None
+_XYZ_OFFSET: int = _FIELDS["x"][1]
+assert _FIELDS["y"][1] == _XYZ_OFFSET + 4 == _FIELDS["z"][1] - 4  # side by side, in order
+
+
 def _positions(records: np.ndarray) -> np.ndarray:
-    return np.stack(
-        (
-            records["x"].astype(np.float64),
-            records["y"].astype(np.float64),
-            records["z"].astype(np.float64),
-        ),
-        axis=1,
+    """Feet positions ``(K, 3)`` float64: x, y, z lie side by side in each record."""
+    xyz = np.ndarray(
+        (len(records), 3),
+        dtype="<f4",
+        buffer=records,
+        offset=_XYZ_OFFSET,
+        strides=(records.strides[0], 4),
     )
+    return xyz.astype(np.float64)
 
 
 def _view(
@@ -96,18 +104,28 @@ def _view(
     weight: float,
     exact: bool,
 ) -> InterpolatedView:
-    ids = before["id"].astype(np.int64)
+    raw_ids = before["id"]
     pos = _positions(before)
     alive = (before["flags"] & ENTITY_FLAG_ALIVE) != 0
     if after is not None and weight > 0.0:
-        # Players present in both snapshots move along the segment; others stay put.
-        # The server sends entities sorted by id, so matching is a binary search.
-        after_ids = after["id"].astype(np.int64)
-        index = np.minimum(np.searchsorted(after_ids, ids), max(len(after_ids) - 1, 0))
-        both = after_ids[index] == ids if len(after_ids) else np.zeros(len(ids), bool)
-        index = np.where(both, index, -1)
-        pos_after = _positions(after)
-        pos[both] += (pos_after[index[both]] - pos[both]) * weight
-        alive_after = (after["flags"] & ENTITY_FLAG_ALIVE) != 0
-        alive[both] &= alive_after[index[both]]
-    return InterpolatedView(render_time, shown_time, ids, pos, alive, exact)
+        if np.array_equal(after["id"], raw_ids):  # the usual case: the same players
+            pos += (_positions(after) - pos) * weight
+            alive &= (after["flags"] & ENTITY_FLAG_ALIVE) != 0
+        else:
+            _blend_matching(pos, alive, raw_ids, after, weight)
+    return InterpolatedView(render_time, shown_time, raw_ids.astype(np.int64), pos, alive, exact)
+
+
+def _blend_matching(
+    pos: np.ndarray, alive: np.ndarray, ids: np.ndarray, after: np.ndarray, weight: float
+) -> None:
+    """Players present in both snapshots move along the segment; others stay put.
+
+    The server sends entities sorted by id, so matching is a binary search.
+    """
+    after_ids = after["id"]
+    index = np.minimum(np.searchsorted(after_ids, ids), max(len(after_ids) - 1, 0))
+    both = after_ids[index] == ids if len(after_ids) else np.zeros(len(ids), bool)
+    index = index[both]
+    pos[both] += (_positions(after)[index] - pos[both]) * weight
+    alive[both] &= (after["flags"][index] & ENTITY_FLAG_ALIVE) != 0

@@ -1,21 +1,19 @@
 """The per-bot link model: one delay line per direction (sans-I/O).
 
 The kernel here has no netem, so latency is modelled in the bot process: a message the bot
-sends is written to the socket when its ``up`` line releases it, and a message the bot
-reads is handed to the game when its ``down`` line releases it. Each packet's one-way delay
-is ``RTT/2`` + exponential jitter + (with probability ``loss``) one retransmission timeout,
-and since the transport is TCP a packet never overtakes the one before it: its delivery
-time is at least the previous one's (head-of-line blocking). The asyncio driver calls
-:meth:`DelayLine.schedule`, sleeps until :meth:`DelayLine.next_due`, then drains
-:meth:`DelayLine.pop_due`; time is always a parameter.
+sends is written to the socket at the due time its ``up`` line gives it, and a message the
+bot reads is handed to the game at the due time of its ``down`` line. Each packet's one-way
+delay is ``RTT/2`` + exponential jitter + (with probability ``loss``) one retransmission
+timeout, and since the transport is TCP a packet never overtakes the one before it: its
+due time is at least the previous one's (head-of-line blocking). A line only computes due
+times (time is always a parameter); the swarm's :class:`~client_sim.pump.DeliveryPump`
+holds the packets and releases them, equal due times in the order they were sent.
 """
 
 from __future__ import annotations
 
 import math
-from collections import deque
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -30,8 +28,6 @@ MIN_RTO = 0.2
 UP = 0  # bot -> server
 DOWN = 1  # server -> bot
 
-T = TypeVar("T")
-
 
 def retransmission_timeout(rtt: float) -> float:
     """The extra delay of a lost packet: ``max(200 ms, 2 * RTT)``.
@@ -43,8 +39,8 @@ def retransmission_timeout(rtt: float) -> float:
     return max(MIN_RTO, 2.0 * rtt)
 
 
-class DelayLine(Generic[T]):
-    """One direction of one bot's link: payloads in, payloads out when due, in order.
+class DelayLine:
+    """One direction of one bot's link: the due time of each packet sent on it, in order.
 
     Random draws come from ``rng`` in blocks of ``block`` packets (one exponential and one
     uniform array per block), so the per-packet cost is a few Python operations, and the
@@ -59,7 +55,6 @@ class DelayLine(Generic[T]):
         "_last",
         "_loss",
         "_one_way",
-        "_queue",
         "_random",
         "_rng",
         "_rto",
@@ -101,7 +96,6 @@ class DelayLine(Generic[T]):
         self._spike: list[bool] = []
         self._i = self._block  # empty: the first packet refills
         self._last = -math.inf
-        self._queue: deque[tuple[float, T]] = deque()
         #: Packets scheduled so far.
         self.packets = 0
         #: Packets that were "lost" and paid a retransmission timeout.
@@ -124,8 +118,8 @@ class DelayLine(Generic[T]):
         self._extra = extra.tolist()
         self._i = 0
 
-    def schedule(self, now: float, payload: T) -> float:
-        """Queue ``payload`` sent at ``now``; return when it will be delivered."""
+    def schedule(self, now: float) -> float:
+        """A packet sent at ``now``: when it is delivered (never before the previous one)."""
         due = now + self._one_way
         if self._random:
             if self._i == self._block:
@@ -138,25 +132,8 @@ class DelayLine(Generic[T]):
         if due < self._last:
             due = self._last  # TCP: nothing overtakes the packet before it
         self._last = due
-        self._queue.append((due, payload))
         self.packets += 1
         return due
-
-    def pop_due(self, now: float) -> list[T]:
-        """Payloads delivered by ``now`` (due time <= now), oldest first."""
-        queue = self._queue
-        out: list[T] = []
-        while queue and queue[0][0] <= now:
-            out.append(queue.popleft()[1])
-        return out
-
-    def next_due(self) -> float | None:
-        """When the next payload is delivered, or ``None`` if nothing is in flight."""
-        return self._queue[0][0] if self._queue else None
-
-    def __len__(self) -> int:
-        """Payloads in flight."""
-        return len(self._queue)
 
     @property
     def one_way(self) -> float:
@@ -167,8 +144,8 @@ class DelayLine(Generic[T]):
 class BotLink:
     """Both directions of one bot's link: same RTT, independent RNG streams."""
 
-    up: DelayLine[Any]  # bot -> server
-    down: DelayLine[Any]  # server -> bot
+    up: DelayLine  # bot -> server
+    down: DelayLine  # server -> bot
 
     def __post_init__(self) -> None:
         if not isinstance(self.up, DelayLine) or not isinstance(self.down, DelayLine):
@@ -178,7 +155,7 @@ class BotLink:
     def for_bot(cls, params: BotParams, *, block: int = 256) -> BotLink:
         """The link of a drawn bot; the same params give the same delays, packet by packet."""
 
-        def line(direction: int) -> DelayLine[Any]:
+        def line(direction: int) -> DelayLine:
             seq = np.random.SeedSequence(params.link_seed, spawn_key=(direction,))
             return DelayLine(
                 params.rtt / 2.0,

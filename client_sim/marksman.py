@@ -23,6 +23,8 @@ from shared.arena_map import ArenaMap
 from shared.hitbox import HIT_PLAYER, HITBOX_MIN_RADIUS, ray_hit_player
 from shared.weapons import EYE_HEIGHT, LAUNCHER, RIFLE, Weapon, aim_direction
 
+from .sight import first_hit, segments_within_reach, sight_blocked
+
 __all__ = ["AimSkill", "ShotRecord", "aim_at", "fly_projectile"]
 
 CHEST_HEIGHT = 1.2
@@ -104,15 +106,7 @@ def hitscan_verdict(
     arena: ArenaMap,
 ) -> tuple[int, int]:
     """The shooter's own verdict: (victim player id or -1, hitbox id) on what it renders."""
-    hit = ray_hit_player(
-        eye,
-        aim_direction(yaw, pitch),
-        RIFLE.max_range,
-        positions,
-        arena.box_min,
-        arena.box_max,
-        present,
-    )
+    hit = first_hit(eye, aim_direction(yaw, pitch), RIFLE.max_range, positions, present, arena)
     if hit.kind != HIT_PLAYER:
         return -1, 0
     return int(ids[hit.victim]), int(hit.hitbox)
@@ -153,34 +147,70 @@ def fly_projectile(
     ``times`` (T,) are snapshot times, ``positions`` (T, C, 3) and ``alive`` (T, C) the
     candidates in them. Between frames players are interpolated, as the bot renders them;
     sub-steps are no longer than the smallest hitbox radius, so nothing tunnels.
+
+    The exact test (:func:`~shared.hitbox.ray_hit_player`) runs, in flight order, only on
+    the sub-steps that may hit something: a candidate within reach, or a (slightly padded)
+    box or the floor. The first of those that hits decides, as if every step were tested.
     """
     end = min(expire, float(times[-1])) if len(times) else start
-    position, speed = np.array(origin, dtype=float), np.array(velocity, dtype=float)
+    steps = _flight(origin, velocity, gravity, start, end)
+    if not len(steps):
+        return -1, 0
+    at, begin, finish = steps[:, 0], steps[:, 1:4], steps[:, 4:7]
+    segment = finish - begin
+    length = np.sqrt(np.einsum("sk,sk->s", segment, segment))
+    moving = length > 0.0
+    at, begin, segment, length = at[moving], begin[moving], segment[moving], length[moving]
+    direction = segment / length[:, None]
+    k = np.clip(np.searchsorted(times, at, side="left"), 1, len(times) - 1)
+    t0, t1 = times[k - 1], times[k]
+    same = t1 == t0
+    weight = np.where(same, 0.0, np.clip((at - t0) / np.where(same, 1.0, t1 - t0), 0.0, 1.0))
+    rendered = positions[k - 1] + (positions[k] - positions[k - 1]) * weight[:, None, None]
+    present = alive[k - 1] & alive[k]
+    near = present & segments_within_reach(begin, direction, length, rendered)
+    pad = _WORLD_PAD
+    world = sight_blocked(begin, begin + segment, arena.box_min - pad, arena.box_max + pad)
+    world |= np.minimum(begin[:, 2], begin[:, 2] + segment[:, 2]) <= pad  # the floor
+    for s in np.flatnonzero(near.any(axis=1) | world).tolist():
+        hit = ray_hit_player(
+            begin[s],
+            direction[s],
+            float(length[s]),
+            rendered[s],
+            arena.box_min,
+            arena.box_max,
+            present[s],
+        )
+        if hit.kind == HIT_PLAYER:
+            return int(hit.victim), int(hit.hitbox)
+        if hit.kind != 0:
+            return -1, 0
+    return -1, 0
+
+
+#: Boxes are grown by this much when choosing which steps get the exact test.
+_WORLD_PAD = 1e-6
+
+
+def _flight(
+    origin: np.ndarray, velocity: np.ndarray, gravity: float, start: float, end: float
+) -> np.ndarray:
+    """The sub-steps of a flight from ``start`` to ``end``: rows of (time at the step's end,
+    start x y z, end x y z). A step covers at most :data:`HITBOX_MIN_RADIUS` at 60 Hz."""
+    x, y, z = (float(v) for v in origin)
+    vx, vy, vz = (float(v) for v in velocity)
+    rows: list[tuple[float, ...]] = []
     t = start
     while t < end:
-        step_speed = math.sqrt(float(speed @ speed)) + gravity * (end - t)
+        step_speed = math.sqrt(vx * vx + vy * vy + vz * vz) + gravity * (end - t)
         steps = max(1, math.ceil(step_speed * (1.0 / 60.0) / HITBOX_MIN_RADIUS))
         dt = min(1.0 / 60.0 / steps, end - t)
-        following = position + speed * dt + (0.0, 0.0, -0.5 * gravity * dt * dt)
-        segment = following - position
-        length = math.sqrt(float(segment @ segment))
-        if length > 0.0:
-            k = int(np.searchsorted(times, t + dt, side="left"))
-            k = min(max(k, 1), len(times) - 1)
-            t0, t1 = times[k - 1], times[k]
-            weight = 0.0 if t1 == t0 else min(max((t + dt - t0) / (t1 - t0), 0.0), 1.0)
-            rendered = positions[k - 1] + (positions[k] - positions[k - 1]) * weight
-            present = alive[k - 1] & alive[k]
-            hit = ray_hit_player(
-                position, segment / length, length, rendered, arena.box_min, arena.box_max, present
-            )
-            if hit.kind == HIT_PLAYER:
-                return int(hit.victim), int(hit.hitbox)
-            if hit.kind != 0:
-                return -1, 0
-        position, speed = following, speed + (0.0, 0.0, -gravity * dt)
+        nx, ny, nz = x + vx * dt, y + vy * dt, z + vz * dt - 0.5 * gravity * dt * dt
+        rows.append((t + dt, x, y, z, nx, ny, nz))
+        x, y, z, vz = nx, ny, nz, vz - gravity * dt
         t += dt
-    return -1, 0
+    return np.array(rows).reshape(-1, 7)
 
 
 def eye_of(feet: np.ndarray) -> np.ndarray:

@@ -42,6 +42,7 @@ class SwarmPredictor:
         self.sent_move = np.zeros((count, history, 2))
         self.sent_buttons = np.zeros((count, history), dtype=np.int64)
         self.predicted_pos = np.zeros((count, history, 3))
+        self.predicted_vel = np.zeros((count, history, 3))
         # Authoritative states waiting for the next reconcile (latest per bot wins).
         self._auth_pos = np.zeros((count, 3))
         self._auth_vel = np.zeros((count, 3))
@@ -65,22 +66,35 @@ class SwarmPredictor:
         self._has_auth[bot] = True
 
     def reconcile(self) -> None:
-        """Rewind every bot with news to the server's state and replay its pending inputs."""
+        """Rewind every bot with news to the server's state and replay its pending inputs.
+
+        A bot whose prediction after input ``ack`` was exactly the server's state (position
+        and velocity, bit for bit: the shared model is deterministic) would replay to
+        exactly its current state, so it is left as it is: the usual case costs nothing.
+        """
         bots = np.flatnonzero(self._has_auth)
         self._has_auth[:] = False
         if not len(bots):
             return
         ack = self._auth_ack[bots]
-        known = (ack >= 0) & (ack > self.next_seq[bots] - self.history)
-        known &= ~self.unscored[bots] & ~self.skip_next[bots]
+        in_ring = (ack >= 0) & (ack > self.next_seq[bots] - self.history)
+        known = in_ring & ~self.unscored[bots] & ~self.skip_next[bots]
         self.skip_next[bots] = False
         scored = bots[known]
         if len(scored):
             guess = self.predicted_pos[scored, ack[known] % self.history]
             self.errors.append(np.linalg.norm(guess - self._auth_pos[scored], axis=1))
+        self.acked[bots] = np.maximum(self.acked[bots], ack)
+        ring = ack % self.history
+        exact = (
+            in_ring
+            & (ack < self.next_seq[bots])
+            & (self.predicted_pos[bots, ring] == self._auth_pos[bots]).all(axis=1)
+            & (self.predicted_vel[bots, ring] == self._auth_vel[bots]).all(axis=1)
+        )
+        bots, ack = bots[~exact], ack[~exact]
         self.pos[bots] = self._auth_pos[bots]
         self.vel[bots] = self._auth_vel[bots]
-        self.acked[bots] = np.maximum(self.acked[bots], ack)
         first = ack + 1
         pending = self.next_seq[bots] - first
         for offset in range(int(pending.max(initial=0))):
@@ -97,6 +111,7 @@ class SwarmPredictor:
                 self.params,
             )
             self.predicted_pos[replaying, ring] = self.pos[replaying]
+            self.predicted_vel[replaying, ring] = self.vel[replaying]
 
     def apply(self, bots: np.ndarray, move: np.ndarray, buttons: np.ndarray) -> np.ndarray:
         """Predict one new input for each of ``bots``; returns the sequence numbers used."""
@@ -108,6 +123,7 @@ class SwarmPredictor:
             self.pos[bots], self.vel[bots], move, buttons, self.dt, self.arena, self.params
         )
         self.predicted_pos[bots, ring] = self.pos[bots]
+        self.predicted_vel[bots, ring] = self.vel[bots]
         self.next_seq[bots] += 1
         return seq
 

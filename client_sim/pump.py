@@ -3,7 +3,9 @@
 Every packet of every bot is held back by its modelled link until a due time. Handing each
 one to ``loop.call_at`` puts tens of thousands of timer handles a second into asyncio's
 heap, whose entries compare in Python code. This pump keeps its own heap of plain tuples
-(compared in C) and arms a single asyncio timer for the earliest one.
+(compared in C), holding each packet with the callback that takes it, and arms a single
+asyncio timer for the earliest one. Equal due times are released in scheduling order, so
+a link whose due times never decrease delivers in order.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ log = logging.getLogger("arena.bots")
 class DeliveryPump:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._heap: list[tuple[float, int, Callable[[float], Any]]] = []
+        self._heap: list[tuple[float, int, Callable[[Any], Any], Any]] = []
         self._order = itertools.count()  # equal due times keep their scheduling order
         self._timer: asyncio.TimerHandle | None = None
         self._armed_for = math.inf
@@ -33,9 +35,9 @@ class DeliveryPump:
     def __len__(self) -> int:
         return len(self._heap)
 
-    def at(self, due: float, callback: Callable[[float], Any]) -> None:
-        """Call ``callback(due)`` once the loop's clock reaches ``due``."""
-        heapq.heappush(self._heap, (due, next(self._order), callback))
+    def at(self, due: float, callback: Callable[[Any], Any], payload: Any) -> None:
+        """Call ``callback(payload)`` once the loop's clock reaches ``due``."""
+        heapq.heappush(self._heap, (due, next(self._order), callback, payload))
         if not self._firing and due < self._armed_for:
             self._arm(due)  # (while firing, the end of the pass arms for what is left)
 
@@ -54,9 +56,9 @@ class DeliveryPump:
         self._firing = True
         try:
             while heap and heap[0][0] <= now:
-                due, _, callback = heapq.heappop(heap)
+                _, _, callback, payload = heapq.heappop(heap)
                 try:
-                    callback(due)
+                    callback(payload)
                 except Exception:  # one bot's bug must not stop every other bot's packets
                     log.exception("event=delivery_failed")
         finally:

@@ -8,7 +8,7 @@ is a few per bot per second.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,6 +59,27 @@ class SwarmShooting:
         self.finished: list[ShotSummary] = []
         self.hits_received = 0
         self.hits_behind_cover = 0
+        self._indexed: tuple[dict[str, Any], ...] = ()
+        self._by_player: dict[Any, list[dict[str, Any]]] = {}
+
+    def concerning(self, events: tuple[dict[str, Any], ...], player: int) -> list[dict[str, Any]]:
+        """The events of a snapshot that name ``player`` (as shooter, victim or respawned).
+
+        Every bot of a tick gets the same events object (the decoder shares the snapshot
+        body), so the index is built once per tick rather than scanned once per bot.
+        """
+        if events is not self._indexed:
+            by_player: dict[Any, list[dict[str, Any]]] = {}
+            for event in events:
+                for role in ("shooter", "victim", "player"):
+                    named = event.get(role)
+                    if named is None:
+                        continue
+                    listed = by_player.setdefault(named, [])
+                    if not listed or listed[-1] is not event:  # (a bot that hit itself)
+                        listed.append(event)
+            self._indexed, self._by_player = events, by_player
+        return self._by_player.get(player, [])
 
     def shooters(self, ready: np.ndarray, brain: Brain, now: float, tick_rate: int) -> np.ndarray:
         """Bots among ``ready`` that pull the trigger this tick."""
@@ -136,11 +157,14 @@ class SwarmShooting:
         me: int,
         time: float,
         records: np.ndarray,
-        events: tuple[dict[str, Any], ...],
+        events: Sequence[dict[str, Any]],
         own_feet: np.ndarray,
         current_view: Callable[[], InterpolatedView | None],
     ) -> bool:
-        """Track projectiles, pair verdicts, note deaths; True when this bot respawned."""
+        """Track projectiles, pair verdicts, note deaths; True when this bot respawned.
+
+        ``events`` are those that name this bot (:meth:`concerning`).
+        """
         awaiting = self.awaiting[index]
         for record in awaiting.values():
             if record.candidates is not None:

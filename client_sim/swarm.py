@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import aiohttp
 import numpy as np
 
 from shared import protocol
@@ -38,6 +37,8 @@ from .shooting import ShotSummary, SwarmShooting
 __all__ = ["Bot", "Swarm", "SwarmConfig", "SwarmResult"]
 
 SYNC_PING_INTERVAL = 0.1  # seconds between pings until the clock is synced
+WATCHDOG_INTERVAL_S = 0.1  # how often the swarm looks for silent primaries and missing spares
+PROGRESS_INTERVAL_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +121,10 @@ class Swarm:
         self.tick_rate = 0
         self.ticks_run = 0
         self.pump: DeliveryPump
+        self.decoder = protocol.ServerFrameDecoder()
+        # The entity records of the latest shared snapshot body, unpacked once for all bots.
+        self._entities: bytes = b""
+        self._records = protocol.unpack_entities(b"")
         self.welcomed: asyncio.Event
 
     def note_error(self, code: str) -> None:
@@ -130,7 +135,7 @@ class Swarm:
     def deliver(self, bot: Bot, data: bytes) -> None:
         bot.bytes_down += len(data)
         try:
-            message = protocol.decode_server(data)
+            message = self.decoder.decode(data)
         except protocol.ProtocolError as error:
             self.note_error(f"bad_frame:{error.code}")
             return
@@ -167,18 +172,22 @@ class Swarm:
             self.predictor.place(bot.index, np.array(you[:3]), np.array(you[3:]))
             self.placed[bot.index] = True
         self.predictor.authoritative(bot.index, snapshot.ack, you)
-        records = protocol.unpack_entities(snapshot.entities)
+        if snapshot.entities is not self._entities:
+            self._entities = snapshot.entities
+            self._records = protocol.unpack_entities(snapshot.entities)
+        records = self._records
         bot.snapshots.push(snapshot.server_time, records)
-        if not snapshot.events and not self.shooting.awaiting[bot.index]:
-            return  # nothing happened and nothing is in flight: the common case, kept cheap
         assert bot.welcome is not None
+        mine = self.shooting.concerning(snapshot.events, bot.welcome.player_id)
+        if not mine and not self.shooting.awaiting[bot.index]:
+            return  # nothing happened to this bot and nothing is in flight: kept cheap
         was_alive = bool(self.shooting.alive[bot.index])
         respawned = self.shooting.on_snapshot(
             bot.index,
             bot.welcome.player_id,
             snapshot.server_time,
             records,
-            snapshot.events,
+            mine,
             self.predictor.pos[bot.index],
             lambda: bot.snapshots.view(self._render_time(bot)),
         )
@@ -209,12 +218,22 @@ class Swarm:
         shooters: set[int] = set()
         if self.config.behaviour in SHOOTING_BEHAVIOURS:
             shooters = set(self.shooting.shooters(ready, self.brain, now, self.tick_rate).tolist())
-        for index, seq in zip(ready.tolist(), seqs.tolist(), strict=True):
-            bot = self.bots[index]
-            server_now = bot.server_time()
+        # Plain lists: indexing them per bot is far cheaper than NumPy scalar indexing.
+        rows = zip(
+            ready.tolist(),
+            seqs.tolist(),
+            intent.move[ready].tolist(),
+            intent.yaw[ready].tolist(),
+            intent.pitch[ready].tolist(),
+            intent.buttons[ready].tolist(),
+            strict=True,
+        )
+        bots, rate = self.bots, self.tick_rate
+        for index, seq, move, yaw, pitch, buttons in rows:
+            bot = bots[index]
+            local = bot.local_time()
+            server_now = bot.server_time(local)
             render_time = max(0.0, server_now - interp)
-            yaw, pitch = float(intent.yaw[index]), float(intent.pitch[index])
-            buttons = int(intent.buttons[index])
             if index in shooters:
                 fired = self._shoot(bot, seq, render_time)
                 if fired is not None:
@@ -222,8 +241,8 @@ class Swarm:
                     buttons |= trigger
             frame = protocol.encode_input(
                 seq=seq,
-                tick=max(0, int(server_now * self.tick_rate)),
-                move=(float(intent.move[index, 0]), float(intent.move[index, 1])),
+                tick=max(0, int(server_now * rate)),
+                move=move,
                 yaw=yaw,
                 pitch=pitch,
                 buttons=buttons,
@@ -231,7 +250,6 @@ class Swarm:
                 ack_tick=bot.latest_tick,
             )
             bot.send_input(seq, frame)
-            local = bot.local_time()
             if local >= bot.next_ping:
                 # A burst of pings until the clock is synced, then the steady interval.
                 interval = self.config.ping_interval if bot.clock.synced else SYNC_PING_INTERVAL
@@ -274,8 +292,13 @@ class Swarm:
 
     def _perceive(self, tick: int, now: float) -> None:
         """A few times a second each bot looks at its interpolated view (staggered)."""
-        assert self.predictor is not None
+        predictor = self.predictor
+        assert predictor is not None
         every = max(1, round(self.tick_rate / self.config.perceive_hz))
+        teammates = self._teammates() if self.config.team else None
+        lookers: list[int] = []
+        enemies: list[np.ndarray] = []
+        enemy_ids: list[np.ndarray] = []
         for index in range(tick % every, self.count, every):
             bot = self.bots[index]
             if not self.placed[index] or bot.welcome is None:
@@ -284,11 +307,14 @@ class Swarm:
             if view is None:
                 continue
             others = (view.ids != bot.welcome.player_id) & view.alive
-            if self.config.team:
-                others &= ~np.isin(view.ids, self._teammates())
-            self.brain.perceive(
-                index, self.predictor.pos[index], view.positions[others], view.ids[others], now
-            )
+            if teammates is not None:
+                others &= ~np.isin(view.ids, teammates)
+            lookers.append(index)
+            enemies.append(view.positions[others])
+            enemy_ids.append(view.ids[others])
+        if lookers:
+            bots = np.array(lookers)
+            self.brain.perceive_many(bots, predictor.pos[bots], enemies, enemy_ids, now)
 
     # -- the whole run -------------------------------------------------------------------
 
@@ -300,12 +326,10 @@ class Swarm:
         self.bots = [Bot(i, params, self) for i, params in enumerate(config.bots)]
         stop = asyncio.Event()
         cpu_before, began = time.process_time(), loop.time()
-        connector = aiohttp.TCPConnector(limit=0)  # the default caps a session at 100 sockets
-        async with aiohttp.ClientSession(connector=connector) as session:
-            async with asyncio.TaskGroup() as group:
-                for bot in self.bots:
-                    group.create_task(bot.run(session, stop))
-                group.create_task(self._drive(stop, progress))
+        async with asyncio.TaskGroup() as group:
+            for bot in self.bots:
+                group.create_task(bot.run(stop))
+            group.create_task(self._drive(stop, progress))
         self.pump.close()
         self.shooting.close()
         result = self._result(loop.time() - began, time.process_time() - cpu_before)
@@ -318,21 +342,32 @@ class Swarm:
             async with asyncio.timeout(self.config.connect_timeout):
                 await self.welcomed.wait()
         except TimeoutError:
-            stop.set()
+            self._stop_all(stop)
             return
         schedule = TickSchedule(self.tick_rate, loop.time())
         end = loop.time() + self.config.duration
         ticker = asyncio.create_task(run_tick_loop(schedule, self.tick, loop.time))
+        next_progress = loop.time() + PROGRESS_INTERVAL_S
         try:
-            while loop.time() < end:
-                await asyncio.sleep(min(1.0, max(0.0, end - loop.time())))
-                if progress is not None:
-                    progress(self._progress_line(end - loop.time()))
+            while (now := loop.time()) < end:
+                await asyncio.sleep(min(WATCHDOG_INTERVAL_S, max(0.0, end - now)))
+                now = loop.time()
+                for bot in self.bots:
+                    if bot.needs_attention(now):
+                        bot.wake()
+                if progress is not None and now >= next_progress:
+                    next_progress += PROGRESS_INTERVAL_S
+                    progress(self._progress_line(end - now))
         finally:
             ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await ticker
-            stop.set()
+            self._stop_all(stop)
+
+    def _stop_all(self, stop: asyncio.Event) -> None:
+        stop.set()
+        for bot in self.bots:
+            bot.wake()  # each bot's play loop sleeps until something changes
 
     def _progress_line(self, remaining: float) -> str:
         connected = sum(b.playing for b in self.bots)

@@ -12,6 +12,8 @@ import asyncio
 
 from aiohttp import web
 
+from shared import wsframe
+
 from .metrics import NodeMetrics
 
 __all__ = ["Connection"]
@@ -34,19 +36,28 @@ class Connection:
         self.match = match
         self.offences = 0
         self._metrics = metrics
+        # Room is the transport's high-water mark (set once, by aiohttp, at the upgrade).
+        self._writer = transport if isinstance(transport, asyncio.WriteTransport) else None
+        self._high_water = self._writer.get_write_buffer_limits()[1] if self._writer else 0
 
-    def _has_room(self, size: int) -> bool:
-        transport = self.transport
-        if not isinstance(transport, asyncio.WriteTransport) or transport.is_closing():
-            return False
-        _low, high = transport.get_write_buffer_limits()
-        return transport.get_write_buffer_size() + size <= high
+    def send(self, frame: bytes) -> bool:
+        """Write ``frame`` as one binary WebSocket frame now, if the socket has room; never
+        waits. True when written.
 
-    async def send(self, frame: bytes) -> bool:
-        """Write ``frame`` now if the socket has room; never waits. True when written."""
-        if self.ws.closed or not self._has_room(len(frame)):
+        The frame goes straight onto the transport (header + payload in one write), not
+        through aiohttp's writer coroutine: this runs for every player every tick, and a
+        whole frame is written or nothing, so it interleaves safely with aiohttp's own
+        control frames.
+        """
+        size = len(frame)
+        transport = self._writer
+        if (
+            transport is None
+            or self.ws.closed
+            or transport.is_closing()
+            or transport.get_write_buffer_size() + size > self._high_water
+        ):
             return False
-        # With room in the buffer, aiohttp writes synchronously: this await never suspends.
-        await self.ws.send_bytes(frame)
-        self._metrics.tally_bytes_out += len(frame)
+        transport.write(wsframe.header(wsframe.OP_BINARY, size, masked=False) + frame)
+        self._metrics.tally_bytes_out += size
         return True

@@ -29,6 +29,8 @@ from .lagcomp import LagCompensation
 from .rtt import RttEstimator, TickSendLog
 from .world import World
 
+_COUNTER_OF = {verdict: f"input_{verdict.value}" for verdict in InputVerdict}
+
 __all__ = ["Match", "MatchConfig", "MatchFull", "PlayerSeat", "TickResult"]
 
 FIRE_BUTTONS = sum(weapon.button for weapon in WEAPONS)
@@ -99,6 +101,9 @@ class Match:
         self.counters: collections.Counter[str] = collections.Counter()
         self._events: list[dict[str, Any]] = []
         self.joins = 0
+        # Every seat's [x, y, z, vx, vy, vz] as floats, listed once per published tick.
+        self._states_of: TickResult | None = None
+        self._states: list[list[float]] = []
 
     @property
     def server_time(self) -> float:
@@ -138,7 +143,7 @@ class Match:
             queued = seat.inputs.offer(checked.message, arrival)
             if queued is not InputVerdict.ACCEPTED:
                 verdict = queued
-        self.counters[f"input_{verdict.value}"] += 1
+        self.counters[_COUNTER_OF[verdict]] += 1
         return verdict
 
     def _gather_inputs(self) -> tuple[list[tuple[int, InputMessage, float]], list[tuple]]:
@@ -275,9 +280,12 @@ class Match:
 
     def snapshot_for(self, result: TickResult, slot: int) -> bytes:
         """One client's frame of a tick: its ack and own full-precision state + the body."""
-        world = self.world
-        you = world.pos[slot].tolist() + world.vel[slot].tolist()
-        return protocol.encode_snapshot(result.body, self.seats[slot].inputs.acked, you)
+        if self._states_of is not result:  # the first client of this tick: list them all
+            self._states_of = result
+            self._states = np.hstack((self.world.pos, self.world.vel)).tolist()
+        return protocol.encode_snapshot(
+            result.body, self.seats[slot].inputs.acked, self._states[slot]
+        )
 
     def mark_sent(self, tick: int, sent_at: float) -> None:
         self.sent.record(tick, sent_at)

@@ -260,7 +260,7 @@ class Node:
         )
         for connection in list(self.connections.values()):
             with contextlib.suppress(Exception):
-                await connection.send(bye)
+                connection.send(bye)
                 await connection.ws.close(code=WSCloseCode.GOING_AWAY, message=b"not_primary")
         await self.hub.close()
 
@@ -432,7 +432,7 @@ class Node:
             return
         for (index, slot), connection in list(self.connections.items()):
             frame = self.matches[index].snapshot_for(results[index], slot)
-            if not await connection.send(frame):
+            if not connection.send(frame):
                 self.metrics.snapshots_dropped.inc()
 
     def health(self) -> dict[str, object]:
@@ -482,12 +482,12 @@ class Node:
             await ws.send_bytes(protocol.encode(ErrorMessage(code, text, fatal=True)))
             await ws.close(code=close, message=code.encode())
 
-    async def complain(self, connection: Connection, error: protocol.ProtocolError) -> None:
-        """Answer a bad frame; disconnect a client that keeps sending them."""
+    def complain(self, connection: Connection, error: protocol.ProtocolError) -> bool:
+        """Answer a bad frame; True when the client has offended too often and must go."""
         connection.offences += 1
         self.metrics.protocol_errors.labels(error.code).inc()
         fatal = connection.offences >= self.config.max_offences
-        await connection.send(protocol.encode(ErrorMessage(error.code, str(error)[:256], fatal)))
+        connection.send(protocol.encode(ErrorMessage(error.code, str(error)[:256], fatal)))
         if fatal:
             log.info(
                 "event=client_dropped player=%d reason=%s offences=%d %s",
@@ -496,15 +496,16 @@ class Node:
                 connection.offences,
                 self.log_context,
             )
-            await connection.ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"offences")
+        return fatal
 
-    async def handle_frame(self, connection: Connection, data: bytes) -> None:
+    def handle_frame(self, connection: Connection, data: bytes) -> bool:
+        """One frame from a seated player (synchronous: this runs for every input);
+        True when the player must be disconnected for repeated offences."""
         self.metrics.tally_bytes_in += len(data)
         try:
             message = protocol.decode_client(data)
         except protocol.ProtocolError as error:
-            await self.complain(connection, error)
-            return
+            return self.complain(connection, error)
         if isinstance(message, InputMessage):
             match = self.matches[connection.match]
             verdict = match.receive_input(connection.slot, message, self.server_time())
@@ -517,9 +518,10 @@ class Node:
                 self.metrics.inputs_rejected.labels(verdict.value).inc()
         elif isinstance(message, PingMessage):
             pong = PongMessage(message.id, message.t, self.server_time())
-            await connection.send(protocol.encode(pong))
+            connection.send(protocol.encode(pong))
         else:
-            await self.complain(connection, protocol.InvalidField("join: already joined"))
+            return self.complain(connection, protocol.InvalidField("join: already joined"))
+        return False
 
     async def _park(self, ws: web.WebSocketResponse) -> bool:
         """A player's spare connection to this standby: hold it until this node leads.
@@ -682,11 +684,14 @@ class Node:
         try:
             async for frame in ws:
                 if frame.type is WSMsgType.BINARY:
-                    await self.handle_frame(connection, frame.data)
+                    dropped = self.handle_frame(connection, frame.data)
                 elif frame.type is WSMsgType.TEXT:
-                    await self.complain(
-                        connection, protocol.MalformedFrame("text frames are not used")
-                    )
+                    text = protocol.MalformedFrame("text frames are not used")
+                    dropped = self.complain(connection, text)
+                else:
+                    continue
+                if dropped:
+                    await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"offences")
         finally:
             if self.connections.get(key) is connection:
                 del self.connections[key]
@@ -703,14 +708,14 @@ class Node:
             protocol.StandbysMessage(self.player_endpoints(), self.matches.epoch)
         )
         for connection in list(self.connections.values()):
-            await connection.send(frame)
+            connection.send(frame)
 
     async def close_all(self) -> None:
         self.shutting_down = True
         bye = protocol.encode(ErrorMessage("shutdown", "the node is shutting down", fatal=True))
         for connection in list(self.connections.values()):
             with contextlib.suppress(Exception):
-                await connection.send(bye)
+                connection.send(bye)
                 await connection.ws.close(code=WSCloseCode.GOING_AWAY, message=b"shutdown")
 
     # -- standbys (primary only) ----------------------------------------------------------

@@ -41,6 +41,7 @@ __all__ = [
     "PingMessage",
     "PongMessage",
     "ProtocolError",
+    "ServerFrameDecoder",
     "ServerMessage",
     "SnapshotMessage",
     "StandbysMessage",
@@ -500,17 +501,15 @@ def _fast_input(raw: dict[Any, Any]) -> InputMessage | None:
     ):
         return None
     message = object.__new__(InputMessage)
-    for name, value in (
-        ("seq", seq),
-        ("tick", tick),
-        ("move", (mx, my)),
-        ("yaw", yaw),
-        ("pitch", pitch),
-        ("buttons", buttons),
-        ("view_time", view),
-        ("ack_tick", ack),
-    ):
-        object.__setattr__(message, name, value)
+    put = object.__setattr__  # (a frozen dataclass)
+    put(message, "seq", seq)
+    put(message, "tick", tick)
+    put(message, "move", (mx, my))
+    put(message, "yaw", yaw)
+    put(message, "pitch", pitch)
+    put(message, "buttons", buttons)
+    put(message, "view_time", view)
+    put(message, "ack_tick", ack)
     return message
 
 
@@ -645,6 +644,93 @@ def encode_snapshot(body: bytes, ack: int, you: Sequence[float]) -> bytes:
     ``you`` is this client's own position and velocity at full float64 precision, so its
     reconciliation replays from exactly the server's state.
     """
-    x, y, z, vx, vy, vz = (float(v) for v in you)
+    x, y, z, vx, vy, vz = you
     own = _YOU_FLOATS.pack(0xCB, x, 0xCB, y, 0xCB, z, 0xCB, vx, 0xCB, vy, 0xCB, vz)
     return b"".join((_MAP_HEADER, _ACK_KEY, msgpack.packb(ack), _YOU_KEY_AND_ARRAY, own, body))
+
+
+_SNAPSHOT_PREFIX = _MAP_HEADER + _ACK_KEY
+_UINT_TAGS = {0xCC: 1, 0xCD: 2, 0xCE: 4}  # msgpack uint 8/16/32: the ack's encodings
+_BODY_KEY_BYTES = 48  # enough of a body to hold its tick, server time and epoch
+_FLOAT64_TAGS = (0xCB,) * 6
+
+
+def _snapshot_head(data: bytes) -> tuple[int, tuple[float, ...], int] | None:
+    """(ack, you, where the shared body starts) of a frame laid out as
+    :func:`encode_snapshot` writes it, with valid values; None for anything else."""
+    if not data.startswith(_SNAPSHOT_PREFIX):
+        return None
+    pos = len(_SNAPSHOT_PREFIX)
+    try:
+        tag = data[pos]
+        if tag < 0x80:
+            ack, pos = tag, pos + 1
+        elif tag == 0xFF:
+            ack, pos = -1, pos + 1
+        elif (size := _UINT_TAGS.get(tag)) is not None:
+            ack, pos = int.from_bytes(data[pos + 1 : pos + 1 + size], "big"), pos + 1 + size
+        else:
+            return None
+        if not data.startswith(_YOU_KEY_AND_ARRAY, pos):
+            return None
+        pos += len(_YOU_KEY_AND_ARRAY)
+        fields = _YOU_FLOATS.unpack_from(data, pos)
+    except (IndexError, struct.error):
+        return None
+    you = fields[1::2]
+    # (min and max can miss a NaN; the sum cannot.)
+    if fields[0::2] != _FLOAT64_TAGS or not (
+        -1e9 <= min(you) and max(you) <= 1e9 and math.isfinite(sum(you))
+    ):
+        return None
+    return ack, you, pos + _YOU_FLOATS.size
+
+
+class ServerFrameDecoder:
+    """:func:`decode_server` for a process with many connections to one server (a bot swarm).
+
+    Every recipient of a tick's snapshot gets the same shared body behind its own ack and
+    state (:func:`encode_snapshot`). This decoder reads that head directly and decodes each
+    distinct body once, so all recipients of a tick share one ``entities`` and one
+    ``events`` object; a frame it cannot split, or a new body, takes the general path.
+    """
+
+    def __init__(self, capacity: int = 64) -> None:
+        self._capacity = capacity
+        self._bodies: dict[tuple[bytes, int], tuple[bytes, SnapshotMessage]] = {}
+        #: Snapshots whose body was decoded already.
+        self.shared = 0
+
+    def decode(self, data: bytes) -> ServerMessage:
+        head = _snapshot_head(data) if len(data) <= MAX_SERVER_FRAME_BYTES else None
+        if head is None:
+            return decode_server(data)
+        ack, you, start = head
+        body = data[start:]
+        key = (body[:_BODY_KEY_BYTES], len(body))
+        cached = self._bodies.get(key)
+        if cached is None or cached[0] != body:
+            message = decode_server(data)
+            if (
+                type(message) is SnapshotMessage
+                and message.ack == ack
+                and message.you == you
+                and _ACK_KEY not in body  # a body that repeats a head key overrides it:
+                and _YOU_KEY_AND_ARRAY[:-1] not in body  # never shared (rather than wrong)
+            ):
+                if cached is None and len(self._bodies) >= self._capacity:
+                    del self._bodies[next(iter(self._bodies))]  # the oldest
+                self._bodies[key] = (body, message)
+            return message
+        self.shared += 1
+        template = cached[1]
+        message = object.__new__(SnapshotMessage)
+        put = object.__setattr__  # (a frozen dataclass)
+        put(message, "tick", template.tick)
+        put(message, "server_time", template.server_time)
+        put(message, "epoch", template.epoch)
+        put(message, "ack", ack)
+        put(message, "you", you)
+        put(message, "entities", template.entities)
+        put(message, "events", template.events)
+        return message

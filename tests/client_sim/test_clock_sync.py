@@ -59,8 +59,8 @@ def test_converges_over_the_modelled_link() -> None:
     now, seen = 0.0, []
     for _ in range(60):
         now += 0.25
-        arrive = link.up.schedule(now, None)
-        recv = link.down.schedule(arrive, None)
+        arrive = link.up.schedule(now)
+        recv = link.down.schedule(arrive)
         sync.observe(now, arrive - bot.clock_offset, recv)
         seen.append(sync.server_time(recv))
     assert link.up.spikes + link.down.spikes > 0  # some pongs paid an RTO

@@ -30,9 +30,9 @@ def params(**overrides: float) -> BotParams:
 def test_without_jitter_or_loss_the_delay_is_exactly_half_the_rtt(
     rtt: float, sends: list[float]
 ) -> None:
-    line: DelayLine[int] = DelayLine(rtt / 2)  # deterministic: no rng needed
-    for i, now in enumerate(sends):
-        assert line.schedule(now, i) == now + rtt / 2
+    line = DelayLine(rtt / 2)  # deterministic: no rng needed
+    for now in sends:
+        assert line.schedule(now) == now + rtt / 2
     assert line.spikes == 0 and line.packets == len(sends)
 
 
@@ -54,17 +54,17 @@ def test_retransmission_timeout(rtt: float, rto: float) -> None:
 @pytest.mark.parametrize("rtt", [0.05, 0.3])
 def test_a_lost_packet_arrives_one_rto_late(rtt: float) -> None:
     rto = retransmission_timeout(rtt)
-    line: DelayLine[int] = DelayLine(rtt / 2, loss=1.0, rto=rto, rng=rng())
+    line = DelayLine(rtt / 2, loss=1.0, rto=rto, rng=rng())
     for i in range(10):
         now = 10.0 * i  # far apart: no head-of-line blocking
-        assert line.schedule(now, i) == pytest.approx(now + rtt / 2 + rto, abs=1e-12)
+        assert line.schedule(now) == pytest.approx(now + rtt / 2 + rto, abs=1e-12)
     assert line.spikes == line.packets == 10
 
 
 def test_loss_rate_and_spike_size() -> None:
     one_way, rto, n = 0.03, 0.2, 20_000
-    line: DelayLine[int] = DelayLine(one_way, loss=0.1, rto=rto, rng=rng())
-    delays = np.array([line.schedule(10.0 * i, i) - 10.0 * i for i in range(n)])
+    line = DelayLine(one_way, loss=0.1, rto=rto, rng=rng())
+    delays = np.array([line.schedule(10.0 * i) - 10.0 * i for i in range(n)])
     late = np.isclose(delays, one_way + rto, atol=1e-9)
     on_time = np.isclose(delays, one_way, atol=1e-9)
     assert np.all(late | on_time)
@@ -74,8 +74,8 @@ def test_loss_rate_and_spike_size() -> None:
 
 def test_jitter_is_exponential_with_the_given_mean() -> None:
     one_way, jitter, n = 0.02, 0.002, 20_000
-    line: DelayLine[int] = DelayLine(one_way, jitter=jitter, rng=rng())
-    extra = np.array([line.schedule(10.0 * i, i) - 10.0 * i for i in range(n)]) - one_way
+    line = DelayLine(one_way, jitter=jitter, rng=rng())
+    extra = np.array([line.schedule(10.0 * i) - 10.0 * i for i in range(n)]) - one_way
     assert extra.min() >= -1e-9
     assert extra.mean() == pytest.approx(jitter, rel=0.03)
     assert extra.std() == pytest.approx(jitter, rel=0.03)
@@ -95,37 +95,25 @@ def test_tcp_delivers_in_order(
     seed: int, one_way: float, jitter: float, loss: float, gaps: list[float], block: int
 ) -> None:
     rto = 0.2
-    line: DelayLine[int] = DelayLine(
-        one_way, jitter=jitter, loss=loss, rto=rto, rng=rng(seed), block=block
-    )
+    line = DelayLine(one_way, jitter=jitter, loss=loss, rto=rto, rng=rng(seed), block=block)
     now, sends, dues = 0.0, [], []
-    for i, gap in enumerate(gaps):
+    for gap in gaps:
         now += gap
         sends.append(now)
-        dues.append(line.schedule(now, i))
+        dues.append(line.schedule(now))
     assert all(a <= b for a, b in itertools.pairwise(dues))  # never overtakes
     for i, (sent, due) in enumerate(zip(sends, dues, strict=True)):
         own = due - sent - one_way  # the packet's own extra delay, unless blocked
         blocked = i > 0 and due == dues[i - 1]
         assert blocked or own >= -1e-9
         assert blocked or own < (jitter * 50 + rto + 1e-9)
-    # Draining at arbitrary times yields every payload once, in send order.
-    got: list[int] = []
-    t = 0.0
-    while len(line):
-        nxt = line.next_due()
-        assert nxt is not None and nxt >= t
-        t = nxt + gaps[len(got) % len(gaps)] / 2
-        got += line.pop_due(t)
-    assert got == list(range(len(gaps)))
-    assert line.next_due() is None
 
 
 def test_head_of_line_blocking_holds_back_the_next_packet() -> None:
     one_way, rto = 0.03, 0.2
-    line: DelayLine[int] = DelayLine(one_way, loss=0.02, rto=rto, rng=rng())
+    line = DelayLine(one_way, loss=0.02, rto=rto, rng=rng())
     sends = [0.01 * i for i in range(2000)]
-    dues = [line.schedule(t, i) for i, t in enumerate(sends)]
+    dues = [line.schedule(t) for t in sends]
     held = 0
     for i in range(1, len(dues)):
         raw_on_time = sends[i] + one_way
@@ -140,24 +128,18 @@ def test_head_of_line_blocking_holds_back_the_next_packet() -> None:
     assert held > line.spikes * 10
 
 
-def test_pop_due_and_next_due() -> None:
-    line: DelayLine[str] = DelayLine(0.05)
-    assert line.next_due() is None and line.pop_due(1e9) == [] and len(line) == 0
-    assert line.schedule(1.0, "a") == 1.05
-    assert line.schedule(1.01, "b") == 1.06
-    assert line.next_due() == 1.05 and len(line) == 2
-    assert line.pop_due(1.049) == []
-    assert line.pop_due(1.05) == ["a"]  # due time <= now is delivered
-    assert line.next_due() == 1.06
-    assert line.schedule(1.02, "c") == 1.07
-    assert line.pop_due(2.0) == ["b", "c"]
-    assert line.next_due() is None and line.packets == 3
+def test_due_times_never_run_backwards() -> None:
+    line = DelayLine(0.05)
+    assert line.schedule(1.0) == 1.05
+    assert line.schedule(1.01) == 1.06
+    assert line.schedule(0.5) == 1.06  # sent "earlier" (a clock step): still not overtaking
+    assert line.packets == 3
 
 
 def test_a_bot_link_is_deterministic_for_its_seed() -> None:
     def run(link: BotLink) -> tuple[list[float], list[float]]:
-        up = [link.up.schedule(i / 60, i) for i in range(1000)]
-        down = [link.down.schedule(i / 60, i) for i in range(1000)]
+        up = [link.up.schedule(i / 60) for i in range(1000)]
+        down = [link.down.schedule(i / 60) for i in range(1000)]
         return up, down
 
     a_up, a_down = run(BotLink.for_bot(params()))
@@ -171,7 +153,7 @@ def test_a_bot_link_is_deterministic_for_its_seed() -> None:
 def test_both_directions_share_the_bots_rtt() -> None:
     link = BotLink.for_bot(params(rtt=0.08, jitter=0.0, loss=0.0))
     assert link.up.one_way == link.down.one_way == 0.04
-    assert link.up.schedule(1.0, None) == 1.04 and link.down.schedule(1.0, None) == 1.04
+    assert link.up.schedule(1.0) == 1.04 and link.down.schedule(1.0) == 1.04
 
 
 def test_population_links_round_trip_statistics() -> None:
@@ -182,8 +164,8 @@ def test_population_links_round_trip_statistics() -> None:
         rtts = []
         for i in range(5000):
             sent = float(i)
-            arrived = link.up.schedule(sent, i)
-            rtts.append(link.down.schedule(arrived, i) - sent)
+            arrived = link.up.schedule(sent)
+            rtts.append(link.down.schedule(arrived) - sent)
         excess = np.array(rtts) - bot.rtt
         assert excess.min() >= -1e-9
         assert excess.mean() == pytest.approx(2 * 0.002, rel=0.05)

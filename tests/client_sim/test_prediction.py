@@ -80,6 +80,33 @@ def test_reconciling_with_the_exact_server_state_gives_zero_error(seed: int, ack
     assert swarm.acked.tolist() == [ack] * 3
 
 
+def test_an_exact_prediction_is_kept_without_replaying(monkeypatch: pytest.MonkeyPatch) -> None:
+    move, buttons = inputs(7, 3, 10)
+    swarm = predictor()
+    run(swarm, move, buttons)
+    predicted = swarm.pos.copy()
+    for bot in range(3):
+        states = server_states(START[bot], move[:, bot], buttons[:, bot], list(range(4)))
+        swarm.authoritative(bot, 3, you(states[-1]))
+    steps: list[int] = []
+
+    def counting_step(*args: object, **kwargs: object) -> tuple[np.ndarray, np.ndarray]:
+        steps.append(1)
+        return step(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("client_sim.prediction.step", counting_step)
+    swarm.reconcile()
+    assert steps == [] and swarm.pos.tolist() == predicted.tolist()
+    assert swarm.acked.tolist() == [3] * 3
+    # One bot the server moved elsewhere: only it is rewound and replayed.
+    states = server_states(START[1], move[:, 1], buttons[:, 1], [0, 0, 1, 2, 3])
+    swarm.authoritative(1, 4, you(states[-1]))
+    swarm.reconcile()
+    assert len(steps) == 5  # inputs 5..9, for that one bot
+    assert swarm.pos[[0, 2]].tolist() == predicted[[0, 2]].tolist()
+    assert swarm.pos[1].tolist() != predicted[1].tolist()
+
+
 def test_a_server_that_repeated_an_input_shows_as_error_and_the_bot_converges() -> None:
     move, buttons = inputs(7, 1, 12)
     move[:, 0] = (1.0, 0.0)  # running east: the repeated input is visibly a step further

@@ -36,8 +36,17 @@ def secret_env() -> dict[str, str]:
 def region(env: dict[str, str], *extra: str) -> Iterator[tuple[NodeProcess, NodeProcess]]:
     with (
         start_node(*COMMON, "--node-id", "a", *extra, env=env) as primary,
-        start_node(*COMMON, "--node-id", "b", "--role", "standby", "--primary",
-                   primary.base_url, *extra, env=env) as standby,
+        start_node(
+            *COMMON,
+            "--node-id",
+            "b",
+            "--role",
+            "standby",
+            "--primary",
+            primary.base_url,
+            *extra,
+            env=env,
+        ) as standby,
     ):
         yield primary, standby
 
@@ -110,8 +119,16 @@ async def test_repeated_kills_each_new_standby_takes_over_in_turn(
         async def chaos() -> None:
             await asyncio.sleep(2.0)
             kills.append(await kill_primary(a.url, [b.url]))
-            with start_node(*COMMON, "--node-id", "c", "--role", "standby", "--primary",
-                            b.base_url, env=secret_env) as c:
+            with start_node(
+                *COMMON,
+                "--node-id",
+                "c",
+                "--role",
+                "standby",
+                "--primary",
+                b.base_url,
+                env=secret_env,
+            ) as c:
                 await until_live_standby(b)
                 await asyncio.sleep(1.0)
                 kills.append(await kill_primary(b.url, [c.url]))
@@ -181,6 +198,7 @@ async def test_a_paused_primary_steps_down_and_never_publishes_the_new_range(
 
 
 async def test_split_brain_with_the_etcd_coordinator(
-    secret_env: dict[str, str], etcd_url: str  # noqa: F811
+    secret_env: dict[str, str],
+    etcd_url: str,  # noqa: F811
 ) -> None:
     await split_brain(secret_env, "--coordinator", "etcd://" + etcd_url.split("://", 1)[1])

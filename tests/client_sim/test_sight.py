@@ -1,0 +1,241 @@
+"""The bots' batched sight and shot tests give the answers of the one-at-a-time tests.
+
+Each fast path here is checked against the plain version it replaced: the shared ray tests
+of :mod:`shared.hitbox` for one ray, a sort for the nearest enemies, one bot at a time for
+perception, and a projectile flight that tests every sub-step.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from client_sim.brain import Brain, _nearest_per_group
+from client_sim.marksman import fly_projectile
+from client_sim.sight import first_hit, segments_within_reach, sight_blocked
+from shared.arena_map import default_map
+from shared.hitbox import (
+    BOUNDING_SPHERE_CENTRE,
+    BOUNDING_SPHERE_RADIUS,
+    HIT_PLAYER,
+    HITBOX_MIN_RADIUS,
+    ray_hit_player,
+    ray_hitbox_entries,
+    ray_world_entry,
+)
+from shared.weapons import LAUNCHER
+
+ARENA = default_map()
+# Rounded to 0.1 mm: scenes, not float corner cases (denormal directions and the like).
+coordinate = st.floats(-29.0, 29.0).map(lambda v: round(v, 4))
+height = st.floats(0.05, 3.5).map(lambda v: round(v, 4))
+
+
+def point() -> st.SearchStrategy[tuple[float, float, float]]:
+    return st.tuples(coordinate, coordinate, height)
+
+
+def reference_blocked(start: np.ndarray, end: np.ndarray) -> bool:
+    span = end - start
+    length = float(np.linalg.norm(span))
+    if length == 0.0:
+        return False
+    entry = ray_world_entry(start, span / length, length, ARENA.box_min, ARENA.box_max)
+    return entry < length
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(point(), point()), min_size=1, max_size=20))
+def test_sight_blocked_agrees_with_the_shared_world_ray_test(
+    segments: list[tuple[tuple[float, ...], tuple[float, ...]]],
+) -> None:
+    starts = np.array([s for s, _ in segments])
+    ends = np.array([e for _, e in segments])
+    batched = sight_blocked(starts, ends, ARENA.box_min, ARENA.box_max)
+    for k in range(len(segments)):
+        expected = reference_blocked(starts[k], ends[k])
+        if batched[k] != expected:
+            # Only a graze may differ (the two parametrise the segment differently):
+            # then a box face lies within a hair of the segment's end or its surface.
+            grown = sight_blocked(
+                starts[k : k + 1], ends[k : k + 1], ARENA.box_min - 1e-9, ARENA.box_max + 1e-9
+            )[0]
+            shrunk = sight_blocked(
+                starts[k : k + 1], ends[k : k + 1], ARENA.box_min + 1e-9, ARENA.box_max - 1e-9
+            )[0]
+            assert grown != shrunk, (starts[k], ends[k])
+
+
+def test_sight_blocked_cases() -> None:
+    wall_min, wall_max = np.array([[4.0, 8.0, 0.0]]), np.array([[12.0, 9.0, 3.0]])
+    start = np.array([[8.0, 0.0, 1.6], [8.0, 0.0, 1.6], [8.0, 0.0, 1.6], [0.0, 8.5, 1.0]])
+    end = np.array([[8.0, 15.0, 1.2], [8.0, 7.0, 1.2], [8.0, 8.0, 1.2], [20.0, 8.5, 1.0]])
+    # Through the wall; short of it; ending on its face (touching does not block);
+    # along the inside of the slab parallel to two axes.
+    assert sight_blocked(start, end, wall_min, wall_max).tolist() == [True, False, False, True]
+    assert sight_blocked(np.zeros((0, 3)), np.zeros((0, 3)), wall_min, wall_max).shape == (0,)
+
+
+players = st.lists(st.tuples(coordinate, coordinate, st.floats(0.0, 2.0)), min_size=0, max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    origin=point(),
+    yaw=st.floats(-math.pi, math.pi).map(lambda a: round(a, 6)),
+    pitch=st.floats(-0.6, 0.6).map(lambda p: round(p, 6)),  # (no denormal directions)
+    feet=players,
+    present_bits=st.integers(0, 2**12 - 1),
+)
+def test_first_hit_is_the_shared_ray_test_on_every_player(
+    origin: tuple[float, float, float],
+    yaw: float,
+    pitch: float,
+    feet: list[tuple[float, float, float]],
+    present_bits: int,
+) -> None:
+    direction = np.array(
+        [math.cos(pitch) * math.cos(yaw), math.cos(pitch) * math.sin(yaw), math.sin(pitch)]
+    )
+    positions = np.array(feet).reshape(-1, 3)
+    present = np.array([bool(present_bits >> k & 1) for k in range(len(feet))], dtype=bool)
+    o = np.array(origin)
+    expected = ray_hit_player(o, direction, 80.0, positions, ARENA.box_min, ARENA.box_max, present)
+    assert first_hit(o, direction, 80.0, positions, present, ARENA) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(start=point(), end=point(), feet=players)
+def test_within_reach_never_drops_a_player_the_segment_enters(
+    start: tuple[float, ...], end: tuple[float, ...], feet: list[tuple[float, float, float]]
+) -> None:
+    s, e = np.array(start), np.array(end)
+    length = float(np.linalg.norm(e - s))
+    if length == 0.0:
+        return
+    direction = (e - s) / length
+    positions = np.array(feet).reshape(-1, 3)
+    reach = segments_within_reach(s[None], direction[None], np.array([length]), positions)[0]
+    entered = np.isfinite(ray_hitbox_entries(s, direction, length, positions)).any(axis=1)
+    assert not (entered & ~reach).any()
+    # And it is tight: a player whose sphere is far from the segment is out of reach.
+    centre = positions + BOUNDING_SPHERE_CENTRE
+    far = np.linalg.norm(centre - s, axis=1) > length + BOUNDING_SPHERE_RADIUS + 0.01
+    assert not (far & reach).any()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    groups=st.lists(
+        st.lists(st.one_of(st.floats(0.0, 50.0), st.just(math.inf)), max_size=8), max_size=8
+    ),
+    k=st.integers(1, 4),
+)
+def test_nearest_per_group_is_a_stable_sort_within_each_group(
+    groups: list[list[float]], k: int
+) -> None:
+    values = np.array([v for group in groups for v in group], dtype=float)
+    counts = np.array([len(group) for group in groups], dtype=np.int64)
+    expected: list[int] = []
+    at = 0
+    for group in groups:
+        ranked = sorted(range(len(group)), key=lambda i: (group[i], i))
+        expected += [at + i for i in ranked[:k] if math.isfinite(group[i])]
+        at += len(group)
+    assert _nearest_per_group(values, counts, k).tolist() == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    lookers=st.integers(1, 12),
+    crowd=st.integers(0, 30),
+)
+def test_perceiving_together_is_perceiving_one_by_one(seed: int, lookers: int, crowd: int) -> None:
+    rng = np.random.default_rng(seed)
+    own = np.column_stack((rng.uniform(-28, 28, (lookers, 2)), np.zeros(lookers)))
+    enemies = [
+        np.column_stack((rng.uniform(-28, 28, (n, 2)), np.zeros(n)))
+        for n in rng.integers(0, crowd + 1, lookers)
+    ]
+    ids = [rng.permutation(100)[: len(e)] for e in enemies]
+    together = Brain(lookers, ARENA, np.random.default_rng(0), cover_seeking=0.0)
+    alone = Brain(lookers, ARENA, np.random.default_rng(0), cover_seeking=0.0)
+    together.perceive_many(np.arange(lookers), own, enemies, ids, now=1.0)
+    for bot in range(lookers):
+        alone.perceive(bot, own[bot], enemies[bot], ids[bot], now=1.0)
+    for name in ("has_threat", "threat_id", "threat", "threat_since", "in_cover_mode"):
+        assert getattr(together, name).tolist() == getattr(alone, name).tolist(), name
+
+
+def fly_every_step(
+    origin: np.ndarray,
+    velocity: np.ndarray,
+    gravity: float,
+    start: float,
+    expire: float,
+    times: np.ndarray,
+    positions: np.ndarray,
+    alive: np.ndarray,
+) -> tuple[int, int]:
+    """The plain flight: the shared ray test on every sub-step, in order."""
+    end = min(expire, float(times[-1])) if len(times) else start
+    x, y, z = (float(v) for v in origin)
+    vx, vy, vz = (float(v) for v in velocity)
+    t = start
+    while t < end:
+        step_speed = math.sqrt(vx * vx + vy * vy + vz * vz) + gravity * (end - t)
+        steps = max(1, math.ceil(step_speed * (1.0 / 60.0) / HITBOX_MIN_RADIUS))
+        dt = min(1.0 / 60.0 / steps, end - t)
+        nx, ny, nz = x + vx * dt, y + vy * dt, z + vz * dt - 0.5 * gravity * dt * dt
+        segment = np.array([nx - x, ny - y, nz - z])
+        length = float(np.sqrt(segment @ segment))
+        if length > 0.0:
+            k = min(max(int(np.searchsorted(times, t + dt, side="left")), 1), len(times) - 1)
+            t0, t1 = times[k - 1], times[k]
+            weight = 0.0 if t1 == t0 else min(max((t + dt - t0) / (t1 - t0), 0.0), 1.0)
+            rendered = positions[k - 1] + (positions[k] - positions[k - 1]) * weight
+            hit = ray_hit_player(
+                np.array([x, y, z]),
+                segment / length,
+                length,
+                rendered,
+                ARENA.box_min,
+                ARENA.box_max,
+                alive[k - 1] & alive[k],
+            )
+            if hit.kind == HIT_PLAYER:
+                return int(hit.victim), int(hit.hitbox)
+            if hit.kind != 0:
+                return -1, 0
+        x, y, z, vz = nx, ny, nz, vz - gravity * dt
+        t += dt
+    return -1, 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    candidates=st.integers(1, 6),
+    frames=st.integers(2, 40),
+)
+def test_a_flight_tested_where_it_may_hit_ends_as_one_tested_everywhere(
+    seed: int, candidates: int, frames: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    origin = np.array([*rng.uniform(-20, 20, 2), 1.6])
+    target = rng.uniform(-20, 20, 2)
+    heading = np.append(target - origin[:2], rng.uniform(-3.0, 3.0))
+    velocity = heading / np.linalg.norm(heading) * LAUNCHER.speed
+    times = np.sort(rng.uniform(0.0, 1.5, frames))
+    # Candidates near the path, walking a little between frames; some die.
+    start = np.column_stack((target + rng.normal(0.0, 2.0, (candidates, 2)), np.zeros(candidates)))
+    walk = np.cumsum(rng.normal(0.0, 0.05, (frames, candidates, 3)) * [1, 1, 0], axis=0)
+    positions = start[None] + walk
+    alive = rng.random((frames, candidates)) < 0.9
+    args = (origin, velocity, LAUNCHER.gravity, float(times[0]), float(times[0]) + 1.2)
+    expected = fly_every_step(*args, times, positions, alive)
+    assert fly_projectile(*args, times, positions, alive, ARENA) == expected
