@@ -63,8 +63,18 @@ class Region:
         return f"http://127.0.0.1:{self.ports[i]}"
 
     def start(self, i: int, primary: int | None) -> None:
-        args = ["--port", str(self.ports[i]), "--node-id", f"n{i}", "--log-level", "warning",
-                "--coordinator", self.coordinator, "--peer", self.url(1 - i)]
+        args = [
+            "--port",
+            str(self.ports[i]),
+            "--node-id",
+            f"n{i}",
+            "--log-level",
+            "warning",
+            "--coordinator",
+            self.coordinator,
+            "--peer",
+            self.url(1 - i),
+        ]
         if primary is not None:
             args += ["--role", "standby", "--primary", self.url(primary)]
         self.nodes[i] = self.stack.enter_context(start_node(*args, env=self.env))
@@ -88,13 +98,20 @@ async def run_one(coordinator: str, kills: int, bots: int) -> dict[str, Any]:
         region.start(0, None)
         region.start(1, 0)
         await region.until_live_standby(0)
-        rtt = parse_distribution("mix(0.6*lognormal(median=40ms,sigma=0.4), "
-                                 "0.4*lognormal(median=140ms,sigma=0.3))")
+        rtt = parse_distribution(
+            "mix(0.6*lognormal(median=40ms,sigma=0.4), 0.4*lognormal(median=140ms,sigma=0.3))"
+        )
         population = tuple(
             draw_bot(i, seed=5, rtt=rtt, profile=LinkProfile(jitter_ms=2.0)) for i in range(bots)
         )
-        swarm = Swarm(SwarmConfig(url=region.url(0).replace("http", "ws") + "/ws",
-                                  bots=population, duration=3600.0, seed=5))
+        swarm = Swarm(
+            SwarmConfig(
+                url=region.url(0).replace("http", "ws") + "/ws",
+                bots=population,
+                duration=3600.0,
+                seed=5,
+            )
+        )
         play = asyncio.create_task(swarm.run())
         outcomes: list[dict[str, Any]] = []
         primary = 0
@@ -106,8 +123,10 @@ async def run_one(coordinator: str, kills: int, bots: int) -> dict[str, Any]:
                 raise RuntimeError(f"kill {k + 1}: no standby took over")
             outcomes.append(outcome)
             promoted = (outcome["failover"]["first_tick_at"] - outcome["killed_at"]) * 1000
-            log(f"{coordinator}: kill {k + 1}/{kills}: epoch {outcome['epoch']}, "
-                f"promoted in {promoted:.1f} ms")
+            log(
+                f"{coordinator}: kill {k + 1}/{kills}: epoch {outcome['epoch']}, "
+                f"promoted in {promoted:.1f} ms"
+            )
             region.nodes[primary].stop()
             # The killed node returns as the new standby (started off the loop: the bots
             # run on it and must not freeze while a node boots).
