@@ -18,6 +18,7 @@ import enum
 import math
 from collections import deque
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from shared.protocol import InputMessage
 
@@ -38,8 +39,9 @@ class InputVerdict(enum.Enum):
         return self in (InputVerdict.ACCEPTED, InputVerdict.CLAMPED)
 
 
-@dataclass(frozen=True, slots=True)
-class SanitizeResult:
+class SanitizeResult(NamedTuple):
+    """A verdict, and the input to queue (None when rejected). A tuple: one per input."""
+
     verdict: InputVerdict
     message: InputMessage | None
 
@@ -103,10 +105,15 @@ class InputBuffer:
 
     def take_with_arrival(self) -> list[tuple[InputMessage, float]]:
         """Like :meth:`take`, each input with the server time it arrived at."""
-        if not self.pending:
+        pending = self.pending
+        if len(pending) == 1:  # the steady state: one input a tick
+            taken = [pending.popleft()]
+            self.last_applied = taken[0][0]
+            return taken
+        if not pending:
             self.starved_ticks += 1
             return []
-        count = max(1, len(self.pending) - self.max_depth + 1)
+        count = max(1, len(pending) - self.max_depth + 1)
         taken = [self.pending.popleft() for _ in range(count)]
         self.last_applied = taken[-1][0]
         return taken

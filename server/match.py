@@ -137,10 +137,9 @@ class Match:
         sent_at = self.sent.sent_at(message.ack_tick) if message.ack_tick >= 0 else None
         if sent_at is not None:
             seat.rtt.observe(arrival - sent_at)
-        checked = sanitize(message)
-        verdict = checked.verdict
-        if checked.message is not None:
-            queued = seat.inputs.offer(checked.message, arrival)
+        verdict, usable = sanitize(message)
+        if usable is not None:
+            queued = seat.inputs.offer(usable, arrival)
             if queued is not InputVerdict.ACCEPTED:
                 verdict = queued
         self.counters[_COUNTER_OF[verdict]] += 1
@@ -148,22 +147,28 @@ class Match:
 
     def _gather_inputs(self) -> tuple[list[tuple[int, InputMessage, float]], list[tuple]]:
         """Set each player's input for this tick; return it and the surplus to catch up on."""
-        world = self.world
+        world, seats = self.world, self.seats
         applied, surplus = [], []
-        for slot in sorted(self.seats):  # slot order: replicas must produce the same events
-            seat = self.seats[slot]
-            taken = seat.inputs.take_with_arrival()
+        repeated = taken_count = 0
+        for slot in sorted(seats):  # slot order: replicas must produce the same events
+            taken = seats[slot].inputs.take_with_arrival()
             if not taken:
-                self.counters["input_repeated"] += 1
+                repeated += 1
                 continue
             first, arrival = taken[0]
-            world.move[slot] = first.move
-            world.buttons[slot] = first.buttons
-            world.yaw[slot], world.pitch[slot] = first.yaw, first.pitch
-            self.counters["input_applied"] += len(taken)
+            taken_count += len(taken)
             applied.append((slot, first, arrival))
             if len(taken) > 1:
                 surplus.append((slot, taken[1:]))
+        if applied:  # one array write per field, not four per player
+            slots = [slot for slot, _, _ in applied]
+            world.move[slots] = [message.move for _, message, _ in applied]
+            world.buttons[slots] = [message.buttons for _, message, _ in applied]
+            world.yaw[slots] = [message.yaw for _, message, _ in applied]
+            world.pitch[slots] = [message.pitch for _, message, _ in applied]
+            self.counters["input_applied"] += taken_count
+        if repeated:
+            self.counters["input_repeated"] += repeated
         return applied, surplus
 
     def _fire(self, slot: int, message: InputMessage, arrival: float) -> None:

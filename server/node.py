@@ -506,16 +506,17 @@ class Node:
             message = protocol.decode_client(data)
         except protocol.ProtocolError as error:
             return self.complain(connection, error)
-        if isinstance(message, InputMessage):
-            match = self.matches[connection.match]
+        if type(message) is InputMessage:
+            match = self.matches.matches[connection.match]
             verdict = match.receive_input(connection.slot, message, self.server_time())
+            metrics = self.metrics
             if verdict is InputVerdict.ACCEPTED:
-                self.metrics.tally_inputs_applied += 1
+                metrics.tally_inputs_applied += 1
             elif verdict is InputVerdict.CLAMPED:
-                self.metrics.tally_inputs_applied += 1
-                self.metrics.tally_inputs_clamped += 1
+                metrics.tally_inputs_applied += 1
+                metrics.tally_inputs_clamped += 1
             else:
-                self.metrics.inputs_rejected.labels(verdict.value).inc()
+                metrics.inputs_rejected.labels(verdict.value).inc()
         elif isinstance(message, PingMessage):
             pong = PongMessage(message.id, message.t, self.server_time())
             connection.send(protocol.encode(pong))
