@@ -24,29 +24,32 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from shared.wsframe import (
+    CLOSE_NORMAL,
+    CLOSE_PROTOCOL_ERROR,
+    CLOSE_TOO_BIG,
     OP_BINARY,
     OP_CLOSE,
-    OP_CONTINUATION,
     OP_PING,
     OP_PONG,
-    OP_TEXT,
-    header,
+    FrameFault,
+    FrameReader,
+    close_code,
+    frame,
 )
 
-__all__ = ["HandshakeError", "WebSocketClient", "connect"]
+__all__ = [
+    "CLOSE_NORMAL",
+    "CLOSE_PROTOCOL_ERROR",
+    "CLOSE_TOO_BIG",
+    "HandshakeError",
+    "WebSocketClient",
+    "accept_key",
+    "connect",
+]
 
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 _MAX_HEADER_BYTES = 16 * 1024
 _CLOSE_WAIT_S = 1.0  # how long close() waits for the server's close frame
-
-CLOSE_NORMAL = 1000
-CLOSE_PROTOCOL_ERROR = 1002
-CLOSE_TOO_BIG = 1009
-
-
-def _sendable_close_code(code: int) -> bool:
-    """Codes an endpoint may put in a close frame (RFC 6455 §7.4): not 1004-1006 or 1015."""
-    return (1000 <= code <= 1014 and code not in (1004, 1005, 1006)) or 3000 <= code <= 4999
 
 
 class HandshakeError(ConnectionError):
@@ -58,38 +61,9 @@ def accept_key(key: str) -> str:
     return base64.b64encode(hashlib.sha1(key.encode("ascii") + _GUID).digest()).decode("ascii")
 
 
-def mask(payload: bytes, key: bytes) -> bytes:
-    """XOR ``payload`` with the 4-byte ``key`` repeated (one big-integer XOR, no loop)."""
-    n = len(payload)
-    if not n:
-        return b""
-    stream = (key * ((n >> 2) + 1))[:n]
-    return (int.from_bytes(payload, "little") ^ int.from_bytes(stream, "little")).to_bytes(
-        n, "little"
-    )
-
-
-class _MaskKeys:
-    """Masking keys from the OS's random source, fetched 1,024 at a time."""
-
-    __slots__ = ("_at", "_block")
-
-    def __init__(self) -> None:
-        self._block, self._at = b"", 0
-
-    def next(self) -> bytes:
-        if self._at >= len(self._block):
-            self._block, self._at = os.urandom(4096), 0
-        at = self._at
-        self._at = at + 4
-        return self._block[at : at + 4]
-
-
-_mask_keys = _MaskKeys()
-
-
 class WebSocketClient(asyncio.Protocol):
-    """One client connection: ``on_message(payload)`` per whole message, ``on_close()`` once."""
+    """One client connection: ``on_message(payload)`` per whole binary message, and
+    ``on_close()`` once. Text messages are not used by the game and are ignored."""
 
     def __init__(
         self,
@@ -103,16 +77,14 @@ class WebSocketClient(asyncio.Protocol):
         self._expected_accept = expected_accept
         self._on_message = on_message
         self._on_close = on_close
-        self._max_size = max_size
+        self._reader = FrameReader(
+            masked=False, max_size=max_size, on_message=self._message, on_control=self._control
+        )
         self._transport: asyncio.Transport | None = None
-        self._buffer = b""
+        self._buffer = b""  # the handshake answer, until it is whole
         self._upgraded = False
-        self._fragments: list[bytes] | None = None
-        self._fragment_opcode = OP_BINARY
-        self._fragment_size = 0
         self._close_sent = False
         self._lost = False
-        self._done = False
         self.handshake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         #: The close code the server sent (or ours, after a protocol fault), if any.
@@ -133,44 +105,18 @@ class WebSocketClient(asyncio.Protocol):
         transport.write(self._request)
 
     def data_received(self, data: bytes) -> None:
-        if self._done:
-            return  # after a protocol fault or the server's close, nothing more counts
-        if self._buffer:
-            data = self._buffer + data
-            self._buffer = b""
         if not self._upgraded:
+            if self._buffer:
+                data, self._buffer = self._buffer + data, b""
             data = self._read_handshake(data)
             if not data:
                 return
-        pos, end, limit = 0, len(data), self._max_size
-        while end - pos >= 2:
-            first, second = data[pos], data[pos + 1]
-            if second & 0x80:
-                self._fail(CLOSE_PROTOCOL_ERROR)  # servers never mask
-                return
-            length, head = second & 0x7F, 2
-            if length == 126:
-                if end - pos < 4:
-                    break
-                length, head = int.from_bytes(data[pos + 2 : pos + 4], "big"), 4
-            elif length == 127:
-                if end - pos < 10:
-                    break
-                length, head = int.from_bytes(data[pos + 2 : pos + 10], "big"), 10
-            if length > limit:
-                self._fail(CLOSE_TOO_BIG)
-                return
-            stop = pos + head + length
-            if stop > end:
-                break
-            payload = data[pos + head : stop]
-            pos = stop
-            if first == 0x82 and self._fragments is None:  # FIN + binary: the common case
-                self._on_message(payload)
-            elif not self._frame(first, payload):
-                return
-        if pos < end:
-            self._buffer = data[pos:]
+        try:
+            self._reader.feed(data)
+        except FrameFault as fault:  # the server broke the rules: close with its code
+            self.close_code = fault.code
+            self._send_close(fault.code)
+            self._close_transport()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True
@@ -185,59 +131,18 @@ class WebSocketClient(asyncio.Protocol):
 
     # -- frames ----------------------------------------------------------------------------
 
-    def _frame(self, first: int, payload: bytes) -> bool:
-        """Every frame but an unfragmented binary one; False once the connection is done."""
-        if first & 0x70:
-            return self._fail(CLOSE_PROTOCOL_ERROR)  # no extension was negotiated
-        fin, opcode = first & 0x80, first & 0x0F
-        if opcode in (OP_BINARY, OP_TEXT):
-            if self._fragments is not None:
-                return self._fail(CLOSE_PROTOCOL_ERROR)
-            if fin:
-                if opcode == OP_BINARY:
-                    self._on_message(payload)
-            else:
-                self._fragments, self._fragment_opcode = [payload], opcode
-                self._fragment_size = len(payload)
-        elif opcode == OP_CONTINUATION:
-            if self._fragments is None:
-                return self._fail(CLOSE_PROTOCOL_ERROR)
-            self._fragment_size += len(payload)
-            if self._fragment_size > self._max_size:
-                return self._fail(CLOSE_TOO_BIG)
-            self._fragments.append(payload)
-            if fin:
-                message, self._fragments = b"".join(self._fragments), None
-                if self._fragment_opcode == OP_BINARY:
-                    self._on_message(message)
-        elif opcode in (OP_CLOSE, OP_PING, OP_PONG) and (not fin or len(payload) > 125):
-            return self._fail(CLOSE_PROTOCOL_ERROR)  # control frames: whole and short
+    def _message(self, opcode: int, payload: bytes) -> None:
+        if opcode == OP_BINARY:
+            self._on_message(payload)
+
+    def _control(self, opcode: int, payload: bytes) -> None:
+        if opcode == OP_PING:
+            self._write(OP_PONG, payload)
         elif opcode == OP_CLOSE:
-            if len(payload) == 1:
-                return self._fail(CLOSE_PROTOCOL_ERROR)
-            code = int.from_bytes(payload[:2], "big") if payload else None
-            if code is not None and not _sendable_close_code(code):
-                return self._fail(CLOSE_PROTOCOL_ERROR)
+            code = close_code(payload)  # (a FrameFault here closes with 1002)
             self.close_code = code
             self._send_close(CLOSE_NORMAL if code is None else code)
-            self._done = True
             self._close_transport()
-            return False
-        elif opcode == OP_PING:
-            self._write(OP_PONG, payload)
-        elif opcode == OP_PONG:
-            pass
-        else:
-            return self._fail(CLOSE_PROTOCOL_ERROR)
-        return True
-
-    def _fail(self, code: int) -> bool:
-        """A protocol fault by the server: close with ``code`` and drop the connection."""
-        self.close_code = code
-        self._send_close(code)
-        self._done = True
-        self._close_transport()
-        return False
 
     def _read_handshake(self, data: bytes) -> bytes:
         """Consume the HTTP 101 answer; returns the bytes after it (frames already sent)."""
@@ -280,8 +185,7 @@ class WebSocketClient(asyncio.Protocol):
     def _write(self, opcode: int, payload: bytes) -> None:
         if self._transport is None or self._lost:
             return
-        key = _mask_keys.next()
-        self._transport.write(header(opcode, len(payload), masked=True) + key + mask(payload, key))
+        self._transport.write(frame(opcode, payload, masked=True))
 
     def send(self, payload: bytes) -> bool:
         """Send one binary message; False (and nothing sent) once the connection is closing."""

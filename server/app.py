@@ -16,14 +16,12 @@ from collections.abc import AsyncIterator, Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from .connection import WS_MAX_MESSAGE_BYTES
 from .node import Node, NodeConfig
 from .registration import heartbeat_loop
 
 __all__ = ["NODE", "NODE_TASK", "Node", "NodeConfig", "create_app"]
 
-# aiohttp closes frames above this itself (1009); our codec's own, far smaller limit is
-# what a client normally meets, with an error it can read.
-WS_MAX_MESSAGE_BYTES = 64 * 1024
 REPLICATION_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 NODE = web.AppKey("node", Node)

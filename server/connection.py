@@ -9,14 +9,21 @@ tick (the approach of websockets' ``broadcast``).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from aiohttp import web
 
 from shared import wsframe
 
 from .metrics import NodeMetrics
+from .player_stream import PlayerStream
 
-__all__ = ["Connection"]
+__all__ = ["WS_MAX_MESSAGE_BYTES", "Connection"]
+
+# Frames above this close the connection (1009), whether aiohttp or the player's stream
+# reads them; our codec's own, far smaller limit is what a client normally meets, with an
+# error it can read.
+WS_MAX_MESSAGE_BYTES = 64 * 1024
 
 
 class Connection:
@@ -36,6 +43,8 @@ class Connection:
         self.match = match
         self.offences = 0
         self._metrics = metrics
+        #: Once the player is seated, the stream that reads its frames (see take_over).
+        self.stream: PlayerStream | None = None
         # Room is the transport's high-water mark (set once, by aiohttp, at the upgrade).
         self._writer = transport if isinstance(transport, asyncio.WriteTransport) else None
         self._high_water = self._writer.get_write_buffer_limits()[1] if self._writer else 0
@@ -50,14 +59,35 @@ class Connection:
         control frames.
         """
         size = len(frame)
-        transport = self._writer
+        transport, stream = self._writer, self.stream
         if (
             transport is None
-            or self.ws.closed
-            or transport.is_closing()
+            or (stream.closing if stream is not None else self.closing)
             or transport.get_write_buffer_size() + size > self._high_water
         ):
             return False
         transport.write(wsframe.header(wsframe.OP_BINARY, size, masked=False) + frame)
         self._metrics.tally_bytes_out += size
         return True
+
+    @property
+    def closing(self) -> bool:
+        stream = self.stream
+        if stream is not None:
+            return stream.closing
+        return self.ws.closed or self._writer is None or self._writer.is_closing()
+
+    def take_over(
+        self, on_binary: Callable[[bytes], bool], on_text: Callable[[], bool], max_size: int
+    ) -> PlayerStream | None:
+        """Read this player's frames with a :class:`PlayerStream` from now on."""
+        self.stream = PlayerStream.take_over(self.transport, on_binary, on_text, max_size)
+        return self.stream
+
+    async def close(self, code: int, reason: bytes) -> None:
+        """The closing handshake, with ``code``; returns once the socket is closed."""
+        if self.stream is not None:
+            self.stream.close(code, reason)
+            await self.stream.wait_closed()
+        else:
+            await self.ws.close(code=code, message=reason)

@@ -35,7 +35,7 @@ from shared.arena_map import ArenaMap, default_map
 from shared.protocol import ErrorMessage, InputMessage, JoinMessage, PingMessage, PongMessage
 from shared.timestep import TickSchedule, run_tick_loop
 
-from .connection import Connection
+from .connection import WS_MAX_MESSAGE_BYTES, Connection
 from .coordination.base import Coordinator, CoordinatorError, make_coordinator
 from .directory import Heartbeat
 from .hitreg.backend import BackendName, make_validator
@@ -261,7 +261,7 @@ class Node:
         for connection in list(self.connections.values()):
             with contextlib.suppress(Exception):
                 connection.send(bye)
-                await connection.ws.close(code=WSCloseCode.GOING_AWAY, message=b"not_primary")
+                await connection.close(WSCloseCode.GOING_AWAY, b"not_primary")
         await self.hub.close()
 
     def step_down(self, epoch: int) -> None:
@@ -672,7 +672,14 @@ class Node:
             ack=seat.inputs.acked,
             match=index,
         )
-        await ws.send_bytes(protocol.encode(welcome))
+        # From here on this player's frames are read off the socket by a PlayerStream
+        # (taken over before the welcome: a client sends nothing else until it has one).
+        stream = connection.take_over(
+            lambda data: self.handle_frame(connection, data),
+            lambda: self.complain(connection, protocol.MalformedFrame("text frames are not used")),
+            WS_MAX_MESSAGE_BYTES,
+        )
+        connection.send(protocol.encode(welcome))
         self.connections[key] = connection
         self.metrics.players.set(self.matches.player_count)
         log.info(
@@ -683,16 +690,8 @@ class Node:
             self.log_context,
         )
         try:
-            async for frame in ws:
-                if frame.type is WSMsgType.BINARY:
-                    dropped = self.handle_frame(connection, frame.data)
-                elif frame.type is WSMsgType.TEXT:
-                    text = protocol.MalformedFrame("text frames are not used")
-                    dropped = self.complain(connection, text)
-                else:
-                    continue
-                if dropped:
-                    await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"offences")
+            if stream is not None:
+                await stream.closed
         finally:
             if self.connections.get(key) is connection:
                 del self.connections[key]
@@ -717,7 +716,7 @@ class Node:
         for connection in list(self.connections.values()):
             with contextlib.suppress(Exception):
                 connection.send(bye)
-                await connection.ws.close(code=WSCloseCode.GOING_AWAY, message=b"shutdown")
+                await connection.close(WSCloseCode.GOING_AWAY, b"shutdown")
 
     # -- standbys (primary only) ----------------------------------------------------------
 

@@ -23,9 +23,17 @@ from client_sim.websocket import (
     WebSocketClient,
     accept_key,
     connect,
+)
+from shared.wsframe import (
+    OP_BINARY,
+    OP_CLOSE,
+    OP_CONTINUATION,
+    OP_PING,
+    OP_PONG,
+    OP_TEXT,
+    header,
     mask,
 )
-from shared.wsframe import OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT, header
 
 RFC_KEY = "dGhlIHNhbXBsZSBub25jZQ=="  # the example of RFC 6455 §1.3
 MAX_SIZE = 1 << 17
