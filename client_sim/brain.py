@@ -32,36 +32,6 @@ GLANCES = 3  # how many of the nearest enemies a bot checks for a clear line of 
 COVER_CHOICES = 8  # how many of the nearest cover points a bot considers when it is spotted
 
 
-def _nearest_per_group(distance: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` smallest finite values of each consecutive group, ordered by
-    group, then value (ties: lower index first). Groups have ``counts`` values each.
-
-    ``k`` rounds of a per-group minimum (``reduceat``): linear in the values, where one
-    sort of every bot's enemies at once cost milliseconds a tick.
-    """
-    remaining = distance.copy()
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))[counts > 0]
-    group = np.repeat(np.arange(len(counts)), counts)
-    found: list[np.ndarray] = []
-    for _ in range(k):
-        if not len(starts):
-            break
-        least = np.minimum.reduceat(remaining, starts)
-        where = np.flatnonzero(
-            (remaining == np.repeat(least, counts[counts > 0])) & np.isfinite(remaining)
-        )
-        if not len(where):
-            break
-        _, first = np.unique(group[where], return_index=True)
-        picked = where[first]
-        remaining[picked] = np.inf
-        found.append(picked)
-    if not found:
-        return np.zeros(0, dtype=np.int64)
-    chosen = np.concatenate(found)
-    return chosen[np.lexsort((np.arange(len(chosen)), group[chosen]))]
-
-
 class BotIntent:
     """One tick's decisions for every bot (views into the brain's arrays)."""
 
@@ -128,46 +98,63 @@ class Brain:
     def perceive(
         self, bot: int, own: np.ndarray, enemies: np.ndarray, enemy_ids: np.ndarray, now: float
     ) -> None:
-        """One bot's glance: :meth:`perceive_many` for a single bot."""
-        self.perceive_many(np.array([bot]), own[None], [enemies], [enemy_ids], now)
+        """One bot's glance at enemies' feet ``(K, 3)``: :meth:`perceive_group` for one."""
+        self.perceive_group(
+            np.array([bot]),
+            own[None],
+            enemies[None],
+            enemy_ids,
+            np.ones((1, len(enemies)), dtype=bool),
+            now,
+        )
 
-    def perceive_many(
+    def perceive_group(
         self,
         bots: np.ndarray,
         own: np.ndarray,
-        enemies: list[np.ndarray],
-        enemy_ids: list[np.ndarray],
+        feet: np.ndarray,
+        ids: np.ndarray,
+        visible: np.ndarray,
         now: float,
     ) -> None:
         """Each of ``bots`` notes the nearest enemy in range that it can see.
 
-        ``own`` is the bots' feet ``(B, 3)``; ``enemies[k]`` and ``enemy_ids[k]`` are the feet
-        ``(K, 3)`` and ids of what bot ``k`` renders. Walls and cover hide enemies: the line
-        from the bot's eye to the enemy's chest must be clear. Only the three nearest are
-        checked, as a player glances around. All bots' sight lines are tested in one pass.
+        The bots render the same players (``ids``, ``(K,)``): ``feet`` ``(B, K, 3)`` is
+        where each bot draws them, ``visible`` ``(B, K)`` which of them are enemies it
+        could see (alive, not itself, not a teammate); ``own`` ``(B, 3)`` are the bots'
+        feet. Walls and cover hide enemies: the line from the bot's eye to the enemy's chest
+        must be clear. Only the three nearest are checked, as a player glances around; all
+        sight lines of the group are tested in one pass.
         """
-        counts = np.fromiter((len(e) for e in enemies), dtype=np.int64, count=len(bots))
-        owner = np.repeat(np.arange(len(bots)), counts)
-        positions = np.concatenate(enemies) if counts.sum() else np.zeros((0, 3))
-        ids = np.concatenate(enemy_ids) if counts.sum() else np.zeros(0, dtype=np.int64)
-        distance = np.hypot(positions[:, 0] - own[owner, 0], positions[:, 1] - own[owner, 1])
-        glanced = _nearest_per_group(
-            np.where(distance <= self.engage_range, distance, np.inf), counts, GLANCES
-        )
-        eyes = own[owner[glanced]] + (0.0, 0.0, EYE_HEIGHT)
-        chests = positions[glanced] + (0.0, 0.0, CHEST_HEIGHT)
-        seen = glanced[~sight_blocked(eyes, chests, self.arena.box_min, self.arena.box_max)]
-        # The nearest visible enemy of each bot: the first of its group in ``seen``.
-        spotters, first = np.unique(owner[seen], return_index=True)
-        spotted = seen[first]
-        blind = np.setdiff1d(bots, bots[spotters], assume_unique=True)
-        self.has_threat[blind] = False
-        self.threat_id[blind] = -1
-        self.in_cover_mode[blind] = False
+        count, players = visible.shape
+        distance = np.hypot(feet[:, :, 0] - own[:, None, 0], feet[:, :, 1] - own[:, None, 1])
+        distance = np.where(visible & (distance <= self.engage_range), distance, np.inf)
+        glances = min(GLANCES, players)
+        if players > glances:
+            nearest = np.argpartition(distance, glances - 1, axis=1)[:, :glances]
+        else:
+            nearest = np.broadcast_to(np.arange(players), (count, players))
+        near = np.take_along_axis(distance, nearest, axis=1)
+        order = np.lexsort((nearest, near))  # nearest first; ties: the lower index
+        nearest = np.take_along_axis(nearest, order, axis=1)
+        rows, ranks = np.nonzero(np.isfinite(np.take_along_axis(near, order, axis=1)))
+        targets = nearest[rows, ranks]
+        eyes = own[rows] + (0.0, 0.0, EYE_HEIGHT)
+        chests = feet[rows, targets] + (0.0, 0.0, CHEST_HEIGHT)
+        clear = ~sight_blocked(eyes, chests, self.arena.box_min, self.arena.box_max)
+        # Each bot's nearest visible enemy: its first clear sight line (rows are in order).
+        spotters, first = np.unique(rows[clear], return_index=True)
+        spotted = targets[clear][first]
+        blind = np.ones(count, dtype=bool)
+        blind[spotters] = False
+        lost = bots[blind]
+        self.has_threat[lost] = False
+        self.threat_id[lost] = -1
+        self.in_cover_mode[lost] = False
 
         watchers = bots[spotters]
         newly = ~self.has_threat[watchers] | (self.threat_id[watchers] != ids[spotted])
-        self.threat[watchers] = positions[spotted]
+        self.threat[watchers] = feet[spotters, spotted]
         self.threat_id[watchers] = ids[spotted]
         self.has_threat[watchers] = True
         self.threat_since[watchers[newly]] = now

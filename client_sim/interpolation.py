@@ -13,12 +13,13 @@ from __future__ import annotations
 import bisect
 from collections import deque
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from shared.protocol import ENTITY_DTYPE, ENTITY_FLAG_ALIVE
 
-__all__ = ["InterpolatedView", "SnapshotBuffer"]
+__all__ = ["Bracket", "InterpolatedView", "SnapshotBuffer", "views"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,24 +59,78 @@ class SnapshotBuffer:
     def newest_time(self) -> float | None:
         return self._times[-1] if self._times else None
 
-    def view(self, render_time: float) -> InterpolatedView | None:
+    def bracket(self, render_time: float) -> Bracket | None:
+        """The two snapshots around ``render_time`` and the weight between them (a held
+        snapshot when the buffer runs dry, which counts as a miss); None when empty."""
         if not self._times:
             return None
         times = self._times
         if render_time >= times[-1] or len(times) == 1:
             exact = render_time == times[-1]
             self.misses += not exact
-            return _view(render_time, times[-1], self._records[-1], None, 0.0, exact)
+            return Bracket(render_time, times[-1], self._records[-1], None, 0.0, exact)
         if render_time <= times[0]:
             exact = render_time == times[0]
             self.misses += not exact
-            return _view(render_time, times[0], self._records[0], None, 0.0, exact)
+            return Bracket(render_time, times[0], self._records[0], None, 0.0, exact)
         upper = bisect.bisect_right(times, render_time)  # times[upper - 1] <= render < times[upper]
         t0, t1 = times[upper - 1], times[upper]
         weight = (render_time - t0) / (t1 - t0)
-        return _view(
+        return Bracket(
             render_time, render_time, self._records[upper - 1], self._records[upper], weight, True
         )
+
+    def view(self, render_time: float) -> InterpolatedView | None:
+        bracket = self.bracket(render_time)
+        return None if bracket is None else _view(*bracket)
+
+
+class Bracket(NamedTuple):
+    """Where a render time falls in a buffer: ``before``/``after`` records and the weight
+    (``after`` None: ``before`` is held)."""
+
+    render_time: float
+    shown_time: float
+    before: np.ndarray
+    after: np.ndarray | None
+    weight: float
+    exact: bool
+
+
+def views(
+    brackets: list[Bracket],
+) -> list[tuple[list[int], np.ndarray, np.ndarray, np.ndarray]]:
+    """What :meth:`SnapshotBuffer.view` shows for many brackets, computed once per group of
+    brackets between the same two snapshots: (the brackets' indices, ids ``(K,)``, feet
+    ``(B, K, 3)`` with a row per bracket, alive ``(K,)``) per group.
+
+    Brackets whose two snapshots do not hold the same players form groups of their own.
+    """
+    groups: dict[tuple[int, int], list[int]] = {}
+    for k, b in enumerate(brackets):
+        held = b.after is None or b.weight <= 0.0
+        groups.setdefault((id(b.before), 0 if held else id(b.after)), []).append(k)
+    out = []
+    for members in groups.values():
+        first = brackets[members[0]]
+        before, after = first.before, first.after
+        held = after is None or first.weight <= 0.0
+        if held or (after is not None and np.array_equal(after["id"], before["id"])):
+            start = _positions(before)
+            alive = (before["flags"] & ENTITY_FLAG_ALIVE) != 0
+            if held:
+                feet = np.broadcast_to(start, (len(members), *start.shape))
+            else:
+                assert after is not None
+                weight = np.array([brackets[k].weight for k in members])
+                feet = start + (_positions(after) - start) * weight[:, None, None]
+                alive &= (after["flags"] & ENTITY_FLAG_ALIVE) != 0
+            out.append((members, before["id"].astype(np.int64), feet, alive))
+        else:  # players came or went between the two: one at a time
+            for k in members:
+                view = _view(*brackets[k])
+                out.append(([k], view.ids, view.positions[None], view.alive))
+    return out
 
 
 _FIELDS = ENTITY_DTYPE.fields

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from client_sim.interpolation import SnapshotBuffer
+from client_sim.interpolation import SnapshotBuffer, views
 from shared.protocol import pack_entities, unpack_entities
 
 
@@ -185,3 +185,24 @@ def test_interpolated_positions_lie_on_the_segment(weight: int, x0: int, x1: int
     expected = x0 / 4 + (x1 / 4 - x0 / 4) * (weight / 64)
     assert view.positions[0, 0] == pytest.approx(expected, abs=1e-12)
     assert min(x0, x1) / 4 <= view.positions[0, 0] <= max(x0, x1) / 4
+
+
+C = records([0, 2], [[1.0, 1.0, 0.0], [6.0, 6.0, 0.0]], alive=[True, False])
+
+
+@given(times=st.lists(st.sampled_from([0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5]), max_size=12))
+def test_views_of_many_brackets_are_the_views_one_at_a_time(times: list[float]) -> None:
+    """Grouped by the snapshots they fall between (C lacks a player of B: its own group)."""
+    buf = buffer((1.0, A), (1.5, B), (2.0, C))
+    brackets = [buf.bracket(t) for t in times]
+    assert all(b is not None for b in brackets)
+    grouped = views([b for b in brackets if b is not None])
+    assert sorted(k for members, *_ in grouped for k in members) == list(range(len(times)))
+    single = buffer((1.0, A), (1.5, B), (2.0, C))
+    for members, ids, feet, alive in grouped:
+        for row, k in enumerate(members):
+            view = single.view(times[k])
+            assert view is not None
+            assert ids.tolist() == view.ids.tolist() and alive.tolist() == view.alive.tolist()
+            assert feet[row].tolist() == view.positions.tolist()
+    assert buf.misses == single.misses  # held snapshots count as misses either way
