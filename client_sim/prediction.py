@@ -48,8 +48,9 @@ class SwarmPredictor:
         self._auth_vel = np.zeros((count, 3))
         self._auth_ack = np.full(count, -1, dtype=np.int64)
         self._has_auth = np.zeros(count, dtype=bool)
-        # Bots whose error is not scored: dead (the server does not move them), or just
-        # respawned (the server moved them to a spawn point, which nobody predicts).
+        # Bots whose error is not scored: dead (the server does not move them, so neither
+        # does the prediction), or just respawned (the server moved them to a spawn point,
+        # which nobody predicts).
         self.unscored = np.zeros(count, dtype=bool)
         self.skip_next = np.zeros(count, dtype=bool)
         self.errors: list[np.ndarray] = []
@@ -95,6 +96,8 @@ class SwarmPredictor:
         bots, ack = bots[~exact], ack[~exact]
         self.pos[bots] = self._auth_pos[bots]
         self.vel[bots] = self._auth_vel[bots]
+        alive = ~self.unscored[bots]  # the server does not move the dead: nothing to replay
+        bots, ack = bots[alive], ack[alive]
         first = ack + 1
         pending = self.next_seq[bots] - first
         for offset in range(int(pending.max(initial=0))):
@@ -119,8 +122,16 @@ class SwarmPredictor:
         ring = seq % self.history
         self.sent_move[bots, ring] = move
         self.sent_buttons[bots, ring] = buttons
-        self.pos[bots], self.vel[bots] = step(
-            self.pos[bots], self.vel[bots], move, buttons, self.dt, self.arena, self.params
+        alive = ~self.unscored[bots]  # a dead player stands where the server left it
+        moving = bots[alive]
+        self.pos[moving], self.vel[moving] = step(
+            self.pos[moving],
+            self.vel[moving],
+            move[alive],
+            buttons[alive],
+            self.dt,
+            self.arena,
+            self.params,
         )
         self.predicted_pos[bots, ring] = self.pos[bots]
         self.predicted_vel[bots, ring] = self.vel[bots]

@@ -239,3 +239,17 @@ def test_an_ack_whose_prediction_was_overwritten_is_not_scored() -> None:
     swarm.authoritative(0, ack, you(states[ack]))
     swarm.reconcile()
     assert len(swarm.error_samples()) == 0
+
+
+def test_a_dead_bot_is_not_moved_by_its_inputs_and_not_replayed() -> None:
+    """The server does not move the dead, so the bot's prediction holds it where it lies."""
+    swarm = predictor()
+    swarm.unscored[1] = True
+    move = np.array([[1.0, 0.0]] * 3)
+    swarm.apply(np.arange(3), move, np.zeros(3, dtype=np.int64))
+    assert swarm.pos[1].tolist() == START[1].tolist()
+    assert swarm.pos[0].tolist() != START[0].tolist()  # the living walk
+    lying = (*START[1].tolist(), 0.0, 0.0, 0.0)
+    swarm.authoritative(1, 0, lying)
+    swarm.reconcile()
+    assert swarm.pos[1].tolist() == START[1].tolist() and swarm.acked[1] == 0
