@@ -49,16 +49,17 @@ class Connection:
         self._writer = transport if isinstance(transport, asyncio.WriteTransport) else None
         self._high_water = self._writer.get_write_buffer_limits()[1] if self._writer else 0
 
-    def send(self, frame: bytes) -> bool:
-        """Write ``frame`` as one binary WebSocket frame now, if the socket has room; never
-        waits. True when written.
+    def send(self, frame: bytes, tail: bytes = b"") -> bool:
+        """Write ``frame`` + ``tail`` as one binary WebSocket frame now, if the socket has
+        room; never waits. True when written. (A snapshot is a per-player head and the
+        tick's shared body: joined once here, with the frame header.)
 
         The frame goes straight onto the transport (header + payload in one write), not
         through aiohttp's writer coroutine: this runs for every player every tick, and a
         whole frame is written or nothing, so it interleaves safely with aiohttp's own
         control frames.
         """
-        size = len(frame)
+        size = len(frame) + len(tail)
         transport, stream = self._writer, self.stream
         if (
             transport is None
@@ -66,7 +67,8 @@ class Connection:
             or transport.get_write_buffer_size() + size > self._high_water
         ):
             return False
-        transport.write(wsframe.header(wsframe.OP_BINARY, size, masked=False) + frame)
+        header = wsframe.header(wsframe.OP_BINARY, size, masked=False)
+        transport.write(b"".join((header, frame, tail)))
         self._metrics.tally_bytes_out += size
         return True
 

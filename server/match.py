@@ -283,14 +283,17 @@ class Match:
             count=np.array([ring.count], dtype=np.int64),
         )
 
-    def snapshot_for(self, result: TickResult, slot: int) -> bytes:
-        """One client's frame of a tick: its ack and own full-precision state + the body."""
+    def snapshot_head(self, result: TickResult, slot: int) -> bytes:
+        """One client's part of a tick's snapshot: its ack and own full-precision state
+        (the frame is this head + ``result.body``, see :func:`protocol.encode_snapshot`)."""
         if self._states_of is not result:  # the first client of this tick: list them all
             self._states_of = result
             self._states = np.hstack((self.world.pos, self.world.vel)).tolist()
-        return protocol.encode_snapshot(
-            result.body, self.seats[slot].inputs.acked, self._states[slot]
-        )
+        return protocol.snapshot_head(self.seats[slot].inputs.acked, self._states[slot])
+
+    def snapshot_for(self, result: TickResult, slot: int) -> bytes:
+        """One client's whole snapshot frame of a tick."""
+        return self.snapshot_head(result, slot) + result.body
 
     def mark_sent(self, tick: int, sent_at: float) -> None:
         self.sent.record(tick, sent_at)

@@ -430,9 +430,11 @@ class Node:
     async def _publish(self, results: list[TickResult]) -> None:
         if self._step_down.is_set():
             return
+        matches = self.matches.matches
         for (index, slot), connection in list(self.connections.items()):
-            frame = self.matches[index].snapshot_for(results[index], slot)
-            if not connection.send(frame):
+            result = results[index]
+            head = matches[index].snapshot_head(result, slot)
+            if not connection.send(head, result.body):
                 self.metrics.snapshots_dropped.inc()
 
     def health(self) -> dict[str, object]:

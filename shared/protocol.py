@@ -57,6 +57,7 @@ __all__ = [
     "entity_pitch",
     "entity_yaw",
     "pack_entities",
+    "snapshot_head",
     "unpack_entities",
 ]
 
@@ -644,9 +645,15 @@ def encode_snapshot(body: bytes, ack: int, you: Sequence[float]) -> bytes:
     ``you`` is this client's own position and velocity at full float64 precision, so its
     reconciliation replays from exactly the server's state.
     """
+    return snapshot_head(ack, you) + body
+
+
+def snapshot_head(ack: int, you: Sequence[float]) -> bytes:
+    """The per-client part that goes in front of the shared body (:func:`encode_snapshot`);
+    the node writes head and body to the socket in one piece."""
     x, y, z, vx, vy, vz = you
     own = _YOU_FLOATS.pack(0xCB, x, 0xCB, y, 0xCB, z, 0xCB, vx, 0xCB, vy, 0xCB, vz)
-    return b"".join((_MAP_HEADER, _ACK_KEY, msgpack.packb(ack), _YOU_KEY_AND_ARRAY, own, body))
+    return b"".join((_MAP_HEADER, _ACK_KEY, msgpack.packb(ack), _YOU_KEY_AND_ARRAY, own))
 
 
 _SNAPSHOT_PREFIX = _MAP_HEADER + _ACK_KEY
