@@ -101,9 +101,10 @@ class Match:
         self.counters: collections.Counter[str] = collections.Counter()
         self._events: list[dict[str, Any]] = []
         self.joins = 0
-        # Every seat's [x, y, z, vx, vy, vz] as floats, listed once per published tick.
-        self._states_of: TickResult | None = None
-        self._states: list[list[float]] = []
+        # Every seat's snapshot head, built once per published tick (snapshot_head).
+        self._heads_of: TickResult | None = None
+        self._heads = b""
+        self._head_at: dict[int, int] = {}
 
     @property
     def server_time(self) -> float:
@@ -285,11 +286,18 @@ class Match:
 
     def snapshot_head(self, result: TickResult, slot: int) -> bytes:
         """One client's part of a tick's snapshot: its ack and own full-precision state
-        (the frame is this head + ``result.body``, see :func:`protocol.encode_snapshot`)."""
-        if self._states_of is not result:  # the first client of this tick: list them all
-            self._states_of = result
-            self._states = np.hstack((self.world.pos, self.world.vel)).tolist()
-        return protocol.snapshot_head(self.seats[slot].inputs.acked, self._states[slot])
+        (the frame is this head + ``result.body``, see :func:`protocol.encode_snapshot`).
+        Every seat's head is built at once, for the first client of the tick."""
+        if self._heads_of is not result:
+            self._heads_of = result
+            seats, world = self.seats, self.world
+            slots = list(seats)
+            acks = np.fromiter((seats[s].inputs.acked for s in slots), np.int64, len(slots))
+            states = np.hstack((world.pos[slots], world.vel[slots]))
+            self._heads = protocol.snapshot_heads(acks, states)
+            self._head_at = {s: i * protocol.SNAPSHOT_HEAD_BYTES for i, s in enumerate(slots)}
+        at = self._head_at[slot]
+        return self._heads[at : at + protocol.SNAPSHOT_HEAD_BYTES]
 
     def snapshot_for(self, result: TickResult, slot: int) -> bytes:
         """One client's whole snapshot frame of a tick."""

@@ -30,6 +30,7 @@ __all__ = [
     "MAX_CLIENT_FRAME_BYTES",
     "MAX_SERVER_FRAME_BYTES",
     "PROTOCOL_VERSION",
+    "SNAPSHOT_HEAD_BYTES",
     "ClientMessage",
     "ErrorMessage",
     "FrameTooLarge",
@@ -58,6 +59,7 @@ __all__ = [
     "entity_yaw",
     "pack_entities",
     "snapshot_head",
+    "snapshot_heads",
     "unpack_entities",
 ]
 
@@ -651,9 +653,34 @@ def encode_snapshot(body: bytes, ack: int, you: Sequence[float]) -> bytes:
 def snapshot_head(ack: int, you: Sequence[float]) -> bytes:
     """The per-client part that goes in front of the shared body (:func:`encode_snapshot`);
     the node writes head and body to the socket in one piece."""
-    x, y, z, vx, vy, vz = you
-    own = _YOU_FLOATS.pack(0xCB, x, 0xCB, y, 0xCB, z, 0xCB, vx, 0xCB, vy, 0xCB, vz)
-    return b"".join((_MAP_HEADER, _ACK_KEY, msgpack.packb(ack), _YOU_KEY_AND_ARRAY, own))
+    return snapshot_heads(np.array([ack]), np.array([you], dtype=np.float64))
+
+
+#: Every head has the same size: the ack always as a 32-bit msgpack int (``0xce`` uint32,
+#: or ``0xd2`` int32 for -1, both valid msgpack), so a tick's heads are built at once.
+_HEAD_DTYPE = np.dtype(
+    [
+        ("prefix", f"V{len(_MAP_HEADER + _ACK_KEY)}"),
+        ("ack_tag", "u1"),
+        ("ack", ">u4"),
+        ("you_key", f"V{len(_YOU_KEY_AND_ARRAY)}"),
+        ("you", [("tag", "u1"), ("value", ">f8")], (6,)),  # six tagged float64s
+    ]
+)
+SNAPSHOT_HEAD_BYTES = _HEAD_DTYPE.itemsize
+
+
+def snapshot_heads(acks: np.ndarray, states: np.ndarray) -> bytes:
+    """The heads of many clients' snapshots, :data:`SNAPSHOT_HEAD_BYTES` each, back to
+    back: ``acks`` ``(N,)`` and ``states`` ``(N, 6)`` (position and velocity, float64)."""
+    heads = np.empty(len(acks), dtype=_HEAD_DTYPE)
+    heads["prefix"] = np.void(_MAP_HEADER + _ACK_KEY)
+    heads["ack_tag"] = np.where(np.asarray(acks) < 0, 0xD2, 0xCE)
+    heads["ack"] = np.asarray(acks, dtype=np.int64) & 0xFFFFFFFF
+    heads["you_key"] = np.void(_YOU_KEY_AND_ARRAY)
+    heads["you"]["tag"] = 0xCB
+    heads["you"]["value"] = states
+    return heads.tobytes()
 
 
 _SNAPSHOT_PREFIX = _MAP_HEADER + _ACK_KEY
@@ -674,6 +701,10 @@ def _snapshot_head(data: bytes) -> tuple[int, tuple[float, ...], int] | None:
             ack, pos = tag, pos + 1
         elif tag == 0xFF:
             ack, pos = -1, pos + 1
+        elif tag == 0xD2:  # int32: how the node writes -1 (see snapshot_heads)
+            ack, pos = int.from_bytes(data[pos + 1 : pos + 5], "big", signed=True), pos + 5
+            if ack < -1:
+                return None
         elif (size := _UINT_TAGS.get(tag)) is not None:
             ack, pos = int.from_bytes(data[pos + 1 : pos + 1 + size], "big"), pos + 1 + size
         else:

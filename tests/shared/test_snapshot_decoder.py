@@ -195,9 +195,13 @@ def float64s(values: Sequence[float]) -> bytes:
 
 
 def test_frame_with_head_builds_what_encode_snapshot_does() -> None:
+    """The node writes every ack as a 32-bit int (fixed-size heads): uint32, int32 for -1."""
     body = body_of()
-    assert frame_with_head(msgpack.packb(300), float64s(YOU), body) == encode_snapshot(
-        body, 300, YOU
+    assert frame_with_head(
+        b"\xce" + struct.pack(">I", 300), float64s(YOU), body
+    ) == encode_snapshot(body, 300, YOU)
+    assert frame_with_head(b"\xd2" + struct.pack(">i", -1), float64s(YOU), body) == encode_snapshot(
+        body, -1, YOU
     )
 
 
@@ -205,6 +209,7 @@ def test_frame_with_head_builds_what_encode_snapshot_does() -> None:
     ("ack_bytes", "you_bytes"),
     [
         pytest.param(b"\xd0\xff", float64s(YOU), id="ack-as-int8"),  # valid: -1
+        pytest.param(b"\xd2" + struct.pack(">i", -2), float64s(YOU), id="ack-int32-below-1"),
         pytest.param(b"\xcf" + (5).to_bytes(8, "big"), float64s(YOU), id="small-ack-as-uint64"),
         pytest.param(b"\xcf" + (2**40).to_bytes(8, "big"), float64s(YOU), id="ack-too-large"),
         pytest.param(b"\xfe", float64s(YOU), id="ack-minus-two"),
