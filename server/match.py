@@ -143,7 +143,10 @@ class Match:
             queued = seat.inputs.offer(usable, arrival)
             if queued is not InputVerdict.ACCEPTED:
                 verdict = queued
-        self.counters[_COUNTER_OF[verdict]] += 1
+        if verdict is InputVerdict.ACCEPTED:  # (a str key: an Enum key hashes in Python)
+            self.counters["input_accepted"] += 1
+        else:
+            self.counters[_COUNTER_OF[verdict]] += 1
         return verdict
 
     def _gather_inputs(self) -> tuple[list[tuple[int, InputMessage, float]], list[tuple]]:
