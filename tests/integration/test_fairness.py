@@ -57,5 +57,7 @@ async def test_shooters_at_150ms_agree_with_the_server(
     figures = shot_figures(result.shots)
     assert result.connected == 6
     assert figures["judged"] >= 60, figures
-    assert figures["client_hits"] >= 20 and figures["judged"] - figures["client_hits"] >= 5
+    # Hits depend on where the spawns put shooters and targets (15-35 of ~75 shots seen
+    # here): ten of each kind is enough to judge agreement on both.
+    assert figures["client_hits"] >= 10 and figures["judged"] - figures["client_hits"] >= 10
     assert figures["agreement"] >= 0.99, figures
