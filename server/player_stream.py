@@ -106,7 +106,7 @@ class PlayerStream(asyncio.Protocol):
             return
         drop = self._on_binary(payload) if opcode == OP_BINARY else self._on_text()
         if drop:
-            self.close(_POLICY_VIOLATION)
+            self.close(_POLICY_VIOLATION, b"offences")
 
     def _control(self, opcode: int, payload: bytes) -> None:
         if opcode == OP_PING:

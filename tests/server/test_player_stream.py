@@ -125,7 +125,7 @@ async def test_a_handler_that_says_drop_closes_with_1008() -> None:
     player = Player(drop_after=2)
     player.stream.data_received(b"".join(frame(OP_BINARY, b"x", masked=True) for _ in range(3)))
     assert player.binary == [b"x", b"x"]  # the third is not read: the player is gone
-    assert player.written() == [(OP_CLOSE, (1008).to_bytes(2, "big"))]
+    assert player.written() == [(OP_CLOSE, (1008).to_bytes(2, "big") + b"offences")]
     assert player.transport.closed and player.stream.closing
 
 
