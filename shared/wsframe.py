@@ -9,6 +9,7 @@ pong and close; no extensions (so no compression). A peer's protocol fault raise
 
 from __future__ import annotations
 
+import functools
 import os
 import struct
 from collections.abc import Callable
@@ -52,6 +53,7 @@ class FrameFault(Exception):
         self.code = code
 
 
+@functools.lru_cache(maxsize=256)  # a tick's snapshots to one match all have one size
 def header(opcode: int, length: int, *, masked: bool) -> bytes:
     """The header of one final (unfragmented) frame: FIN, ``opcode``, the mask bit (set
     by clients, never by servers) and ``length`` in the shortest encoding. A masked frame's
