@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from shared.arena_map import ArenaMap
-from shared.hitbox import ray_world_entry
 from shared.weapons import LAUNCHER, WEAPONS, aim_direction
 
 from .brain import Brain
@@ -31,6 +30,7 @@ from .marksman import (
     hitscan_verdict,
     path_candidates,
 )
+from .sight import sight_blocked
 
 __all__ = ["ShotSummary", "SwarmShooting"]
 
@@ -223,13 +223,10 @@ class SwarmShooting:
             return
         shooter_eye = eye_of(view.positions[where[0]])
         chest = own_feet + (0.0, 0.0, CHEST_HEIGHT)
-        span = chest - shooter_eye
-        length = float(np.linalg.norm(span))
-        if length > 0.0:
-            blocked = ray_world_entry(
-                shooter_eye, span / length, length, self.arena.box_min, self.arena.box_max
-            )
-            self.hits_behind_cover += blocked < length
+        blocked = sight_blocked(
+            shooter_eye[None], chest[None], self.arena.box_min, self.arena.box_max
+        )
+        self.hits_behind_cover += int(blocked[0])
 
     @staticmethod
     def _summary(record: ShotRecord) -> ShotSummary:

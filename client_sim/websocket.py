@@ -25,8 +25,6 @@ from urllib.parse import urlsplit
 
 from shared.wsframe import (
     CLOSE_NORMAL,
-    CLOSE_PROTOCOL_ERROR,
-    CLOSE_TOO_BIG,
     OP_BINARY,
     OP_CLOSE,
     OP_PING,
@@ -37,15 +35,7 @@ from shared.wsframe import (
     frame,
 )
 
-__all__ = [
-    "CLOSE_NORMAL",
-    "CLOSE_PROTOCOL_ERROR",
-    "CLOSE_TOO_BIG",
-    "HandshakeError",
-    "WebSocketClient",
-    "accept_key",
-    "connect",
-]
+__all__ = ["HandshakeError", "WebSocketClient", "accept_key", "connect"]
 
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 _MAX_HEADER_BYTES = 16 * 1024

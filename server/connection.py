@@ -60,10 +60,10 @@ class Connection:
         control frames.
         """
         size = len(frame) + len(tail)
-        transport, stream = self._writer, self.stream
+        transport = self._writer
         if (
             transport is None
-            or (stream.closing if stream is not None else self.closing)
+            or self.closing
             or transport.get_write_buffer_size() + size > self._high_water
         ):
             return False

@@ -29,11 +29,10 @@ from .lagcomp import LagCompensation
 from .rtt import RttEstimator, TickSendLog
 from .world import World
 
-_COUNTER_OF = {verdict: f"input_{verdict.value}" for verdict in InputVerdict}
-
 __all__ = ["Match", "MatchConfig", "MatchFull", "PlayerSeat", "TickResult"]
 
 FIRE_BUTTONS = sum(weapon.button for weapon in WEAPONS)
+_COUNTER_OF = {verdict: f"input_{verdict.value}" for verdict in InputVerdict}
 
 
 class MatchFull(Exception):

@@ -402,7 +402,7 @@ class Node:
         if self.hub.fenced_epoch is not None and self.hub.fenced_epoch > self.matches.epoch:
             self.step_down(self.hub.fenced_epoch)
         elif synced or await self.coordinator.confirm():
-            await self._publish(results)
+            self._publish(results)
             sent_at = self.server_time()
             for match in self.matches.matches:
                 match.mark_sent(tick, sent_at)
@@ -427,7 +427,7 @@ class Node:
                 self.log_context,
             )
 
-    async def _publish(self, results: list[TickResult]) -> None:
+    def _publish(self, results: list[TickResult]) -> None:
         if self._step_down.is_set():
             return
         matches = self.matches.matches

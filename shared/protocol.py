@@ -58,7 +58,6 @@ __all__ = [
     "entity_pitch",
     "entity_yaw",
     "pack_entities",
-    "snapshot_head",
     "snapshot_heads",
     "unpack_entities",
 ]
@@ -647,13 +646,7 @@ def encode_snapshot(body: bytes, ack: int, you: Sequence[float]) -> bytes:
     ``you`` is this client's own position and velocity at full float64 precision, so its
     reconciliation replays from exactly the server's state.
     """
-    return snapshot_head(ack, you) + body
-
-
-def snapshot_head(ack: int, you: Sequence[float]) -> bytes:
-    """The per-client part that goes in front of the shared body (:func:`encode_snapshot`);
-    the node writes head and body to the socket in one piece."""
-    return snapshot_heads(np.array([ack]), np.array([you], dtype=np.float64))
+    return snapshot_heads(np.array([ack]), np.array([you], dtype=np.float64)) + body
 
 
 #: Every head has the same size: the ack always as a 32-bit msgpack int (``0xce`` uint32,

@@ -30,7 +30,6 @@ __all__ = [
     "frame",
     "header",
     "mask",
-    "sendable_close_code",
 ]
 
 OP_CONTINUATION, OP_TEXT, OP_BINARY = 0x0, 0x1, 0x2
@@ -105,7 +104,7 @@ def frame(opcode: int, payload: bytes, *, masked: bool) -> bytes:
     return header(opcode, len(payload), masked=True) + key + mask(payload, key)
 
 
-def sendable_close_code(code: int) -> bool:
+def _sendable_close_code(code: int) -> bool:
     """Codes an endpoint may put in a close frame (RFC 6455 §7.4): not 1004-1006 or 1015."""
     return (1000 <= code <= 1014 and code not in (1004, 1005, 1006)) or 3000 <= code <= 4999
 
@@ -117,7 +116,7 @@ def close_code(payload: bytes) -> int | None:
     if len(payload) == 1:
         raise FrameFault(CLOSE_PROTOCOL_ERROR, "a close frame with a one-byte payload")
     code = int.from_bytes(payload[:2], "big")
-    if not sendable_close_code(code):
+    if not _sendable_close_code(code):
         raise FrameFault(CLOSE_PROTOCOL_ERROR, f"close code {code} may not be sent")
     return code
 

@@ -16,15 +16,15 @@ from hypothesis import strategies as st
 
 from client_sim import websocket
 from client_sim.websocket import (
-    CLOSE_NORMAL,
-    CLOSE_PROTOCOL_ERROR,
-    CLOSE_TOO_BIG,
     HandshakeError,
     WebSocketClient,
     accept_key,
     connect,
 )
 from shared.wsframe import (
+    CLOSE_NORMAL,
+    CLOSE_PROTOCOL_ERROR,
+    CLOSE_TOO_BIG,
     OP_BINARY,
     OP_CLOSE,
     OP_CONTINUATION,
