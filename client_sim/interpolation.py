@@ -140,7 +140,11 @@ assert _FIELDS["y"][1] == _XYZ_OFFSET + 4 == _FIELDS["z"][1] - 4  # side by side
 
 
 def _positions(records: np.ndarray) -> np.ndarray:
-    """Feet positions ``(K, 3)`` float64: x, y, z lie side by side in each record."""
+    """Feet positions ``(K, 3)`` float64: x, y, z lie side by side in each record, so a
+    contiguous array is read as one strided view (an empty one, a snapshot with nobody in
+    it, has no buffer to view)."""
+    if len(records) == 0 or not records.flags.c_contiguous:
+        return np.column_stack((records["x"], records["y"], records["z"])).astype(np.float64)
     xyz = np.ndarray(
         (len(records), 3),
         dtype="<f4",

@@ -206,3 +206,19 @@ def test_views_of_many_brackets_are_the_views_one_at_a_time(times: list[float]) 
             assert ids.tolist() == view.ids.tolist() and alive.tolist() == view.alive.tolist()
             assert feet[row].tolist() == view.positions.tolist()
     assert buf.misses == single.misses  # held snapshots count as misses either way
+
+
+def test_a_snapshot_with_nobody_in_it_shows_nobody() -> None:
+    """A freshly promoted primary may publish before anyone has rejoined it."""
+    empty = records([], [])
+    buf = buffer((1.0, empty), (1.5, empty), (2.0, A))
+    for time in (1.0, 1.25, 1.75, 3.0):
+        view = buf.view(time)
+        assert view is not None
+    for t in (1.0, 1.25):
+        view = buf.view(t)
+        assert view is not None and view.positions.shape == (0, 3) and len(view.ids) == 0
+    bracket = buf.bracket(1.25)
+    assert bracket is not None
+    [(members, ids, feet, alive)] = views([bracket])
+    assert members == [0] and ids.shape == (0,) and feet.shape == (1, 0, 3) and alive.shape == (0,)
