@@ -71,6 +71,9 @@ class TickResult:
     server_time: float
     body: bytes  # the shared part of snapshot T, encoded once
     events: list[dict[str, Any]]
+    #: Who was seated when the tick was computed: the players the body holds, and so the
+    #: players this tick's snapshot goes to (see :meth:`Match.snapshot_head`).
+    seats: dict[int, PlayerSeat]
 
 
 class Match:
@@ -273,7 +276,7 @@ class Match:
         body = protocol.encode_snapshot_body(
             self.tick_number, server_time, self.epoch, entities, events
         )
-        return TickResult(self.tick_number, server_time, body, events)
+        return TickResult(self.tick_number, server_time, body, events, dict(self.seats))
 
     def history_view(self) -> History:
         """This match's ring as the hit kernels' (single-match) history, without copying."""
@@ -286,13 +289,21 @@ class Match:
             count=np.array([ring.count], dtype=np.int64),
         )
 
-    def snapshot_head(self, result: TickResult, slot: int) -> bytes:
+    def snapshot_head(self, result: TickResult, slot: int) -> bytes | None:
         """One client's part of a tick's snapshot: its ack and own full-precision state
         (the frame is this head + ``result.body``, see :func:`protocol.encode_snapshot`).
-        Every seat's head is built at once, for the first client of the tick."""
+        Every seat's head is built at once, for the first client of the tick.
+
+        None for a player seated after the tick was computed (a node publishes a tick
+        after awaiting its standbys, and joins go on meanwhile): the body does not hold
+        that player, whose first snapshot is the next tick's.
+        """
+        seat = self.seats.get(slot)
+        if seat is None or result.seats.get(slot) is not seat:
+            return None
         if self._heads_of is not result:
             self._heads_of = result
-            seats, world = self.seats, self.world
+            seats, world = result.seats, self.world
             slots = list(seats)
             acks = np.fromiter((seats[s].inputs.acked for s in slots), np.int64, len(slots))
             states = np.hstack((world.pos[slots], world.vel[slots]))
@@ -302,8 +313,12 @@ class Match:
         return self._heads[at : at + protocol.SNAPSHOT_HEAD_BYTES]
 
     def snapshot_for(self, result: TickResult, slot: int) -> bytes:
-        """One client's whole snapshot frame of a tick."""
-        return self.snapshot_head(result, slot) + result.body
+        """One client's whole snapshot frame of a tick (the player must have been seated
+        when the tick was computed)."""
+        head = self.snapshot_head(result, slot)
+        if head is None:
+            raise LookupError(f"player {slot} was not seated at tick {result.tick}")
+        return head + result.body
 
     def mark_sent(self, tick: int, sent_at: float) -> None:
         self.sent.record(tick, sent_at)

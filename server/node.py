@@ -434,6 +434,8 @@ class Node:
         for (index, slot), connection in list(self.connections.items()):
             result = results[index]
             head = matches[index].snapshot_head(result, slot)
+            if head is None:
+                continue  # seated after this tick was computed: the next one is its first
             if not connection.send(head, result.body):
                 self.metrics.snapshots_dropped.inc()
 

@@ -167,6 +167,29 @@ def test_every_client_gets_the_same_body_with_its_own_header() -> None:
     assert sb.you[:3] == tuple(match.world.pos[b.slot])
 
 
+def test_a_tick_goes_only_to_the_players_seated_when_it_was_computed() -> None:
+    """A node publishes a tick after awaiting its standbys; a player who joins meanwhile
+    (or leaves and whose seat is taken) is not in that tick's body and is not sent it."""
+    match = new_match()
+    a, b = match.join("a", 0.1), match.join("b", 0.1)
+    result = match.tick()
+    late = match.join("late", 0.1)
+    match.leave(b.slot)
+    taken = match.join("taker", 0.1)
+    assert taken.slot == b.slot  # the same slot, another player
+    assert match.snapshot_head(result, late.slot) is None
+    assert match.snapshot_head(result, taken.slot) is None
+    with pytest.raises(LookupError, match="not seated"):
+        match.snapshot_for(result, late.slot)
+    assert decode_server(match.snapshot_for(result, a.slot)).you[:3] == tuple(
+        match.world.pos[a.slot]
+    )
+    following = match.tick()
+    snapshot = decode_server(match.snapshot_for(following, late.slot))
+    assert late.slot in unpack_entities(snapshot.entities)["id"].tolist()
+    assert match.snapshot_head(following, taken.slot) is not None
+
+
 def test_the_history_ring_gets_one_snapshot_per_tick() -> None:
     match = new_match(history_seconds=0.05)  # 3 + 1 ticks kept at 60 Hz
     seat = match.join("a", 0.1)
