@@ -159,8 +159,8 @@ def main() -> int:
         type=int,
         default=1,
         help="runs per population, each on a fresh node; the record is the median run's, "
-        "with every run's server CPU beside it (this machine's figures vary by about "
-        "+-10%% from run to run)",
+        "with every run's server CPU beside it (on a shared machine the figure moves "
+        "from run to run)",
     )
     parser.add_argument("--json", metavar="PATH", help="also write the JSON here")
     args = parser.parse_args()
