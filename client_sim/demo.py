@@ -215,6 +215,13 @@ def regions_demo(args: argparse.Namespace) -> dict[str, Any]:
         return asyncio.run(run_bots(run, during=kill_halfway))
 
 
+def publish(report: dict[str, Any], path: str) -> None:
+    """The human summary on stdout and the JSON report at ``path``."""
+    print(format_summary(report))
+    write_report(report, path)
+    print(f"arena-demo: report written to {Path(path).resolve()}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.bots < 1 or args.duration <= 0:
@@ -229,9 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             print("arena-demo: interrupted; the cluster was stopped", file=sys.stderr)
             return 130
-        print(format_summary(report))
-        write_report(report, args.json)
-        print(f"arena-demo: report written to {Path(args.json).resolve()}")
+        publish(report, args.json)
         return 0 if report["failover"]["bots_lost"] == 0 else 1
     secret = {SECRET_ENV: secrets.token_hex(16)}  # shared by the region's two nodes only
     common = ("--tick-rate", str(args.tick_rate), "--log-level", "warning")
@@ -279,9 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("arena-demo: interrupted; the nodes were stopped", file=sys.stderr)
         return 130
-    print(format_summary(report))
-    write_report(report, args.json)
-    print(f"arena-demo: report written to {Path(args.json).resolve()}")
+    publish(report, args.json)
     healthy = report["bots"]["connected"] == args.bots and report["failover"]["bots_lost"] == 0
     return 0 if healthy else 1
 
