@@ -17,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
+from shared import eventloop
 from shared.geo import GeoError, parse_population
 
 from .brain import BEHAVIOURS
@@ -322,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"arena-bots: {error}", file=sys.stderr)
         return 2
     try:
-        report = asyncio.run(run_bots(replace(run), progress=not args.quiet))
+        report = eventloop.run(run_bots(replace(run), progress=not args.quiet))
     except KeyboardInterrupt:
         print("arena-bots: interrupted", file=sys.stderr)
         return 130

@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from shared import eventloop
+
 from .chaos import base_url, kill_primary
 from .cli import DEFAULT_LATENCY, DEFAULT_POPULATION, BotRun, run_bots, write_report
 from .report import format_summary
@@ -212,7 +214,7 @@ def regions_demo(args: argparse.Namespace) -> dict[str, Any]:
             print(f"arena-demo: killing {primary['node_id']} (SIGKILL)", flush=True)
             return [await kill_primary(primary["url"], [standby["url"]])]
 
-        return asyncio.run(run_bots(run, during=kill_halfway))
+        return eventloop.run(run_bots(run, during=kill_halfway))
 
 
 def publish(report: dict[str, Any], path: str) -> None:
@@ -277,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 return [outcome]
 
-            report = asyncio.run(run_bots(run, during=kill_halfway))
+            report = eventloop.run(run_bots(run, during=kill_halfway))
     except (RuntimeError, ValueError) as error:
         print(f"arena-demo: {error}", file=sys.stderr)
         return 1

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from shared import protocol
+from shared import eventloop, protocol
 from shared.arena_map import ArenaMap, default_map
 from shared.timestep import TickSchedule, run_tick_loop
 
@@ -428,4 +428,4 @@ class Swarm:
 
 def run_swarm(config: SwarmConfig, progress: Callable[[str], None] | None = None) -> SwarmResult:
     """Run a swarm to completion in a fresh event loop (also the worker processes' entry)."""
-    return asyncio.run(Swarm(config).run(progress))
+    return eventloop.run(Swarm(config).run(progress))

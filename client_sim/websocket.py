@@ -21,6 +21,7 @@ import hashlib
 import os
 import ssl
 from collections.abc import Callable
+from typing import cast
 from urllib.parse import urlsplit
 
 from shared.wsframe import (
@@ -90,9 +91,9 @@ class WebSocketClient(asyncio.Protocol):
     # -- asyncio.Protocol ------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
-        transport.write(self._request)
+        # (a stream transport: uvloop's implement asyncio.Transport without deriving from it)
+        self._transport = stream = cast(asyncio.Transport, transport)
+        stream.write(self._request)
 
     def data_received(self, data: bytes) -> None:
         if not self._upgraded:

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from aiohttp import web
 
+from shared import eventloop
 from shared.arena_map import MapError, default_map, load_map
 
 from .app import NODE, NODE_TASK, NodeConfig, create_app
@@ -220,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"arena-server: {error}", file=sys.stderr)
         return 2
     try:
-        return asyncio.run(_serve(config, args.host, args.port))
+        return eventloop.run(_serve(config, args.host, args.port))
     except OSError as error:
         print(
             f"arena-server: cannot listen on {args.host}:{args.port}: {error.strerror}",

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import cast
 
 from aiohttp import web
 
 from shared import wsframe
 
+from .inbox import InputInbox
 from .metrics import NodeMetrics
 from .player_stream import PlayerStream
 
@@ -46,7 +48,8 @@ class Connection:
         #: Once the player is seated, the stream that reads its frames (see take_over).
         self.stream: PlayerStream | None = None
         # Room is the transport's high-water mark (set once, by aiohttp, at the upgrade).
-        self._writer = transport if isinstance(transport, asyncio.WriteTransport) else None
+        # (uvloop's transports implement asyncio's interface without deriving from it)
+        self._writer = cast(asyncio.WriteTransport | None, transport)
         self._high_water = self._writer.get_write_buffer_limits()[1] if self._writer else 0
 
     def send(self, frame: bytes, tail: bytes = b"") -> bool:
@@ -80,10 +83,17 @@ class Connection:
         return self.ws.closed or self._writer is None or self._writer.is_closing()
 
     def take_over(
-        self, on_binary: Callable[[bytes], bool], on_text: Callable[[], bool], max_size: int
+        self,
+        on_binary: Callable[[bytes], bool],
+        on_text: Callable[[], bool],
+        max_size: int,
+        inbox: InputInbox[Connection] | None = None,
     ) -> PlayerStream | None:
-        """Read this player's frames with a :class:`PlayerStream` from now on."""
-        self.stream = PlayerStream.take_over(self.transport, on_binary, on_text, max_size)
+        """Read this player's frames with a :class:`PlayerStream` from now on (its inputs
+        held in ``inbox``, if given, under this connection)."""
+        self.stream = PlayerStream.take_over(
+            self.transport, on_binary, on_text, max_size, inbox, owner=self
+        )
         return self.stream
 
     async def close(self, code: int, reason: bytes) -> None:

@@ -20,9 +20,11 @@ from collections import deque
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
+import numpy as np
+
 from shared.protocol import InputMessage
 
-__all__ = ["InputBuffer", "InputVerdict", "SanitizeResult", "sanitize"]
+__all__ = ["InputBuffer", "InputVerdict", "SanitizeResult", "sanitize", "sanitize_columns"]
 
 HALF_PI = math.pi / 2.0
 
@@ -56,6 +58,23 @@ def sanitize(message: InputMessage) -> SanitizeResult:
         clamped = replace(message, move=(mx / length, my / length))
         return SanitizeResult(InputVerdict.CLAMPED, clamped)
     return SanitizeResult(InputVerdict.ACCEPTED, message)
+
+
+def sanitize_columns(
+    move_x: np.ndarray, move_y: np.ndarray, yaw: np.ndarray, pitch: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`sanitize` for many inputs at once, with the same arithmetic (so the same
+    bits): ``(bad_angle, clamped, move_x, move_y)``, the moves clamped where ``clamped``."""
+    bad_angle = ~((-math.pi <= yaw) & (yaw <= math.pi) & (-HALF_PI <= pitch) & (pitch <= HALF_PI))
+    length = np.sqrt(move_x * move_x + move_y * move_y)
+    clamped = (length > 1.0) & ~bad_angle
+    if clamped.any():
+        scale = np.where(clamped, length, 1.0)
+        move_x, move_y = (
+            np.where(clamped, move_x / scale, move_x),
+            np.where(clamped, move_y / scale, move_y),
+        )
+    return bad_angle, clamped, move_x, move_y
 
 
 @dataclass(slots=True)

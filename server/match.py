@@ -24,7 +24,7 @@ from shared.weapons import WEAPONS
 from .combat import Combat, ShotBatch, judge
 from .history import HistoryRing, HistoryStore
 from .hitreg.backend import History, HitValidator, make_validator
-from .inputs import InputBuffer, InputVerdict, sanitize
+from .inputs import InputBuffer, InputVerdict, sanitize, sanitize_columns
 from .lagcomp import LagCompensation
 from .rtt import RttEstimator, TickSendLog
 from .world import World
@@ -150,6 +150,54 @@ class Match:
         else:
             self.counters[_COUNTER_OF[verdict]] += 1
         return verdict
+
+    def receive_decoded(
+        self, slots: np.ndarray, ints: np.ndarray, floats: np.ndarray, arrivals: np.ndarray
+    ) -> collections.Counter[InputVerdict]:
+        """:meth:`receive_input` for many inputs at once (rows in arrival order, columns as
+        :func:`server.input_frames.decode_input_frames` gives them): the same RTT samples,
+        verdicts and queued inputs; returns how many of each verdict."""
+        samples = (arrivals - self.sent.sent_at_each(ints[:, 2])).tolist()
+        bad_angle, clamped, move_x, move_y = sanitize_columns(
+            floats[:, 0], floats[:, 1], floats[:, 2], floats[:, 3]
+        )
+        verdicts: collections.Counter[InputVerdict] = collections.Counter()
+        seats, checked, accepted = self.seats, InputMessage.checked, InputVerdict.ACCEPTED
+        accepted_count = clamped_count = 0
+        rows = zip(
+            slots.tolist(),
+            ints.tolist(),
+            move_x.tolist(),
+            move_y.tolist(),
+            floats[:, 2:].tolist(),
+            arrivals.tolist(),
+            samples,
+            bad_angle.tolist(),
+            clamped.tolist(),
+            strict=True,
+        )
+        for slot, integers, mx, my, angles_view, arrival, sample, bad, clamp in rows:
+            seat = seats[slot]
+            if sample >= 0.0:  # (NaN, for an unknown tick, is not)
+                seat.rtt.observe(sample)
+            if bad:
+                verdicts[InputVerdict.BAD_ANGLE] += 1
+                continue
+            seq, tick, ack, buttons = integers
+            yaw, pitch, view = angles_view
+            message = checked(seq, tick, (mx, my), yaw, pitch, buttons, view, ack)
+            queued = seat.inputs.offer(message, arrival)
+            if queued is not accepted:
+                verdicts[queued] += 1
+            elif clamp:
+                clamped_count += 1
+            else:
+                accepted_count += 1
+        verdicts[InputVerdict.ACCEPTED] += accepted_count
+        verdicts[InputVerdict.CLAMPED] += clamped_count
+        for verdict, count in verdicts.items():
+            self.counters[_COUNTER_OF[verdict]] += count
+        return +verdicts  # (without the zero counts)
 
     def _gather_inputs(self) -> tuple[list[tuple[int, InputMessage, float]], list[tuple]]:
         """Set each player's input for this tick; return it and the surplus to catch up on."""

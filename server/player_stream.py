@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any, cast
 
 from shared.wsframe import (
     CLOSE_NORMAL,
@@ -28,6 +29,9 @@ from shared.wsframe import (
     frame,
 )
 
+from .inbox import InputInbox
+from .input_frames import holdable
+
 __all__ = ["PlayerStream"]
 
 _CLOSE_WAIT_S = 1.0  # how long wait_closed() waits before dropping the socket
@@ -37,7 +41,12 @@ _POLICY_VIOLATION = 1008  # the close code for a player dropped for repeated off
 class PlayerStream(asyncio.Protocol):
     """One seated player's socket: ``on_binary(payload)`` for each binary message (True:
     drop the player), ``on_text()`` for each text message (likewise); :attr:`closed`
-    resolves once the connection is gone."""
+    resolves once the connection is gone.
+
+    With an ``inbox``, a read that is whole frames of an input's size (inputs, as far as
+    their sizes tell) is held there for the tick, under ``owner``; the tick gives back any
+    it cannot decode through :meth:`feed`.
+    """
 
     def __init__(
         self,
@@ -46,6 +55,8 @@ class PlayerStream(asyncio.Protocol):
         on_binary: Callable[[bytes], bool],
         on_text: Callable[[], bool],
         max_size: int,
+        inbox: InputInbox[Any] | None = None,
+        owner: object = None,
     ) -> None:
         self._transport = transport
         self._behind = behind
@@ -54,6 +65,9 @@ class PlayerStream(asyncio.Protocol):
         self._reader = FrameReader(
             masked=True, max_size=max_size, on_message=self._message, on_control=self._control
         )
+        self._inbox = inbox
+        self._owner = owner
+        self._held = -1  # the inbox generation this stream last held a frame in
         self._close_sent = False
         #: Closing or closed: nothing more is sent (a plain flag: checked per snapshot).
         self.closing = False
@@ -68,17 +82,33 @@ class PlayerStream(asyncio.Protocol):
         on_binary: Callable[[bytes], bool],
         on_text: Callable[[], bool],
         max_size: int,
+        inbox: InputInbox[Any] | None = None,
+        owner: object = None,
     ) -> PlayerStream | None:
         """Put a stream in front of the socket's current protocol; None if it is gone."""
-        if not isinstance(transport, asyncio.Transport) or transport.is_closing():
+        if transport is None or transport.is_closing():
             return None
-        stream = cls(transport, transport.get_protocol(), on_binary, on_text, max_size)
+        # (uvloop's transports implement asyncio.Transport without deriving from it)
+        stream_transport = cast(asyncio.Transport, transport)
+        behind = transport.get_protocol()
+        stream = cls(stream_transport, behind, on_binary, on_text, max_size, inbox, owner)
         transport.set_protocol(stream)
         return stream
 
     # -- asyncio.Protocol ------------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
+        inbox = self._inbox
+        if inbox is not None:
+            if holdable(data) and not self.closing and self._reader.idle:
+                self._held = inbox.hold(self._owner, data)
+                return
+            if self._held == inbox.generation:
+                inbox.flush()  # this player's held inputs come before what this read holds
+        self.feed(data)
+
+    def feed(self, data: bytes) -> None:
+        """Read ``data`` now, frame by frame (a fault closes the connection)."""
         try:
             self._reader.feed(data)
         except FrameFault as fault:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections import deque
 
+import numpy as np
+
 __all__ = ["RttEstimator", "TickSendLog"]
 
 
@@ -19,9 +21,8 @@ class TickSendLog:
 
     def __init__(self, capacity: int = 512) -> None:
         self.capacity = capacity
-        # Plain lists: every input looks one tick up, and list indexing is the cheapest.
-        self._ticks = [-1] * capacity
-        self._times = [0.0] * capacity
+        self._ticks = np.full(capacity, -1, dtype=np.int64)
+        self._times = np.zeros(capacity, dtype=np.float64)
 
     def record(self, tick: int, sent_at: float) -> None:
         self._ticks[tick % self.capacity] = tick
@@ -29,7 +30,13 @@ class TickSendLog:
 
     def sent_at(self, tick: int) -> float | None:
         index = tick % self.capacity
-        return self._times[index] if self._ticks[index] == tick else None
+        return float(self._times[index]) if self._ticks[index] == tick else None
+
+    def sent_at_each(self, ticks: np.ndarray) -> np.ndarray:
+        """:meth:`sent_at` of each tick, NaN where unknown (negative ticks included)."""
+        index = ticks % self.capacity
+        known = (self._ticks[index] == ticks) & (ticks >= 0)
+        return np.where(known, self._times[index], np.nan)
 
 
 class RttEstimator:

@@ -158,6 +158,11 @@ class FrameReader:
         self._fragment_size = 0
         self._done = False
 
+    @property
+    def idle(self) -> bool:
+        """Between messages: no partial frame or message pending, and still reading."""
+        return not self._buffer and self._fragments is None and not self._done
+
     def feed(self, data: bytes) -> None:
         """Take the next bytes of the stream; raises :class:`FrameFault` on a fault."""
         if self._done:

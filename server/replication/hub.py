@@ -18,6 +18,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 import msgpack
 from aiohttp import WSMsgType, web
@@ -40,8 +41,9 @@ class StandbyLink:
     connected_at: float = field(default_factory=time.time)
 
     def has_room(self, size: int) -> bool:
-        transport = self.transport
-        if not isinstance(transport, asyncio.WriteTransport) or transport.is_closing():
+        # (uvloop's transports implement asyncio's interface without deriving from it)
+        transport = cast(asyncio.WriteTransport | None, self.transport)
+        if transport is None or transport.is_closing():
             return False
         _low, high = transport.get_write_buffer_limits()
         return transport.get_write_buffer_size() + size <= max(high, 4 * size)

@@ -56,8 +56,9 @@ async def test_shooters_at_150ms_agree_with_the_server(
 
     figures = shot_figures(result.shots)
     assert result.connected == 6
-    assert figures["judged"] >= 60, figures
-    # Hits depend on where the spawns put shooters and targets (15-35 of ~75 shots seen
-    # here): ten of each kind is enough to judge agreement on both.
+    # How many shots, and how many hit, depend on where the spawns put shooters and
+    # targets, and so on the order the bots' joins reached the node (60-85 judged and
+    # 15-35 hits seen here): fifty shots, ten of each kind, are enough to judge agreement.
+    assert figures["judged"] >= 50, figures
     assert figures["client_hits"] >= 10 and figures["judged"] - figures["client_hits"] >= 10
     assert figures["agreement"] >= 0.99, figures

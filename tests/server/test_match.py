@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import math
 from typing import Any
 
@@ -403,3 +404,51 @@ def test_rewind_inputs_stay_within_the_server_s_clock() -> None:
         wire["view_time"] = view_time
         with pytest.raises(InvalidField):
             decode_client(msgpack.packb(wire, use_bin_type=True))
+
+
+# -- inputs decoded in a batch --------------------------------------------------------------
+
+batch_rows = st.lists(
+    st.tuples(
+        st.integers(0, 3),  # slot
+        st.integers(0, 12),  # seq: repeats and reorderings give stale verdicts
+        st.integers(-1, 6),  # ack_tick
+        st.floats(-2.0, 2.0),  # move x: beyond 1 gets clamped
+        st.floats(-2.0, 2.0),
+        # yaw: beyond pi is a bad angle (and a shot along 1e-300 rad is another test's)
+        st.floats(-4.0, 4.0).filter(lambda yaw: yaw == 0.0 or abs(yaw) > 1e-100),
+        st.floats(-2.0, 2.0),  # pitch
+        st.integers(0, 255),  # buttons
+        st.floats(0.0, 0.2),  # arrival after the tick went out
+    ),
+    max_size=24,
+)
+
+
+@settings(max_examples=150)
+@given(batch_rows)
+def test_a_batch_of_decoded_inputs_does_what_receiving_each_does(rows: list[tuple]) -> None:
+    one_by_one, batched = new_match(), new_match()
+    for match in (one_by_one, batched):
+        for name in "abcd":
+            match.join(name, 0.1)
+        for tick in range(1, 6):
+            match.mark_sent(tick, tick / RATE)
+    expected = []
+    for slot, seq, ack, mx, my, yaw, pitch, buttons, late in rows:
+        message = InputMessage(seq, seq, (mx, my), yaw, pitch, buttons, 0.5, ack)
+        expected.append(one_by_one.receive_input(slot, message, 0.1 + late))
+    verdicts = batched.receive_decoded(
+        np.array([r[0] for r in rows], dtype=np.int64).reshape(-1),
+        np.array([(r[1], r[1], r[2], r[7]) for r in rows], dtype=np.int64).reshape(-1, 4),
+        np.array([(r[3], r[4], r[5], r[6], 0.5) for r in rows]).reshape(-1, 5),
+        np.array([0.1 + r[8] for r in rows]).reshape(-1),
+    )
+    assert verdicts == +collections.Counter(expected)
+    assert batched.counters == one_by_one.counters
+    for slot in range(4):
+        a, b = one_by_one.seats[slot], batched.seats[slot]
+        assert list(a.inputs.pending) == list(b.inputs.pending)
+        assert a.rtt.estimate == b.rtt.estimate
+    one_by_one.tick(), batched.tick()
+    assert world_state(one_by_one) == world_state(batched)
