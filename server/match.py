@@ -24,9 +24,9 @@ from shared.weapons import WEAPONS
 from .combat import Combat, ShotBatch, judge
 from .history import HistoryRing, HistoryStore
 from .hitreg.backend import History, HitValidator, make_validator
-from .inputs import InputBuffer, InputVerdict, sanitize, sanitize_columns
+from .inputs import VERDICTS, InputQueues, InputVerdict, ReleasedInputs, SeatInputs
 from .lagcomp import LagCompensation
-from .rtt import RttEstimator, TickSendLog
+from .rtt import TickSendLog
 from .world import World
 
 __all__ = ["Match", "MatchConfig", "MatchFull", "PlayerSeat", "TickResult"]
@@ -61,8 +61,7 @@ class PlayerSeat:
     slot: int
     name: str
     interp_delay: float
-    inputs: InputBuffer
-    rtt: RttEstimator = field(default_factory=RttEstimator)
+    inputs: SeatInputs
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +99,7 @@ class Match:
         self.seats: dict[int, PlayerSeat] = {}
         self.tick_number = 0
         self.sent = TickSendLog()
+        self.inputs = InputQueues(config.max_players, config.input_max_depth)
         self.counters: collections.Counter[str] = collections.Counter()
         self._events: list[dict[str, Any]] = []
         self.joins = 0
@@ -122,10 +122,15 @@ class Match:
         self.joins += 1
         self.world.seat(slot, x, y)
         self.combat.seat(slot)
-        seat = PlayerSeat(slot, name, interp_delay, InputBuffer(self.config.input_max_depth))
+        seat = PlayerSeat(slot, name, interp_delay, self.new_seat_inputs(slot))
         self.seats[slot] = seat
         self._events.append({"kind": "join", "player": slot})
         return seat
+
+    def new_seat_inputs(self, slot: int) -> SeatInputs:
+        """A new player's buffer and RTT window in ``slot``: nothing of the last one's."""
+        self.inputs.reset(slot)
+        return self.inputs.seat(slot)
 
     def leave(self, slot: int) -> None:
         if self.seats.pop(slot, None) is not None:
@@ -136,109 +141,76 @@ class Match:
 
     def receive_input(self, slot: int, message: InputMessage, arrival: float) -> InputVerdict:
         """Queue one decoded input from ``slot`` that arrived at ``arrival`` (server clock)."""
-        seat = self.seats[slot]
-        sent_at = self.sent.sent_at(message.ack_tick) if message.ack_tick >= 0 else None
-        if sent_at is not None:
-            seat.rtt.observe(arrival - sent_at)
-        verdict, usable = sanitize(message)
-        if usable is not None:
-            queued = seat.inputs.offer(usable, arrival)
-            if queued is not InputVerdict.ACCEPTED:
-                verdict = queued
-        if verdict is InputVerdict.ACCEPTED:  # (a str key: an Enum key hashes in Python)
-            self.counters["input_accepted"] += 1
-        else:
-            self.counters[_COUNTER_OF[verdict]] += 1
-        return verdict
+        if slot not in self.seats:
+            raise KeyError(f"no player in slot {slot}")
+        move_x, move_y = message.move
+        verdicts = self._queue(
+            np.array([slot], dtype=np.int64),
+            np.array([[message.seq, message.tick, message.ack_tick, message.buttons]]),
+            np.array([[move_x, move_y, message.yaw, message.pitch, message.view_time]]),
+            np.array([arrival], dtype=np.float64),
+        )
+        return VERDICTS[int(verdicts[0])]
 
     def receive_decoded(
         self, slots: np.ndarray, ints: np.ndarray, floats: np.ndarray, arrivals: np.ndarray
     ) -> collections.Counter[InputVerdict]:
         """:meth:`receive_input` for many inputs at once (rows in arrival order, columns as
-        :func:`server.input_frames.decode_input_frames` gives them): the same RTT samples,
-        verdicts and queued inputs; returns how many of each verdict."""
-        samples = (arrivals - self.sent.sent_at_each(ints[:, 2])).tolist()
-        bad_angle, clamped, move_x, move_y = sanitize_columns(
-            floats[:, 0], floats[:, 1], floats[:, 2], floats[:, 3]
+        :func:`server.input_frames.decode_input_frames` gives them); returns how many of
+        each verdict."""
+        counts = np.bincount(self._queue(slots, ints, floats, arrivals), minlength=len(VERDICTS))
+        return collections.Counter(
+            {VERDICTS[code]: count for code, count in enumerate(counts.tolist()) if count}
         )
-        verdicts: collections.Counter[InputVerdict] = collections.Counter()
-        seats, checked, accepted = self.seats, InputMessage.checked, InputVerdict.ACCEPTED
-        accepted_count = clamped_count = 0
-        rows = zip(
-            slots.tolist(),
-            ints.tolist(),
-            move_x.tolist(),
-            move_y.tolist(),
-            floats[:, 2:].tolist(),
-            arrivals.tolist(),
-            samples,
-            bad_angle.tolist(),
-            clamped.tolist(),
-            strict=True,
-        )
-        for slot, integers, mx, my, angles_view, arrival, sample, bad, clamp in rows:
-            seat = seats[slot]
-            if sample >= 0.0:  # (NaN, for an unknown tick, is not)
-                seat.rtt.observe(sample)
-            if bad:
-                verdicts[InputVerdict.BAD_ANGLE] += 1
-                continue
-            seq, tick, ack, buttons = integers
-            yaw, pitch, view = angles_view
-            message = checked(seq, tick, (mx, my), yaw, pitch, buttons, view, ack)
-            queued = seat.inputs.offer(message, arrival)
-            if queued is not accepted:
-                verdicts[queued] += 1
-            elif clamp:
-                clamped_count += 1
-            else:
-                accepted_count += 1
-        verdicts[InputVerdict.ACCEPTED] += accepted_count
-        verdicts[InputVerdict.CLAMPED] += clamped_count
-        for verdict, count in verdicts.items():
-            self.counters[_COUNTER_OF[verdict]] += count
-        return +verdicts  # (without the zero counts)
 
-    def _gather_inputs(self) -> tuple[list[tuple[int, InputMessage, float]], list[tuple]]:
-        """Set each player's input for this tick; return it and the surplus to catch up on."""
-        world, seats = self.world, self.seats
-        applied, surplus = [], []
-        repeated = taken_count = 0
-        for slot in sorted(seats):  # slot order: replicas must produce the same events
-            taken = seats[slot].inputs.take_with_arrival()
-            if not taken:
-                repeated += 1
-                continue
-            first, arrival = taken[0]
-            taken_count += len(taken)
-            applied.append((slot, first, arrival))
-            if len(taken) > 1:
-                surplus.append((slot, taken[1:]))
-        if applied:  # one array write per field, not four per player
-            slots = [slot for slot, _, _ in applied]
-            world.move[slots] = [message.move for _, message, _ in applied]
-            world.buttons[slots] = [message.buttons for _, message, _ in applied]
-            world.yaw[slots] = [message.yaw for _, message, _ in applied]
-            world.pitch[slots] = [message.pitch for _, message, _ in applied]
-            self.counters["input_applied"] += taken_count
-        if repeated:
-            self.counters["input_repeated"] += repeated
-        return applied, surplus
+    def _queue(
+        self, slots: np.ndarray, ints: np.ndarray, floats: np.ndarray, arrivals: np.ndarray
+    ) -> np.ndarray:
+        # Each input names the newest tick its client had (ack_tick): arrival minus when
+        # that tick went out is an RTT sample (server.rtt).
+        samples = arrivals - self.sent.sent_at_each(ints[:, 2])
+        verdicts = self.inputs.offer(slots, ints, floats, arrivals, samples)
+        counts = np.bincount(verdicts, minlength=len(VERDICTS)).tolist()
+        for code, count in enumerate(counts):
+            if count:
+                self.counters[_COUNTER_OF[VERDICTS[code]]] += count
+        return verdicts
 
-    def _fire(self, slot: int, message: InputMessage, arrival: float) -> None:
-        """Hand a just-applied input's fire buttons to combat (position is post-movement)."""
-        if message.buttons & FIRE_BUTTONS:
-            seat = self.seats[slot]
+    def _release_inputs(self) -> ReleasedInputs:
+        """Set each seat's input for this tick; return every input released (the surplus
+        of a burst too, to catch up on)."""
+        world = self.world
+        seated = np.array(sorted(self.seats), dtype=np.int64)  # replicas must agree on order
+        released = self.inputs.release(seated)
+        first = released.depth == 0
+        slots = released.slot[first]
+        world.move[slots] = released.floats[first, 0:2]
+        world.yaw[slots] = released.floats[first, 2]
+        world.pitch[slots] = released.floats[first, 3]
+        world.buttons[slots] = released.ints[first, 3]
+        if len(released.slot):
+            self.counters["input_applied"] += len(released.slot)
+        if len(slots) < len(seated):
+            self.counters["input_repeated"] += len(seated) - len(slots)
+        return released
+
+    def _fire(self, released: ReleasedInputs, rows: np.ndarray) -> None:
+        """Hand the released inputs ``rows`` that fire to combat (position is post-movement)."""
+        firing = np.flatnonzero(rows & (released.ints[:, 3] & FIRE_BUTTONS != 0))
+        for row in firing.tolist():
+            slot = int(released.slot[row])
+            seq, _, _, buttons = released.ints[row].tolist()
+            _, _, yaw, pitch, view_time, arrival = released.floats[row].tolist()
             self.combat.fire(
                 slot,
-                message.seq,
-                message.buttons,
-                message.yaw,
-                message.pitch,
-                message.view_time,
+                seq,
+                buttons,
+                yaw,
+                pitch,
+                view_time,
                 arrival,
-                seat.rtt.estimate,
-                seat.interp_delay,
+                self.inputs.rtt_estimate(slot),
+                self.seats[slot].interp_delay,
             )
 
     # -- the tick ------------------------------------------------------------------------
@@ -279,24 +251,24 @@ class Match:
         self.tick_number = self.tick_number + 1 if tick is None else tick
         world = self.world
         self._respawn()
-        applied, surplus = self._gather_inputs()
+        released = self._release_inputs()
         moving = np.flatnonzero(world.active & world.alive)
         if len(moving):
             self._simulate(moving, world.move[moving], world.buttons[moving])
-        for slot, message, arrival in applied:
-            self._fire(slot, message, arrival)
+        self._fire(released, released.depth == 0)
         # Catch-up: a player whose inputs piled up runs its surplus inputs this tick too.
-        depth = 0
-        while batch := [(slot, extra[depth]) for slot, extra in surplus if len(extra) > depth]:
-            slots = np.array([slot for slot, _ in batch], dtype=np.int64)
-            move = np.array([m.move for _, (m, _) in batch], dtype=np.float64)
-            buttons = np.array([m.buttons for _, (m, _) in batch], dtype=np.int64)
+        depth = 1
+        while (rows := released.depth == depth).any():
+            slots = released.slot[rows]
+            move, buttons = released.floats[rows, 0:2], released.ints[rows, 3]
             alive = world.alive[slots]
             self._simulate(slots[alive], move[alive], buttons[alive])
             world.move[slots], world.buttons[slots] = move, buttons
-            for slot, (message, arrival) in batch:
-                world.yaw[slot], world.pitch[slot] = message.yaw, message.pitch
-                self._fire(slot, message, arrival)
+            world.yaw[slots], world.pitch[slots] = (
+                released.floats[rows, 2],
+                released.floats[rows, 3],
+            )
+            self._fire(released, rows)
             depth += 1
         self.history.append(
             self.tick_number, self.server_time, world.pos, world.active & world.alive
@@ -353,7 +325,7 @@ class Match:
             self._heads_of = result
             seats, world = result.seats, self.world
             slots = list(seats)
-            acks = np.fromiter((seats[s].inputs.acked for s in slots), np.int64, len(slots))
+            acks = self.inputs.acked[slots]
             states = np.hstack((world.pos[slots], world.vel[slots]))
             self._heads = protocol.snapshot_heads(acks, states)
             self._head_at = {s: i * protocol.SNAPSHOT_HEAD_BYTES for i, s in enumerate(slots)}

@@ -37,6 +37,7 @@ from shared.arena_map import ArenaMap, default_map
 from shared.protocol import ErrorMessage, InputMessage, JoinMessage, PingMessage, PongMessage
 from shared.timestep import TickSchedule, run_tick_loop
 
+from . import inputs
 from .connection import WS_MAX_MESSAGE_BYTES, Connection
 from .coordination.base import Coordinator, CoordinatorError, make_coordinator
 from .directory import Heartbeat
@@ -211,7 +212,8 @@ class Node:
         """Lead or follow, for as long as the app runs; moves between the two."""
         began = time.perf_counter()
         self.validator.warm_up()  # compile (or load) the hit kernels before the first tick
-        decode_input_frames([])  # and the input decoder
+        decode_input_frames([])  # and the input kernels
+        inputs.warm_up()
         # What exists now (modules, numba's compiled kernels) lives as long as the node:
         # out of the cyclic collector's sight, a full collection takes a few milliseconds
         # instead of the ~85 ms that stalled a tick every few seconds at 300 players.

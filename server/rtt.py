@@ -9,11 +9,9 @@ window is the estimate (the approach of Quake-era servers, made robust to spikes
 
 from __future__ import annotations
 
-from collections import deque
-
 import numpy as np
 
-__all__ = ["RttEstimator", "TickSendLog"]
+__all__ = ["TickSendLog"]
 
 
 class TickSendLog:
@@ -37,25 +35,3 @@ class TickSendLog:
         index = ticks % self.capacity
         known = (self._ticks[index] == ticks) & (ticks >= 0)
         return np.where(known, self._times[index], np.nan)
-
-
-class RttEstimator:
-    def __init__(self, window: int = 64) -> None:
-        self._samples: deque[float] = deque(maxlen=window)
-        self._estimate: float | None = None
-
-    def observe(self, sample: float) -> None:
-        if sample < 0.0:
-            return
-        samples = self._samples
-        evicted = samples[0] if len(samples) == samples.maxlen else None
-        samples.append(sample)
-        if self._estimate is None or sample <= self._estimate:
-            self._estimate = sample
-        elif evicted == self._estimate:
-            self._estimate = min(samples)  # the minimum left the window: look again
-
-    @property
-    def estimate(self) -> float | None:
-        """Seconds, or None before the first sample."""
-        return self._estimate

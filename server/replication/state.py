@@ -22,7 +22,6 @@ import numpy as np
 from shared.weapons import WEAPONS
 
 from ..combat import _Projectile
-from ..inputs import InputBuffer
 from ..match import Match, PlayerSeat
 from ..matchset import MatchSet
 
@@ -189,7 +188,7 @@ def _restore_seats(match: Match, seats: list[list[Any]]) -> None:
     for slot, (name, interp, acked) in wanted.items():
         seat = match.seats.get(slot)
         if seat is None or seat.name != name or seat.interp_delay != interp:
-            seat = PlayerSeat(slot, name, interp, InputBuffer(match.config.input_max_depth))
+            seat = PlayerSeat(slot, name, interp, match.new_seat_inputs(slot))
             match.seats[slot] = seat
         # A follower applies no inputs itself: its view of each seat's ack is the primary's.
         seat.inputs.restore(acked)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from server.inputs import InputVerdict
 from server.match import Match, MatchConfig, MatchFull
-from server.rtt import RttEstimator, TickSendLog
+from server.rtt import TickSendLog
 from shared.arena_map import default_map
 from shared.protocol import (
     InputMessage,
@@ -342,7 +342,7 @@ def test_the_client_has_no_way_to_send_a_position() -> None:
 def test_rtt_estimate_is_the_minimum_of_arrival_minus_send_time() -> None:
     match = new_match()
     seat = match.join("a", 0.1)
-    assert seat.rtt.estimate is None
+    assert seat.inputs.rtt_estimate is None
     sent = {}
     for _ in range(5):
         result = match.tick()
@@ -353,8 +353,8 @@ def test_rtt_estimate_is_the_minimum_of_arrival_minus_send_time() -> None:
         arrival = sent[ack_tick] + delay
         match.receive_input(seat.slot, msg(seq, ack_tick=ack_tick), arrival)
         samples.append(arrival - sent[ack_tick])
-        assert seat.rtt.estimate == min(samples)
-    assert seat.rtt.estimate == pytest.approx(0.080)
+        assert seat.inputs.rtt_estimate == min(samples)
+    assert seat.inputs.rtt_estimate == pytest.approx(0.080)
 
 
 def test_rtt_ignores_unsent_ticks_and_inputs_without_an_ack() -> None:
@@ -363,9 +363,9 @@ def test_rtt_ignores_unsent_ticks_and_inputs_without_an_ack() -> None:
     match.mark_sent(1, 5.0)
     match.receive_input(seat.slot, msg(0, ack_tick=-1), 5.1)
     match.receive_input(seat.slot, msg(1, ack_tick=2), 5.1)  # tick 2 never went out
-    assert seat.rtt.estimate is None
+    assert seat.inputs.rtt_estimate is None
     match.receive_input(seat.slot, msg(2, ack_tick=1), 5.25)
-    assert seat.rtt.estimate == 0.25
+    assert seat.inputs.rtt_estimate == 0.25
 
 
 def test_rtt_is_per_player() -> None:
@@ -374,16 +374,10 @@ def test_rtt_is_per_player() -> None:
     match.mark_sent(1, 1.0)
     match.receive_input(a.slot, msg(0, ack_tick=1), 1.05)
     match.receive_input(b.slot, msg(0, ack_tick=1), 1.30)
-    assert (a.rtt.estimate, b.rtt.estimate) == (pytest.approx(0.05), pytest.approx(0.30))
-
-
-def test_rtt_estimator_keeps_the_minimum_of_a_sliding_window() -> None:
-    rtt = RttEstimator(window=3)
-    for sample, expected in [(0.2, 0.2), (0.1, 0.1), (0.3, 0.1), (0.4, 0.1), (0.5, 0.3)]:
-        rtt.observe(sample)
-        assert rtt.estimate == expected
-    rtt.observe(-1.0)  # a clock glitch is not a sample
-    assert rtt.estimate == 0.3
+    assert (a.inputs.rtt_estimate, b.inputs.rtt_estimate) == (
+        pytest.approx(0.05),
+        pytest.approx(0.30),
+    )
 
 
 def test_tick_send_log_forgets_ticks_overwritten_in_its_ring() -> None:
@@ -449,6 +443,6 @@ def test_a_batch_of_decoded_inputs_does_what_receiving_each_does(rows: list[tupl
     for slot in range(4):
         a, b = one_by_one.seats[slot], batched.seats[slot]
         assert list(a.inputs.pending) == list(b.inputs.pending)
-        assert a.rtt.estimate == b.rtt.estimate
+        assert a.inputs.rtt_estimate == b.inputs.rtt_estimate
     one_by_one.tick(), batched.tick()
     assert world_state(one_by_one) == world_state(batched)
