@@ -3,7 +3,7 @@
 Every seated player sends one ``input`` frame a tick. Decoding them one by one in Python
 (unmask, msgpack into a dict, check eight fields, build the message) was the largest part
 of the node's CPU per player-tick after the socket calls. Instead the node holds each read
-of a player's socket that :func:`holdable` accepts until the tick, and one serial numba
+of a player's socket that :func:`split_read` finds inputs in until the tick, and one serial numba
 kernel unmasks and decodes all of them into columns.
 
 The kernel decodes only the common shape of a valid input: final, masked, binary frames
@@ -26,7 +26,7 @@ import numpy as np
 
 from shared.protocol import MAX_TICK, U32_MAX
 
-__all__ = ["InputColumns", "decode_input_frames", "holdable"]
+__all__ = ["InputColumns", "decode_input_frames", "split_read"]
 
 _HEADER = 6  # FIN + opcode, mask bit + 7-bit length, 4-byte masking key
 #: The smallest valid input payload (every value in its shortest encoding, floats in 32
@@ -276,15 +276,30 @@ def decode_input_frames(reads: list[bytes]) -> InputColumns:
     return InputColumns(read_ok, read_of[:rows], ints[:rows], floats[:rows])
 
 
-def holdable(data: bytes) -> bool:
-    """Whether one read of a client's socket is whole frames of an input's size, and only
-    those: worth holding for :func:`decode_input_frames` (which still checks them)."""
-    size, at = len(data), 0
-    if not FRAME_MIN_BYTES <= size <= HOLD_MAX_BYTES:
-        return False
-    while size - at >= FRAME_MIN_BYTES:
-        length = data[at + 1] ^ 0x80  # (masked: a client's frames are)
-        if data[at] != 0x82 or not PAYLOAD_MIN_BYTES <= length <= 125:
-            return False
-        at += _HEADER + length
-    return at == size
+def split_read(data: bytes) -> tuple[bytes, bytes] | None:
+    """One read of a client's socket, if it is whole final frames with 7-bit lengths, as
+    (its input-sized binary frames, its other frames), each part in order: the inputs are
+    worth holding for :func:`decode_input_frames` (which still checks them), the others
+    (pings, a close, garbage) are read at once; none of them can be an input, so the two
+    parts may be read in either order. None for anything else: read it all, in order."""
+    size = len(data)
+    if size < _HEADER or size > HOLD_MAX_BYTES:
+        return None
+    first, length = data[0], data[1] ^ 0x80  # (a client masks: length > 125 if it did not)
+    if size == _HEADER + length and length <= 125:  # one frame: the usual read
+        if first == 0x82 and length >= PAYLOAD_MIN_BYTES:
+            return data, b""
+        return (b"", data) if first & 0x80 and first & 0x0F else None
+    inputs: list[bytes] = []
+    others: list[bytes] = []
+    at = 0
+    while at < size:
+        if size - at < _HEADER:
+            return None
+        first, length = data[at], data[at + 1] ^ 0x80
+        end = at + _HEADER + length
+        if length > 125 or end > size or not first & 0x80 or not first & 0x0F:
+            return None  # cut short, unmasked, long, or a fragment: the ordinary reader's
+        (inputs if first == 0x82 and length >= PAYLOAD_MIN_BYTES else others).append(data[at:end])
+        at = end
+    return b"".join(inputs), b"".join(others)

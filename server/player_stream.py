@@ -30,7 +30,7 @@ from shared.wsframe import (
 )
 
 from .inbox import InputInbox
-from .input_frames import holdable
+from .input_frames import split_read
 
 __all__ = ["PlayerStream"]
 
@@ -43,9 +43,9 @@ class PlayerStream(asyncio.Protocol):
     drop the player), ``on_text()`` for each text message (likewise); :attr:`closed`
     resolves once the connection is gone.
 
-    With an ``inbox``, a read that is whole frames of an input's size (inputs, as far as
-    their sizes tell) is held there for the tick, under ``owner``; the tick gives back any
-    it cannot decode through :meth:`feed`.
+    With an ``inbox``, the input-sized frames of a read of whole frames (inputs, as far as
+    their sizes tell) are held there for the tick, under ``owner``, and the read's other
+    frames are read at once; the tick gives back any it cannot decode through :meth:`feed`.
     """
 
     def __init__(
@@ -100,8 +100,13 @@ class PlayerStream(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         inbox = self._inbox
         if inbox is not None:
-            if holdable(data) and not self.closing and self._reader.idle:
-                self._held = inbox.hold(self._owner, data)
+            split = split_read(data) if self._reader.idle and not self.closing else None
+            if split is not None:
+                inputs, others = split
+                if inputs:
+                    self._held = inbox.hold(self._owner, inputs)
+                if others:
+                    self.feed(others)
                 return
             if self._held == inbox.generation:
                 inbox.flush()  # this player's held inputs come before what this read holds

@@ -77,9 +77,23 @@ async def test_inputs_are_held_and_a_ping_is_answered_at_once() -> None:
     assert player.read_now == [] and len(player.inbox) == 2
     ping = protocol.encode(PingMessage(7, 1.0))
     player.stream.data_received(frame(OP_BINARY, ping, masked=True))
-    # The ping is read now, after the held inputs went to the batch (their order kept).
-    assert player.held() == [first, both]
-    assert player.read_now == [ping]
+    assert player.read_now == [ping] and len(player.inbox) == 2  # answered now; no input
+    third, pong_ping = an_input(4), frame(OP_BINARY, ping, masked=True)
+    player.stream.data_received(third + pong_ping)  # an input and a ping in one read
+    assert player.read_now == [ping, ping]
+    player.inbox.flush()
+    assert player.held() == [first, both, third]
+
+
+async def test_a_read_that_is_not_whole_frames_comes_after_the_held_inputs() -> None:
+    player = Seated()
+    held = an_input(1)
+    player.stream.data_received(held)
+    cut = an_input(2)
+    player.stream.data_received(cut[:50])  # the start of a frame: read the ordinary way...
+    assert player.held() == [held]  # ...after what was held went to the batch
+    player.stream.data_received(cut[50:])
+    assert len(player.read_now) == 1 and len(player.inbox) == 0
 
 
 async def test_a_frame_split_across_reads_is_read_the_ordinary_way() -> None:

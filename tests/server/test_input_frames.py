@@ -11,10 +11,10 @@ import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from server.input_frames import decode_input_frames, holdable
+from server.input_frames import decode_input_frames, split_read
 from shared import protocol
 from shared.protocol import InputMessage, PingMessage, ProtocolError, decode_client
-from shared.wsframe import OP_BINARY, OP_TEXT, frame
+from shared.wsframe import OP_BINARY, OP_PING, OP_TEXT, frame
 
 values = st.one_of(
     st.integers(-(2**63), 2**64 - 1),  # what msgpack can carry
@@ -128,19 +128,26 @@ def test_nothing_held_decodes_to_nothing() -> None:
     assert columns.read_ok.shape == (0,) and columns.ints.shape == (0, 4)
 
 
-def test_only_whole_input_sized_frames_are_worth_holding() -> None:
+def test_a_read_splits_into_its_inputs_and_the_rest() -> None:
     an_input = frame(
         OP_BINARY, protocol.encode(InputMessage(1, 1, (0, 0), 0, 0, 0, 1, -1)), masked=True
     )
-    assert holdable(an_input) and holdable(an_input * 3)
-    assert not holdable(frame(OP_BINARY, protocol.encode(PingMessage(1, 2.0)), masked=True))
-    assert not holdable(an_input[:-1]) and not holdable(an_input + an_input[:8])
-    assert not holdable(b"")
-    assert not holdable(an_input * 20)  # a long backlog is read at once
+    ping = frame(OP_BINARY, protocol.encode(PingMessage(1, 2.0)), masked=True)
+    ws_ping = frame(OP_PING, b"?", masked=True)
+    assert split_read(an_input) == (an_input, b"")
+    assert split_read(an_input * 3) == (an_input * 3, b"")
+    assert split_read(ping) == (b"", ping)
+    assert split_read(an_input + ping + an_input + ws_ping) == (an_input * 2, ping + ws_ping)
+    # Anything but whole final frames is the ordinary reader's, all of it.
+    assert split_read(an_input[:-1]) is None and split_read(an_input + an_input[:8]) is None
+    assert split_read(b"") is None and split_read(an_input[:3]) is None
+    assert split_read(an_input * 20) is None  # a long backlog is read at once
     unmasked = frame(
         OP_BINARY, protocol.encode(InputMessage(1, 1, (0, 0), 0, 0, 0, 1, -1)), masked=False
     )
-    assert not holdable(unmasked)
+    assert split_read(unmasked) is None and split_read(ping + unmasked) is None
+    fragment = bytes([0x02]) + ping[1:]  # binary, not final
+    assert split_read(fragment) is None and split_read(an_input + fragment) is None
 
 
 def test_integers_of_every_width_and_sign_decode() -> None:
