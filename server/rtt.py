@@ -26,12 +26,8 @@ class TickSendLog:
         self._ticks[tick % self.capacity] = tick
         self._times[tick % self.capacity] = sent_at
 
-    def sent_at(self, tick: int) -> float | None:
-        index = tick % self.capacity
-        return float(self._times[index]) if self._ticks[index] == tick else None
-
     def sent_at_each(self, ticks: np.ndarray) -> np.ndarray:
-        """:meth:`sent_at` of each tick, NaN where unknown (negative ticks included)."""
+        """When each tick went out; NaN where unknown (overwritten, never sent, or -1)."""
         index = ticks % self.capacity
         known = (self._ticks[index] == ticks) & (ticks >= 0)
         return np.where(known, self._times[index], np.nan)

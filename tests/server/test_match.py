@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 from server.inputs import InputVerdict
 from server.match import Match, MatchConfig, MatchFull
-from server.rtt import TickSendLog
 from shared.arena_map import default_map
 from shared.protocol import (
     InputMessage,
@@ -378,17 +377,6 @@ def test_rtt_is_per_player() -> None:
         pytest.approx(0.05),
         pytest.approx(0.30),
     )
-
-
-def test_tick_send_log_forgets_ticks_overwritten_in_its_ring() -> None:
-    log = TickSendLog(capacity=8)
-    log.record(3, 1.5)
-    assert log.sent_at(3) == 1.5
-    assert log.sent_at(11) is None
-    log.record(11, 2.5)
-    assert log.sent_at(11) == 2.5
-    assert log.sent_at(3) is None
-    assert log.sent_at(0) is None
 
 
 def test_rewind_inputs_stay_within_the_server_s_clock() -> None:
