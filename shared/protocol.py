@@ -280,32 +280,6 @@ class InputMessage(Message):
         "view_time": _float(0.0, 1e9),
     }
 
-    @classmethod
-    def checked(
-        cls,
-        seq: int,
-        tick: int,
-        move: tuple[float, float],
-        yaw: float,
-        pitch: float,
-        buttons: int,
-        view_time: float,
-        ack_tick: int,
-    ) -> InputMessage:
-        """An input from values a decoder has already checked, without checking them again
-        (one of these is built per player per tick)."""
-        message = object.__new__(cls)
-        put = object.__setattr__  # (a frozen dataclass)
-        put(message, "seq", seq)
-        put(message, "tick", tick)
-        put(message, "move", move)
-        put(message, "yaw", yaw)
-        put(message, "pitch", pitch)
-        put(message, "buttons", buttons)
-        put(message, "view_time", view_time)
-        put(message, "ack_tick", ack_tick)
-        return message
-
 
 @dataclass(frozen=True, slots=True)
 class PingMessage(Message):
@@ -528,7 +502,17 @@ def _fast_input(raw: dict[Any, Any]) -> InputMessage | None:
         and 0.0 <= view <= 1e9
     ):
         return None
-    return InputMessage.checked(seq, tick, (mx, my), yaw, pitch, buttons, view, ack)
+    message = object.__new__(InputMessage)
+    put = object.__setattr__  # (a frozen dataclass)
+    put(message, "seq", seq)
+    put(message, "tick", tick)
+    put(message, "move", (mx, my))
+    put(message, "yaw", yaw)
+    put(message, "pitch", pitch)
+    put(message, "buttons", buttons)
+    put(message, "view_time", view)
+    put(message, "ack_tick", ack)
+    return message
 
 
 _SNAPSHOT_KEYS = frozenset(SnapshotMessage.FIELDS)

@@ -16,14 +16,8 @@ from shared import protocol
 from shared.protocol import InputMessage, PingMessage, ProtocolError, decode_client
 from shared.wsframe import OP_BINARY, OP_PING, OP_TEXT, frame
 
-values = st.one_of(
-    st.integers(-(2**63), 2**64 - 1),  # what msgpack can carry
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.booleans(),
-    st.none(),
-    st.text(max_size=3),
-    st.lists(st.floats(allow_nan=True), max_size=3),
-)
+from ..shared.test_protocol_fast_path import values
+
 inputs = st.fixed_dictionaries(
     {
         "type": st.one_of(st.just("input"), st.just("inpuT"), values),
