@@ -144,7 +144,7 @@ class Match:
         if slot not in self.seats:
             raise KeyError(f"no player in slot {slot}")
         move_x, move_y = message.move
-        verdicts = self._queue(
+        verdicts, _ = self._queue(
             np.array([slot], dtype=np.int64),
             np.array([[message.seq, message.tick, message.ack_tick, message.buttons]]),
             np.array([[move_x, move_y, message.yaw, message.pitch, message.view_time]]),
@@ -158,23 +158,22 @@ class Match:
         """:meth:`receive_input` for many inputs at once (rows in arrival order, columns as
         :func:`server.input_frames.decode_input_frames` gives them); returns how many of
         each verdict."""
-        counts = np.bincount(self._queue(slots, ints, floats, arrivals), minlength=len(VERDICTS))
-        return collections.Counter(
-            {VERDICTS[code]: count for code, count in enumerate(counts.tolist()) if count}
-        )
+        _, counts = self._queue(slots, ints, floats, arrivals)
+        return collections.Counter(counts)
 
     def _queue(
         self, slots: np.ndarray, ints: np.ndarray, floats: np.ndarray, arrivals: np.ndarray
-    ) -> np.ndarray:
+    ) -> tuple[np.ndarray, dict[InputVerdict, int]]:
+        """Queue the rows; each row's verdict code, and how many of each verdict."""
         # Each input names the newest tick its client had (ack_tick): arrival minus when
         # that tick went out is an RTT sample (server.rtt).
         samples = arrivals - self.sent.sent_at_each(ints[:, 2])
         verdicts = self.inputs.offer(slots, ints, floats, arrivals, samples)
         counts = np.bincount(verdicts, minlength=len(VERDICTS)).tolist()
-        for code, count in enumerate(counts):
-            if count:
-                self.counters[_COUNTER_OF[VERDICTS[code]]] += count
-        return verdicts
+        tally = {VERDICTS[code]: count for code, count in enumerate(counts) if count}
+        for verdict, count in tally.items():
+            self.counters[_COUNTER_OF[verdict]] += count
+        return verdicts, tally
 
     def _release_inputs(self) -> ReleasedInputs:
         """Set each seat's input for this tick; return every input released (the surplus
@@ -264,10 +263,8 @@ class Match:
             alive = world.alive[slots]
             self._simulate(slots[alive], move[alive], buttons[alive])
             world.move[slots], world.buttons[slots] = move, buttons
-            world.yaw[slots], world.pitch[slots] = (
-                released.floats[rows, 2],
-                released.floats[rows, 3],
-            )
+            world.yaw[slots] = released.floats[rows, 2]
+            world.pitch[slots] = released.floats[rows, 3]
             self._fire(released, rows)
             depth += 1
         self.history.append(
