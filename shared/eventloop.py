@@ -16,7 +16,7 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["LOOP_NAME", "run"]
+__all__ = ["LOOP_NAME", "run", "sleep"]
 
 T = TypeVar("T")
 
@@ -34,3 +34,12 @@ def run(main: Coroutine[Any, Any, T]) -> T:
     if uvloop is None:  # pragma: no cover
         return asyncio.run(main)
     return uvloop.run(main)
+
+
+async def sleep(seconds: float) -> None:
+    """:func:`asyncio.sleep` that does not end early: a tick that starts early misses the
+    inputs about to arrive for it. uvloop keeps time in whole milliseconds and ends a sleep
+    up to one early, so it sleeps one more; asyncio's loop rounds its timeouts up."""
+    if uvloop is not None and isinstance(asyncio.get_running_loop(), uvloop.Loop):
+        seconds += 0.001
+    await asyncio.sleep(seconds)

@@ -10,8 +10,9 @@ sleep function as parameters, so tests drive ten thousand ticks in milliseconds.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
+
+from . import eventloop
 
 __all__ = ["TickSchedule", "run_tick_loop"]
 
@@ -52,7 +53,7 @@ async def run_tick_loop(
     schedule: TickSchedule,
     on_tick: Callable[[int], Awaitable[None]],
     clock: Clock,
-    sleep: Sleep = asyncio.sleep,
+    sleep: Sleep = eventloop.sleep,
     max_ticks: int | None = None,
 ) -> None:
     """Await ``on_tick(tick)`` at each deadline until cancelled (or ``max_ticks`` ran)."""

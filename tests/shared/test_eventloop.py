@@ -19,3 +19,19 @@ def test_run_returns_the_coroutine_s_result_on_the_named_loop() -> None:
 def test_uvloop_is_what_a_linux_install_runs() -> None:
     # uvloop is a dependency on every platform it supports; CI and the demo run Linux.
     assert eventloop.LOOP_NAME == "uvloop"
+
+
+def test_a_sleep_on_uvloop_asks_for_a_millisecond_more(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # uvloop keeps time in whole milliseconds and may end a sleep up to one early; a tick
+    # must not start before it is due. asyncio's own loop rounds up, so it gets no more.
+    asked: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def recording(seconds: float) -> None:
+        asked.append(seconds)
+        await real_sleep(0)
+
+    monkeypatch.setattr(asyncio, "sleep", recording)
+    eventloop.run(eventloop.sleep(0.010))
+    asyncio.run(eventloop.sleep(0.010))
+    assert asked == [0.011, 0.010]
