@@ -220,16 +220,21 @@ def ray_hitbox_entries(
     px, py, pz = feet[:, 0], feet[:, 1], feet[:, 2]
     bottom, top, radius = hitbox_arrays()
     entries = np.full((feet.shape[0], len(HITBOXES)), np.inf)
-    for k in range(len(HITBOXES)):
-        r = float(radius[k])
-        z_bottom = pz + bottom[k]
-        best = _sphere_entries(origin, direction, dd, max_t, px, py, z_bottom, r)
-        if top[k] > bottom[k]:
-            z_top = pz + top[k]
-            best = np.minimum(best, _sphere_entries(origin, direction, dd, max_t, px, py, z_top, r))
-            cylinder = _cylinder_entries(origin, direction, dxy, max_t, px, py, z_bottom, z_top, r)
-            best = np.minimum(best, cylinder)
-        entries[:, k] = best
+    # A direction component like 1e-309 makes some quotients overflow to ±inf, which the
+    # slab and quadratic tests take as meant (never crossed, or crossed at once).
+    with np.errstate(over="ignore"):
+        for k in range(len(HITBOXES)):
+            r = float(radius[k])
+            z_bottom = pz + bottom[k]
+            best = _sphere_entries(origin, direction, dd, max_t, px, py, z_bottom, r)
+            if top[k] > bottom[k]:
+                z_top = pz + top[k]
+                top_ball = _sphere_entries(origin, direction, dd, max_t, px, py, z_top, r)
+                cylinder = _cylinder_entries(
+                    origin, direction, dxy, max_t, px, py, z_bottom, z_top, r
+                )
+                best = np.minimum(best, np.minimum(top_ball, cylinder))
+            entries[:, k] = best
     return entries
 
 
@@ -263,8 +268,11 @@ def ray_world_entry(
         if d[axis] == 0.0:
             ok &= (o[axis] >= box_min[:, axis]) & (o[axis] <= box_max[:, axis])
         else:
-            t1 = (box_min[:, axis] - o[axis]) / d[axis]
-            t2 = (box_max[:, axis] - o[axis]) / d[axis]
+            # A component like 1e-309 overflows to ±inf, which the slab method takes as
+            # meant: that slab is crossed at infinity, or was entered at once.
+            with np.errstate(over="ignore"):
+                t1 = (box_min[:, axis] - o[axis]) / d[axis]
+                t2 = (box_max[:, axis] - o[axis]) / d[axis]
             lo = np.maximum(lo, np.minimum(t1, t2))
             hi = np.minimum(hi, np.maximum(t1, t2))
     entries = np.where(ok & (lo <= hi), lo, np.inf)
