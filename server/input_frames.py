@@ -32,7 +32,6 @@ _HEADER = 6  # FIN + opcode, mask bit + 7-bit length, 4-byte masking key
 #: The smallest valid input payload (every value in its shortest encoding, floats in 32
 #: bits); a ping's is under 40 bytes, so pings are never held (they are answered at once).
 PAYLOAD_MIN_BYTES = 93
-FRAME_MIN_BYTES = _HEADER + PAYLOAD_MIN_BYTES
 #: A read longer than this (eight inputs or so) is read at once, the ordinary way.
 HOLD_MAX_BYTES = 1024
 

@@ -35,8 +35,10 @@ def msg(
 class OneSeat:
     """Slot 0 of an InputQueues, one input at a time."""
 
-    def __init__(self, max_depth: int = 4, future_window: int = 120, capacity: int = 64) -> None:
-        self.queues = InputQueues(1, max_depth, future_window, capacity)
+    def __init__(
+        self, max_depth: int = 4, future_window: int = 120, capacity: int = 64, rtt_window: int = 64
+    ) -> None:
+        self.queues = InputQueues(1, max_depth, future_window, capacity, rtt_window)
 
     def offer(
         self, message: InputMessage, arrival: float = 0.0, rtt_sample: float = math.nan
@@ -299,12 +301,10 @@ def test_pending_inputs_keep_their_arrival_times() -> None:
 
 @given(st.lists(st.floats(0.0, 2.0), min_size=1, max_size=300), st.integers(1, 64))
 def test_the_estimate_is_the_minimum_of_the_window(samples: list[float], window: int) -> None:
-    queues = InputQueues(1, rtt_window=window)
-    seat = OneSeat()
-    seat.queues = queues
+    seat = OneSeat(rtt_window=window)
     for i, sample in enumerate(samples):
         seat.offer(msg(i), rtt_sample=sample)
-        assert queues.rtt_estimate(0) == min(samples[max(0, i + 1 - window) : i + 1])
+        assert seat.queues.rtt_estimate(0) == min(samples[max(0, i + 1 - window) : i + 1])
 
 
 def test_negative_samples_are_ignored_and_nothing_is_known_before_a_sample() -> None:
