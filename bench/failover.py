@@ -34,6 +34,7 @@ from client_sim.demo import NodeProcess, start_node
 from client_sim.latency import LinkProfile, draw_bot, parse_distribution
 from client_sim.report import failover_figures
 from client_sim.swarm import Swarm, SwarmConfig
+from shared.supervisor import READY_WITHIN_S
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.integration.etcd import running_etcd
@@ -80,7 +81,7 @@ class Region:
         self.nodes[i] = self.stack.enter_context(start_node(*args, env=self.env))
 
     async def until_live_standby(self, primary: int) -> None:
-        async with asyncio.timeout(30):
+        async with asyncio.timeout(READY_WITHIN_S):
             while True:
                 health = await node_health(self.url(primary))
                 if health and any(s["state"] == "live" for s in health["standbys"]):

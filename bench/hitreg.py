@@ -11,6 +11,14 @@ A "hitbox test" is one (shot, present player, hitbox) triple the narrow phase co
 the broad phase a shot makes 3 x (P - 1) of them; with it, only those of the players in the
 grid cells the ray crosses.
 
+Timing: the reference and each kernel are timed in alternation (R, K, R, K, ... over a fixed
+number of rounds) and each one's median is kept, so both see the same machine state. Rows on
+one thread are timed by process CPU time, which other processes on a busy machine do not
+inflate; process CPU adds up all threads and misses a GPU's work, so rows on several threads
+(and CUDA rows) are timed by wall time. Each row keeps both (``cpu_seconds``, ``seconds``)
+and says which its rates and speed-up use (``rates_from``). A speed-up compares time per shot
+on the same clock, since the reference resolves fewer shots.
+
 Prints JSON on stdout (and to ``--json PATH``), progress and a summary on stderr.
 """
 
@@ -21,11 +29,13 @@ import json
 import math
 import os
 import platform
+import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -40,6 +50,7 @@ from server.hitreg import (
     HitscanResults,
     HitscanShots,
     HitValidator,
+    ProjectileResults,
     ProjectileShots,
     make_validator,
 )
@@ -146,44 +157,115 @@ def subset(shots: HitscanShots, n: int) -> HitscanShots:
     )
 
 
-def best_time(run: Callable[[], Any], min_seconds: float, max_repeats: int = 50) -> float:
-    """Best wall time of one call over repeats lasting at least ``min_seconds`` in all."""
-    best = math.inf
-    spent = 0.0
-    repeats = 0
-    while repeats < 2 or (spent < min_seconds and repeats < max_repeats):
-        start = time.perf_counter()
-        run()
-        elapsed = time.perf_counter() - start
-        best = min(best, elapsed)
-        spent += elapsed
-        repeats += 1
-    return best
+Clock = Literal["cpu_seconds", "seconds"]
 
 
-def measure_hitscan(
-    validator: HitValidator,
-    history: History,
-    shots: HitscanShots,
-    broad_phase: bool,
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """Seconds one call took: process CPU (all threads together) and wall."""
+
+    cpu_seconds: float
+    seconds: float
+
+    def on(self, clock: Clock) -> float:
+        return self.cpu_seconds if clock == "cpu_seconds" else self.seconds
+
+
+def clock_for(backend: str, threads: int) -> Clock:
+    """Process CPU for one CPU thread: other processes on a busy machine do not add to it.
+    Wall time otherwise: several threads' CPU adds up, and a GPU's work is no CPU time."""
+    return "cpu_seconds" if threads == 1 and backend != "cuda" else "seconds"
+
+
+def time_calls(
+    run: Callable[[], object],
     min_seconds: float,
-) -> tuple[dict[str, Any], HitscanResults]:
-    out = HitscanResults.allocate(len(shots))
+    cpu_clock: Callable[[], float] = time.process_time,
+    wall_clock: Callable[[], float] = time.perf_counter,
+) -> Timing:
+    """Per-call time over as many calls (at least one) as fill ``min_seconds`` of wall time,
+    so that a call of microseconds is not lost in the clocks' resolution."""
+    calls = 0
+    cpu_start, wall_start = cpu_clock(), wall_clock()
+    while True:
+        run()
+        calls += 1
+        if wall_clock() - wall_start >= min_seconds:
+            break
+    return Timing(
+        (cpu_clock() - cpu_start) / calls,
+        (wall_clock() - wall_start) / calls,
+    )
 
-    def run() -> None:
-        validator.resolve_hitscan(history, shots, out, broad_phase=broad_phase)
 
-    seconds = best_time(run, min_seconds)
+def interleave(
+    runs: Sequence[Callable[[], object]],
+    rounds: int,
+    min_seconds: float,
+    cpu_clock: Callable[[], float] = time.process_time,
+    wall_clock: Callable[[], float] = time.perf_counter,
+) -> list[list[Timing]]:
+    """One timing of each of ``runs`` per round, in turn (A, B, A, B, ...): a busy spell of the
+    machine then slows all of them, not only the one timed at that moment."""
+    samples: list[list[Timing]] = [[] for _ in runs]
+    for _ in range(rounds):
+        for run, timings in zip(runs, samples, strict=True):
+            timings.append(time_calls(run, min_seconds, cpu_clock, wall_clock))
+    return samples
+
+
+def median_timing(samples: Sequence[Timing]) -> Timing:
+    """Medians of each clock: one slow round moves neither."""
+    return Timing(
+        statistics.median(t.cpu_seconds for t in samples),
+        statistics.median(t.seconds for t in samples),
+    )
+
+
+def speedup(
+    reference: Timing, reference_shots: int, kernel: Timing, shots: int, clock: Clock
+) -> float:
+    """Reference time per shot over kernel time per shot, both on ``clock``."""
+    return (reference.on(clock) / reference_shots) / (kernel.on(clock) / shots)
+
+
+def require_same_verdicts(
+    backend: str,
+    got: HitscanResults | ProjectileResults,
+    expected: HitscanResults | ProjectileResults,
+    fields: Sequence[str],
+) -> None:
+    """No figure is worth reporting for a backend that disagrees with the specification."""
+    for name in fields:
+        if not np.array_equal(getattr(got, name), getattr(expected, name)):
+            raise SystemExit(f"{backend} disagrees with the reference on {name}")
+
+
+def hitscan_rates(out: HitscanResults, timing: Timing, clock: Clock) -> dict[str, Any]:
+    shots = len(out.kind)
     tests = int(out.hitbox_tests.sum())
+    seconds = timing.on(clock)
     return {
-        "shots": len(shots),
-        "seconds": seconds,
-        "shots_per_s": len(shots) / seconds,
+        "shots": shots,
+        "seconds": timing.seconds,
+        "cpu_seconds": timing.cpu_seconds,
+        "rates_from": clock,
+        "shots_per_s": shots / seconds,
         "hitbox_tests": tests,
         "hitbox_tests_per_s": tests / seconds,
         "kinds": {"miss": int((out.kind == 0).sum()), "player": int((out.kind == 1).sum()),
                   "world": int((out.kind == 2).sum())},
-    }, out  # fmt: skip
+    }  # fmt: skip
+
+
+def projectile_rates(projectiles: int, timing: Timing, clock: Clock) -> dict[str, Any]:
+    return {
+        "projectiles": projectiles,
+        "seconds": timing.seconds,
+        "cpu_seconds": timing.cpu_seconds,
+        "rates_from": clock,
+        "projectiles_per_s": projectiles / timing.on(clock),
+    }
 
 
 def bench_hitscan(
@@ -192,45 +274,68 @@ def bench_hitscan(
     history, box_min, box_max, now = spread_scene(rng, players)
     shots = hitscan_batch(rng, history, args.shots, now)
     reference_shots = subset(shots, max(8, args.reference_budget // players))
-    rows: list[dict[str, Any]] = []
     progress(f"hitscan, {players} players: reference on {len(reference_shots)} shots")
     reference = make_validator("reference", box_min=box_min, box_max=box_max)
-    row, expected = measure_hitscan(reference, history, reference_shots, False, args.min_seconds)
-    rows.append({"players": players, "backend": "reference", "broad_phase": False, "threads": 1,
-                 **row})  # fmt: skip
-    reference_rate = row["shots_per_s"]
-    all_threads = numba.get_num_threads()
-    grid_seconds = best_time(
-        lambda: player_grid(
+    expected = reference.resolve_hitscan(history, reference_shots)
+    reference_out = HitscanResults.allocate(len(reference_shots))
+
+    def run_reference() -> None:
+        reference.resolve_hitscan(history, reference_shots, reference_out)
+
+    def build_grid() -> None:
+        player_grid(
             history.times, history.positions, history.alive, history.start, history.count, True
-        ),
-        min(args.min_seconds, 0.2),
-    )
-    progress(f"hitscan, {players} players: broad-phase grid builds in {grid_seconds * 1e3:.2f} ms")
+        )
+
+    grid = median_timing(interleave([build_grid], args.rounds, min(args.min_seconds, 0.2))[0])
+    progress(f"hitscan, {players} players: broad-phase grid builds in {grid.seconds * 1e3:.2f} ms")
+    all_threads = numba.get_num_threads()
+    reference_samples: list[Timing] = []
+    rows: list[dict[str, Any]] = []
     for backend in backends:
         validator = make_validator(backend, box_min=box_min, box_max=box_max)
         validator.warm_up()
         for broad_phase in (False, True):
             # Same verdicts as the specification before any speed is worth reporting.
             check = validator.resolve_hitscan(history, reference_shots, broad_phase=broad_phase)
-            for name in ("kind", "victim", "hitbox", "distance"):
-                if not np.array_equal(getattr(check, name), getattr(expected, name)):
-                    raise SystemExit(f"{backend} disagrees with the reference on {name}")
+            require_same_verdicts(
+                backend, check, expected, ("kind", "victim", "hitbox", "distance")
+            )
+            out = HitscanResults.allocate(len(shots))
+
+            def run_kernel(
+                v: HitValidator = validator, bp: bool = broad_phase, o: HitscanResults = out
+            ) -> None:
+                v.resolve_hitscan(history, shots, o, broad_phase=bp)
+
             thread_counts = sorted({1, all_threads}) if backend == "cpu" else [all_threads]
             for threads in thread_counts:
                 if backend == "cpu":
                     numba.set_num_threads(threads)
                 label = f"{backend}, broad phase {'on' if broad_phase else 'off'}"
                 progress(f"hitscan, {players} players: {label}, {threads} thread(s)")
-                row, _ = measure_hitscan(validator, history, shots, broad_phase, args.min_seconds)
-                row["speedup_vs_reference"] = row["shots_per_s"] / reference_rate
+                reference_timings, kernel_timings = interleave(
+                    [run_reference, run_kernel], args.rounds, args.min_seconds
+                )
+                reference_samples += reference_timings
+                kernel = median_timing(kernel_timings)
+                clock = clock_for(backend, threads)
+                row = hitscan_rates(out, kernel, clock)
+                row["samples"] = len(kernel_timings)
+                reference_timing = median_timing(reference_timings)
+                row["speedup_vs_reference"] = speedup(
+                    reference_timing, len(reference_shots), kernel, len(shots), clock
+                )
                 row["hitbox_tests_per_s_per_thread"] = row["hitbox_tests_per_s"] / threads
                 if broad_phase:
-                    row["grid_build_seconds_included"] = grid_seconds
+                    row["grid_build_seconds_included"] = grid.seconds
                 rows.append({"players": players, "backend": backend,
                              "broad_phase": broad_phase, "threads": threads, **row})  # fmt: skip
             numba.set_num_threads(all_threads)
-    return rows
+    reference_row = hitscan_rates(reference_out, median_timing(reference_samples), "cpu_seconds")
+    reference_row["samples"] = len(reference_samples)
+    return [{"players": players, "backend": "reference", "broad_phase": False, "threads": 1,
+             **reference_row}, *rows]  # fmt: skip
 
 
 def bench_projectiles(
@@ -249,26 +354,49 @@ def bench_projectiles(
         end_time=flights.end_time[:keep],
         expire_time=flights.expire_time[:keep],
     )
+    reference = make_validator("reference", box_min=box_min, box_max=box_max)
+    expected = reference.resolve_projectiles(history, few)
+
+    def run_reference() -> None:
+        reference.resolve_projectiles(history, few)
+
+    reference_samples: list[Timing] = []
     rows: list[dict[str, Any]] = []
-    for backend, batch in (("reference", few), *((b, flights) for b in backends)):
+    for backend in backends:
         validator = make_validator(backend, box_min=box_min, box_max=box_max)
-        if backend != "reference":
-            validator.warm_up()
-        for broad_phase in (False, True) if backend != "reference" else (False,):
+        validator.warm_up()
+        threads = numba.get_num_threads()
+        clock = clock_for(backend, threads)
+        for broad_phase in (False, True):
+            check = validator.resolve_projectiles(history, few, broad_phase=broad_phase)
+            require_same_verdicts(backend, check, expected, ("kind", "victim", "hitbox", "expired"))
             progress(f"projectiles, {players} players: {backend}, broad phase {broad_phase}")
 
-            def run(v=validator, b=batch, bp=broad_phase) -> None:
-                v.resolve_projectiles(history, b, broad_phase=bp)
+            def run_kernel(v: HitValidator = validator, bp: bool = broad_phase) -> None:
+                v.resolve_projectiles(history, flights, broad_phase=bp)
 
-            seconds = best_time(run, args.min_seconds, max_repeats=5)
-            rows.append({"players": players, "backend": backend, "broad_phase": broad_phase,
-                         "threads": 1 if backend == "reference" else numba.get_num_threads(),
-                         "projectiles": len(batch), "seconds": seconds,
-                         "projectiles_per_s": len(batch) / seconds})  # fmt: skip
-    reference_rate = rows[0]["projectiles_per_s"]
-    for row in rows[1:]:
-        row["speedup_vs_reference"] = row["projectiles_per_s"] / reference_rate
-    return rows
+            reference_timings, kernel_timings = interleave(
+                [run_reference, run_kernel], args.rounds, args.min_seconds
+            )
+            reference_samples += reference_timings
+            kernel = median_timing(kernel_timings)
+            reference_timing = median_timing(reference_timings)
+            rows.append(
+                {
+                    "players": players,
+                    "backend": backend,
+                    "broad_phase": broad_phase,
+                    "threads": threads,
+                    **projectile_rates(len(flights), kernel, clock),
+                    "samples": len(kernel_timings),
+                    "speedup_vs_reference": speedup(
+                        reference_timing, len(few), kernel, len(flights), clock
+                    ),
+                }
+            )
+    reference_row = projectile_rates(len(few), median_timing(reference_samples), "cpu_seconds")
+    return [{"players": players, "backend": "reference", "broad_phase": False, "threads": 1,
+             **reference_row, "samples": len(reference_samples)}, *rows]  # fmt: skip
 
 
 def targets(rows: list[dict[str, Any]], largest: int) -> dict[str, Any]:
@@ -322,7 +450,13 @@ def summary(report: dict[str, Any]) -> None:
             f"{row['shots_per_s']:>12,.0f} shots/s  "
             f"{row['hitbox_tests_per_s'] / 1e6:>9,.1f} M hitbox tests/s"
             + (f"  x{speedup:,.0f} vs reference" if speedup else "")
+            + f"  ({'cpu' if row['rates_from'] == 'cpu_seconds' else 'wall'} time)"
         )
+    machine = report["machine"]
+    progress(
+        f"  load average (1 min) {machine['loadavg_at_start'][0]:.2f} at start, "
+        f"{machine['loadavg_at_end'][0]:.2f} at end"
+    )
     for name, target in report["targets"].items():
         progress(f"  target {name}: {'met' if target['met'] else 'NOT met'}")
 
@@ -349,6 +483,7 @@ def main(argv: list[str] | None = None) -> int:
     args.projectiles = 64 if args.quick else 512
     args.reference_budget = 20_000 if args.quick else 200_000  # shots x players
     args.min_seconds = 0.05 if args.quick else 0.5
+    args.rounds = 3 if args.quick else 5
 
     backends: list[BackendName] = ["cpu"]
     if cuda_available() and not simulator_enabled():
@@ -357,6 +492,7 @@ def main(argv: list[str] | None = None) -> int:
     progress(f"backends: reference, {', '.join(backends)}; numba threads {threads}")
     progress("warming up (numba compiles the kernels or loads them from its cache)")
     started = time.perf_counter()
+    loadavg_at_start = os.getloadavg()
     make_validator("cpu").warm_up()
     rng = np.random.default_rng(args.seed)
     hitscan_rows: list[dict[str, Any]] = []
@@ -375,7 +511,11 @@ def main(argv: list[str] | None = None) -> int:
             "cpu_count": os.cpu_count(),
             "numba_threads": numba.get_num_threads(),
             "cuda": "cuda" in backends,
+            "loadavg_at_start": list(loadavg_at_start),
+            "loadavg_at_end": list(os.getloadavg()),
         },
+        "timing": "process_cpu, interleaved median",
+        "rounds": args.rounds,
         "scene": {
             "area_per_player_m2": AREA_PER_PLAYER,
             "snapshots": SNAPSHOTS,

@@ -6,6 +6,13 @@ node's CPU time (from /proc) and its tick counter (from /health) at two moments;
 is the server's CPU seconds per player per tick. The bot process reports its own CPU per
 bot-tick and the tick rate it kept. Figures vary with the machine: compare within one run.
 
+A run is refused (``"valid": false`` with ``invalid_reasons``) when it did not measure the
+server under every requested bot at the field's pace: the bot process kept under 95 % of the
+tick rate (fewer inputs per second make each tick lighter), a bot reconnected (the bench kills
+nothing, so that is churn: seats come and go inside the window), or fewer bots than requested
+were seated or connected. The median is taken over valid runs only; when a population has
+none, its record is marked invalid and the script exits 1 after printing the JSON.
+
     python bench/server_load.py [--players 60,150,300] [--duration 20] [--repeat 1]
                                 [--json PATH]
 """
@@ -15,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import sys
 import tempfile
@@ -27,6 +35,9 @@ import aiohttp
 from client_sim.demo import start_node
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+TICK_RATE_HZ = 60
+#: Under this the bot process, not the node, sets the pace of inputs and acks.
+BOT_TICKS_PER_S_FLOOR = 0.95 * TICK_RATE_HZ
 
 
 def process_cpu_seconds(pid: int) -> float:
@@ -73,6 +84,7 @@ async def measure(players: int, duration: float, warmup: float) -> dict[str, Any
                     if time.monotonic() - began > duration / 2:
                         raise RuntimeError(f"only some of {players} bots joined in time")
                 await asyncio.sleep(warmup)
+                loadavg_1m = os.getloadavg()[0]
                 first, cpu0 = await health(node.url), process_cpu_seconds(node.process.pid)
                 window = max(1.0, duration - (time.monotonic() - began) - 2.0)
                 await asyncio.sleep(window)
@@ -87,13 +99,22 @@ async def measure(players: int, duration: float, warmup: float) -> dict[str, Any
                     bots.kill()
                     await bots.wait()
     ticks = last["tick"] - first["tick"]
+    # The seats held at both samples: the requested count when the run is valid; otherwise
+    # the figure is still computed, so that a refused run can be shown.
     seated = min(first["players"], last["players"])
-    return {
+    player_ticks = seated * ticks
+    record: dict[str, Any] = {
         "players": players,
         "connected": bot_report["bots"]["connected"],
+        "seated_at_start": first["players"],
+        "seated_at_end": last["players"],
+        "bot_reconnects": bot_report["failover"]["events"],
+        "loadavg_1m": loadavg_1m,
         "window_s": round(window, 2),
         "ticks": ticks,
-        "server_cpu_us_per_player_tick": round((cpu1 - cpu0) / (seated * ticks) * 1e6, 2),
+        "server_cpu_us_per_player_tick": (
+            round((cpu1 - cpu0) / player_ticks * 1e6, 2) if player_ticks > 0 else None
+        ),
         "server_cpu_share": round((cpu1 - cpu0) / window, 3),
         "tick_p50_ms": last["tick_ms_p50"],
         "tick_p99_ms": last["tick_ms_p99"],
@@ -105,24 +126,79 @@ async def measure(players: int, duration: float, warmup: float) -> dict[str, Any
         "prediction_error_p99_m": bot_report["prediction"]["error_p99_m"],
         "rtt_p50_ms": bot_report["latency_ms"]["rtt_p50"],
     }
+    reasons = invalid_reasons(record)
+    return {**record, "valid": not reasons, "invalid_reasons": reasons}
+
+
+def invalid_reasons(run: dict[str, Any]) -> list[str]:
+    """Why a run did not measure the server under ``players`` bots at the field's pace (empty
+    when it did): each reason makes the per-player figure one of a lighter or churning load."""
+    players = run["players"]
+    reasons = []
+    kept = run["bot_ticks_per_s"]
+    if kept is None:
+        reasons.append("bot process reported no tick rate")
+    elif kept < BOT_TICKS_PER_S_FLOOR:
+        reasons.append(f"bot process kept {kept:.1f} Hz (< {BOT_TICKS_PER_S_FLOOR:.1f})")
+    if (reconnects := run["bot_reconnects"]) > 0:
+        plural = "s" if reconnects != 1 else ""
+        reasons.append(f"{reconnects} bot reconnect{plural} without a failover")
+    for moment in ("start", "end"):
+        if (seated := run[f"seated_at_{moment}"]) < players:
+            reasons.append(f"{seated} of {players} bots seated at the window's {moment}")
+    if run["connected"] < players:
+        reasons.append(f"{run['connected']} of {players} bots connected")
+    if run["ticks"] < 1:
+        reasons.append("the node served no tick in the window")
+    return reasons
+
+
+def server_cpu(run: dict[str, Any]) -> float:
+    """The run's server CPU figure for ordering; a run with none (no seat or no tick, so
+    invalid) sorts last."""
+    figure = run["server_cpu_us_per_player_tick"]
+    return math.inf if figure is None else figure
 
 
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The run with the median server CPU (the higher middle one of an even count), whole,
-    so every figure in the record comes from one run; with the CPU figure of each run."""
-    ordered = sorted(runs, key=lambda run: run["server_cpu_us_per_player_tick"])
+    """The valid run with the median server CPU (the higher middle one of an even count),
+    whole, so every figure in the record comes from one run; with the CPU figure of each run
+    and why each refused run was refused. With no valid run the median of all is reported,
+    still marked invalid, so that it can be shown but never taken for a measurement."""
+    valid = [run for run in runs if run["valid"]]
+    ordered = sorted(valid or runs, key=server_cpu)
     record = dict(ordered[len(ordered) // 2])
     if len(runs) > 1:
         record["repeats"] = len(runs)
         record["server_cpu_us_per_player_tick_runs"] = [
             run["server_cpu_us_per_player_tick"] for run in runs
         ]
+        record["runs_valid"] = len(valid)
+        record["invalid_runs"] = [
+            {
+                "server_cpu_us_per_player_tick": run["server_cpu_us_per_player_tick"],
+                "invalid_reasons": run["invalid_reasons"],
+            }
+            for run in runs
+            if not run["valid"]
+        ]
     return record
+
+
+def run_summary(run: dict[str, Any]) -> str:
+    """One human line: the figure, what it depends on, and whether it counts."""
+    verdict = "valid" if run["valid"] else "INVALID: " + "; ".join(run["invalid_reasons"])
+    return (
+        f"server_load: {run['players']} bots: {run['server_cpu_us_per_player_tick']} us "
+        f"server CPU per player-tick, tick p99 {run['tick_p99_ms']} ms, "
+        f"bots {run['bot_ticks_per_s']} Hz, load {run['loadavg_1m']:.2f}: {verdict}"
+    )
 
 
 async def run(
     populations: list[int], duration: float, warmup: float, repeat: int = 1
 ) -> dict[str, Any]:
+    loadavg_1m_at_start = os.getloadavg()[0]
     results = []
     for players in populations:
         runs = []
@@ -135,15 +211,22 @@ async def run(
             )
             runs.append(await measure(players, duration, warmup))
             print(f"server_load: {json.dumps(runs[-1])}", file=sys.stderr, flush=True)
+            print(run_summary(runs[-1]), file=sys.stderr, flush=True)
         results.append(median_run(runs))
     return {
         "bench": "server_load",
-        "tick_rate_hz": 60,
-        "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
+        "tick_rate_hz": TICK_RATE_HZ,
+        "valid": all(result["valid"] for result in results),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": sys.version.split()[0],
+            "loadavg_1m_at_start": loadavg_1m_at_start,
+            "loadavg_1m_at_end": os.getloadavg()[0],
+        },
         "targets": {
             "server_cpu_us_per_player_tick_max": 25.0,
             "tick_p99_ms_max_at_300": 16.7,
-            "bot_ticks_per_s_min_at_300": 60.0 * 0.95,
+            "bot_ticks_per_s_min_at_300": BOT_TICKS_PER_S_FLOOR,
         },
         "results": results,
     }
@@ -158,8 +241,8 @@ def main() -> int:
         "--repeat",
         type=int,
         default=1,
-        help="runs per population, each on a fresh node; the record is the median run's, "
-        "with every run's server CPU beside it (on a shared machine the figure moves "
+        help="runs per population, each on a fresh node; the record is the median valid "
+        "run's, with every run's server CPU beside it (on a shared machine the figure moves "
         "from run to run)",
     )
     parser.add_argument("--json", metavar="PATH", help="also write the JSON here")
@@ -177,7 +260,14 @@ def main() -> int:
     print(text)
     if args.json:
         Path(args.json).write_text(text + "\n")
-    return 0
+    refused = [result for result in report["results"] if not result["valid"]]
+    for result in refused:
+        print(
+            f"server_load: WARNING: no valid run of {result['players']} bots "
+            f"({'; '.join(result['invalid_reasons'])}): its figures are not a measurement",
+            file=sys.stderr,
+        )
+    return 1 if refused else 0
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import signal
 import sys
 import time
@@ -20,9 +21,14 @@ from typing import Any
 
 import aiohttp
 
+from shared.commandline import OneLineParser
+
 from .latency import LatencySpecError, parse_duration
 
 __all__ = ["base_url", "kill_primary", "main", "node_health", "wait_for_new_primary"]
+
+#: How long to keep asking a node's /health before saying it does not answer.
+HEALTH_WITHIN_S = 30.0
 
 
 def base_url(url: str) -> str:
@@ -32,18 +38,29 @@ def base_url(url: str) -> str:
     return f"{'https' if scheme in ('wss', 'https') else 'http'}://{host}"
 
 
-async def node_health(url: str, within: float = 1.0) -> dict[str, Any] | None:
-    try:
-        async with (
-            aiohttp.ClientSession() as session,
-            session.get(
-                base_url(url) + "/health", timeout=aiohttp.ClientTimeout(total=within)
-            ) as response,
-        ):
-            body = await response.json()
-            return body if isinstance(body, dict) else None
-    except (aiohttp.ClientError, TimeoutError, ValueError):
-        return None
+async def node_health(url: str, within: float = 10.0) -> dict[str, Any] | None:
+    """The node's ``/health`` (also a 503's body: a node that is not ready yet), retried
+    with backoff and jitter until ``within`` seconds have passed; None if none came. One
+    short try is not enough on a busy machine, where a node can take a second to answer."""
+    deadline = time.monotonic() + within
+    pause = 0.05
+    async with aiohttp.ClientSession() as session:
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                async with session.get(
+                    base_url(url) + "/health",
+                    timeout=aiohttp.ClientTimeout(total=max(0.05, min(remaining, 3.0))),
+                ) as response:
+                    body = await response.json(content_type=None)
+                    if isinstance(body, dict):
+                        return body
+            except (aiohttp.ClientError, TimeoutError, ValueError):
+                pass
+            if time.monotonic() + pause >= deadline:
+                return None
+            await asyncio.sleep(pause * random.uniform(0.5, 1.5))
+            pause = min(pause * 2, 1.0)
 
 
 async def wait_for_new_primary(
@@ -53,7 +70,7 @@ async def wait_for_new_primary(
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         for url in watch:
-            health = await node_health(url, within=0.2)
+            health = await node_health(url, within=0.3)
             if (
                 health is not None
                 and health.get("role") == "primary"
@@ -65,15 +82,23 @@ async def wait_for_new_primary(
     return None
 
 
-async def kill_primary(primary: str, watch: list[str], within: float = 10.0) -> dict[str, Any]:
-    """SIGKILL the node at ``primary`` and wait for a standby in ``watch`` to take over."""
-    health = await node_health(primary)
+async def kill_primary(
+    primary: str, watch: list[str], within: float = 10.0, pid: int | None = None
+) -> dict[str, Any]:
+    """SIGKILL the node at ``primary`` and wait for a standby in ``watch`` to take over.
+
+    ``pid``: the process to kill when the caller started it (the demo does); it must be
+    the one ``/health`` names, so nothing else is ever killed by mistake."""
+    health = await node_health(primary, within=HEALTH_WITHIN_S)
     if health is None:
-        raise RuntimeError(f"no node answers at {base_url(primary)}")
+        raise RuntimeError(f"no node answers at {base_url(primary)} within {HEALTH_WITHIN_S:g} s")
     if health.get("role") != "primary":
         raise RuntimeError(f"{base_url(primary)} is a {health.get('role')}, not the primary")
+    target = int(health["pid"])
+    if pid is not None and pid != target:
+        raise RuntimeError(f"{base_url(primary)} is process {target}, not {pid}; not killing it")
     killed_at = time.time()
-    os.kill(int(health["pid"]), signal.SIGKILL)
+    os.kill(target, signal.SIGKILL)
     successor = await wait_for_new_primary(watch, int(health["epoch"]), within)
     return {
         "killed": base_url(primary),
@@ -87,9 +112,9 @@ async def kill_primary(primary: str, watch: list[str], within: float = 10.0) -> 
 
 async def pause_node(node: str, seconds: float) -> dict[str, Any]:
     """SIGSTOP the node for ``seconds``, then SIGCONT it."""
-    health = await node_health(node)
+    health = await node_health(node, within=HEALTH_WITHIN_S)
     if health is None:
-        raise RuntimeError(f"no node answers at {base_url(node)}")
+        raise RuntimeError(f"no node answers at {base_url(node)} within {HEALTH_WITHIN_S:g} s")
     pid = int(health["pid"])
     os.kill(pid, signal.SIGSTOP)
     try:
@@ -100,7 +125,7 @@ async def pause_node(node: str, seconds: float) -> dict[str, Any]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="arena-chaos",
         description="Kill or pause an Arena node running on this machine (its /health gives "
         "the process id) and report the failover.",

@@ -4,23 +4,30 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import concurrent.futures
 import functools
 import json
+import math
 import multiprocessing
+import os
+import signal
 import sys
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, replace
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
 from shared import eventloop
+from shared.commandline import OneLineParser
 from shared.geo import GeoError, parse_population
+from shared.lifetime import exit_with_parent, sigterm_as_interrupt
 
 from .brain import BEHAVIOURS
+from .geography import DirectoryError
 from .latency import (
     HELP_TEXT,
     BotParams,
@@ -38,6 +45,8 @@ from .swarm import Swarm, SwarmConfig, SwarmResult, run_swarm
 __all__ = ["BotRun", "main", "run_bots"]
 
 DEFAULT_POPULATION = "na:0.4,eu:0.3,asia:0.2,sa:0.05,oce:0.05"
+#: How long a bot worker gets to stop after SIGTERM before it is killed.
+WORKER_STOP_S = 5.0
 DEFAULT_LATENCY = "mix(0.6*lognormal(median=40ms,sigma=0.4), 0.4*lognormal(median=140ms,sigma=0.3))"
 
 
@@ -142,25 +151,11 @@ async def run_bots(
     configs = run.swarm_configs(routed)
     before = await fetch_health(run.url) if not run.directory else None
     chaos = asyncio.create_task(during()) if during is not None else None
-    result = SwarmResult()
     if len(configs) == 1:
         callback = functools.partial(_progress, "arena-bots: ") if progress else None
         result = await Swarm(configs[0]).run(callback)
     else:
-        loop = asyncio.get_running_loop()
-        context = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(len(configs), mp_context=context) as pool:
-            futures = [
-                loop.run_in_executor(
-                    pool,
-                    run_swarm,
-                    config,
-                    functools.partial(_progress, f"arena-bots[w{w}]: ") if progress else None,
-                )
-                for w, config in enumerate(configs)
-            ]
-            for partial_result in await asyncio.gather(*futures):
-                result.merge(partial_result)
+        result = await run_workers(configs, progress)
     kills = await chaos if chaos is not None else []
     # After a failover the region's primary is another node: ask the newest one.
     survivor = next((k["new_primary"] for k in reversed(kills) if k.get("new_primary")), None)
@@ -178,8 +173,76 @@ async def run_bots(
     return report
 
 
+def _worker(config: SwarmConfig, prefix: str | None, reply: Connection) -> None:
+    """A worker process: its share of the swarm, its result sent back whole."""
+    exit_with_parent()  # never outlive arena-bots, even if it is SIGKILLed
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C: the parent decides
+    callback = functools.partial(_progress, prefix) if prefix is not None else None
+    reply.send(run_swarm(config, callback))
+    reply.close()
+
+
+async def run_workers(configs: list[SwarmConfig], progress: bool) -> SwarmResult:
+    """One process per config, their results merged. The processes are this function's:
+    however it ends (a worker's failure, Ctrl-C, SIGTERM) they are stopped before it
+    returns: terminated, then killed after a bound."""
+    context = multiprocessing.get_context("spawn")
+    loop = asyncio.get_running_loop()
+    workers = []
+    try:
+        waits = []
+        for w, config in enumerate(configs):
+            receive, send = context.Pipe(duplex=False)
+            prefix = f"arena-bots[w{w}]: " if progress else None
+            process = context.Process(
+                target=_worker, args=(config, prefix, send), name=f"arena-bots-w{w}"
+            )
+            process.start()
+            send.close()
+            workers.append(process)
+            waits.append(_receive(loop, receive, process))
+        result = SwarmResult()
+        for partial_result in await asyncio.gather(*waits):
+            result.merge(partial_result)
+        return result
+    finally:
+        for process in workers:
+            if process.is_alive():
+                process.terminate()
+        for process in workers:
+            process.join(WORKER_STOP_S)
+            if process.is_alive():
+                process.kill()
+                process.join()
+
+
+async def _receive(
+    loop: asyncio.AbstractEventLoop, receive: Connection, process: BaseProcess
+) -> SwarmResult:
+    """The worker's result, read once its pipe is readable (EOF: the worker died)."""
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def readable() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_reader(receive.fileno(), readable)
+    try:
+        await ready
+        try:
+            return cast(SwarmResult, receive.recv())
+        except EOFError:
+            process.join(WORKER_STOP_S)
+            raise RuntimeError(
+                f"bot worker {process.name} died (exit code {process.exitcode})"
+            ) from None
+    finally:
+        loop.remove_reader(receive.fileno())
+        receive.close()
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="arena-bots",
         description="Spawn load-test bots that play against an Arena node like real clients "
         "(prediction, reconciliation, interpolation) over modelled, latency-distributed links.",
@@ -276,10 +339,13 @@ def parse_run(args: argparse.Namespace) -> BotRun:
     """Validate the command line; raises ValueError with a one-line message."""
     if args.count < 1:
         raise ValueError("--count must be at least 1")
-    if args.duration <= 0:
-        raise ValueError("--duration must be positive")
+    if not (math.isfinite(args.duration) and args.duration > 0):
+        raise ValueError("--duration must be a positive number of seconds")
     if not 1 <= args.workers <= 64:
         raise ValueError("--workers must be between 1 and 64")
+    for flag in ("aim_error_deg", "reaction_ms", "fire_rate", "launcher_share"):
+        if not math.isfinite(getattr(args, flag)):
+            raise ValueError(f"--{flag.replace('_', '-')} must be a finite number")
     if not 0.0 <= args.loss <= 1.0:
         raise ValueError("--loss is a probability between 0 and 1")
     if urlsplit(args.server).scheme not in ("ws", "wss"):
@@ -307,7 +373,21 @@ def parse_run(args: argparse.Namespace) -> BotRun:
     )
     parse_population(run.population)
     run.swarm_configs()  # parses the distributions now, so errors surface before connecting
+    check_writable(args.json, "--json")
     return run
+
+
+def check_writable(path: str | None, flag: str) -> None:
+    """A report path that cannot be written fails before the run, not after it."""
+    if not path:
+        return
+    folder = Path(path).resolve().parent
+    if not folder.is_dir():
+        raise ValueError(f"{flag} {path}: the folder {folder} does not exist")
+    if Path(path).is_dir():
+        raise ValueError(f"{flag} {path}: is a folder; name a file")
+    if not os.access(folder, os.W_OK) or (Path(path).exists() and not os.access(path, os.W_OK)):
+        raise ValueError(f"{flag} {path}: not writable")
 
 
 def write_report(report: dict[str, Any], path: str | None) -> None:
@@ -316,6 +396,7 @@ def write_report(report: dict[str, Any], path: str | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    sigterm_as_interrupt()  # SIGTERM stops the workers like Ctrl-C does
     args = build_parser().parse_args(argv)
     try:
         run = parse_run(args)
@@ -324,6 +405,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         report = eventloop.run(run_bots(replace(run), progress=not args.quiet))
+    except DirectoryError as error:
+        print(f"arena-bots: {error}", file=sys.stderr)
+        return 1
+    except RuntimeError as error:  # a worker died
+        print(f"arena-bots: {error}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("arena-bots: interrupted", file=sys.stderr)
         return 130

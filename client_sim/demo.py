@@ -14,97 +14,87 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import os
-import re
 import secrets
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from shared import eventloop
+from shared.commandline import OneLineParser
+from shared.geo import GeoError, default_matrix, parse_population, parse_regions
+from shared.lifetime import sigterm_as_interrupt
+from shared.supervisor import READY_WITHIN_S, Child, ChildError
 
 from .chaos import base_url, kill_primary
-from .cli import DEFAULT_LATENCY, DEFAULT_POPULATION, BotRun, run_bots, write_report
+from .cli import (
+    DEFAULT_LATENCY,
+    DEFAULT_POPULATION,
+    BotRun,
+    check_writable,
+    run_bots,
+    write_report,
+)
+from .latency import LatencySpecError
 from .report import format_summary
 
 __all__ = ["NodeProcess", "main", "start_node"]
 
-_LISTENING = re.compile(r"event=listening url=(\S+)")
+Progress = Callable[[str], None]
+
 SECRET_ENV = "ARENA_CLUSTER_SECRET"  # how arena-server takes the region's shared secret
 
 
 class NodeProcess:
     """A node running as a child process, and the URL it listens on."""
 
-    def __init__(self, process: subprocess.Popen[str], url: str) -> None:
-        self.process = process
+    def __init__(self, child: Child, url: str) -> None:
+        self.child = child
         self.url = url
+
+    @property
+    def process(self) -> subprocess.Popen[str]:
+        return self.child.process
 
     @property
     def base_url(self) -> str:
         """``http://host:port``: what peers and ``/health`` use."""
         return base_url(self.url)
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM (the node closes its sockets cleanly), then SIGKILL if it hangs."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        if self.process.stdout is not None:
-            self.process.stdout.close()
+        self.child.stop(timeout)
 
 
 @contextlib.contextmanager
 def start_node(
-    *args: str, startup_timeout: float = 30.0, env: dict[str, str] | None = None
+    *args: str,
+    ready_within: float = READY_WITHIN_S,
+    env: dict[str, str] | None = None,
+    progress: Progress | None = None,
 ) -> Iterator[NodeProcess]:
-    """Run ``arena-server --port 0 ARGS`` until the block ends; yields once it listens."""
+    """Run ``arena-server --port 0 ARGS`` until the block ends; yields once it is ready
+    (its kernels compiled or loaded). Its log goes to ``$ARENA_NODE_LOGS/<node-id>.log``
+    when that is set (else a temporary file, quoted if it fails to start)."""
     command = [sys.executable, "-m", "server.cli", "--host", "127.0.0.1", "--port", "0", *args]
-    # The node's structured log goes to $ARENA_NODE_LOGS/<node-id>.log when that is set.
     log_dir = os.environ.get("ARENA_NODE_LOGS")
     node_id = args[args.index("--node-id") + 1] if "--node-id" in args else "node"
-    stderr = (
-        open(Path(log_dir) / f"{node_id}.log", "a", encoding="utf-8")
-        if log_dir
-        else subprocess.DEVNULL
+    child = Child(
+        node_id, command, env=env, log_path=Path(log_dir) / f"{node_id}.log" if log_dir else None
     )
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=stderr,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-    )
-    node: NodeProcess | None = None
     try:
-        deadline = time.monotonic() + startup_timeout
-        assert process.stdout is not None
-        while node is None:
-            line = process.stdout.readline()
-            if not line:
-                raise RuntimeError(f"the node exited during start-up (code {process.wait()})")
-            if match := _LISTENING.search(line):
-                node = NodeProcess(process, match.group(1))
-            elif time.monotonic() > deadline:
-                raise RuntimeError("the node did not start listening in time")
-        yield node
+        yield NodeProcess(child, child.wait_ready(ready_within, progress))
     finally:
-        (node or NodeProcess(process, "")).stop()
-        if not isinstance(stderr, int):
-            stderr.close()
+        child.stop()
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="arena-demo",
         description="Start an Arena region (a primary and a standby) on free loopback ports, "
         "play a match with bots on two continents' latencies, kill the primary halfway, print "
@@ -134,44 +124,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 @contextlib.contextmanager
-def start_cluster_process(regions: str, tick_rate: int) -> Iterator[dict[str, Any]]:
-    """Run ``arena-cluster`` as a child (client_sim never imports server); yield its JSON."""
+def start_cluster_process(
+    regions: str, tick_rate: int, ready_within: float = READY_WITHIN_S
+) -> Iterator[dict[str, Any]]:
+    """Run ``arena-cluster`` as a child (client_sim never imports server); yield its JSON
+    once every node of it is ready. Its progress lines go to this terminal."""
     with tempfile.TemporaryDirectory() as folder:
         described = Path(folder) / "cluster.json"
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "server.cluster",
-                "--regions",
-                regions,
-                "--standbys",
-                "1",
-                "--tick-rate",
-                str(tick_rate),
-                "--json",
-                str(described),
-            ],
-            stdout=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
+        command = [sys.executable, "-m", "server.cluster", "--regions", regions]
+        command += ["--standbys", "1", "--tick-rate", str(tick_rate), "--json", str(described)]
+        command += ["--startup-timeout", f"{ready_within:g}"]
+        child = Child("arena-cluster", command, inherit_stderr=True)
         try:
-            deadline = time.monotonic() + 90
-            while not described.exists():
-                if process.poll() is not None:
-                    raise RuntimeError(f"arena-cluster exited with {process.returncode}")
+            deadline = time.monotonic() + ready_within + 30  # it keeps its own bound too
+            while not described.exists():  # (written whole, by a rename)
+                if not child.alive():
+                    raise ChildError(
+                        f"arena-cluster exited with {child.process.returncode} (its error "
+                        "is above)"
+                    )
                 if time.monotonic() > deadline:
-                    raise RuntimeError("the cluster did not come up in 90 s")
+                    raise ChildError(f"the cluster was not ready within {ready_within:g} s")
                 time.sleep(0.2)
-            time.sleep(0.2)  # the file is written in one go, but let the writer finish
             yield json.loads(described.read_text())
         finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            child.stop(30.0)
 
 
 def demo_run(args: argparse.Namespace, url: str = "", directory: str = "") -> BotRun:
@@ -212,7 +189,7 @@ def regions_demo(args: argparse.Namespace) -> dict[str, Any]:
         async def kill_halfway() -> list[dict[str, Any]]:
             await asyncio.sleep(args.duration / 2)
             print(f"arena-demo: killing {primary['node_id']} (SIGKILL)", flush=True)
-            return [await kill_primary(primary["url"], [standby["url"]])]
+            return [await kill_primary(primary["url"], [standby["url"]], pid=primary["pid"])]
 
         return eventloop.run(run_bots(run, during=kill_halfway))
 
@@ -224,70 +201,86 @@ def publish(report: dict[str, Any], path: str) -> None:
     print(f"arena-demo: report written to {Path(path).resolve()}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.bots < 1 or args.duration <= 0:
-        print("arena-demo: --bots must be >= 1 and --duration > 0", file=sys.stderr)
-        return 2
+def check_args(args: argparse.Namespace) -> None:
+    """Every mistake found before anything starts; ValueError with one line."""
+    if args.bots < 1 or not (math.isfinite(args.duration) and args.duration > 0):
+        raise ValueError("--bots must be >= 1 and --duration a positive number of seconds")
+    if not 20 <= args.tick_rate <= 128:
+        raise ValueError(f"--tick-rate {args.tick_rate} Hz is outside 20-128 Hz")
+    demo_run(args, url="ws://127.0.0.1:1/ws").swarm_configs()  # parses --latency and co.
     if args.regions:
-        try:
-            report = regions_demo(args)
-        except (RuntimeError, ValueError, OSError) as error:
-            print(f"arena-demo: {error}", file=sys.stderr)
-            return 1
-        except KeyboardInterrupt:
-            print("arena-demo: interrupted; the cluster was stopped", file=sys.stderr)
-            return 130
-        publish(report, args.json)
-        return 0 if report["failover"]["bots_lost"] == 0 else 1
+        parse_population(args.population)
+        parse_regions(args.regions, default_matrix())
+    check_writable(args.json, "--json")
+
+
+def single_region_demo(args: argparse.Namespace) -> dict[str, Any]:
     secret = {SECRET_ENV: secrets.token_hex(16)}  # shared by the region's two nodes only
     common = ("--tick-rate", str(args.tick_rate), "--log-level", "warning")
     print(
         f"arena-demo: starting a primary and a standby at {args.tick_rate} Hz on free "
-        "loopback ports",
+        "loopback ports (each compiles or loads its kernels first)",
         flush=True,
     )
-    try:
-        with (
-            start_node(*common, "--node-id", "demo-1", env=secret) as primary,
-            start_node(
-                *common,
-                "--node-id",
-                "demo-2",
-                "--role",
-                "standby",
-                "--primary",
-                primary.base_url,
-                env=secret,
-            ) as standby,
-        ):
+    with (
+        start_node(*common, "--node-id", "demo-1", env=secret, progress=_say) as primary,
+        start_node(
+            *common,
+            "--node-id",
+            "demo-2",
+            "--role",
+            "standby",
+            "--primary",
+            primary.base_url,
+            env=secret,
+            progress=_say,
+        ) as standby,
+    ):
+        print(
+            f"arena-demo: primary at {primary.url}, standby at {standby.url}; "
+            f"{args.bots} bots for {args.duration:g} s, RTT model {args.latency}; the "
+            f"primary is killed (SIGKILL) at {args.duration / 2:g} s",
+            flush=True,
+        )
+        run = demo_run(args, url=primary.url)
+
+        async def kill_halfway() -> list[dict[str, Any]]:
+            await asyncio.sleep(args.duration / 2)
+            print("arena-demo: killing the primary (SIGKILL)", flush=True)
+            outcome = await kill_primary(primary.url, [standby.url], pid=primary.process.pid)
             print(
-                f"arena-demo: primary at {primary.url}, standby at {standby.url}; "
-                f"{args.bots} bots for {args.duration:g} s, RTT model {args.latency}; the "
-                f"primary is killed (SIGKILL) at {args.duration / 2:g} s",
+                f"arena-demo: {standby.base_url} is primary at epoch {outcome['epoch']}",
                 flush=True,
             )
-            run = demo_run(args, url=primary.url)
+            return [outcome]
 
-            async def kill_halfway() -> list[dict[str, Any]]:
-                await asyncio.sleep(args.duration / 2)
-                print("arena-demo: killing the primary (SIGKILL)", flush=True)
-                outcome = await kill_primary(primary.url, [standby.url])
-                print(
-                    f"arena-demo: {standby.base_url} is primary at epoch {outcome['epoch']}",
-                    flush=True,
-                )
-                return [outcome]
+        return eventloop.run(run_bots(run, during=kill_halfway))
 
-            report = eventloop.run(run_bots(run, during=kill_halfway))
-    except (RuntimeError, ValueError) as error:
+
+def _say(line: str) -> None:
+    print(f"arena-demo: {line}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    sigterm_as_interrupt()  # SIGTERM stops the nodes like Ctrl-C does
+    args = build_parser().parse_args(argv)
+    try:
+        check_args(args)
+    except (ValueError, LatencySpecError, GeoError) as error:
+        print(f"arena-demo: {error}", file=sys.stderr)
+        return 2
+    try:
+        report = regions_demo(args) if args.regions else single_region_demo(args)
+    except (RuntimeError, ValueError, OSError) as error:
         print(f"arena-demo: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("arena-demo: interrupted; the nodes were stopped", file=sys.stderr)
+        print("arena-demo: interrupted; everything it started was stopped", file=sys.stderr)
         return 130
     publish(report, args.json)
-    healthy = report["bots"]["connected"] == args.bots and report["failover"]["bots_lost"] == 0
+    healthy = report["failover"]["bots_lost"] == 0
+    if not args.regions:
+        healthy = healthy and report["bots"]["connected"] == args.bots
     return 0 if healthy else 1
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_CLOCK_OFFSET",
     "DEFAULT_FLOOR",
     "HELP_TEXT",
+    "MAX_DURATION_S",
     "BotParams",
     "Constant",
     "Distribution",
@@ -70,6 +71,11 @@ def _shortest(value: float, scale: float) -> str | None:
         if float(text) / scale == value:
             return text
     return None
+
+
+#: The longest delay the grammar takes: a link's delays are milliseconds to seconds, and a
+#: value like 1e308 s would only overflow the delay lines.
+MAX_DURATION_S = 60.0
 
 
 def _fmt_duration(seconds: float) -> str:
@@ -468,17 +474,23 @@ class _Parser:
                 "write it like 80ms or 0.08s",
             )
         self.take()
-        value = self.number(tok)
+        number = self.number(tok)
+        value = number / 1000.0  # a bare number: milliseconds
         unit = self.peek()
         if unit.kind == "name":
             self.take()
             name = unit.text.lower()
-            if name == "ms":
-                return value / 1000.0, tok.col
             if name == "s":
-                return value, tok.col
-            raise self.error(f"unknown unit {unit.shown()}", unit.col, "expected ms or s")
-        return value / 1000.0, tok.col
+                value = number
+            elif name != "ms":
+                raise self.error(f"unknown unit {unit.shown()}", unit.col, "expected ms or s")
+        if abs(value) > MAX_DURATION_S:
+            raise self.error(
+                f"{_fmt_duration(value)} is longer than {MAX_DURATION_S:g} s",
+                tok.col,
+                "a link's delays are milliseconds to seconds",
+            )
+        return value, tok.col
 
     def plain_number(self, what: str) -> tuple[float, int]:
         tok = self.peek()

@@ -1,7 +1,8 @@
 """The aiohttp application of a node: routes, lifecycle and graceful shutdown.
 
-``/ws`` is for players, ``/replicate`` for standbys, ``/health`` (JSON) and ``/metrics``
-(Prometheus) for operators. The node's role loop (:meth:`server.node.Node.run`) is one task
+``/ws`` is for players, ``/replicate`` for standbys, ``/health`` (readiness, JSON; 503
+until the node can serve), ``/live`` (liveness) and ``/metrics`` (Prometheus) for
+operators. The node's role loop (:meth:`server.node.Node.run`) is one task
 owned by the app's ``cleanup_ctx``: started with the app, cancelled and awaited with it.
 Shutdown tells every player (``error`` ``shutdown``) and closes with 1001 GOING_AWAY.
 """
@@ -9,7 +10,7 @@ Shutdown tells every player (``error`` ``shutdown``) and closes with 1001 GOING_
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import os
 import time
 from collections.abc import AsyncIterator, Callable
 
@@ -28,7 +29,16 @@ NODE = web.AppKey("node", Node)
 NODE_TASK = web.AppKey("node_task", asyncio.Task)
 
 
+def _not_ready(node: Node) -> web.Response:
+    """503 before the node can serve: a client or a standby tries again (or elsewhere)."""
+    return web.json_response(
+        {"ready": False, "status": node.status}, status=503, headers={"Retry-After": "1"}
+    )
+
+
 async def _websocket(request: web.Request) -> web.StreamResponse:
+    if not request.app[NODE].warm:
+        return _not_ready(request.app[NODE])
     ws = web.WebSocketResponse(compress=False, max_msg_size=WS_MAX_MESSAGE_BYTES)
     await ws.prepare(request)
     await request.app[NODE].session(request, ws)
@@ -36,6 +46,8 @@ async def _websocket(request: web.Request) -> web.StreamResponse:
 
 
 async def _replicate(request: web.Request) -> web.StreamResponse:
+    if not request.app[NODE].warm:
+        return _not_ready(request.app[NODE])
     ws = web.WebSocketResponse(compress=False, max_msg_size=REPLICATION_MAX_MESSAGE_BYTES)
     await ws.prepare(request)
     await request.app[NODE].replication_session(request, ws)
@@ -48,7 +60,16 @@ async def _probe(request: web.Request) -> web.Response:
 
 
 async def _health(request: web.Request) -> web.Response:
-    return web.json_response(request.app[NODE].health())
+    """Readiness: the node's state as JSON, 200 once it can serve in its role, 503 before
+    (warming up) and while it stops, as Kubernetes' readiness probes expect."""
+    node = request.app[NODE]
+    return web.json_response(node.health(), status=200 if node.ready else 503)
+
+
+async def _live(request: web.Request) -> web.Response:
+    """Liveness: the process answers (cheap; during the warm-up too)."""
+    node = request.app[NODE]
+    return web.json_response({"alive": True, "status": node.status, "pid": os.getpid()})
 
 
 async def _metrics(request: web.Request) -> web.Response:
@@ -62,8 +83,9 @@ async def _node_task(app: web.Application) -> AsyncIterator[None]:
     app[NODE_TASK] = task
     yield
     task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+    # Its outcome, a failure included, was read by whoever ran the app (arena-server
+    # reports it in one line); here it only has to be over.
+    await asyncio.gather(task, return_exceptions=True)
 
 
 async def _heartbeats(app: web.Application) -> AsyncIterator[None]:
@@ -103,6 +125,7 @@ def create_app(
     app.router.add_get("/ws", _websocket)
     app.router.add_get("/replicate", _replicate)
     app.router.add_get("/health", _health)
+    app.router.add_get("/live", _live)
     app.router.add_get("/metrics", _metrics)
     app.router.add_get("/probe", _probe)
     app.cleanup_ctx.append(_node_task)

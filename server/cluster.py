@@ -14,12 +14,15 @@ Why it is shaped this way:
   variable ``ARENA_CLUSTER_SECRET``: never on a command line (where ``ps`` shows it to every
   user of the machine), never printed, never written to the ``--json`` file. Heartbeats,
   reservations, session tokens and the standbys' replication links are all signed with it.
-* **Children run in their own process group**, so a Ctrl-C in the terminal reaches only
-  ``arena-cluster``, which then stops them in order: standbys first (so none of them takes
-  over from a primary that is merely shutting down), then primaries, then the directory;
-  each with SIGTERM (a clean shutdown), then SIGKILL after ``stop_timeout``. A cluster
-  process that is itself SIGKILLed cannot do that; its children then keep running (their
-  pids are in the table and the ``--json`` file).
+* **Nothing outlives the cluster.** Children stay in its process group and die with it
+  (:mod:`shared.supervisor`), so ``kill -TERM -PGID`` or a terminal's Ctrl-C reaches them
+  all, and even a SIGKILLed ``arena-cluster`` leaves nothing behind. On Ctrl-C or SIGTERM
+  it stops them in order: standbys first (so none of them takes over from a primary that
+  is merely shutting down), then primaries, then the directory; each with SIGTERM (a
+  clean shutdown), then SIGKILL after ``stop_timeout``.
+* **Ready means ready.** A node says it listens only once its kernels are compiled or
+  loaded; the cluster waits for that, then for every primary to have its standbys, with a
+  bound (``--startup-timeout``) sized for a cold cache on a busy machine.
 * The pieces are functions (:func:`start_cluster`, :class:`Cluster`, :class:`ClusterSpec`)
   so that ``arena-demo`` and the integration tests start exactly what users start.
 """
@@ -38,7 +41,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -46,9 +48,12 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any, NoReturn
+from typing import Any
 
+from shared.commandline import OneLineParser
 from shared.geo import GeoError, default_matrix, split_region
+from shared.lifetime import exit_with_parent_if_asked
+from shared.supervisor import READY_WITHIN_S, Child, ChildError, stop_all
 
 from .coordination.base import parse_coordinator_spec
 
@@ -71,7 +76,6 @@ SECRET_ENV = "ARENA_CLUSTER_SECRET"
 HOST = "127.0.0.1"
 MAX_STANDBYS = 8
 MAX_REGIONS = 16
-_LISTENING = re.compile(r"event=listening url=(\S+)")
 _LOG_LEVELS = ("debug", "info", "warning", "error")
 _POLL_S = 0.1
 
@@ -141,7 +145,7 @@ class ClusterSpec:
     register: bool | None = None
     log_level: str = "warning"
     log_dir: Path | None = None
-    startup_timeout: float = 60.0
+    startup_timeout: float = READY_WITHIN_S
     stop_timeout: float = 5.0
 
     def __post_init__(self) -> None:
@@ -221,67 +225,6 @@ class ClusterSpec:
 # -- what runs ---------------------------------------------------------------------------
 
 
-class _Child:
-    """A child process whose stdout is drained by a thread (so it never blocks on a full
-    pipe) and whose ``event=listening url=...`` line is remembered."""
-
-    def __init__(self, name: str, command: list[str], env: dict[str, str], log: IO[str] | None):
-        self.name = name
-        self.url: str | None = None
-        self.listening = threading.Event()
-        self._log = log
-        try:
-            self.process = subprocess.Popen(
-                command,
-                stdout=subprocess.PIPE,
-                stderr=log if log is not None else None,
-                stdin=subprocess.DEVNULL,
-                text=True,
-                env=env,
-                process_group=0,  # a terminal's Ctrl-C reaches arena-cluster only; it stops us
-            )
-        except BaseException:
-            if log is not None:
-                log.close()
-            raise
-        self._reader = threading.Thread(target=self._drain, name=f"{name}-stdout", daemon=True)
-        self._reader.start()
-
-    def _drain(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            if self.url is None and (match := _LISTENING.search(line)):
-                self.url = match.group(1)
-                self.listening.set()
-        self.listening.set()  # EOF: it exited; whoever waits must look at poll()
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def alive(self) -> bool:
-        return self.process.poll() is None
-
-    def terminate(self) -> None:
-        if self.alive():
-            with contextlib.suppress(ProcessLookupError):
-                self.process.send_signal(signal.SIGTERM)
-
-    def kill(self) -> None:
-        if self.alive():
-            with contextlib.suppress(ProcessLookupError):
-                self.process.kill()
-
-    def close(self) -> None:
-        """After it exited: reap it, collect the reader, close the files."""
-        self.process.wait()
-        self._reader.join(timeout=2.0)
-        if self.process.stdout is not None:
-            self.process.stdout.close()
-        if self._log is not None:
-            self._log.close()
-
-
 @dataclass(slots=True)
 class ClusterNode:
     """One ``arena-server`` of the cluster; ``role`` is the role it was started in."""
@@ -290,7 +233,7 @@ class ClusterNode:
     region: str
     role: str
     port: int
-    _child: _Child = field(repr=False)
+    _child: Child = field(repr=False)
 
     @property
     def base_url(self) -> str:
@@ -337,7 +280,7 @@ class Cluster:
     regions: dict[str, RegionNodes]
     registered: bool
     secret: bytes = field(repr=False)
-    _directory: _Child = field(repr=False)
+    _directory: Child = field(repr=False)
     _stopped: bool = field(default=False, repr=False)
 
     @property
@@ -395,30 +338,9 @@ class Cluster:
         ]
         try:
             for wave in waves:
-                _stop_all(wave, timeout)
+                stop_all(wave, timeout)
         finally:  # interrupted while waiting: nothing may be left behind
-            _kill_all([child for wave in waves for child in wave])
-
-
-def _stop_all(children: list[_Child], timeout: float) -> None:
-    """SIGTERM them all, wait up to ``timeout``, SIGKILL whatever is left, reap."""
-    try:
-        for child in children:
-            child.terminate()
-        deadline = time.monotonic() + timeout
-        for child in children:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                child.process.wait(max(0.0, deadline - time.monotonic()))
-    finally:
-        _kill_all(children)
-
-
-def _kill_all(children: list[_Child]) -> None:
-    """SIGKILL whatever still runs and reap everything (no waiting on anyone's goodwill)."""
-    for child in children:
-        child.kill()
-    for child in children:
-        child.close()
+            stop_all([child for wave in waves for child in wave], 0.0)
 
 
 # -- starting it -------------------------------------------------------------------------
@@ -463,33 +385,25 @@ def _get_json(url: str, timeout: float = 1.0) -> Any:
         return None
 
 
-def _log_file(spec: ClusterSpec, name: str) -> IO[str] | None:
+def _start_child(spec: ClusterSpec, name: str, command: list[str], env: dict[str, str]) -> Child:
+    """A child whose stderr goes to ``log_dir/NAME.log``, or to this terminal without one."""
     if spec.log_dir is None:
-        return None
-    spec.log_dir.mkdir(parents=True, exist_ok=True)
-    return open(spec.log_dir / f"{name}.log", "a", encoding="utf-8")
+        return Child(name, command, env=env, inherit_stderr=True)
+    return Child(name, command, env=env, log_path=spec.log_dir / f"{name}.log")
 
 
-def _exited(child: _Child, spec: ClusterSpec) -> ClusterError:
-    code = child.process.wait()
-    where = (
-        f"; see {spec.log_dir / (child.name + '.log')}" if spec.log_dir else " (its error is above)"
-    )
-    return ClusterError(f"{child.name} exited during start-up with code {code}{where}")
-
-
-def _await_listening(children: list[_Child], spec: ClusterSpec, deadline: float) -> None:
+def _await_listening(children: list[Child], spec: ClusterSpec, deadline: float) -> None:
+    """Every child ready (it says it listens only then), before ``deadline``."""
     for child in children:
-        child.listening.wait(max(0.0, deadline - time.monotonic()))
-        if child.url is None:
-            # Its output ended (it is exiting) or the time is up: which one?
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                child.process.wait(max(0.0, min(5.0, deadline - time.monotonic())))
-            if not child.alive():
-                raise _exited(child, spec)
-            raise ClusterError(
-                f"{child.name} did not start listening within {spec.startup_timeout:g} s"
-            )
+        try:
+            child.wait_ready(max(0.0, deadline - time.monotonic()))
+        except ChildError as error:
+            if child.alive():
+                raise ClusterError(
+                    f"{child.name} was not ready within {spec.startup_timeout:g} s"
+                ) from None
+            where = "" if spec.log_dir else " (its error is above)"
+            raise ClusterError(f"{error}{where}") from None
 
 
 def _node_command(
@@ -524,12 +438,13 @@ def _node_command(
 
 
 def _until(
-    what: str, ready: Callable[[], bool], spec: ClusterSpec, deadline: float, children: list[_Child]
+    what: str, ready: Callable[[], bool], spec: ClusterSpec, deadline: float, children: list[Child]
 ) -> None:
     while not ready():
         for child in children:
             if not child.alive():
-                raise _exited(child, spec)
+                where = "" if spec.log_dir else " (its error is above)"
+                raise ClusterError(f"{child.exited_error()}{where}")
         if time.monotonic() > deadline:
             raise ClusterError(f"{what} not within {spec.startup_timeout:g} s")
         time.sleep(_POLL_S)
@@ -597,11 +512,12 @@ def start_cluster(spec: ClusterSpec, progress: Progress | None = None) -> Iterat
     env = {**os.environ, SECRET_ENV: secret, "PYTHONUNBUFFERED": "1"}
     began = time.monotonic()
     deadline = began + spec.startup_timeout
-    children: list[_Child] = []
+    children: list[Child] = []
     cluster: Cluster | None = None
     try:
         say("starting the directory")
-        directory = _Child(
+        directory = _start_child(
+            spec,
             "directory",
             [
                 sys.executable, "-m", "server.directory.cli", "--host", HOST, "--port", "0",
@@ -611,7 +527,6 @@ def start_cluster(spec: ClusterSpec, progress: Progress | None = None) -> Iterat
                 "--log-level", spec.log_level,
             ],
             env,
-            _log_file(spec, "directory"),
         )  # fmt: skip
         children.append(directory)
         _await_listening([directory], spec, deadline)
@@ -632,7 +547,7 @@ def start_cluster(spec: ClusterSpec, progress: Progress | None = None) -> Iterat
                 command = _node_command(
                     spec, region, node_id, port, mine[0], mine, directory_url if register else None
                 )
-                child = _Child(node_id, command, env, _log_file(spec, node_id))
+                child = _start_child(spec, node_id, command, env)
                 children.append(child)
                 role = "primary" if i == 0 else "standby"
                 started.append(ClusterNode(node_id, region.name, role, port, child))
@@ -668,17 +583,10 @@ def start_cluster(spec: ClusterSpec, progress: Progress | None = None) -> Iterat
         if cluster is not None:
             cluster.stop(spec.stop_timeout)
         else:
-            _stop_all(children[::-1], spec.stop_timeout)
+            stop_all(children[::-1], spec.stop_timeout)
 
 
 # -- the command line --------------------------------------------------------------------
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a user's mistake is one line on stderr (exit 2), not the usage block."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
 EPILOG = """\
@@ -694,7 +602,7 @@ Ctrl-C or SIGTERM stops everything (standbys, primaries, then the directory)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = OneLineParser(
         prog=PROG,
         description="Run a whole Arena deployment on this machine: the directory and, per "
         "region, a primary node and its standbys, on free loopback ports, until Ctrl-C.",
@@ -745,7 +653,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--startup-timeout",
         type=float,
         metavar="S",
-        help="give up when the cluster is not up within this (default 60)",
+        help=f"give up when the cluster is not up within this (default {READY_WITHIN_S:g}: a "
+        "cold kernel cache on a busy machine)",
     )
     add(
         "--config",
@@ -787,10 +696,13 @@ class _Interrupted(BaseException):
 
 
 def main(argv: list[str] | None = None) -> int:
+    exit_with_parent_if_asked()  # started by arena-demo: never outlive it
     args = build_parser().parse_args(argv)
     try:
         spec = _spec(args)
         _decide_register(spec)  # an option this arena-server lacks is a usage error too
+        if args.json and not Path(args.json).resolve().parent.is_dir():
+            raise ValueError(f"--json {args.json}: its folder does not exist")
     except (ValueError, GeoError, ClusterError) as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return 2
@@ -815,10 +727,12 @@ def main(argv: list[str] | None = None) -> int:
         with start_cluster(spec, say) as cluster:
             print(cluster.table(), flush=True)
             if args.json:
-                try:
-                    Path(args.json).write_text(
+                try:  # whole or not at all: a launcher waits for the file to appear
+                    partial = Path(args.json).with_name(Path(args.json).name + ".partial")
+                    partial.write_text(
                         json.dumps(cluster.describe(), indent=2) + "\n", encoding="utf-8"
                     )
+                    partial.replace(args.json)
                 except OSError as error:
                     raise ClusterError(f"cannot write {args.json}: {error.strerror}") from None
                 say(f"wrote {args.json}")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
+from numba.extending import register_jitable
 
 from shared.protocol import MAX_TICK, U32_MAX
 
@@ -42,7 +43,7 @@ _INPUT = (105, 110, 112, 117, 116)  # "input"
 _ALL_KEYS = (1 << (len(_KEYS) + 1)) - 1
 
 
-@numba.njit(cache=True, nogil=True)
+@register_jitable
 def _key(payload: np.ndarray, at: int, size: int) -> int:
     """The key number of the ``size``-byte string at ``at``; -1 if it is not one."""
     c = payload[at]
@@ -94,7 +95,7 @@ def _key(payload: np.ndarray, at: int, size: int) -> int:
     return -1
 
 
-@numba.njit(cache=True, nogil=True)
+@register_jitable
 def _big_endian(payload: np.ndarray, at: int, size: int) -> np.uint64:
     value = np.uint64(0)
     for k in range(size):
@@ -102,7 +103,7 @@ def _big_endian(payload: np.ndarray, at: int, size: int) -> np.uint64:
     return value
 
 
-@numba.njit(cache=True, nogil=True)
+@register_jitable
 def _integer(payload: np.ndarray, at: int, size: int) -> tuple[bool, np.int64, int]:
     """The msgpack integer at ``at``: (found, value, bytes it takes)."""
     tag = payload[at]
@@ -128,7 +129,7 @@ def _integer(payload: np.ndarray, at: int, size: int) -> tuple[bool, np.int64, i
     return False, np.int64(0), 0
 
 
-@numba.njit(cache=True, nogil=True)
+@register_jitable
 def _input(
     payload: np.ndarray,
     size: int,
@@ -136,14 +137,16 @@ def _input(
     floats: np.ndarray,
     row: int,
     bits64: np.ndarray,
+    as_float64: np.ndarray,
     bits32: np.ndarray,
+    as_float32: np.ndarray,
 ) -> bool:
     """Decode the unmasked ``payload[:size]`` into ``row`` of the columns; True when it is
-    a valid input of the common shape (see the module)."""
+    a valid input of the common shape (see the module). ``as_float64``/``as_float32`` are
+    float views of ``bits64``/``bits32``: a float's bits are written as an integer and read
+    back as the float."""
     if size < PAYLOAD_MIN_BYTES or payload[0] != 0x89:  # a map of nine entries
         return False
-    as_float64 = bits64.view(np.float64)
-    as_float32 = bits32.view(np.float32)
     at, seen = 1, 0
     for _ in range(9):
         if at >= size or payload[at] & 0xE0 != 0xA0:  # keys are short strings
@@ -216,13 +219,16 @@ def _decode(
     ints: np.ndarray,
     floats: np.ndarray,
     read_ok: np.ndarray,
+    payload: np.ndarray,
+    bits64: np.ndarray,
+    as_float64: np.ndarray,
+    bits32: np.ndarray,
+    as_float32: np.ndarray,
 ) -> int:
     """Read ``r`` is ``reads[starts[r]:starts[r + 1]]``: decode its frames into the next
     rows (``read_of``: each row's read) and set ``read_ok[r]`` when every frame is a valid
-    input of the common shape; a read that is not keeps no rows. Returns the row count."""
-    payload = np.empty(128, np.uint8)
-    bits64 = np.empty(1, np.uint64)
-    bits32 = np.empty(1, np.uint32)
+    input of the common shape; a read that is not keeps no rows. Returns the row count.
+    The last five arguments are scratch space (see :func:`decode_input_frames`)."""
     rows = 0
     for r in range(len(starts) - 1):
         at, end, first, good = starts[r], starts[r + 1], rows, True
@@ -236,7 +242,9 @@ def _decode(
                 break
             for k in range(size):  # unmask
                 payload[k] = reads[at + _HEADER + k] ^ reads[at + 2 + (k & 3)]
-            if not _input(payload, size, ints, floats, rows, bits64, bits32):
+            if not _input(
+                payload, size, ints, floats, rows, bits64, as_float64, bits32, as_float32
+            ):
                 good = False
                 break
             read_of[rows] = r
@@ -271,7 +279,13 @@ def decode_input_frames(reads: list[bytes]) -> InputColumns:
     floats = np.empty((capacity, 5), dtype=np.float64)
     read_ok = np.empty(count, dtype=np.bool_)
     joined = np.frombuffer(b"".join(reads), dtype=np.uint8)
-    rows = _decode(joined, starts, read_of, ints, floats, read_ok)
+    # Scratch space made here rather than in the kernel: numba's allocation and view
+    # overloads were a third of the kernel's cold compile.
+    bits64, bits32 = np.empty(1, np.uint64), np.empty(1, np.uint32)
+    rows = _decode(
+        joined, starts, read_of, ints, floats, read_ok,
+        np.empty(128, np.uint8), bits64, bits64.view(np.float64), bits32, bits32.view(np.float32),
+    )  # fmt: skip
     return InputColumns(read_ok, read_of[:rows], ints[:rows], floats[:rows])
 
 

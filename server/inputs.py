@@ -17,7 +17,9 @@ say is what it pressed; this module decides which of those claims are usable:
 
 Every seat's state is a row of arrays and a tick's inputs go through two serial numba
 kernels, one to queue them and one to release them: at 300 players a Python object per
-buffer, deque and estimator cost more than the rest of the input path together.
+buffer, deque and estimator cost more than the rest of the input path together. The
+kernels copy rows element by element rather than by slice assignment: numba's array
+expressions took two thirds of their cold compile (2.6 s of CPU against 0.9 s).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
+from numba.extending import register_jitable
 
 from shared.protocol import InputMessage
 
@@ -76,7 +79,7 @@ def sanitize_columns(
     return bad_angle, clamped, move_x, move_y
 
 
-@numba.njit(cache=True, nogil=True)
+@register_jitable
 def _observe_rtt(
     ring: np.ndarray, count: np.ndarray, next_at: np.ndarray, low: np.ndarray, s: int, x: float
 ) -> None:
@@ -89,7 +92,9 @@ def _observe_rtt(
     if math.isnan(low[s]) or x <= low[s]:
         low[s] = x
     elif evicted == low[s]:  # the minimum left the window: look again
-        low[s] = ring[s, : count[s]].min()
+        low[s] = ring[s, 0]
+        for k in range(1, count[s]):
+            low[s] = min(low[s], ring[s, k])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -131,8 +136,10 @@ def _offer(
             state[s, 0] = seq
             at = (state[s, 3] + state[s, 4]) % capacity
             state[s, 4] += 1
-            pending_ints[s, at] = ints[i]
-            pending_floats[s, at] = floats[i]
+            for c in range(ints.shape[1]):
+                pending_ints[s, at, c] = ints[i, c]
+            for c in range(floats.shape[1]):
+                pending_floats[s, at, c] = floats[i, c]
             verdicts[i] = _CLAMPED if clamped[i] else _ACCEPTED
 
 
@@ -155,7 +162,9 @@ def _release(
             state[slots[k], 2] += 1  # starved: the last input repeats
         else:
             taken[k] = 1 if count == 1 else max(1, count - max_depth + 1)
-    total = taken.sum()
+    total = 0
+    for k in range(len(slots)):
+        total += taken[k]
     out_slot = np.empty(total, np.int64)
     out_depth = np.empty(total, np.int64)
     out_ints = np.empty((total, pending_ints.shape[2]), np.int64)
@@ -166,8 +175,10 @@ def _release(
         for depth in range(taken[k]):
             head = state[s, 3]
             out_slot[row], out_depth[row] = s, depth
-            out_ints[row] = pending_ints[s, head]
-            out_floats[row] = pending_floats[s, head]
+            for c in range(pending_ints.shape[2]):
+                out_ints[row, c] = pending_ints[s, head, c]
+            for c in range(pending_floats.shape[2]):
+                out_floats[row, c] = pending_floats[s, head, c]
             state[s, 3] = (head + 1) % capacity
             state[s, 4] -= 1
             state[s, 1] = out_ints[row, 0]  # acknowledged: applied to the world

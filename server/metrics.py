@@ -71,6 +71,12 @@ class NodeMetrics:
         self.joins_refused = Counter(
             "arena_joins_refused", "Joins refused, by reason", ["reason"], registry=r
         )
+        self.peers_refused = Counter(
+            "arena_peers_refused",
+            "Replication hellos refused, by reason (unauthenticated: another cluster secret)",
+            ["reason"],
+            registry=r,
+        )
 
     def flush(self) -> None:
         """Move the tallies into their counters (once per tick)."""

@@ -37,7 +37,7 @@ from shared.arena_map import ArenaMap, default_map
 from shared.protocol import ErrorMessage, InputMessage, JoinMessage, PingMessage, PongMessage
 from shared.timestep import TickSchedule, run_tick_loop
 
-from . import inputs
+from . import jitcache
 from .connection import WS_MAX_MESSAGE_BYTES, Connection
 from .coordination.base import Coordinator, CoordinatorError, make_coordinator
 from .directory import Heartbeat
@@ -46,6 +46,7 @@ from .inbox import InputInbox
 from .input_frames import InputColumns, decode_input_frames
 from .inputs import InputVerdict
 from .lagcomp import LagCompensation
+from .logs import Throttle
 from .match import MatchConfig, MatchFull, PlayerSeat, TickResult
 from .matchset import MatchSet
 from .metrics import NodeMetrics
@@ -56,6 +57,7 @@ from .replication.follower import Follower
 from .replication.hub import ReplicationHub, StandbyLink
 from .tickstats import TickStats
 from .tokens import TokenError, issue_token, verify_token
+from .warmup import WarmUpReport, warm_up_kernels
 
 __all__ = ["Node", "NodeConfig"]
 
@@ -166,6 +168,11 @@ class Node:
         self.parked = 0
         self.shutting_down = False
         self._fence_task: asyncio.Task[None] | None = None
+        self.warm = False
+        self.warm_up_report: WarmUpReport | None = None
+        self._peer_refusals = Throttle()
+        #: Set once the node first became ready (``arena-server`` then says it listens).
+        self.became_ready = asyncio.Event()
 
     # -- time and identity ----------------------------------------------------------------
 
@@ -208,22 +215,37 @@ class Node:
 
     # -- the role loop --------------------------------------------------------------------
 
-    async def run(self) -> None:
-        """Lead or follow, for as long as the app runs; moves between the two."""
-        began = time.perf_counter()
-        self.validator.warm_up()  # compile (or load) the hit kernels before the first tick
-        decode_input_frames([])  # and the input kernels
-        inputs.warm_up()
+    @property
+    def ready(self) -> bool:
+        """Ready to serve in its role: kernels warm, role decided, not shutting down (what
+        ``/health`` answers 200 for; launchers and load balancers wait for it)."""
+        return self.warm and self.role in ("primary", "standby") and not self.shutting_down
+
+    async def warm_up(self) -> None:
+        """Compile or load every kernel, off the event loop, before anyone is served."""
+        log.info(
+            "event=warming_up backend=%s cache=%s %s",
+            self.validator.backend,
+            jitcache.cache_dir(),
+            self.log_context,
+        )
+        report = await warm_up_kernels(self.validator)
         # What exists now (modules, numba's compiled kernels) lives as long as the node:
         # out of the cyclic collector's sight. Before, a full collection walked all of it
         # and stalled a tick by about 85 ms every few seconds at 300 players.
         gc.freeze()
+        self.warm = True
+        self.warm_up_report = report
         log.info(
-            "event=hitreg_ready backend=%s warm_up_s=%.2f %s",
+            "event=warmed_up backend=%s %s %s",
             self.validator.backend,
-            time.perf_counter() - began,
+            report.log_fields(),
             self.log_context,
         )
+
+    async def run(self) -> None:
+        """Warm up, then lead or follow for as long as the app runs; moves between the two."""
+        await self.warm_up()
         await self.coordinator.start()
         try:
             if self.config.role == "primary":
@@ -231,6 +253,7 @@ class Node:
                     node_id=self.config.node_id, url=self.config.public_url
                 )
                 self._become_primary(epoch, first_tick=1, origin=self.clock())
+            self.became_ready.set()
             while True:
                 if self.role == "primary":
                     await self._lead()
@@ -453,9 +476,22 @@ class Node:
             if not connection.send(head, result.body):
                 self.metrics.snapshots_dropped.inc()
 
+    @property
+    def status(self) -> str:
+        """``warming_up``, ``starting`` (warm, role not decided yet), ``ready`` or
+        ``stopping``: the word beside ``ready`` in ``/health``."""
+        if self.shutting_down:
+            return "stopping"
+        if not self.warm:
+            return "warming_up"
+        return "ready" if self.ready else "starting"
+
     def health(self) -> dict[str, object]:
         c = self.config
         return {
+            "ready": self.ready,
+            "status": self.status,
+            "warm_up": None if self.warm_up_report is None else self.warm_up_report.as_dict(),
             "region": c.region,
             "node": c.node_id,
             "role": self.role,
@@ -815,7 +851,15 @@ class Node:
         if not isinstance(hello, dict) or not verify_hello(self.secret, hello, time.time()):
             await ws.send_bytes(msgpack_dumps({"type": "error", "code": "unauthenticated"}))
             await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"unauthenticated")
-            log.warning("event=peer_refused reason=unauthenticated %s", self.log_context)
+            self.metrics.peers_refused.labels("unauthenticated").inc()
+            held = self._peer_refusals.allow("unauthenticated")
+            if held is not None:
+                log.warning(
+                    'event=peer_refused reason=unauthenticated repeats=%d hint="a peer does not '
+                    'share this node\'s cluster secret (ARENA_CLUSTER_SECRET)" %s',
+                    held,
+                    self.log_context,
+                )
             return
         if int(hello["epoch"]) > self.matches.epoch and self.role == "primary":
             self.step_down(int(hello["epoch"]))

@@ -1,14 +1,73 @@
-"""bench/server_load.py's repeat: the record is one whole run, the median one."""
+"""bench/server_load.py's verdicts: a run is refused when it did not measure the server under
+every requested bot at 60 Hz, and the record is one whole run, the median valid one."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from bench.server_load import median_run
+from bench.server_load import BOT_TICKS_PER_S_FLOOR, invalid_reasons, median_run
+
+
+def measured(players: int = 300, **figures: Any) -> dict[str, Any]:
+    """A run's record as ``measure`` builds it, every bot seated at 60 Hz unless ``figures``
+    says otherwise, with the verdict of the rule under test."""
+    run: dict[str, Any] = {
+        "players": players,
+        "connected": players,
+        "seated_at_start": players,
+        "seated_at_end": players,
+        "bot_reconnects": 0,
+        "ticks": 600,
+        "bot_ticks_per_s": 59.9,
+        "server_cpu_us_per_player_tick": 26.0,
+        "tick_p99_ms": 5.0,
+        **figures,
+    }
+    reasons = invalid_reasons(run)
+    return {**run, "valid": not reasons, "invalid_reasons": reasons}
 
 
 def run(cpu: float, p99: float) -> dict[str, Any]:
-    return {"players": 300, "server_cpu_us_per_player_tick": cpu, "tick_p99_ms": p99}
+    return measured(server_cpu_us_per_player_tick=cpu, tick_p99_ms=p99)
+
+
+def test_the_floor_is_95_percent_of_the_tick_rate() -> None:
+    assert BOT_TICKS_PER_S_FLOOR == 57.0
+
+
+def test_a_run_at_the_fields_pace_with_every_bot_seated_is_valid() -> None:
+    assert measured()["valid"] is True
+    assert measured()["invalid_reasons"] == []
+    assert measured(bot_ticks_per_s=57.0)["valid"] is True
+
+
+def test_a_bot_process_below_57_hz_makes_the_run_invalid() -> None:
+    slow = measured(bot_ticks_per_s=51.23)
+    assert slow["valid"] is False
+    assert slow["invalid_reasons"] == ["bot process kept 51.2 Hz (< 57.0)"]
+    assert measured(bot_ticks_per_s=None)["invalid_reasons"] == [
+        "bot process reported no tick rate"
+    ]
+
+
+def test_any_reconnect_makes_the_run_invalid() -> None:
+    assert measured(bot_reconnects=1)["invalid_reasons"] == ["1 bot reconnect without a failover"]
+    assert measured(bot_reconnects=3)["invalid_reasons"] == ["3 bot reconnects without a failover"]
+
+
+def test_fewer_bots_seated_or_connected_than_asked_make_the_run_invalid() -> None:
+    assert measured(seated_at_start=299)["invalid_reasons"] == [
+        "299 of 300 bots seated at the window's start"
+    ]
+    assert measured(seated_at_end=290)["invalid_reasons"] == [
+        "290 of 300 bots seated at the window's end"
+    ]
+    assert measured(connected=298)["invalid_reasons"] == ["298 of 300 bots connected"]
+
+
+def test_every_reason_is_given() -> None:
+    churned = measured(bot_ticks_per_s=40.0, bot_reconnects=5, seated_at_end=295, connected=295)
+    assert len(churned["invalid_reasons"]) == 4
 
 
 def test_one_run_is_reported_as_it_is() -> None:
@@ -21,9 +80,42 @@ def test_the_median_run_is_reported_whole_with_every_runs_cpu() -> None:
     assert record["tick_p99_ms"] == 4.9  # the same run's, not a median of its own
     assert record["repeats"] == 3
     assert record["server_cpu_us_per_player_tick_runs"] == [28.6, 25.5, 26.1]
+    assert record["runs_valid"] == 3
+    assert record["invalid_runs"] == []
 
 
 def test_of_an_even_count_the_higher_middle_run_is_reported() -> None:
     """The cautious side: a target is not met by averaging towards it."""
     record = median_run([run(30.0, 1.0), run(24.0, 2.0), run(27.0, 3.0), run(25.0, 4.0)])
     assert record["server_cpu_us_per_player_tick"] == 27.0
+
+
+def test_a_run_below_57_hz_is_left_out_of_the_median_but_listed() -> None:
+    """A slow bot process sends fewer inputs, so its run looks cheaper: it must not pull the
+    median down (here it would make 25.0 the median of three)."""
+    slow = measured(server_cpu_us_per_player_tick=20.0, bot_ticks_per_s=50.0)
+    record = median_run([run(25.0, 1.0), slow, run(27.0, 2.0)])
+    assert record["valid"] is True
+    assert record["server_cpu_us_per_player_tick"] == 27.0  # higher middle of 25.0 and 27.0
+    assert record["server_cpu_us_per_player_tick_runs"] == [25.0, 20.0, 27.0]
+    assert record["runs_valid"] == 2
+    assert record["invalid_runs"] == [
+        {
+            "server_cpu_us_per_player_tick": 20.0,
+            "invalid_reasons": ["bot process kept 50.0 Hz (< 57.0)"],
+        }
+    ]
+
+
+def test_with_no_valid_run_the_record_is_the_median_of_all_and_invalid() -> None:
+    runs = [
+        measured(server_cpu_us_per_player_tick=22.0, bot_reconnects=2),
+        measured(server_cpu_us_per_player_tick=None, seated_at_end=0),
+        measured(server_cpu_us_per_player_tick=21.0, bot_ticks_per_s=52.0),
+    ]
+    record = median_run(runs)
+    assert record["valid"] is False
+    assert record["server_cpu_us_per_player_tick"] == 22.0  # a run without a figure sorts last
+    assert record["invalid_reasons"] == ["2 bot reconnects without a failover"]
+    assert record["runs_valid"] == 0
+    assert len(record["invalid_runs"]) == 3

@@ -9,9 +9,11 @@ import os
 import re
 import signal
 import sys
-from typing import NoReturn
 
 from aiohttp import web
+
+from shared.commandline import OneLineParser
+from shared.lifetime import exit_with_parent_if_asked
 
 from ..logs import configure_logging
 from .app import DirectoryConfig, create_app
@@ -24,15 +26,8 @@ MIN_SECRET_CHARS = 16
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a user's mistake is one line on stderr (exit 2), not the usage block."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = OneLineParser(
         prog=PROG,
         description="Run the Arena directory: nodes register and heartbeat (POST "
         "/nodes/heartbeat, HMAC-signed), clients list regions (GET /regions) and ask for a "
@@ -126,6 +121,7 @@ async def _serve(config: DirectoryConfig, host: str, port: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    exit_with_parent_if_asked()  # a launcher's child: never outlive the launcher
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

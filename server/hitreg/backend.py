@@ -14,7 +14,7 @@ verdicts (bit for bit on the CPU; see ``cuda.py`` for the GPU's last-bit caveat)
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, fields
 from types import ModuleType
 from typing import Literal
@@ -29,6 +29,7 @@ from . import reference
 from .reference import DEFAULT_MAX_SUBSTEPS
 
 __all__ = [
+    "WARM_UP_PARTS",
     "BackendName",
     "BackendUnavailable",
     "History",
@@ -37,10 +38,14 @@ __all__ = [
     "HitscanShots",
     "ProjectileResults",
     "ProjectileShots",
+    "check_backend",
     "make_validator",
 ]
 
 BackendName = Literal["auto", "cpu", "cuda", "reference"]
+
+#: What :meth:`HitValidator.warm_up` can compile, separately or together.
+WARM_UP_PARTS = ("hitscan", "projectiles", "broad_phase")
 
 #: Batches smaller than this run on one thread (see ``HitValidator._threads_for``).
 PARALLEL_MIN_SHOTS = 256
@@ -431,40 +436,62 @@ class HitValidator:
             )
         return out
 
-    def warm_up(self) -> None:
-        """Compile (or load from numba's cache) every kernel on a tiny scene, both with and
-        without the broad phase, so the first real tick pays no compilation."""
-        times = np.array([[0.0, 1.0 / 60.0]])
-        positions = np.zeros((1, 2, 2, 3))
-        positions[0, :, 1, 0] = 5.0
-        history = History(
-            times=times,
-            positions=positions,
-            alive=np.ones((1, 2, 2), dtype=np.uint8),
-            start=np.zeros(1, dtype=np.int64),
-            count=np.full(1, 2, dtype=np.int64),
-        )
-        shots = HitscanShots(
-            match=np.zeros(1, dtype=np.int32),
-            shooter=np.zeros(1, dtype=np.int32),
-            origin=np.array([[0.0, 0.0, 1.6]]),
-            direction=np.array([[1.0, 0.0, 0.0]]),
-            max_range=100.0,
-            view_time=np.array([0.5 / 60.0]),
-        )
-        projectiles = ProjectileShots(
-            match=np.zeros(1, dtype=np.int32),
-            shooter=np.zeros(1, dtype=np.int32),
-            origin=np.array([[0.0, 0.0, 1.6]]),
-            velocity=np.array([[300.0, 0.0, 0.0]]),
-            gravity=9.81,
-            spawn_time=np.zeros(1),
-            end_time=1.0 / 60.0,
-            expire_time=1.0,
-        )
-        for broad_phase in (True, False):
-            self.resolve_hitscan(history, shots, broad_phase=broad_phase)
-            self.resolve_projectiles(history, projectiles, broad_phase=broad_phase)
+    def warm_up(self, parts: Collection[str] = WARM_UP_PARTS) -> None:
+        """Compile (or load from numba's cache) the kernels on a tiny scene, so the first
+        real tick pays no compilation.
+
+        ``parts`` (a subset of :data:`WARM_UP_PARTS`, all by default) lets several
+        processes fill a cold cache side by side: ``hitscan`` and ``projectiles`` run those
+        kernels without the broad phase, ``broad_phase`` builds the grid, and with a kernel
+        also runs that kernel on it (the kernel is the same machine code either way).
+        """
+        unknown = set(parts) - set(WARM_UP_PARTS)
+        if unknown:
+            raise ValueError(f"unknown warm-up parts {sorted(unknown)}; known: {WARM_UP_PARTS}")
+        history, shots, projectiles = _tiny_scene()
+        if "broad_phase" in parts and self.backend == "cpu":
+            from . import cpu
+
+            times, positions, alive, start, count = history.arrays()
+            cpu.player_grid(times, positions, alive, start, count, True)
+        for broad_phase in (False, True) if "broad_phase" in parts else (False,):
+            if "hitscan" in parts:
+                self.resolve_hitscan(history, shots, broad_phase=broad_phase)
+            if "projectiles" in parts:
+                self.resolve_projectiles(history, projectiles, broad_phase=broad_phase)
+
+
+def _tiny_scene() -> tuple[History, HitscanShots, ProjectileShots]:
+    """Two players, one shot of each kind: enough to give every kernel its argument types."""
+    times = np.array([[0.0, 1.0 / 60.0]])
+    positions = np.zeros((1, 2, 2, 3))
+    positions[0, :, 1, 0] = 5.0
+    history = History(
+        times=times,
+        positions=positions,
+        alive=np.ones((1, 2, 2), dtype=np.uint8),
+        start=np.zeros(1, dtype=np.int64),
+        count=np.full(1, 2, dtype=np.int64),
+    )
+    shots = HitscanShots(
+        match=np.zeros(1, dtype=np.int32),
+        shooter=np.zeros(1, dtype=np.int32),
+        origin=np.array([[0.0, 0.0, 1.6]]),
+        direction=np.array([[1.0, 0.0, 0.0]]),
+        max_range=100.0,
+        view_time=np.array([0.5 / 60.0]),
+    )
+    projectiles = ProjectileShots(
+        match=np.zeros(1, dtype=np.int32),
+        shooter=np.zeros(1, dtype=np.int32),
+        origin=np.array([[0.0, 0.0, 1.6]]),
+        velocity=np.array([[300.0, 0.0, 0.0]]),
+        gravity=9.81,
+        spawn_time=np.zeros(1),
+        end_time=1.0 / 60.0,
+        expire_time=1.0,
+    )
+    return history, shots, projectiles
 
 
 def _select(backend: str) -> tuple[str, ModuleType]:
@@ -491,6 +518,12 @@ def _select(backend: str) -> tuple[str, ModuleType]:
 
         return "cpu", cpu
     raise ValueError(f"unknown backend {backend!r}: use 'auto', 'cpu', 'cuda' or 'reference'")
+
+
+def check_backend(backend: str) -> str:
+    """The backend ``backend`` resolves to on this machine; :class:`BackendUnavailable` or
+    ValueError (one line each) before anything is started."""
+    return _select(backend)[0]
 
 
 def make_validator(

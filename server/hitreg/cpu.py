@@ -631,7 +631,7 @@ DEVICE_FUNCTIONS = (
 # --------------------------------------------------------------------------------------------
 
 
-@cpu_helper
+@device_function
 def _cell_span(extent, origin, cell, nx, ny, m, p):
     """Inclusive column and row ranges of the cells that slot ``p``'s padded extent touches."""
     size = cell[m]
@@ -650,25 +650,24 @@ def _cell_span(extent, origin, cell, nx, ny, m, p):
 
 
 @cpu_helper
-def build_player_grid(times, positions, alive, start, count, pad, cell_scale, min_cell):
+def _fill_player_grid(
+    times, positions, alive, start, count, pad, cell_scale, min_cell,
+    extent, held, origin, cell, nx, ny, base,
+):  # fmt: skip
     """Bin every player slot of every match into the x/y cells its hitboxes can occupy.
 
     A slot's extent is the bounding rectangle of all positions it held while alive in the
     valid snapshots, padded by ``pad``: any position interpolated between two snapshots in
-    which it was alive lies inside. Returns per-match ``origin (Mt, 2)``, ``cell (Mt,)``,
-    ``nx (Mt,)``, ``ny (Mt,)``, ``base (Mt,)`` (first global cell) and the cells' CSR lists
-    ``cell_start (C + 1,)`` / ``cell_players (N,) int32`` (slots ascending in each cell).
+    which it was alive lies inside. Fills the per-match ``origin (Mt, 2)``, ``cell (Mt,)``,
+    ``nx (Mt,)``, ``ny (Mt,)``, ``base (Mt,)`` (first global cell), given zeroed (``cell``
+    ones) with the scratch ``extent (Mt, P, 4)`` and ``held (Mt, P)`` zeroed, and returns the
+    cells' CSR lists ``cell_start (C + 1,)`` / ``cell_players (N,) int32`` (slots ascending
+    in each cell). The per-match arrays come from the caller: numba's allocation overloads
+    were a third of this helper's cold compile.
     """
     matches = alive.shape[0]
     capacity = alive.shape[1]
     players = alive.shape[2]
-    extent = np.empty((matches, players, 4))
-    held = np.zeros((matches, players), dtype=np.uint8)
-    origin = np.zeros((matches, 2))
-    cell = np.ones(matches)
-    nx = np.zeros(matches, dtype=np.int64)
-    ny = np.zeros(matches, dtype=np.int64)
-    base = np.zeros(matches, dtype=np.int64)
     total = 0
     for m in range(matches):
         for i in range(count[m]):
@@ -734,9 +733,10 @@ def build_player_grid(times, positions, alive, start, count, pad, cell_scale, mi
             for iy in range(iy0, iy1 + 1):
                 for ix in range(ix0, ix1 + 1):
                     cell_start[base[m] + iy * nx[m] + ix + 1] += 1
+    cursor = np.empty(total, dtype=np.int64)
     for c in range(total):
+        cursor[c] = cell_start[c]
         cell_start[c + 1] += cell_start[c]
-    cursor = cell_start[:-1].copy()
     cell_players = np.empty(cell_start[total], dtype=np.int32)
     for m in range(matches):
         for p in range(players):
@@ -748,7 +748,35 @@ def build_player_grid(times, positions, alive, start, count, pad, cell_scale, mi
                     c = base[m] + iy * nx[m] + ix
                     cell_players[cursor[c]] = p
                     cursor[c] += 1
-    return origin, cell, nx, ny, base, cell_start, cell_players
+    return cell_start, cell_players
+
+
+def build_player_grid(
+    times: np.ndarray,
+    positions: np.ndarray,
+    alive: np.ndarray,
+    start: np.ndarray,
+    count: np.ndarray,
+    pad: float,
+    cell_scale: float,
+    min_cell: float,
+) -> tuple[np.ndarray, ...]:
+    """The broad-phase grid of every match: ``origin, cell, nx, ny, base, cell_start,
+    cell_players`` (see :func:`_fill_player_grid`)."""
+    matches, _, players = alive.shape
+    per_match = (
+        np.zeros((matches, 2)),
+        np.ones(matches),
+        np.zeros(matches, dtype=np.int64),
+        np.zeros(matches, dtype=np.int64),
+        np.zeros(matches, dtype=np.int64),
+    )
+    cells = _fill_player_grid(
+        times, positions, alive, start, count, pad, cell_scale, min_cell,
+        np.empty((matches, players, 4)), np.zeros((matches, players), dtype=np.uint8),
+        *per_match,
+    )  # fmt: skip
+    return (*per_match, *cells)
 
 
 def empty_player_grid(matches: int) -> tuple[np.ndarray, ...]:

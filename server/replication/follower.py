@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import aiohttp
 import msgpack
 
+from ..logs import Throttle
 from ..matchset import MatchSet
 from . import state
 from .auth import hello_mac
@@ -63,6 +64,29 @@ class Follower:
         self.resyncs = 0
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self._session: aiohttp.ClientSession | None = None
+        self._refusals = Throttle()
+
+    def _log_refusal(self, reason: str) -> None:
+        """A refusal once (a standby retries ten times a second), the same one again only
+        every half minute with the count; a wrong secret at warning level, named."""
+        held = self._refusals.allow(reason)
+        if held is None:
+            return
+        if reason == "unauthenticated":
+            log.warning(
+                'event=replication_refused reason=unauthenticated repeats=%d hint="the primary '
+                "does not share this node's cluster secret: give every node of the region the "
+                'same ARENA_CLUSTER_SECRET" %s',
+                held,
+                self.log_context(),
+            )
+        else:
+            log.info(
+                "event=replication_refused reason=%s repeats=%d %s",
+                reason,
+                held,
+                self.log_context(),
+            )
 
     async def follow(self, primary_url: str) -> FollowOutcome:
         """Follow ``primary_url`` (``http://host:port``) until it is gone or refuses us."""
@@ -105,11 +129,7 @@ class Follower:
                 self.primary_id = str(record["node"])
                 continue
             if kind in ("not_primary", "error"):
-                log.info(
-                    "event=replication_refused reason=%s %s",
-                    record.get("code", kind),
-                    self.log_context(),
-                )
+                self._log_refusal(str(record.get("code", kind)))
                 self.matches.epoch = max(self.matches.epoch, int(record.get("epoch", 0)))
                 reason = "refused" if kind == "error" else "not_primary"
                 return FollowOutcome(reason, time.time(), self.primary_id, self.matches.epoch)

@@ -15,6 +15,7 @@ from client_sim.latency import (
     DEFAULT_CLOCK_OFFSET,
     DEFAULT_FLOOR,
     HELP_TEXT,
+    MAX_DURATION_S,
     BotParams,
     Constant,
     Distribution,
@@ -110,8 +111,9 @@ def finite(lo: float | None = None, hi: float | None = None) -> st.SearchStrateg
     return st.floats(min_value=lo, max_value=hi, allow_nan=False, allow_infinity=False)
 
 
-durations = finite() | finite(-10.0, 10.0)
-positive = finite(1e-300) | finite(1e-6, 10.0)
+# The grammar takes delays up to MAX_DURATION_S (a minute); beyond it says so (tested below).
+durations = finite(-MAX_DURATION_S, MAX_DURATION_S) | finite(-10.0, 10.0)
+positive = finite(1e-300, MAX_DURATION_S) | finite(1e-6, 10.0)
 
 
 @st.composite
@@ -438,3 +440,11 @@ def test_population_rejects_misuse() -> None:
 def test_help_text_examples_parse(example: str) -> None:
     assert example in HELP_TEXT
     parse_distribution(example)
+
+
+@pytest.mark.parametrize("text", ["1e308s", "61s", "60001ms", "-61s"])
+def test_a_delay_beyond_a_minute_is_refused_in_one_line(text: str) -> None:
+    with pytest.raises(LatencySpecError, match="longer than 60 s"):
+        parse_duration(text, signed=True, label="jitter")
+    with pytest.raises(LatencySpecError, match="longer than 60 s"):
+        parse_distribution(f"uniform(1ms, {text.lstrip('-')})")

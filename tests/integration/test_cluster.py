@@ -127,7 +127,7 @@ def assert_peers_wired(cluster: Cluster) -> None:
 def test_a_start_that_times_out_leaves_nothing_running(tmp_path: Path) -> None:
     before = my_children()
     spec = ClusterSpec(regions=parse_regions("eu"), startup_timeout=0.01, log_dir=tmp_path)
-    with pytest.raises(ClusterError, match=r"not start listening within 0\.01 s"):
+    with pytest.raises(ClusterError, match=r"not ready within 0\.01 s"):
         with start_cluster(spec):
             pass
     assert my_children() == before
@@ -139,7 +139,7 @@ def test_a_node_that_cannot_start_is_named_and_the_rest_is_stopped(
     before = my_children()
     monkeypatch.setattr(cluster_module, "SERVER_MODULE", "server.no_such_node_module")
     spec = ClusterSpec(regions=parse_regions("eu,asia"), standbys=1, log_dir=tmp_path)
-    with pytest.raises(ClusterError, match=r"eu-1 exited during start-up with code 1; see "):
+    with pytest.raises(ClusterError, match=r"eu-1 exited during start-up with code 1: .*No mod"):
         with start_cluster(spec):
             pass
     assert my_children() == before

@@ -19,12 +19,16 @@ from client_sim.latency import LinkProfile, draw_bot, parse_distribution
 from client_sim.report import failover_figures
 from client_sim.swarm import Swarm, SwarmConfig, SwarmResult
 from shared import protocol
+from shared.supervisor import READY_WITHIN_S
 
 from .etcd import etcd_url  # noqa: F401  (the fixture, for the etcd variant)
 
 pytestmark = pytest.mark.integration
 
 COMMON = ("--log-level", "warning", "--tick-rate", "60")
+#: How long a standby may take to be live: a node that starts on a cold kernel cache on a
+#: busy 2-core machine needs tens of seconds.
+READY_S = float(READY_WITHIN_S)
 
 
 @pytest.fixture
@@ -52,7 +56,7 @@ def region(env: dict[str, str], *extra: str) -> Iterator[tuple[NodeProcess, Node
 
 
 async def until_live_standby(primary: NodeProcess) -> None:
-    async with asyncio.timeout(15):
+    async with asyncio.timeout(READY_S):
         while True:
             health = await node_health(primary.url)
             if health and any(s["state"] == "live" for s in health["standbys"]):

@@ -103,6 +103,12 @@ class Nodes:
             raise
         running = RunningNode(url, app, runner)
         self.running.append(running)
+        # As arena-server does: ready (kernels warm, role decided) before anyone is told.
+        ready = asyncio.ensure_future(app[NODE].became_ready.wait())
+        await asyncio.wait([ready, app[NODE_TASK]], return_when=asyncio.FIRST_COMPLETED)
+        ready.cancel()
+        if app[NODE_TASK].done():
+            app[NODE_TASK].result()  # it failed: say why
         return running
 
     async def close(self) -> None:
@@ -348,12 +354,23 @@ async def test_a_hello_with_a_wrong_secret_is_refused(caplog: pytest.LogCaptureF
             cluster_secret=OTHER_SECRET,
         )
 
-        async def refused_twice() -> bool:
-            return len(log_lines(caplog, "peer_refused")) >= 2  # it keeps retrying
+        registry = primary.node.metrics.registry
+
+        async def refused_twice() -> bool:  # it keeps retrying
+            counted = registry.get_sample_value(
+                "arena_peers_refused_total", {"reason": "unauthenticated"}
+            )
+            return (counted or 0) >= 2
 
         await until(refused_twice, "the primary refused the intruder")
-        assert all("reason=unauthenticated" in line for line in log_lines(caplog, "peer_refused"))
-        assert "reason=unauthenticated" in log_lines(caplog, "replication_refused")[0]
+        # Logged once each side, at warning level, naming the secret; not once a retry.
+        (refused,) = log_lines(caplog, "peer_refused")
+        assert "reason=unauthenticated" in refused and "ARENA_CLUSTER_SECRET" in refused
+        (told,) = log_lines(caplog, "replication_refused")
+        assert "reason=unauthenticated" in told and "ARENA_CLUSTER_SECRET" in told
+        assert all(
+            r.levelno == logging.WARNING for r in caplog.records if "refused" in r.getMessage()
+        )
         assert primary.node.hub.links == {}
         assert (await health(session, primary.url))["standbys"] == []
         assert primary.node.learned_peers == {}
