@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ from .cli import (
 from .latency import LatencySpecError
 from .report import format_summary
 
-__all__ = ["NodeProcess", "main", "start_node"]
+__all__ = ["NodeProcess", "main", "running_node", "start_node"]
 
 Progress = Callable[[str], None]
 
@@ -91,6 +91,24 @@ def start_node(
         yield NodeProcess(child, child.wait_ready(ready_within, progress))
     finally:
         child.stop()
+
+
+@contextlib.asynccontextmanager
+async def running_node(
+    *args: str, env: dict[str, str] | None = None, ready_within: float = READY_WITHIN_S
+) -> AsyncIterator[NodeProcess]:
+    """:func:`start_node` for a coroutine: the node starts and stops in a thread, so the
+    event loop (bots that play on it included) never freezes while a node boots or stops.
+    (The thread is the executor's, which outlives the node: a child dies with the thread
+    that started it.)"""
+    stack = contextlib.ExitStack()
+    node = await asyncio.to_thread(
+        stack.enter_context, start_node(*args, env=env, ready_within=ready_within)
+    )
+    try:
+        yield node
+    finally:
+        await asyncio.to_thread(stack.close)
 
 
 def build_parser() -> argparse.ArgumentParser:

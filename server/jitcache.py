@@ -8,8 +8,9 @@ package is imported and before any kernel module is:
 
 1. ``$NUMBA_CACHE_DIR`` when it is set (operators, CI, systemd's ``CacheDirectory=``);
 2. else ``$XDG_CACHE_HOME/arena/numba`` (``~/.cache/arena/numba``), per user;
-3. else, when that cannot be written (a read-only home), a per-user folder in the
-   temporary directory, so the node still starts (it compiles once per boot there).
+3. when the chosen folder cannot be written (a read-only home or tree, as under systemd's
+   ``ProtectHome=``), a per-user folder in the temporary directory, so the node still
+   starts (it compiles once per boot there) and says why in its ``warming_up`` line.
 
 numba files every kernel under the absolute path of its source, so checkouts of different
 versions never share entries.
@@ -52,15 +53,12 @@ def configure() -> Path:
     if _chosen is not None:
         return _chosen
     given = os.environ.get(CACHE_ENV)
-    if given:
-        chosen = Path(given)
-    else:
-        chosen = _default()
-        if not _writable(chosen):
-            _fallback_reason = f"{chosen} is not writable"
-            chosen = Path(tempfile.gettempdir()) / f"arena-numba-{os.getuid()}"
-            chosen.mkdir(parents=True, exist_ok=True)
-        os.environ[CACHE_ENV] = str(chosen)
+    chosen = Path(given) if given else _default()
+    if not _writable(chosen):
+        _fallback_reason = f"{chosen} is not writable"
+        chosen = Path(tempfile.gettempdir()) / f"arena-numba-{os.getuid()}"
+        chosen.mkdir(parents=True, exist_ok=True)
+    os.environ[CACHE_ENV] = str(chosen)
     if "numba" in sys.modules:  # numba read the environment at import: tell it directly
         from numba.core import config
 
@@ -75,6 +73,6 @@ def cache_dir() -> Path:
 
 
 def fallback_reason() -> str | None:
-    """Why the per-user folder was not used (None when it was, or when set by the user)."""
+    """Why the folder asked for was not used (None when it was)."""
     configure()
     return _fallback_reason

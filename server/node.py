@@ -229,6 +229,15 @@ class Node:
             jitcache.cache_dir(),
             self.log_context,
         )
+        if (reason := jitcache.fallback_reason()) is not None:
+            log.warning(
+                'event=kernel_cache_fallback reason="%s" cache=%s hint="set NUMBA_CACHE_DIR '
+                'to a writable folder (systemd: CacheDirectory=) so restarts load, not '
+                'compile" %s',
+                reason,
+                jitcache.cache_dir(),
+                self.log_context,
+            )
         report = await warm_up_kernels(self.validator)
         # What exists now (modules, numba's compiled kernels) lives as long as the node:
         # out of the cyclic collector's sight. Before, a full collection walked all of it

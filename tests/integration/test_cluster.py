@@ -16,6 +16,7 @@ import pytest
 
 from server import cluster as cluster_module
 from server.cluster import Cluster, ClusterError, ClusterSpec, parse_regions, start_cluster
+from tests.processes import start_session
 
 pytestmark = pytest.mark.integration
 
@@ -150,31 +151,22 @@ def test_the_command_prints_where_everything_is_and_stops_it_all_on_sigterm(
     tmp_path: Path,
 ) -> None:
     where = tmp_path / "cluster.json"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "server.cluster", "--regions", "eu", "--standbys", "0",
-         "--json", str(where), "--log-dir", str(tmp_path / "logs")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={k: v for k, v in os.environ.items() if k != "ARENA_CLUSTER_SECRET"},
-    )  # fmt: skip
-    try:
-        until(lambda: where.exists() or process.poll() is not None, within=60)
-        assert process.poll() is None, process.communicate()
-        time.sleep(0.1)  # the file is written in one go; let it land
-        described = json.loads(where.read_text())
+    command = [sys.executable, "-m", "server.cluster", "--regions", "eu", "--standbys", "0",
+               "--json", str(where), "--log-dir", str(tmp_path / "logs")]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "ARENA_CLUSTER_SECRET"}
+    with start_session(command, env) as cluster:  # (stops the whole session, whatever happens)
+        cluster.wait_for("running;", 300)
+        described = json.loads(where.read_text())  # written whole before "running"
         primary = described["regions"]["eu"]["primary"]
         pids = [described["directory_pid"], primary["pid"]]
         assert health(primary["url"])["role"] == "primary"  # type: ignore[index]
-        process.send_signal(signal.SIGTERM)
-        out, err = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    assert process.returncode == 0, err
-    assert "eu-1" in out and described["directory"] in out
-    assert "SIGTERM: stopping everything" in err and err.rstrip().endswith("stopped")
+        cluster.process.send_signal(signal.SIGTERM)
+        assert cluster.process.wait(30) == 0, cluster.output
+        cluster.wait_for("stopped", 5)
+        assert cluster.members() == set()
+    assert "eu-1" in cluster.output and described["directory"] in cluster.output
+    assert "SIGTERM: stopping everything" in cluster.output
+    assert cluster.output.rstrip().endswith("stopped")
     assert all(gone(pid) for pid in pids)
 
 

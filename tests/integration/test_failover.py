@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 
 from client_sim.chaos import kill_primary, node_health, wait_for_new_primary
-from client_sim.demo import NodeProcess, start_node
+from client_sim.demo import NodeProcess, running_node, start_node
 from client_sim.latency import LinkProfile, draw_bot, parse_distribution
 from client_sim.report import failover_figures
 from client_sim.swarm import Swarm, SwarmConfig, SwarmResult
@@ -123,7 +123,7 @@ async def test_repeated_kills_each_new_standby_takes_over_in_turn(
         async def chaos() -> None:
             await asyncio.sleep(2.0)
             kills.append(await kill_primary(a.url, [b.url]))
-            with start_node(
+            async with running_node(  # (off the loop: the bots play on it meanwhile)
                 *COMMON,
                 "--node-id",
                 "c",

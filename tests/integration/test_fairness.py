@@ -43,22 +43,31 @@ def _swarm(
     )
 
 
+#: Enough shots of each kind to judge agreement; rounds of play until there are (bounded).
+ENOUGH_JUDGED, ENOUGH_OF_EACH, MAX_ROUNDS = 50, 10, 3
+
+
 @pytest.mark.parametrize("targets", ["still", "pace"])
 async def test_shooters_at_150ms_agree_with_the_server(
     lagcomp_node: NodeProcess, targets: str
 ) -> None:
     # Some aim error, so that both hits and misses are judged.
     skill = AimSkill(error_deg=1.5, reaction_s=0.1, fire_rate_hz=4.0, launcher_share=0.0)
-    target_swarm = _swarm(lagcomp_node.url, 8, 0, targets, skill)
-    # The shooters are a team: they only shoot targets, so none of them dies mid-test.
-    shooter_swarm = _swarm(lagcomp_node.url, 6, 100, "marksman", skill, team=True)
-    _, result = await asyncio.gather(target_swarm.run(), shooter_swarm.run())
-
-    figures = shot_figures(result.shots)
-    assert result.connected == 6
-    # How many shots, and how many hit, depend on where the spawns put shooters and
-    # targets, and so on the order the bots' joins reached the node (60-85 judged and
-    # 15-35 hits seen here): fifty shots, ten of each kind, are enough to judge agreement.
-    assert figures["judged"] >= 50, figures
-    assert figures["client_hits"] >= 10 and figures["judged"] - figures["client_hits"] >= 10
+    shots = []
+    # How many shots are judged, and how many hit, depend on where the spawns put shooters
+    # and targets (60-85 judged, 15-35 hits in one 8 s round on a quiet machine) and on how
+    # many ticks a busy machine lets the bots play: another round until there are enough.
+    for round_ in range(MAX_ROUNDS):
+        target_swarm = _swarm(lagcomp_node.url, 8, 200 * round_, targets, skill)
+        # The shooters are a team: they only shoot targets, so none of them dies mid-test.
+        shooter_swarm = _swarm(lagcomp_node.url, 6, 200 * round_ + 100, "marksman", skill, True)
+        _, result = await asyncio.gather(target_swarm.run(), shooter_swarm.run())
+        assert result.connected == 6
+        shots += result.shots
+        figures = shot_figures(shots)
+        hits, misses = figures["client_hits"], figures["judged"] - figures["client_hits"]
+        if figures["judged"] >= ENOUGH_JUDGED and min(hits, misses) >= ENOUGH_OF_EACH:
+            break
+    assert figures["judged"] >= ENOUGH_JUDGED, figures
+    assert min(hits, misses) >= ENOUGH_OF_EACH, figures
     assert figures["agreement"] >= 0.99, figures

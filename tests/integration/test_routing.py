@@ -94,7 +94,9 @@ async def test_a_dead_node_leaves_routing_within_its_heartbeat_timeout() -> None
                 await asyncio.sleep(0.05)
         gone_after = time.monotonic() - killed
         seated = await seat(cluster, "eu:1.0", 4)
-    assert gone_after < 1.0 + 1.0  # the timeout, plus one heartbeat and a poll
+    # The 1 s timeout, plus a heartbeat and a poll, with room for a busy machine's slow
+    # answers; a directory that never expired nodes would not get here within 10 s.
+    assert gone_after < 1.0 + 2.0
     assert "eu" not in seated["players_by_region"]
 
 
