@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import random
 import signal
@@ -23,6 +24,7 @@ import aiohttp
 
 from shared.commandline import OneLineParser
 
+from .cli import check_writable
 from .latency import LatencySpecError, parse_duration
 
 __all__ = ["base_url", "kill_primary", "main", "node_health", "wait_for_new_primary"]
@@ -152,10 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def _run(args: argparse.Namespace) -> dict[str, Any]:
+async def _run(args: argparse.Namespace, pause: float) -> dict[str, Any]:
     if args.action == "kill":
         return await kill_primary(args.node, args.watch, args.timeout)
-    pause = parse_duration(args.pause_for, label="--for")
     before = await node_health(args.node)
     outcome = await pause_node(args.node, pause)
     await asyncio.sleep(1.0)
@@ -168,8 +169,16 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        outcome = asyncio.run(_run(args))
-    except (RuntimeError, LatencySpecError, ProcessLookupError, PermissionError) as error:
+        pause = parse_duration(args.pause_for, label="--for")
+        if not (math.isfinite(args.timeout) and args.timeout > 0):
+            raise ValueError("--timeout must be a positive number of seconds")
+        check_writable(args.json, "--json")
+    except (LatencySpecError, ValueError) as error:
+        print(f"arena-chaos: {error}", file=sys.stderr)
+        return 2
+    try:
+        outcome = asyncio.run(_run(args, pause))
+    except (RuntimeError, ProcessLookupError, PermissionError) as error:
         print(f"arena-chaos: {error}", file=sys.stderr)
         return 1
     text = json.dumps(outcome, indent=2)

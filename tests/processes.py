@@ -13,12 +13,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["Session", "session_members", "start_session"]
+__all__ = ["Session", "children_of", "session_members", "start_session"]
 
 
-def session_members(sid: int) -> set[int]:
-    """Every live process whose session id is ``sid`` (zombies excluded)."""
-    found = set()
+def _processes() -> Iterator[tuple[int, str, int, int]]:
+    """(pid, state, parent pid, session id) of every process now."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -27,10 +26,18 @@ def session_members(sid: int) -> set[int]:
         except OSError:
             continue
         # pid (comm) state ppid pgrp session ...: comm may hold spaces, split after ')'
-        state, _, _, session = stat.rpartition(")")[2].split()[:4]
-        if int(session) == sid and state != "Z":
-            found.add(int(entry.name))
-    return found
+        state, ppid, _, session = stat.rpartition(")")[2].split()[:4]
+        yield int(entry.name), state, int(ppid), int(session)
+
+
+def session_members(sid: int) -> set[int]:
+    """Every live process whose session id is ``sid`` (zombies excluded)."""
+    return {pid for pid, state, _, session in _processes() if session == sid and state != "Z"}
+
+
+def children_of(parent: int) -> set[int]:
+    """Live (or unreaped) processes whose parent is ``parent``."""
+    return {pid for pid, _, ppid, _ in _processes() if ppid == parent}
 
 
 class Session:

@@ -16,7 +16,7 @@ import pytest
 
 from server import cluster as cluster_module
 from server.cluster import Cluster, ClusterError, ClusterSpec, parse_regions, start_cluster
-from tests.processes import start_session
+from tests.processes import children_of, start_session
 
 pytestmark = pytest.mark.integration
 
@@ -28,19 +28,7 @@ def get(url: str) -> Any:
 
 
 def my_children() -> set[int]:
-    """Live (or unreaped) processes whose parent is this test process."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # pid (comm) state ppid ...: comm may hold spaces, so split after the last ')'
-        if int(stat.rpartition(")")[2].split()[1]) == os.getpid():
-            found.add(int(entry.name))
-    return found
+    return children_of(os.getpid())
 
 
 def gone(pid: int) -> bool:

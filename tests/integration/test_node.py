@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import aiohttp
 import numpy as np
@@ -141,6 +143,17 @@ async def test_sigterm_tells_clients_and_exits_cleanly(node: NodeProcess) -> Non
         (["client_sim.cli", "--count", "0"], "--count"),
         (["server.cli", "--tick-rate", "500"], "500 Hz"),
         (["server.cli", "--map", "/nonexistent/map.json"], "cannot read map file"),
+        (["server.cli", "--port", "99999"], "is not a port"),
+        (["server.cli", "--max-rewind-ms", "nan"], "finite number"),
+        (["server.cli", "--hitreg-backend", "cuda"], "backend 'cuda' is unavailable"),
+        (["client_sim.cli", "--latency", "1e308s"], "longer than 60 s"),
+        (["client_sim.cli", "--json", "/nonexistent/r.json"], "does not exist"),
+        (["client_sim.cli", "--duration", "inf"], "--duration"),
+        (["client_sim.demo", "--latency", "bogus(1)"], "unknown distribution"),
+        (["client_sim.demo", "--json", "/nonexistent/r.json"], "does not exist"),
+        (["client_sim.demo", "--regions", "na,atlantis"], "atlantis"),
+        (["client_sim.chaos", "pause", "--node", "x", "--for", "1e9s"], "longer than 60 s"),
+        (["server.cluster", "--regions", "na", "--json", "/nonexistent/c.json"], "not exist"),
     ],
 )
 def test_bad_command_lines_get_one_line_and_no_traceback(command: list[str], expected: str):
@@ -151,3 +164,32 @@ def test_bad_command_lines_get_one_line_and_no_traceback(command: list[str], exp
     assert expected in done.stderr
     assert "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_user_mistake_found_after_start_is_one_line_too() -> None:
+    """An etcd that does not answer, a directory that does not answer: exit 1, one line."""
+    for command, expected in (
+        (["server.cli", "--port", "0", "--coordinator", "etcd://127.0.0.1:1"], "unreachable"),
+        (["client_sim.cli", "--directory", "http://127.0.0.1:1", "--count", "1"], "reach"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", *command], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 1, done
+        assert "Traceback" not in done.stderr, done.stderr
+        assert expected in done.stderr.strip().splitlines()[-1], done.stderr
+
+
+def test_bot_workers_play_and_report_as_one(node: NodeProcess, tmp_path: Path) -> None:
+    report_path = tmp_path / "report.json"
+    command = ["client_sim.cli", "--server", node.url, "--count", "4", "--workers", "2"]
+    done = subprocess.run(
+        [sys.executable, "-m", *command, "--duration", "3", "--quiet", "--json",
+         str(report_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(report_path.read_text())
+    assert report["bots"]["connected"] == 4 and report["bots"]["workers"] == 2
