@@ -221,9 +221,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--baseline {folder}: not an Arena checkout (no server/cli.py)")
     if args.json is not None and not args.json.parent.is_dir():
         parser.error(f"--json {args.json}: the folder {args.json.parent} does not exist")
-    hog = (
-        subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.hog else None
-    )
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.hog else None
     try:
         load_at_start = os.getloadavg()[0]
         checkouts = [measure_checkout(ROOT, args.repeat)]

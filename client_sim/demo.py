@@ -158,8 +158,7 @@ def start_cluster_process(
             while not described.exists():  # (written whole, by a rename)
                 if not child.alive():
                     raise ChildError(
-                        f"arena-cluster exited with {child.process.returncode} (its error "
-                        "is above)"
+                        f"arena-cluster exited with {child.process.returncode} (its error is above)"
                     )
                 if time.monotonic() > deadline:
                     raise ChildError(f"the cluster was not ready within {ready_within:g} s")

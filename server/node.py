@@ -232,7 +232,7 @@ class Node:
         if (reason := jitcache.fallback_reason()) is not None:
             log.warning(
                 'event=kernel_cache_fallback reason="%s" cache=%s hint="set NUMBA_CACHE_DIR '
-                'to a writable folder (systemd: CacheDirectory=) so restarts load, not '
+                "to a writable folder (systemd: CacheDirectory=) so restarts load, not "
                 'compile" %s',
                 reason,
                 jitcache.cache_dir(),
@@ -865,7 +865,7 @@ class Node:
             if held is not None:
                 log.warning(
                     'event=peer_refused reason=unauthenticated repeats=%d hint="a peer does not '
-                    'share this node\'s cluster secret (ARENA_CLUSTER_SECRET)" %s',
+                    "share this node's cluster secret (ARENA_CLUSTER_SECRET)\" %s",
                     held,
                     self.log_context,
                 )
