@@ -34,8 +34,8 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest tests --ignore=tests/cuda --ignore=tests/integration
 
 lint: $(STAMP)
-	$(BIN)/ruff check server client_sim shared tests bench
-	$(BIN)/mypy server shared client_sim
+	$(BIN)/ruff check server client_sim shared launch tests bench
+	$(BIN)/mypy server shared client_sim launch
 
 bench: $(STAMP)
 	$(BIN)/python bench/server_load.py

@@ -29,12 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from client_sim.chaos import kill_primary, node_health
-from client_sim.demo import NodeProcess, start_node
 from client_sim.latency import LinkProfile, draw_bot, parse_distribution
 from client_sim.report import failover_figures
 from client_sim.swarm import Swarm, SwarmConfig
-from shared.supervisor import READY_WITHIN_S
+from launch.chaos import kill_primary, node_health
+from launch.demo import NodeProcess, start_node
+from launch.supervisor import READY_WITHIN_S
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.integration.etcd import running_etcd

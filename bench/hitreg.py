@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numba
 
-from server.hitreg import (
+from server.sim.hitreg import (
     BackendName,
     History,
     HitscanResults,
@@ -54,8 +54,8 @@ from server.hitreg import (
     ProjectileShots,
     make_validator,
 )
-from server.hitreg.cpu import player_grid
-from server.hitreg.cuda import cuda_available, simulator_enabled
+from server.sim.hitreg.cpu import player_grid
+from server.sim.hitreg.cuda import cuda_available, simulator_enabled
 
 __all__ = ["main"]
 

@@ -36,7 +36,7 @@ import aiohttp
 import numpy as np
 from aiohttp import web
 
-from server.directory.app import Directory, DirectoryConfig, create_app
+from server.directory.net.app import Directory, DirectoryConfig, create_app
 from server.directory.policy import NoCapacity, NodeView, RegionView, choose
 from server.directory.registry import Heartbeat
 from shared.geo import default_matrix, draw_homes
@@ -163,7 +163,7 @@ async def directory_at(in_process: bool) -> AsyncIterator[tuple[str, int]]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "server.directory.cli",
+        "server.directory.net.cli",
         "--host",
         "127.0.0.1",
         "--port",

@@ -32,7 +32,7 @@ from typing import Any
 
 import aiohttp
 
-from client_sim.demo import start_node
+from launch.demo import start_node
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 TICK_RATE_HZ = 60

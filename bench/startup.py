@@ -53,7 +53,7 @@ class _Count(event.Listener):
 
 event.register("numba:compile", _Count())
 sys.argv = ["arena-server", *sys.argv[1:]]
-runpy.run_module("server.cli", run_name="__main__")
+runpy.run_module("server.net.cli", run_name="__main__")
 """
 
 

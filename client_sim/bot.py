@@ -25,16 +25,15 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from client_sim import websocket
+from client_sim.clock_sync import ClockSync
+from client_sim.interpolation import SnapshotBuffer
+from client_sim.latency import BotParams
+from client_sim.link import BotLink
 from shared import protocol
 
-from . import websocket
-from .clock_sync import ClockSync
-from .interpolation import SnapshotBuffer
-from .latency import BotParams
-from .link import BotLink
-
 if TYPE_CHECKING:
-    from .swarm import Swarm
+    from client_sim.swarm import Swarm
 
 __all__ = ["Bot", "FailoverEvent"]
 

@@ -12,11 +12,10 @@ import math
 
 import numpy as np
 
+from client_sim.sight import sight_blocked
 from shared.arena_map import ArenaMap
 from shared.movement import BUTTON_JUMP, PLAYER_RADIUS
 from shared.weapons import EYE_HEIGHT
-
-from .sight import sight_blocked
 
 __all__ = ["BotIntent", "Brain"]
 

@@ -21,14 +21,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
-from shared import eventloop
-from shared.commandline import OneLineParser
-from shared.geo import GeoError, parse_population
-from shared.lifetime import exit_with_parent, sigterm_as_interrupt
-
-from .brain import BEHAVIOURS
-from .geography import DirectoryError
-from .latency import (
+from client_sim.brain import BEHAVIOURS
+from client_sim.geography import DirectoryError
+from client_sim.latency import (
     HELP_TEXT,
     BotParams,
     LatencySpecError,
@@ -36,11 +31,15 @@ from .latency import (
     draw_bot,
     parse_distribution,
 )
-from .latency import parse_duration as parse_spec_duration
-from .marksman import AimSkill
-from .report import build_report, format_summary
-from .routing import Route, route_bots, routing_figures
-from .swarm import Swarm, SwarmConfig, SwarmResult, run_swarm
+from client_sim.latency import parse_duration as parse_spec_duration
+from client_sim.marksman import AimSkill
+from client_sim.report import build_report, format_summary
+from client_sim.routing import Route, route_bots, routing_figures
+from client_sim.swarm import Swarm, SwarmConfig, SwarmResult, run_swarm
+from shared import eventloop
+from shared.commandline import OneLineParser
+from shared.geo import GeoError, parse_population
+from shared.lifetime import exit_with_parent, sigterm_as_interrupt
 
 __all__ = ["BotRun", "main", "run_bots"]
 

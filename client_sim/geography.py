@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import aiohttp
 import numpy as np
 
+from client_sim.latency import BotParams, Constant, Distribution, LinkProfile, draw_bot
 from shared.geo import (
     GeoError,
     LatencyMatrix,
@@ -55,8 +56,6 @@ from shared.geo import (
     parse_regions,
     split_region,
 )
-
-from .latency import BotParams, Constant, Distribution, LinkProfile, draw_bot
 
 __all__ = [
     "DEFAULT_SPREAD",

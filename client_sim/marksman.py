@@ -19,11 +19,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from client_sim.sight import first_hit, segments_within_reach, sight_blocked
 from shared.arena_map import ArenaMap
 from shared.hitbox import HIT_PLAYER, HITBOX_MIN_RADIUS, ray_hit_player
 from shared.weapons import EYE_HEIGHT, LAUNCHER, RIFLE, Weapon, aim_direction
-
-from .sight import first_hit, segments_within_reach, sight_blocked
 
 __all__ = ["AimSkill", "ShotRecord", "aim_at", "fly_projectile"]
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from .bot import FailoverEvent
-from .shooting import ShotSummary
-from .swarm import SwarmResult
+from client_sim.bot import FailoverEvent
+from client_sim.shooting import ShotSummary
+from client_sim.swarm import SwarmResult
 
 __all__ = ["RTT_BUCKETS_MS", "build_report", "format_summary", "shot_figures"]
 

@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 import numpy as np
 
-from .geography import (
+from client_sim.geography import (
     BotHome,
     DirectoryError,
     NoCapacity,
@@ -29,7 +29,7 @@ from .geography import (
     region_location,
     request_seat,
 )
-from .latency import BotParams, LinkProfile
+from client_sim.latency import BotParams, LinkProfile
 
 __all__ = ["Route", "route_bots", "routing_figures"]
 

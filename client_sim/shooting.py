@@ -14,12 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from shared.arena_map import ArenaMap
-from shared.weapons import LAUNCHER, WEAPONS, aim_direction
-
-from .brain import Brain
-from .interpolation import InterpolatedView
-from .marksman import (
+from client_sim.brain import Brain
+from client_sim.interpolation import InterpolatedView
+from client_sim.marksman import (
     CHEST_HEIGHT,
     AimSkill,
     ShotRecord,
@@ -30,7 +27,9 @@ from .marksman import (
     hitscan_verdict,
     path_candidates,
 )
-from .sight import sight_blocked
+from client_sim.sight import sight_blocked
+from shared.arena_map import ArenaMap
+from shared.weapons import LAUNCHER, WEAPONS, aim_direction
 
 __all__ = ["ShotSummary", "SwarmShooting"]
 

@@ -21,19 +21,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from client_sim.bot import Bot, FailoverEvent
+from client_sim.brain import SHOOTING_BEHAVIOURS, Brain
+from client_sim.interpolation import Bracket, views
+from client_sim.latency import BotParams
+from client_sim.marksman import AimSkill
+from client_sim.prediction import SwarmPredictor
+from client_sim.pump import DeliveryPump
+from client_sim.routing import Route
+from client_sim.shooting import ShotSummary, SwarmShooting
 from shared import eventloop, protocol
 from shared.arena_map import ArenaMap, default_map
 from shared.timestep import TickSchedule, run_tick_loop
-
-from .bot import Bot, FailoverEvent
-from .brain import SHOOTING_BEHAVIOURS, Brain
-from .interpolation import Bracket, views
-from .latency import BotParams
-from .marksman import AimSkill
-from .prediction import SwarmPredictor
-from .pump import DeliveryPump
-from .routing import Route
-from .shooting import ShotSummary, SwarmShooting
 
 __all__ = ["Bot", "Swarm", "SwarmConfig", "SwarmResult"]
 

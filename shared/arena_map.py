@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .jsonfile import read_json
+from shared.jsonfile import read_json
 
 __all__ = ["BOX_KINDS", "ArenaMap", "MapError", "default_map", "load_map"]
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .jsonfile import read_json
+from shared.jsonfile import read_json
 
 __all__ = [
     "GeoError",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from . import eventloop
+from shared import eventloop
 
 __all__ = ["TickSchedule", "run_tick_loop"]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .movement import BUTTON_FIRE
+from shared.movement import BUTTON_FIRE
 
 __all__ = [
     "BUTTON_ALT_FIRE",

@@ -1,5 +1,5 @@
 """RFC 6455 framing for the two hot paths that read and write WebSocket frames themselves:
-the node's seated players (:mod:`server.player_stream`) and the bots' lean client
+the node's seated players (:mod:`server.net.player_stream`) and the bots' lean client
 (:mod:`client_sim.websocket`). Sans-I/O: bytes in, messages out, no sockets here.
 
 The subset is what the game needs: binary and text messages (fragmented or not), ping,

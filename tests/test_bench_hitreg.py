@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from bench import hitreg
-from server.hitreg import HitValidator
+from server.sim.hitreg import HitValidator
 
 
 class FakeClocks:

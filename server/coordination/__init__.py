@@ -1,4 +1,8 @@
-"""Who leads a region, and at which fencing epoch: the static and etcd coordinators."""
+"""Who leads a region, and at which fencing epoch.
+
+The interface, its errors and the ``--coordinator`` grammar are here (:mod:`.base`); the
+static and etcd coordinators, which talk to peers or to etcd, are in :mod:`.net`.
+"""
 
 from __future__ import annotations
 
@@ -7,19 +11,13 @@ from server.coordination.base import (
     CoordinatorError,
     CoordinatorUnavailable,
     LeaderInfo,
-    make_coordinator,
     parse_coordinator_spec,
 )
-from server.coordination.etcd import EtcdCoordinator
-from server.coordination.static import StaticCoordinator
 
 __all__ = [
     "Coordinator",
     "CoordinatorError",
     "CoordinatorUnavailable",
-    "EtcdCoordinator",
     "LeaderInfo",
-    "StaticCoordinator",
-    "make_coordinator",
     "parse_coordinator_spec",
 ]

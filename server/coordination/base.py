@@ -4,19 +4,20 @@ A region has one primary and one or more standbys. Leadership is decided by a *c
 every promotion raises the *epoch*, the fencing token every message from a primary carries
 (higher wins, lower is ignored). Two implementations exist:
 
-* ``static`` (:mod:`server.coordination.static`): embedded, no extra process. Standbys ask
+* ``static`` (:mod:`server.coordination.net.static`): embedded, no extra process. Standbys ask
   each other's ``/health`` and agree on a winner by a deterministic rule. It cannot fence a
   partitioned primary: see ``docs/failover.md``.
-* ``etcd://HOST:PORT`` (:mod:`server.coordination.etcd`): an election key attached to a lease
+* ``etcd://HOST:PORT`` (:mod:`server.coordination.net.etcd`): an election key attached to a lease
   in etcd; the key's create revision is the epoch, and ``confirm`` is a linearizable read.
 
-:func:`make_coordinator` turns the ``--coordinator`` option into one of them.
+:func:`server.coordination.net.make_coordinator` turns the ``--coordinator`` option into one
+of them; this module is the sans-I/O part (the interface, the errors, the option's
+grammar).
 """
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
@@ -25,7 +26,6 @@ __all__ = [
     "CoordinatorError",
     "CoordinatorUnavailable",
     "LeaderInfo",
-    "make_coordinator",
     "parse_coordinator_spec",
 ]
 
@@ -116,28 +116,3 @@ def parse_coordinator_spec(spec: str) -> tuple[str, str | None]:
     except ValueError:
         shown = host
     return "etcd", f"http://{shown}:{port}"
-
-
-def make_coordinator(
-    spec: str,
-    *,
-    node_id: str,
-    peers: Sequence[str] = (),
-    region: str = "default",
-) -> Coordinator:
-    """Build the coordinator named by ``--coordinator`` (not started yet).
-
-    ``peers`` are the other nodes' base URLs (used by ``static``); ``region`` names the etcd
-    election key ``/arena/{region}/leader``.
-    """
-    kind, endpoint = parse_coordinator_spec(spec)
-    if not node_id:
-        raise ValueError("empty node id: every node of a region needs its own id")
-    if kind == "static":
-        from server.coordination.static import StaticCoordinator
-
-        return StaticCoordinator(node_id, peers)
-    from server.coordination.etcd import EtcdCoordinator
-
-    assert endpoint is not None
-    return EtcdCoordinator(endpoint, region=region, node_id=node_id)

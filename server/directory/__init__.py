@@ -17,9 +17,16 @@ and checks a joining player's reservation with ``verify(secret, token, node_id, 
 
 from __future__ import annotations
 
-from .policy import NoCapacity, NodeView, RegionView, Seat, choose, routable_nodes
-from .registry import Heartbeat, HeartbeatAck, HeartbeatError, Registry
-from .reservations import (
+from server.directory.policy import (
+    NoCapacity,
+    NodeView,
+    RegionView,
+    Seat,
+    choose,
+    routable_nodes,
+)
+from server.directory.registry import Heartbeat, HeartbeatAck, HeartbeatError, Registry
+from server.directory.reservations import (
     DEV_SECRET,
     SIGNATURE_HEADER,
     Reservation,

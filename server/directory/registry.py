@@ -29,8 +29,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .policy import ROLES, NodeView, RegionView, routable_nodes
-from .reservations import SIGNATURE_HEADER, sign
+from server.directory.policy import ROLES, NodeView, RegionView, routable_nodes
+from server.directory.reservations import SIGNATURE_HEADER, sign
 
 __all__ = [
     "Heartbeat",

@@ -19,11 +19,10 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from server.sim.combat import _Projectile
+from server.sim.match import Match, PlayerSeat
+from server.sim.matchset import MatchSet
 from shared.weapons import WEAPONS
-
-from ..combat import _Projectile
-from ..match import Match, PlayerSeat
-from ..matchset import MatchSet
 
 __all__ = [
     "HashMismatch",

@@ -30,7 +30,7 @@ from client_sim.geography import (
 )
 from client_sim.latency import Constant, LinkProfile, draw_bot, parse_distribution
 from server.directory import Heartbeat
-from server.directory.app import DIRECTORY, DirectoryConfig, create_app
+from server.directory.net.app import DIRECTORY, DirectoryConfig, create_app
 from shared.geo import draw_homes, parse_population, rtt_ms
 
 POPULATION = "na:0.4,eu:0.3,asia:0.2,sa:0.05,oce:0.05"

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from server.hitreg import History, HitscanShots, ProjectileShots, make_validator
-from server.hitreg.cuda import cuda_available, simulator_enabled
-from server.hitreg.scenes import (
+from server.sim.hitreg import History, HitscanShots, ProjectileShots, make_validator
+from server.sim.hitreg.cuda import cuda_available, simulator_enabled
+from server.sim.hitreg.scenes import (
     random_boxes,
     random_history,
     random_hitscan,

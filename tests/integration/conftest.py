@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from client_sim.demo import NodeProcess, start_node
+from launch.demo import NodeProcess, start_node
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from server import cluster as cluster_module
-from server.cluster import Cluster, ClusterError, ClusterSpec, parse_regions, start_cluster
+from launch import cluster as cluster_module
+from launch.cluster import Cluster, ClusterError, ClusterSpec, parse_regions, start_cluster
 from tests.processes import children_of, start_session
 
 pytestmark = pytest.mark.integration
@@ -139,7 +139,7 @@ def test_the_command_prints_where_everything_is_and_stops_it_all_on_sigterm(
     tmp_path: Path,
 ) -> None:
     where = tmp_path / "cluster.json"
-    command = [sys.executable, "-m", "server.cluster", "--regions", "eu", "--standbys", "0",
+    command = [sys.executable, "-m", "launch.cluster", "--regions", "eu", "--standbys", "0",
                "--json", str(where), "--log-dir", str(tmp_path / "logs")]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "ARENA_CLUSTER_SECRET"}
     with start_session(command, env) as cluster:  # (stops the whole session, whatever happens)
@@ -160,7 +160,7 @@ def test_the_command_prints_where_everything_is_and_stops_it_all_on_sigterm(
 
 def test_bad_arguments_are_one_line_and_exit_2() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "server.cluster", "--regions", "us-east", "--standbys", "1"],
+        [sys.executable, "-m", "launch.cluster", "--regions", "us-east", "--standbys", "1"],
         capture_output=True,
         text=True,
         timeout=30,

@@ -17,7 +17,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from server.directory import DEV_SECRET, Heartbeat, cli, sign, verify
+from server.directory import DEV_SECRET, Heartbeat, sign, verify
+from server.directory.net import cli
 
 pytestmark = pytest.mark.integration
 
@@ -33,7 +34,7 @@ class Directory:
 
 
 def _command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "server.directory.cli", *args]
+    return [sys.executable, "-m", "server.directory.net.cli", *args]
 
 
 def _env(secret: str | None) -> dict[str, str]:

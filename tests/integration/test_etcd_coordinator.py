@@ -7,12 +7,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from server.coordination import (
-    CoordinatorError,
-    CoordinatorUnavailable,
-    EtcdCoordinator,
-    make_coordinator,
-)
+from server.coordination import CoordinatorError, CoordinatorUnavailable
+from server.coordination.net import EtcdCoordinator, make_coordinator
 from tests.integration.etcd import EtcdProcess, etcd_binary, etcd_process, etcd_url
 
 __all__ = ["etcd_process", "etcd_url"]  # fixtures, re-exported so pytest finds them

@@ -13,15 +13,14 @@ from typing import Any
 import aiohttp
 import pytest
 
-from client_sim.chaos import kill_primary, node_health, wait_for_new_primary
-from client_sim.demo import NodeProcess, running_node, start_node
 from client_sim.latency import LinkProfile, draw_bot, parse_distribution
 from client_sim.report import failover_figures
 from client_sim.swarm import Swarm, SwarmConfig, SwarmResult
+from launch.chaos import kill_primary, node_health, wait_for_new_primary
+from launch.demo import NodeProcess, running_node, start_node
+from launch.supervisor import READY_WITHIN_S
 from shared import protocol
-from shared.supervisor import READY_WITHIN_S
-
-from .etcd import etcd_url  # noqa: F401  (the fixture, for the etcd variant)
+from tests.integration.etcd import etcd_url  # noqa: F401  (the fixture, for the etcd variant)
 
 pytestmark = pytest.mark.integration
 

@@ -7,11 +7,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from client_sim.demo import NodeProcess, start_node
 from client_sim.latency import LinkProfile, draw_bot, parse_distribution
 from client_sim.marksman import AimSkill
 from client_sim.report import shot_figures
 from client_sim.swarm import Swarm, SwarmConfig
+from launch.demo import NodeProcess, start_node
 
 pytestmark = pytest.mark.integration
 

@@ -13,9 +13,9 @@ import aiohttp
 import numpy as np
 import pytest
 
-from client_sim.demo import NodeProcess
 from client_sim.latency import LinkProfile, draw_bot, parse_distribution
 from client_sim.swarm import Swarm, SwarmConfig
+from launch.demo import NodeProcess
 from shared import protocol
 
 pytestmark = pytest.mark.integration
@@ -141,19 +141,19 @@ async def test_sigterm_tells_clients_and_exits_cleanly(node: NodeProcess) -> Non
     [
         (["client_sim.cli", "--latency", "lognorml(median=40ms)"], "unknown distribution"),
         (["client_sim.cli", "--count", "0"], "--count"),
-        (["server.cli", "--tick-rate", "500"], "500 Hz"),
-        (["server.cli", "--map", "/nonexistent/map.json"], "cannot read map file"),
-        (["server.cli", "--port", "99999"], "is not a port"),
-        (["server.cli", "--max-rewind-ms", "nan"], "finite number"),
-        (["server.cli", "--hitreg-backend", "cuda"], "backend 'cuda' is unavailable"),
+        (["server.net.cli", "--tick-rate", "500"], "500 Hz"),
+        (["server.net.cli", "--map", "/nonexistent/map.json"], "cannot read map file"),
+        (["server.net.cli", "--port", "99999"], "is not a port"),
+        (["server.net.cli", "--max-rewind-ms", "nan"], "finite number"),
+        (["server.net.cli", "--hitreg-backend", "cuda"], "backend 'cuda' is unavailable"),
         (["client_sim.cli", "--latency", "1e308s"], "longer than 60 s"),
         (["client_sim.cli", "--json", "/nonexistent/r.json"], "does not exist"),
         (["client_sim.cli", "--duration", "inf"], "--duration"),
-        (["client_sim.demo", "--latency", "bogus(1)"], "unknown distribution"),
-        (["client_sim.demo", "--json", "/nonexistent/r.json"], "does not exist"),
-        (["client_sim.demo", "--regions", "na,atlantis"], "atlantis"),
-        (["client_sim.chaos", "pause", "--node", "x", "--for", "1e9s"], "longer than 60 s"),
-        (["server.cluster", "--regions", "na", "--json", "/nonexistent/c.json"], "not exist"),
+        (["launch.demo", "--latency", "bogus(1)"], "unknown distribution"),
+        (["launch.demo", "--json", "/nonexistent/r.json"], "does not exist"),
+        (["launch.demo", "--regions", "na,atlantis"], "atlantis"),
+        (["launch.chaos", "pause", "--node", "x", "--for", "1e9s"], "longer than 60 s"),
+        (["launch.cluster", "--regions", "na", "--json", "/nonexistent/c.json"], "not exist"),
     ],
 )
 def test_bad_command_lines_get_one_line_and_no_traceback(command: list[str], expected: str):
@@ -169,7 +169,7 @@ def test_bad_command_lines_get_one_line_and_no_traceback(command: list[str], exp
 def test_a_user_mistake_found_after_start_is_one_line_too() -> None:
     """An etcd that does not answer, a directory that does not answer: exit 1, one line."""
     for command, expected in (
-        (["server.cli", "--port", "0", "--coordinator", "etcd://127.0.0.1:1"], "unreachable"),
+        (["server.net.cli", "--port", "0", "--coordinator", "etcd://127.0.0.1:1"], "unreachable"),
         (["client_sim.cli", "--directory", "http://127.0.0.1:1", "--count", "1"], "reach"),
     ):
         done = subprocess.run(

@@ -44,7 +44,7 @@ def test_a_cold_node_is_alive_at_once_and_ready_only_once_it_can_serve(tmp_path:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "empty-cache")}
-    command = [sys.executable, "-m", "server.cli", "--port", str(port), "--log-level", "info"]
+    command = [sys.executable, "-m", "server.net.cli", "--port", str(port), "--log-level", "info"]
     with start_session(command, env) as node:
         node.wait_for("event=warming_up", 120)
         deadline = time.monotonic() + 60
@@ -75,13 +75,13 @@ def test_a_warm_cache_is_loaded_not_compiled() -> None:
     """What the install step does (``--warm-cache``; quick when it is warm already), then a
     node that loads every kernel and compiles none."""
     warming = subprocess.run(
-        [sys.executable, "-m", "server.cli", "--warm-cache"],
+        [sys.executable, "-m", "server.net.cli", "--warm-cache"],
         capture_output=True,
         text=True,
         timeout=COLD_READY_S,
     )
     assert warming.returncode == 0 and "kernel cache" in warming.stdout, warming
-    command = [sys.executable, "-m", "server.cli", "--port", "0", "--log-level", "info"]
+    command = [sys.executable, "-m", "server.net.cli", "--port", "0", "--log-level", "info"]
     with start_session(command) as node:
         node.wait_for("event=listening", 120)
         (line,) = [line for line in node.output.splitlines() if "event=warmed_up" in line]

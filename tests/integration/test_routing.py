@@ -14,7 +14,7 @@ import pytest
 from client_sim.geography import NoCapacity
 from client_sim.latency import LinkProfile
 from client_sim.routing import route_bots, routing_figures
-from server.cluster import Cluster, ClusterSpec, parse_regions, start_cluster
+from launch.cluster import Cluster, ClusterSpec, parse_regions, start_cluster
 from shared.geo import rtt_ms
 
 pytestmark = pytest.mark.integration

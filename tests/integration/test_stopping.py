@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from client_sim.demo import NodeProcess
+from launch.demo import NodeProcess
 from tests.processes import Session, start_session
 
 pytestmark = pytest.mark.integration
@@ -38,7 +38,7 @@ def left_after(session: Session, sig: signal.Signals, within: float = 60.0) -> s
 
 def test_a_node_stops_at_once_during_a_cold_warm_up(tmp_path: Path) -> None:
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "empty-cache")}
-    command = [PYTHON, "-m", "server.cli", "--port", "0", "--log-level", "info"]
+    command = [PYTHON, "-m", "server.net.cli", "--port", "0", "--log-level", "info"]
     with start_session(command, env) as node:
         node.wait_for("event=warming_up", READY_S)
         if (os.cpu_count() or 1) > 1:  # the warm-up's workers compile the kernels
@@ -54,14 +54,14 @@ def test_a_node_stops_at_once_during_a_cold_warm_up(tmp_path: Path) -> None:
 
 
 def test_a_ready_node_stops_on_sigterm() -> None:
-    with start_session([PYTHON, "-m", "server.cli", "--port", "0"]) as node:
+    with start_session([PYTHON, "-m", "server.net.cli", "--port", "0"]) as node:
         node.wait_for("event=listening", READY_S)
         assert left_after(node, signal.SIGTERM) == set()
         assert node.process.returncode == 0
 
 
 def test_the_demo_stops_its_nodes_on_sigterm(tmp_path: Path) -> None:
-    command = [PYTHON, "-m", "client_sim.demo", "--bots", "4", "--duration", "120"]
+    command = [PYTHON, "-m", "launch.demo", "--bots", "4", "--duration", "120"]
     with start_session([*command, "--json", str(tmp_path / "r.json")]) as demo:
         demo.wait_for("arena-bots: bots", READY_S * 2)
         assert len(demo.members()) == 3  # the demo, its primary and its standby
@@ -71,7 +71,7 @@ def test_the_demo_stops_its_nodes_on_sigterm(tmp_path: Path) -> None:
 
 
 def test_the_cluster_stops_everything_on_sigterm() -> None:
-    command = [PYTHON, "-m", "server.cluster", "--regions", "eu", "--standbys", "1"]
+    command = [PYTHON, "-m", "launch.cluster", "--regions", "eu", "--standbys", "1"]
     with start_session(command) as cluster:
         cluster.wait_for("running;", READY_S * 2)
         assert len(cluster.members()) == 4  # itself, the directory, a primary, a standby
@@ -81,7 +81,7 @@ def test_the_cluster_stops_everything_on_sigterm() -> None:
 
 def test_a_sigkilled_cluster_leaves_nothing_either() -> None:
     """The launcher cannot clean up: its children die with it (parent-death signal)."""
-    command = [PYTHON, "-m", "server.cluster", "--regions", "eu", "--standbys", "0"]
+    command = [PYTHON, "-m", "launch.cluster", "--regions", "eu", "--standbys", "0"]
     with start_session(command) as cluster:
         cluster.wait_for("running;", READY_S * 2)
         assert len(cluster.members()) == 3

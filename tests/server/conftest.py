@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from server import inputs
-from server.input_frames import decode_input_frames
+from server.sim import inputs
+from server.sim.input_frames import decode_input_frames
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from client_sim.prediction import SwarmPredictor
-from server.match import Match, MatchConfig
+from server.sim.match import Match, MatchConfig
 from shared.arena_map import ArenaMap, default_map, parse_map
 from shared.movement import (
     BUTTON_FIRE,

@@ -1,0 +1,192 @@
+"""``arena-chaos``: kill or pause a region's primary and watch a standby take over.
+
+For people who run their own nodes on one machine: the node's ``/health`` names its process
+id, so ``arena-chaos kill --node http://127.0.0.1:7777`` SIGKILLs it, then waits for one of
+the ``--watch`` nodes to report itself primary at a higher epoch and prints what happened
+(as JSON with ``--json``). ``pause`` stops the process (SIGSTOP) for a while and resumes it
+(SIGCONT): the split-brain drill, after which the old primary must step down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import random
+import signal
+import sys
+import time
+from typing import Any
+
+import aiohttp
+
+from client_sim.cli import check_writable
+from client_sim.latency import LatencySpecError, parse_duration
+from shared.commandline import OneLineParser
+
+__all__ = ["base_url", "kill_primary", "main", "node_health", "wait_for_new_primary"]
+
+#: How long to keep asking a node's /health before saying it does not answer.
+HEALTH_WITHIN_S = 30.0
+
+
+def base_url(url: str) -> str:
+    """``ws://h:p/ws`` or ``http://h:p/…`` -> ``http://h:p``."""
+    scheme, _, rest = url.partition("://")
+    host = rest.split("/", 1)[0]
+    return f"{'https' if scheme in ('wss', 'https') else 'http'}://{host}"
+
+
+async def node_health(url: str, within: float = 10.0) -> dict[str, Any] | None:
+    """The node's ``/health`` (also a 503's body: a node that is not ready yet), retried
+    with backoff and jitter until ``within`` seconds have passed; None if none came. One
+    short try is not enough on a busy machine, where a node can take a second to answer."""
+    deadline = time.monotonic() + within
+    pause = 0.05
+    async with aiohttp.ClientSession() as session:
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                async with session.get(
+                    base_url(url) + "/health",
+                    timeout=aiohttp.ClientTimeout(total=max(0.05, min(remaining, 3.0))),
+                ) as response:
+                    body = await response.json(content_type=None)
+                    if isinstance(body, dict):
+                        return body
+            except (aiohttp.ClientError, TimeoutError, ValueError):
+                pass
+            if time.monotonic() + pause >= deadline:
+                return None
+            await asyncio.sleep(pause * random.uniform(0.5, 1.5))
+            pause = min(pause * 2, 1.0)
+
+
+async def wait_for_new_primary(
+    watch: list[str], above_epoch: int, within: float
+) -> dict[str, Any] | None:
+    """Poll ``watch`` until one is primary above ``above_epoch`` and has published a tick."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        for url in watch:
+            health = await node_health(url, within=0.3)
+            if (
+                health is not None
+                and health.get("role") == "primary"
+                and int(health.get("epoch", 0)) > above_epoch
+                and "first_tick_at" in health.get("failover", {})
+            ):
+                return {**health, "url": base_url(url)}
+        await asyncio.sleep(0.02)
+    return None
+
+
+async def kill_primary(
+    primary: str, watch: list[str], within: float = 10.0, pid: int | None = None
+) -> dict[str, Any]:
+    """SIGKILL the node at ``primary`` and wait for a standby in ``watch`` to take over.
+
+    ``pid``: the process to kill when the caller started it (the demo does); it must be
+    the one ``/health`` names, so nothing else is ever killed by mistake."""
+    health = await node_health(primary, within=HEALTH_WITHIN_S)
+    if health is None:
+        raise RuntimeError(f"no node answers at {base_url(primary)} within {HEALTH_WITHIN_S:g} s")
+    if health.get("role") != "primary":
+        raise RuntimeError(f"{base_url(primary)} is a {health.get('role')}, not the primary")
+    target = int(health["pid"])
+    if pid is not None and pid != target:
+        raise RuntimeError(f"{base_url(primary)} is process {target}, not {pid}; not killing it")
+    killed_at = time.time()
+    os.kill(target, signal.SIGKILL)
+    successor = await wait_for_new_primary(watch, int(health["epoch"]), within)
+    return {
+        "killed": base_url(primary),
+        "killed_at": killed_at,
+        "old_epoch": int(health["epoch"]),
+        "epoch": None if successor is None else int(successor["epoch"]),
+        "new_primary": None if successor is None else successor["url"],
+        "failover": {} if successor is None else successor["failover"],
+    }
+
+
+async def pause_node(node: str, seconds: float) -> dict[str, Any]:
+    """SIGSTOP the node for ``seconds``, then SIGCONT it."""
+    health = await node_health(node, within=HEALTH_WITHIN_S)
+    if health is None:
+        raise RuntimeError(f"no node answers at {base_url(node)} within {HEALTH_WITHIN_S:g} s")
+    pid = int(health["pid"])
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        await asyncio.sleep(seconds)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    return {"paused": base_url(node), "seconds": seconds, "epoch": int(health["epoch"])}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog="arena-chaos",
+        description="Kill or pause an Arena node running on this machine (its /health gives "
+        "the process id) and report the failover.",
+    )
+    parser.add_argument("action", choices=["kill", "pause"], help="SIGKILL, or SIGSTOP+SIGCONT")
+    parser.add_argument("--node", required=True, metavar="URL", help="the node to hit")
+    parser.add_argument(
+        "--watch",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="standbys to watch for the takeover (repeat)",
+    )
+    parser.add_argument(
+        "--for", dest="pause_for", default="2s", help="how long to pause (default: 2s)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        help="seconds to wait for a new primary (default: 10)",
+    )
+    parser.add_argument("--json", metavar="PATH", help="also write the outcome as JSON")
+    return parser
+
+
+async def _run(args: argparse.Namespace, pause: float) -> dict[str, Any]:
+    if args.action == "kill":
+        return await kill_primary(args.node, args.watch, args.timeout)
+    before = await node_health(args.node)
+    outcome = await pause_node(args.node, pause)
+    await asyncio.sleep(1.0)
+    after = await node_health(args.node)
+    outcome["role_before"] = None if before is None else before.get("role")
+    outcome["role_after"] = None if after is None else after.get("role")
+    return outcome
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        pause = parse_duration(args.pause_for, label="--for")
+        if not (math.isfinite(args.timeout) and args.timeout > 0):
+            raise ValueError("--timeout must be a positive number of seconds")
+        check_writable(args.json, "--json")
+    except (LatencySpecError, ValueError) as error:
+        print(f"arena-chaos: {error}", file=sys.stderr)
+        return 2
+    try:
+        outcome = asyncio.run(_run(args, pause))
+    except (RuntimeError, ProcessLookupError, PermissionError) as error:
+        print(f"arena-chaos: {error}", file=sys.stderr)
+        return 1
+    text = json.dumps(outcome, indent=2)
+    print(text)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

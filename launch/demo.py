@@ -1,0 +1,304 @@
+"""``arena-demo``: the front door. Start a region, play a two-continent match, kill the
+primary halfway, watch the match carry on, report.
+
+It starts ``arena-server`` twice as subprocesses on free loopback ports (a primary and a
+standby sharing a fresh cluster secret), runs the bots against the primary with progress
+lines, SIGKILLs the primary halfway through, prints the summary, writes
+``demo-report.json`` (the same schema as ``arena-bots --json``) and stops everything it
+started, also on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import math
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from client_sim.cli import (
+    DEFAULT_LATENCY,
+    DEFAULT_POPULATION,
+    BotRun,
+    check_writable,
+    run_bots,
+    write_report,
+)
+from client_sim.latency import LatencySpecError
+from client_sim.report import format_summary
+from launch.chaos import base_url, kill_primary
+from launch.supervisor import READY_WITHIN_S, Child, ChildError
+from shared import eventloop
+from shared.commandline import OneLineParser
+from shared.geo import GeoError, default_matrix, parse_population, parse_regions
+from shared.lifetime import sigterm_as_interrupt
+
+__all__ = ["NodeProcess", "main", "running_node", "start_node"]
+
+Progress = Callable[[str], None]
+
+SECRET_ENV = "ARENA_CLUSTER_SECRET"  # how arena-server takes the region's shared secret
+
+
+class NodeProcess:
+    """A node running as a child process, and the URL it listens on."""
+
+    def __init__(self, child: Child, url: str) -> None:
+        self.child = child
+        self.url = url
+
+    @property
+    def process(self) -> subprocess.Popen[str]:
+        return self.child.process
+
+    @property
+    def base_url(self) -> str:
+        """``http://host:port``: what peers and ``/health`` use."""
+        return base_url(self.url)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM (the node closes its sockets cleanly), then SIGKILL if it hangs."""
+        self.child.stop(timeout)
+
+
+@contextlib.contextmanager
+def start_node(
+    *args: str,
+    ready_within: float = READY_WITHIN_S,
+    env: dict[str, str] | None = None,
+    progress: Progress | None = None,
+) -> Iterator[NodeProcess]:
+    """Run ``arena-server --port 0 ARGS`` until the block ends; yields once it is ready
+    (its kernels compiled or loaded). Its log goes to ``$ARENA_NODE_LOGS/<node-id>.log``
+    when that is set (else a temporary file, quoted if it fails to start)."""
+    command = [sys.executable, "-m", "server.net.cli", "--host", "127.0.0.1", "--port", "0", *args]
+    log_dir = os.environ.get("ARENA_NODE_LOGS")
+    node_id = args[args.index("--node-id") + 1] if "--node-id" in args else "node"
+    child = Child(
+        node_id, command, env=env, log_path=Path(log_dir) / f"{node_id}.log" if log_dir else None
+    )
+    try:
+        yield NodeProcess(child, child.wait_ready(ready_within, progress))
+    finally:
+        child.stop()
+
+
+@contextlib.asynccontextmanager
+async def running_node(
+    *args: str, env: dict[str, str] | None = None, ready_within: float = READY_WITHIN_S
+) -> AsyncIterator[NodeProcess]:
+    """:func:`start_node` for a coroutine: the node starts and stops in a thread, so the
+    event loop (bots that play on it included) never freezes while a node boots or stops.
+    (The thread is the executor's, which outlives the node: a child dies with the thread
+    that started it.)"""
+    stack = contextlib.ExitStack()
+    node = await asyncio.to_thread(
+        stack.enter_context, start_node(*args, env=env, ready_within=ready_within)
+    )
+    try:
+        yield node
+    finally:
+        await asyncio.to_thread(stack.close)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog="arena-demo",
+        description="Start an Arena region (a primary and a standby) on free loopback ports, "
+        "play a match with bots on two continents' latencies, kill the primary halfway, print "
+        "a summary and write a JSON report. With --regions, start a whole cluster instead "
+        "(a directory and a primary and standby per region) and seat the bots by measured "
+        "latency from five continents.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--bots", type=int, default=40, help="bots in the match")
+    parser.add_argument("--duration", type=float, default=20.0, help="seconds to play")
+    parser.add_argument("--latency", default=DEFAULT_LATENCY, help="bots' RTT distribution")
+    parser.add_argument("--tick-rate", type=int, default=60, help="the node's tick rate (Hz)")
+    parser.add_argument("--seed", type=int, default=1, help="bot population seed")
+    parser.add_argument(
+        "--regions",
+        default="",
+        metavar="LIST",
+        help="run across regions, e.g. na,eu,asia (arena-cluster)",
+    )
+    parser.add_argument(
+        "--population", default=DEFAULT_POPULATION, help="with --regions: the bots' home locations"
+    )
+    parser.add_argument(
+        "--json", default="demo-report.json", metavar="PATH", help="where to write the report"
+    )
+    return parser
+
+
+@contextlib.contextmanager
+def start_cluster_process(
+    regions: str, tick_rate: int, ready_within: float = READY_WITHIN_S
+) -> Iterator[dict[str, Any]]:
+    """Run ``arena-cluster`` as a child (client_sim never imports server); yield its JSON
+    once every node of it is ready. Its progress lines go to this terminal."""
+    with tempfile.TemporaryDirectory() as folder:
+        described = Path(folder) / "cluster.json"
+        command = [sys.executable, "-m", "launch.cluster", "--regions", regions]
+        command += ["--standbys", "1", "--tick-rate", str(tick_rate), "--json", str(described)]
+        command += ["--startup-timeout", f"{ready_within:g}"]
+        child = Child("arena-cluster", command, inherit_stderr=True)
+        try:
+            deadline = time.monotonic() + ready_within + 30  # it keeps its own bound too
+            while not described.exists():  # (written whole, by a rename)
+                if not child.alive():
+                    raise ChildError(
+                        f"arena-cluster exited with {child.process.returncode} (its error is above)"
+                    )
+                if time.monotonic() > deadline:
+                    raise ChildError(f"the cluster was not ready within {ready_within:g} s")
+                time.sleep(0.2)
+            yield json.loads(described.read_text())
+        finally:
+            child.stop(30.0)
+
+
+def demo_run(args: argparse.Namespace, url: str = "", directory: str = "") -> BotRun:
+    """The demo's bots: the foundation's defaults (2 ms jitter, no loss, 100 ms interp)."""
+    return BotRun(
+        url=url,
+        count=args.bots,
+        duration=args.duration,
+        latency=args.latency,
+        jitter_ms=2.0,
+        loss=0.0,
+        clock_offset="uniform(-200ms,200ms)",
+        seed=args.seed,
+        workers=1,
+        interp_delay=0.1,
+        directory=directory,
+        population=args.population,
+    )
+
+
+def regions_demo(args: argparse.Namespace) -> dict[str, Any]:
+    print(
+        f"arena-demo: starting a cluster: regions {args.regions}, a primary and a standby "
+        "each, and the directory",
+        flush=True,
+    )
+    with start_cluster_process(args.regions, args.tick_rate) as cluster:
+        first = next(iter(cluster["regions"].values()))
+        primary, standby = first["primary"], first["standbys"][0]
+        print(
+            f"arena-demo: directory at {cluster['directory']}; {args.bots} bots from "
+            f"{args.population} for {args.duration:g} s; {primary['node_id']} is killed "
+            f"halfway",
+            flush=True,
+        )
+        run = demo_run(args, directory=cluster["directory"])
+
+        async def kill_halfway() -> list[dict[str, Any]]:
+            await asyncio.sleep(args.duration / 2)
+            print(f"arena-demo: killing {primary['node_id']} (SIGKILL)", flush=True)
+            return [await kill_primary(primary["url"], [standby["url"]], pid=primary["pid"])]
+
+        return eventloop.run(run_bots(run, during=kill_halfway))
+
+
+def publish(report: dict[str, Any], path: str) -> None:
+    """The human summary on stdout and the JSON report at ``path``."""
+    print(format_summary(report))
+    write_report(report, path)
+    print(f"arena-demo: report written to {Path(path).resolve()}")
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Every mistake found before anything starts; ValueError with one line."""
+    if args.bots < 1 or not (math.isfinite(args.duration) and args.duration > 0):
+        raise ValueError("--bots must be >= 1 and --duration a positive number of seconds")
+    if not 20 <= args.tick_rate <= 128:
+        raise ValueError(f"--tick-rate {args.tick_rate} Hz is outside 20-128 Hz")
+    demo_run(args, url="ws://127.0.0.1:1/ws").swarm_configs()  # parses --latency and co.
+    if args.regions:
+        parse_population(args.population)
+        parse_regions(args.regions, default_matrix())
+    check_writable(args.json, "--json")
+
+
+def single_region_demo(args: argparse.Namespace) -> dict[str, Any]:
+    secret = {SECRET_ENV: secrets.token_hex(16)}  # shared by the region's two nodes only
+    common = ("--tick-rate", str(args.tick_rate), "--log-level", "warning")
+    print(
+        f"arena-demo: starting a primary and a standby at {args.tick_rate} Hz on free "
+        "loopback ports (each compiles or loads its kernels first)",
+        flush=True,
+    )
+    with (
+        start_node(*common, "--node-id", "demo-1", env=secret, progress=_say) as primary,
+        start_node(
+            *common,
+            "--node-id",
+            "demo-2",
+            "--role",
+            "standby",
+            "--primary",
+            primary.base_url,
+            env=secret,
+            progress=_say,
+        ) as standby,
+    ):
+        print(
+            f"arena-demo: primary at {primary.url}, standby at {standby.url}; "
+            f"{args.bots} bots for {args.duration:g} s, RTT model {args.latency}; the "
+            f"primary is killed (SIGKILL) at {args.duration / 2:g} s",
+            flush=True,
+        )
+        run = demo_run(args, url=primary.url)
+
+        async def kill_halfway() -> list[dict[str, Any]]:
+            await asyncio.sleep(args.duration / 2)
+            print("arena-demo: killing the primary (SIGKILL)", flush=True)
+            outcome = await kill_primary(primary.url, [standby.url], pid=primary.process.pid)
+            print(
+                f"arena-demo: {standby.base_url} is primary at epoch {outcome['epoch']}",
+                flush=True,
+            )
+            return [outcome]
+
+        return eventloop.run(run_bots(run, during=kill_halfway))
+
+
+def _say(line: str) -> None:
+    print(f"arena-demo: {line}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    sigterm_as_interrupt()  # SIGTERM stops the nodes like Ctrl-C does
+    args = build_parser().parse_args(argv)
+    try:
+        check_args(args)
+    except (ValueError, LatencySpecError, GeoError) as error:
+        print(f"arena-demo: {error}", file=sys.stderr)
+        return 2
+    try:
+        report = regions_demo(args) if args.regions else single_region_demo(args)
+    except (RuntimeError, ValueError, OSError) as error:
+        print(f"arena-demo: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("arena-demo: interrupted; everything it started was stopped", file=sys.stderr)
+        return 130
+    publish(report, args.json)
+    healthy = report["failover"]["bots_lost"] == 0
+    if not args.regions:
+        healthy = healthy and report["bots"]["connected"] == args.bots
+    return 0 if healthy else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

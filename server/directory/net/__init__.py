@@ -1,0 +1,1 @@
+"""``arena-directory``'s HTTP edge: the aiohttp app and the command line."""

@@ -1,0 +1,157 @@
+"""``arena-directory``: run the regional directory until SIGTERM or Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import re
+import signal
+import sys
+
+from aiohttp import web
+
+from server.directory.net.app import DirectoryConfig, create_app
+from server.directory.reservations import DEV_SECRET
+from server.logs import configure_logging
+from shared.commandline import OneLineParser
+from shared.lifetime import exit_with_parent_if_asked
+
+__all__ = ["MIN_SECRET_CHARS", "main"]
+
+PROG = "arena-directory"
+MIN_SECRET_CHARS = 16
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog=PROG,
+        description="Run the Arena directory: nodes register and heartbeat (POST "
+        "/nodes/heartbeat, HMAC-signed), clients list regions (GET /regions) and ask for a "
+        "seat with their measured RTTs (POST /seat). /health is JSON, /metrics Prometheus.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument(
+        "--port", type=int, default=7700, help="TCP port; 0 picks a free one (printed on start)"
+    )
+    parser.add_argument(
+        "--heartbeat-timeout",
+        type=float,
+        default=1.5,
+        metavar="S",
+        help="seconds of silence after which a node is no longer routed to",
+    )
+    parser.add_argument(
+        "--reservation-ttl",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds a seat reservation stays valid (and counts against its node)",
+    )
+    parser.add_argument(
+        "--overflow-slack-ms",
+        type=float,
+        default=40.0,
+        metavar="MS",
+        help="when the nearest region is full, use another one at most this much farther",
+    )
+    parser.add_argument(
+        "--secret-env",
+        default="ARENA_CLUSTER_SECRET",
+        metavar="NAME",
+        help=f"environment variable holding the cluster secret (>= {MIN_SECRET_CHARS} chars)",
+    )
+    parser.add_argument(
+        "--insecure-dev-secret",
+        action="store_true",
+        help="when the secret variable is unset, use the fixed, published development secret "
+        "(server.directory.DEV_SECRET); never in production",
+    )
+    parser.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+    )
+    return parser
+
+
+def _secret(args: argparse.Namespace) -> tuple[bytes, bool]:
+    """The cluster secret and whether it is the development one; ValueError with one line."""
+    name = args.secret_env
+    if not _ENV_NAME.fullmatch(name):
+        raise ValueError(f"--secret-env: {name!r} is not an environment variable name")
+    value = os.environ.get(name)
+    if value is None:
+        if args.insecure_dev_secret:
+            return DEV_SECRET.encode(), True
+        raise ValueError(
+            f"{name} is not set: export the cluster secret (>= {MIN_SECRET_CHARS} characters, "
+            "the same on every node) or pass --insecure-dev-secret for local development"
+        )
+    if len(value) < MIN_SECRET_CHARS:
+        raise ValueError(f"{name} is shorter than {MIN_SECRET_CHARS} characters; use a longer one")
+    return value.encode(), False
+
+
+async def _serve(config: DirectoryConfig, host: str, port: int) -> None:
+    app = create_app(config)
+    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=2.0, access_log=None)
+    await runner.setup()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+        bound = runner.addresses[0][1] if runner.addresses else port
+        shown = f"[{host}]" if ":" in host else host
+        print(
+            f"event=listening url=http://{shown}:{bound} heartbeat_timeout_s="
+            f"{config.heartbeat_timeout:g} reservation_ttl_s={config.reservation_ttl:g} "
+            f"overflow_slack_ms={config.overflow_slack_ms:g}",
+            flush=True,
+        )
+        await stop.wait()
+        print("event=stopping", flush=True)
+    finally:
+        await runner.cleanup()
+
+
+def main(argv: list[str] | None = None) -> int:
+    exit_with_parent_if_asked()  # a launcher's child: never outlive the launcher
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if not 0 <= args.port <= 65535:
+            raise ValueError(f"--port: {args.port} is outside 0-65535")
+        secret, development = _secret(args)
+        config = DirectoryConfig(
+            secret=secret,
+            heartbeat_timeout=args.heartbeat_timeout,
+            reservation_ttl=args.reservation_ttl,
+            overflow_slack_ms=args.overflow_slack_ms,
+        )
+    except ValueError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 2
+    configure_logging(args.log_level)
+    if development:
+        logging.getLogger("arena.directory").warning(
+            "event=insecure_dev_secret message=%r",
+            f"{args.secret_env} unset; using the published development secret",
+        )
+    try:
+        asyncio.run(_serve(config, args.host, args.port))
+    except OSError as error:
+        reason = error.strerror or str(error)
+        print(f"{PROG}: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:  # a second Ctrl-C during shutdown
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""The aiohttp application of a node: routes, lifecycle and graceful shutdown.
+
+``/ws`` is for players, ``/replicate`` for standbys, ``/health`` (readiness, JSON; 503
+until the node can serve), ``/live`` (liveness) and ``/metrics`` (Prometheus) for
+operators. The node's role loop (:meth:`server.net.node.Node.run`) is one task
+owned by the app's ``cleanup_ctx``: started with the app, cancelled and awaited with it.
+Shutdown tells every player (``error`` ``shutdown``) and closes with 1001 GOING_AWAY.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from server.net.connection import WS_MAX_MESSAGE_BYTES
+from server.net.node import Node, NodeConfig
+from server.net.registration import heartbeat_loop
+
+__all__ = ["NODE", "NODE_TASK", "Node", "NodeConfig", "create_app"]
+
+REPLICATION_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+NODE = web.AppKey("node", Node)
+NODE_TASK = web.AppKey("node_task", asyncio.Task)
+
+
+def _not_ready(node: Node) -> web.Response:
+    """503 before the node can serve: a client or a standby tries again (or elsewhere)."""
+    return web.json_response(
+        {"ready": False, "status": node.status}, status=503, headers={"Retry-After": "1"}
+    )
+
+
+async def _websocket(request: web.Request) -> web.StreamResponse:
+    if not request.app[NODE].warm:
+        return _not_ready(request.app[NODE])
+    ws = web.WebSocketResponse(compress=False, max_msg_size=WS_MAX_MESSAGE_BYTES)
+    await ws.prepare(request)
+    await request.app[NODE].session(request, ws)
+    return ws
+
+
+async def _replicate(request: web.Request) -> web.StreamResponse:
+    if not request.app[NODE].warm:
+        return _not_ready(request.app[NODE])
+    ws = web.WebSocketResponse(compress=False, max_msg_size=REPLICATION_MAX_MESSAGE_BYTES)
+    await ws.prepare(request)
+    await request.app[NODE].replication_session(request, ws)
+    return ws
+
+
+async def _probe(request: web.Request) -> web.Response:
+    """The cheap latency probe players time to choose a region (nothing to compute)."""
+    return web.Response(status=204)
+
+
+async def _health(request: web.Request) -> web.Response:
+    """Readiness: the node's state as JSON, 200 once it can serve in its role, 503 before
+    (warming up) and while it stops, as Kubernetes' readiness probes expect."""
+    node = request.app[NODE]
+    return web.json_response(node.health(), status=200 if node.ready else 503)
+
+
+async def _live(request: web.Request) -> web.Response:
+    """Liveness: the process answers (cheap; during the warm-up too)."""
+    node = request.app[NODE]
+    return web.json_response({"alive": True, "status": node.status, "pid": os.getpid()})
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    body = generate_latest(request.app[NODE].metrics.registry)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+async def _node_task(app: web.Application) -> AsyncIterator[None]:
+    node = app[NODE]
+    task = asyncio.create_task(node.run(), name="node")
+    app[NODE_TASK] = task
+    yield
+    task.cancel()
+    # Its outcome, a failure included, was read by whoever ran the app (arena-server
+    # reports it in one line); here it only has to be over.
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def _heartbeats(app: web.Application) -> AsyncIterator[None]:
+    """Keep the directory informed (only with ``--directory``); a fenced answer means a
+    newer primary exists."""
+    node = app[NODE]
+    task = None
+    if node.config.directory_url:
+        task = asyncio.create_task(
+            heartbeat_loop(
+                directory_url=node.config.directory_url,
+                secret=node.secret,
+                describe=node.directory_heartbeat,
+                claims=node.claims,
+                on_ack=lambda ack: (
+                    node.step_down(ack.group_epoch) if ack.status == "fenced" else None
+                ),
+            ),
+            name="heartbeats",
+        )
+    yield
+    if task is not None:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def _on_shutdown(app: web.Application) -> None:
+    await app[NODE].close_all()
+
+
+def create_app(
+    config: NodeConfig, clock: Callable[[], float] = time.perf_counter
+) -> web.Application:
+    """Build a node's aiohttp application (its role loop starts and stops with the app)."""
+    app = web.Application()
+    app[NODE] = Node(config, clock)
+    app.router.add_get("/ws", _websocket)
+    app.router.add_get("/replicate", _replicate)
+    app.router.add_get("/health", _health)
+    app.router.add_get("/live", _live)
+    app.router.add_get("/metrics", _metrics)
+    app.router.add_get("/probe", _probe)
+    app.cleanup_ctx.append(_node_task)
+    app.cleanup_ctx.append(_heartbeats)
+    app.on_shutdown.append(_on_shutdown)
+    return app

@@ -1,0 +1,319 @@
+"""``arena-server``: run one regional node until SIGTERM or Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import math
+import os
+import signal
+import socket
+import sys
+from dataclasses import replace
+
+from aiohttp import web
+
+from server import jitcache
+from server.coordination.base import (
+    CoordinatorError,
+    CoordinatorUnavailable,
+    parse_coordinator_spec,
+)
+from server.logs import configure_logging
+from server.net.app import NODE, NODE_TASK, NodeConfig, create_app
+from server.net.warmup import WarmUpError, warm_up_kernels
+from server.replication.auth import SECRET_ENV, load_secret
+from server.sim.hitreg.backend import BackendUnavailable, check_backend, make_validator
+from server.sim.lagcomp import LagCompensation
+from shared import eventloop
+from shared.arena_map import MapError, default_map, load_map
+from shared.commandline import OneLineParser
+from shared.lifetime import exit_with_parent_if_asked
+
+__all__ = ["main"]
+
+log = logging.getLogger("arena.server")
+
+
+def port_number(text: str) -> int:
+    """A TCP port for argparse: 0 (any free one) to 65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port (0-65535; 0 picks a free one)")
+    return port
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog="arena-server",
+        description="Run one authoritative Arena node: a fixed-tick match that players join "
+        "over WebSocket (ws://HOST:PORT/ws), with /health (JSON) and /metrics (Prometheus).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--region", default="local", help="region name reported to clients")
+    parser.add_argument("--node-id", default="node-1", help="this node's name in logs and /health")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument(
+        "--port",
+        type=port_number,
+        default=7777,
+        help="TCP port; 0 picks a free one (printed on start)",
+    )
+    parser.add_argument(
+        "--tick-rate", type=int, default=60, help="simulation ticks per second (20-128)"
+    )
+    parser.add_argument(
+        "--max-players", type=int, default=300, help="seats in the match; joins beyond are refused"
+    )
+    parser.add_argument(
+        "--matches",
+        type=int,
+        default=1,
+        help="matches this node hosts, all run by one tick; a full match opens the next",
+    )
+    parser.add_argument(
+        "--history-seconds",
+        type=float,
+        default=1.0,
+        help="how much snapshot history the node keeps for lag compensation",
+    )
+    parser.add_argument(
+        "--map", default=None, help="map JSON file (default: the embedded courtyard)"
+    )
+    parser.add_argument(
+        "--hitreg-backend",
+        default="auto",
+        choices=["auto", "cpu", "cuda", "reference"],
+        help="where shots are judged: auto takes cuda when a GPU is present, else cpu",
+    )
+    parser.add_argument(
+        "--max-rewind-ms",
+        type=float,
+        default=200.0,
+        help="lag compensation never rewinds further back than this",
+    )
+    parser.add_argument(
+        "--view-tolerance-ms",
+        type=float,
+        default=50.0,
+        help="a shot's claimed view time further than this from the server's estimate is "
+        "replaced by the estimate",
+    )
+    parser.add_argument(
+        "--trade-window-ms",
+        type=float,
+        default=0.0,
+        help="shots a player saw up to this long after its own death still count",
+    )
+    failover = parser.add_argument_group("failover")
+    failover.add_argument(
+        "--role",
+        default="primary",
+        choices=["primary", "standby"],
+        help="start as the region's primary, or as a standby that follows one",
+    )
+    failover.add_argument(
+        "--primary",
+        default="",
+        metavar="URL",
+        help="a standby's primary, e.g. http://127.0.0.1:7777",
+    )
+    failover.add_argument(
+        "--peer",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="another node of the region (repeat); players are told of them",
+    )
+    failover.add_argument(
+        "--public-url",
+        default="",
+        metavar="URL",
+        help="this node's base URL for peers (default: http://HOST:PORT)",
+    )
+    failover.add_argument(
+        "--cluster-secret",
+        default=None,
+        help="shared secret of the region's nodes (default: "
+        "$ARENA_CLUSTER_SECRET; a lone node without one makes its own)",
+    )
+    failover.add_argument(
+        "--coordinator",
+        default="static",
+        help="who decides leadership: static, or etcd://HOST:PORT",
+    )
+    failover.add_argument(
+        "--replication",
+        default="sync",
+        choices=["sync", "async"],
+        help="sync: players see a tick only once every live standby holds "
+        "it; async: no waiting (an acknowledged tick can be lost)",
+    )
+    failover.add_argument(
+        "--directory",
+        default="",
+        metavar="URL",
+        help="heartbeat to this arena-directory and admit players with its seat reservations",
+    )
+    failover.add_argument(
+        "--failover-timeout-ms",
+        type=float,
+        default=200.0,
+        help="a standby declares a primary silent this long dead",
+    )
+    failover.add_argument(
+        "--ack-timeout-ms",
+        type=float,
+        default=50.0,
+        help="a standby slower than this to acknowledge is dropped to lagging",
+    )
+    parser.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+    )
+    parser.add_argument(
+        "--warm-cache",
+        action="store_true",
+        help="compile every kernel into numba's cache (NUMBA_CACHE_DIR, default "
+        "~/.cache/arena/numba) and exit: what the install step runs, so a node starts in "
+        "seconds",
+    )
+    return parser
+
+
+async def _serve(config: NodeConfig, host: str, port: int) -> int:
+    # Bind first, so that a node on port 0 knows its own URL before it campaigns; serve
+    # /live and /health (503) during the warm-up, and say "listening" only once ready.
+    sock = socket.create_server((host, port))
+    bound = sock.getsockname()[1]
+    if not config.public_url:
+        config = replace(config, public_url=f"http://{host}:{bound}")
+    app = create_app(config)
+    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=2.0)
+    await runner.setup()
+    await web.SockSite(runner, sock).start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    node = app[NODE]
+    stopping = asyncio.create_task(stop.wait())
+    ready = asyncio.create_task(node.became_ready.wait())
+    try:
+        await asyncio.wait([stopping, ready, app[NODE_TASK]], return_when=asyncio.FIRST_COMPLETED)
+        if ready.done() and not app[NODE_TASK].done():
+            print(f"event=listening url=ws://{host}:{bound}/ws {node.log_context}", flush=True)
+            await asyncio.wait([stopping, app[NODE_TASK]], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+        ready.cancel()
+        print(f"event=stopping {node.log_context}", flush=True)
+        failed = app[NODE_TASK].done() and not app[NODE_TASK].cancelled()
+        problem = app[NODE_TASK].exception() if failed else None
+        await runner.cleanup()
+    if problem is not None:
+        print(f"arena-server: {describe_failure(problem)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def describe_failure(problem: BaseException) -> str:
+    """One line for the reason the node stopped on its own."""
+    if isinstance(problem, CoordinatorUnavailable):
+        return f"the coordinator is unreachable: {problem}"
+    if isinstance(problem, WarmUpError | CoordinatorError):
+        return str(problem)
+    return f"{type(problem).__name__}: {problem}"
+
+
+def warm_cache(backend: str) -> int:
+    """``--warm-cache``: fill the kernel cache (workers side by side), then exit."""
+    validator = make_validator(backend)  # type: ignore[arg-type]
+    print(f"arena-server: warming the kernel cache in {jitcache.cache_dir()} ...", flush=True)
+    try:
+        report = asyncio.run(warm_up_kernels(validator))
+    except WarmUpError as error:
+        print(f"arena-server: {error}", file=sys.stderr)
+        return 1
+    what = "compiled" if report.cold else "already warm"
+    print(
+        f"arena-server: kernel cache {what} in {report.seconds:.1f} s "
+        f"({report.worker_compile_events + report.compile_events} compile events)",
+        flush=True,
+    )
+    return 0
+
+
+def config_from_args(args: argparse.Namespace) -> NodeConfig:
+    """The node's configuration from the command line; ValueError (one line) if it is off."""
+    for flag in ("max_rewind_ms", "view_tolerance_ms", "trade_window_ms", "history_seconds",
+                 "failover_timeout_ms", "ack_timeout_ms"):  # fmt: skip
+        value = getattr(args, flag)
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"--{flag.replace('_', '-')} must be a finite number >= 0")
+    parse_coordinator_spec(args.coordinator)
+    arena = load_map(args.map) if args.map else default_map()
+    return NodeConfig(
+        region=args.region,
+        node_id=args.node_id,
+        tick_rate=args.tick_rate,
+        max_players=args.max_players,
+        matches=args.matches,
+        history_seconds=args.history_seconds,
+        arena=arena,
+        hitreg_backend=args.hitreg_backend,
+        lag_compensation=LagCompensation(
+            max_rewind=args.max_rewind_ms / 1000.0,
+            tolerance=args.view_tolerance_ms / 1000.0,
+            trade_window=args.trade_window_ms / 1000.0,
+        ),
+        role=args.role,
+        primary_url=args.primary,
+        peers=tuple(dict.fromkeys([*args.peer, *([args.primary] if args.primary else [])])),
+        public_url=args.public_url,
+        cluster_secret=load_secret(args.cluster_secret),
+        coordinator=args.coordinator,
+        replication=args.replication,
+        failover_timeout=args.failover_timeout_ms / 1000.0,
+        ack_timeout=args.ack_timeout_ms / 1000.0,
+        directory_url=args.directory,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    exit_with_parent_if_asked()  # a launcher's child: never outlive the launcher
+    args = build_parser().parse_args(argv)
+    configure_logging(args.log_level)
+    try:
+        check_backend(args.hitreg_backend)
+        if args.warm_cache:
+            return warm_cache(args.hitreg_backend)
+        config = config_from_args(args)
+    except (MapError, ValueError, BackendUnavailable) as error:
+        print(f"arena-server: {error}", file=sys.stderr)
+        return 2
+    has_peers = bool(config.peers or config.directory_url or config.role == "standby")
+    if has_peers and args.cluster_secret is None and SECRET_ENV not in os.environ:
+        log.warning(
+            'event=no_cluster_secret hint="set %s (the same on every node of the region) or '
+            "--cluster-secret; this node made a random one, so its peers cannot authenticate "
+            'with it" region=%s node=%s',
+            SECRET_ENV,
+            config.region,
+            config.node_id,
+        )
+    try:
+        return eventloop.run(_serve(config, args.host, args.port))
+    except OSError as error:
+        print(
+            f"arena-server: cannot listen on {args.host}:{args.port}: {error.strerror}",
+            file=sys.stderr,
+        )
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+"""The standby's end of replication: follow the primary, notice when it falls silent.
+
+The follower connects to the primary's ``/replicate`` with an authenticated hello,
+installs the full state it receives, then applies and acknowledges every tick record. Tick
+records double as heartbeats: if none arrives for ``silence_timeout`` (200 ms by default at
+60 Hz: twelve missed ticks), or the link breaks, the primary is declared gone and
+:meth:`Follower.follow` returns so the node can campaign.
+
+After a promotion the old link is kept open by :meth:`Follower.fence`: if the old primary
+was only paused and comes back, its next record is answered with the new epoch, and it
+steps down before it can publish anything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import aiohttp
+import msgpack
+
+from server.logs import Throttle
+from server.replication import state
+from server.replication.auth import hello_mac
+from server.sim.matchset import MatchSet
+
+__all__ = ["FollowOutcome", "Follower"]
+
+log = logging.getLogger("arena.replication")
+
+
+@dataclass(frozen=True, slots=True)
+class FollowOutcome:
+    reason: str  # "silent", "closed", "refused", "not_primary", "fenced_primary"
+    detected_at: float  # wall clock when the standby concluded it
+    primary: str  # the node id it was following ("" when it never connected)
+    epoch: int  # the highest epoch seen
+
+
+class Follower:
+    def __init__(
+        self,
+        matches: MatchSet,
+        node_id: str,
+        secret: bytes,
+        silence_timeout: float,
+        clock: Callable[[], float],
+        log_context: Callable[[], str],
+    ) -> None:
+        self.matches = matches
+        self.node_id = node_id
+        self.secret = secret
+        self.silence_timeout = silence_timeout
+        self.clock = clock
+        self.log_context = log_context
+        self.primary_id = ""
+        self.public_url = ""  # told to the primary, so it can tell players where we are
+        self.origin_estimate: float | None = None  # primary's tick-0 time on our clock
+        self.last_record_at: float | None = None
+        self.last_hash = ""  # the primary's state hash of the last record applied
+        self.resyncs = 0
+        self._ws: aiohttp.ClientWebSocketResponse | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._refusals = Throttle()
+
+    def _log_refusal(self, reason: str) -> None:
+        """A refusal once (a standby retries ten times a second), the same one again only
+        every half minute with the count; a wrong secret at warning level, named."""
+        held = self._refusals.allow(reason)
+        if held is None:
+            return
+        if reason == "unauthenticated":
+            log.warning(
+                'event=replication_refused reason=unauthenticated repeats=%d hint="the primary '
+                "does not share this node's cluster secret: give every node of the region the "
+                'same ARENA_CLUSTER_SECRET" %s',
+                held,
+                self.log_context(),
+            )
+        else:
+            log.info(
+                "event=replication_refused reason=%s repeats=%d %s",
+                reason,
+                held,
+                self.log_context(),
+            )
+
+    async def follow(self, primary_url: str) -> FollowOutcome:
+        """Follow ``primary_url`` (``http://host:port``) until it is gone or refuses us."""
+        self._session = self._session or aiohttp.ClientSession()
+        url = primary_url.rstrip("/") + "/replicate"
+        try:
+            self._ws = await self._session.ws_connect(url, max_msg_size=64 << 20, autoping=True)
+        except (aiohttp.ClientError, OSError) as error:
+            log.info(
+                "event=replication_connect_failed url=%s error=%s %s",
+                url,
+                type(error).__name__,
+                self.log_context(),
+            )
+            return FollowOutcome("refused", time.time(), self.primary_id, self.matches.epoch)
+        ws = self._ws
+        now = time.time()
+        hello = {
+            "type": "hello",
+            "node": self.node_id,
+            "epoch": self.matches.epoch,
+            "tick": self.matches.tick_number,
+            "fingerprint": state.config_fingerprint(self.matches),
+            "url": self.public_url,
+            "ts": now,
+            "mac": hello_mac(self.secret, self.node_id, self.matches.epoch, now),
+        }
+        await ws.send_bytes(msgpack.packb(hello))
+        while True:
+            try:
+                message = await ws.receive(timeout=self.silence_timeout)
+            except TimeoutError:
+                return FollowOutcome("silent", time.time(), self.primary_id, self.matches.epoch)
+            if message.type is not aiohttp.WSMsgType.BINARY:
+                reason = "closed" if self.primary_id else "refused"
+                return FollowOutcome(reason, time.time(), self.primary_id, self.matches.epoch)
+            record = msgpack.unpackb(message.data, raw=False)
+            kind = record.get("type") if isinstance(record, dict) else None
+            if kind == "welcome_standby":
+                self.primary_id = str(record["node"])
+                continue
+            if kind in ("not_primary", "error"):
+                self._log_refusal(str(record.get("code", kind)))
+                self.matches.epoch = max(self.matches.epoch, int(record.get("epoch", 0)))
+                reason = "refused" if kind == "error" else "not_primary"
+                return FollowOutcome(reason, time.time(), self.primary_id, self.matches.epoch)
+            if kind not in ("ticks", "fulls"):
+                continue
+            if int(record["epoch"]) < self.matches.epoch:
+                # A deposed primary still talking: tell it, and stop following it.
+                await ws.send_bytes(msgpack.packb({"type": "fenced", "epoch": self.matches.epoch}))
+                return FollowOutcome(
+                    "fenced_primary", time.time(), self.primary_id, self.matches.epoch
+                )
+            try:
+                state.apply_node_record(self.matches, record)
+            except (state.ReplicationGap, state.HashMismatch) as problem:
+                self.resyncs += 1
+                log.warning("event=replication_resync reason=%s %s", problem, self.log_context())
+                await ws.send_bytes(msgpack.packb({"type": "resync"}))
+                continue
+            received = self.clock()
+            self.last_record_at = received
+            self.last_hash = "/".join(str(m["hash"]) for m in record["matches"])
+            origin = received - self.matches.server_time
+            if self.origin_estimate is None or origin < self.origin_estimate:
+                self.origin_estimate = origin  # the least-delayed record is the best anchor
+            await ws.send_bytes(msgpack.packb({"type": "ack", "tick": self.matches.tick_number}))
+
+    async def fence(self, epoch: int) -> None:
+        """After our promotion: answer anything the old primary still sends with our epoch."""
+        ws = self._ws
+        if ws is None or ws.closed:
+            return
+        with contextlib.suppress(aiohttp.ClientError, ConnectionError):
+            async for message in ws:
+                if message.type is aiohttp.WSMsgType.BINARY:
+                    await ws.send_bytes(msgpack.packb({"type": "fenced", "epoch": epoch}))
+                    log.info("event=fenced_old_primary epoch=%d %s", epoch, self.log_context())
+                    break
+        await ws.close()
+
+    async def close(self) -> None:
+        if self._ws is not None:
+            await self._ws.close()
+        if self._session is not None:
+            await self._session.close()
+            self._session = None

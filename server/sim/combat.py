@@ -1,0 +1,334 @@
+"""Shots, damage, deaths and respawns of one match: the rules around the hit kernels.
+
+Sans-I/O. During a tick the match hands every fire input to :meth:`Combat.fire` with the
+shooter's position after that input's movement; after the tick's snapshot is in the history,
+:meth:`Combat.resolve` judges them all:
+
+1. Each shot's view time is checked (:class:`~server.sim.lagcomp.LagCompensation`).
+2. Hitscan shots go to the hit kernel in one batch, new and flying projectiles to the
+   projectile kernel in one batch: every target rewound to the time that shot was seen.
+3. The outcomes are applied in time order (view time for hitscan, impact time for
+   projectiles), so the match has one timestamp-ordered story: a shooter killed at time t
+   fires nothing seen after ``t + trade_window``, and a victim cannot be damaged after the
+   time it died, even by a shot that hit it in the rewound world.
+
+The verdict reported for a shot is the lag-compensated geometry (what it hit in the world its
+shooter saw); ``damage`` is 0 when the ordered story says the victim was already dead.
+"""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from server.sim.hitreg.backend import History, HitscanShots, HitValidator, ProjectileShots
+from server.sim.lagcomp import LagCompensation, ViewTimeVerdict
+from server.sim.world import MAX_HEALTH, World
+from shared.hitbox import HIT_PLAYER, HIT_WORLD, HITBOX_DAMAGE_MULTIPLIER
+from shared.weapons import EYE_HEIGHT, RESPAWN_DELAY_S, WEAPONS, Weapon, aim_direction
+
+__all__ = ["Combat", "PendingShot", "ShotBatch", "judge"]
+
+
+@dataclass(frozen=True, slots=True)
+class PendingShot:
+    slot: int
+    seq: int
+    weapon: Weapon
+    origin: np.ndarray  # (3,) the shooter's eye after the input that fired
+    direction: np.ndarray  # (3,) unit
+    claim: float  # the client's view time
+    arrival: float  # server time the input arrived
+    rtt: float | None  # the server's estimate of the shooter's RTT then
+    interp_delay: float
+
+
+@dataclass(slots=True)
+class _Projectile:
+    slot: int
+    seq: int
+    weapon: Weapon
+    position: np.ndarray
+    velocity: np.ndarray
+    time: float  # the time ``position``/``velocity`` belong to
+    expire_time: float
+    view_time: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    time: float
+    slot: int
+    seq: int
+    weapon: Weapon
+    kind: int
+    victim: int
+    hitbox: int
+    view_time: float
+
+
+class Combat:
+    def __init__(
+        self,
+        world: World,
+        tick_rate: int,
+        rules: LagCompensation,
+        respawn_delay: float = RESPAWN_DELAY_S,
+        match_index: int = 0,
+    ) -> None:
+        self.world = world
+        self.tick_rate = tick_rate
+        self.rules = rules
+        self.respawn_ticks = max(1, round(respawn_delay * tick_rate))
+        self.match_index = match_index
+        players = world.max_players
+        self.death_time = np.full(players, np.nan)
+        self.respawn_tick = np.full(players, -1, dtype=np.int64)
+        self.last_fired_seq = np.full((players, len(WEAPONS)), -(2**40), dtype=np.int64)
+        self.pending: list[PendingShot] = []
+        self.flying: list[_Projectile] = []
+        self.counters: collections.Counter[str] = collections.Counter()
+
+    # -- during the tick ---------------------------------------------------------------
+
+    def seat(self, slot: int) -> None:
+        """A new player in ``slot``: no death, no cooldowns from the seat's last owner."""
+        self.death_time[slot] = np.nan
+        self.respawn_tick[slot] = -1
+        self.last_fired_seq[slot] = -(2**40)
+
+    def fire(
+        self,
+        slot: int,
+        seq: int,
+        buttons: int,
+        yaw: float,
+        pitch: float,
+        claim: float,
+        arrival: float,
+        rtt: float | None,
+        interp_delay: float,
+    ) -> None:
+        """Queue the shots of one applied input (``buttons`` may hold several weapons)."""
+        for weapon in WEAPONS:
+            if not buttons & weapon.button:
+                continue
+            if seq - self.last_fired_seq[slot, weapon.id] < weapon.interval_inputs(self.tick_rate):
+                self.counters["shots_rate_limited"] += 1
+                continue
+            self.last_fired_seq[slot, weapon.id] = seq
+            direction = aim_direction(yaw, pitch)
+            origin = self.world.pos[slot] + (0.0, 0.0, EYE_HEIGHT)
+            self.pending.append(
+                PendingShot(slot, seq, weapon, origin, direction, claim, arrival, rtt, interp_delay)
+            )
+            self.counters["shots_fired"] += 1
+
+    # -- after the tick's snapshot is in the history -------------------------------------
+
+    def prepare(self, present: float) -> ShotBatch:
+        """Check this tick's shots (view time, dead shooter) and gather them with the
+        projectiles in flight, for the kernels; clears the pending shots."""
+        batch = ShotBatch(self, present)
+        for shot in self.pending:
+            view_time, verdict = self.rules.view_time(
+                shot.claim, shot.arrival, shot.rtt, shot.interp_delay, present
+            )
+            if verdict is not ViewTimeVerdict.ACCEPTED:
+                self.counters[f"view_time_{verdict.value}"] += 1
+            death = self.death_time[shot.slot]
+            if not self.rules.may_fire(view_time, None if np.isnan(death) else float(death)):
+                self.counters["shots_rejected_dead"] += 1
+                batch.events.append(
+                    _shot_event(shot.slot, shot.seq, shot.weapon, "rejected", view_time)
+                )
+            elif shot.weapon.hitscan:
+                batch.hitscan.append((shot, view_time))
+            else:
+                velocity = shot.direction * shot.weapon.speed
+                expire = view_time + shot.weapon.lifetime
+                batch.flying.append(
+                    _Projectile(
+                        shot.slot,
+                        shot.seq,
+                        shot.weapon,
+                        shot.origin,
+                        velocity,
+                        view_time,
+                        expire,
+                        view_time,
+                    )
+                )
+        self.pending = []
+        batch.flying = self.flying + batch.flying
+        self.flying = []
+        return batch
+
+    def conclude(self, batch: ShotBatch, tick: int) -> list[dict[str, Any]]:
+        """Apply a judged batch in time order; projectiles still flying fly on."""
+        outcomes = list(batch.outcomes)
+        for projectile, (kind, victim, hitbox, time, position, velocity, expired) in zip(
+            batch.flying, batch.projectile_results, strict=True
+        ):
+            if kind == 0 and not expired:
+                projectile.position, projectile.velocity, projectile.time = position, velocity, time
+                self.flying.append(projectile)
+            else:
+                outcomes.append(
+                    _Outcome(
+                        time,
+                        projectile.slot,
+                        projectile.seq,
+                        projectile.weapon,
+                        kind,
+                        victim,
+                        hitbox,
+                        projectile.view_time,
+                    )
+                )
+        outcomes.sort(key=lambda o: (o.time, o.slot, o.seq, o.weapon.id))
+        return batch.events + [self._apply(outcome, tick) for outcome in outcomes]
+
+    def resolve(
+        self, history: History, validator: HitValidator, present: float, tick: int
+    ) -> list[dict[str, Any]]:
+        """Judge this tick's shots and flying projectiles of this match alone."""
+        batch = self.prepare(present)
+        judge([batch], history, validator)
+        return self.conclude(batch, tick)
+
+    def _apply(self, outcome: _Outcome, tick: int) -> dict[str, Any]:
+        died_at = self.death_time[outcome.slot]
+        if not self.rules.may_fire(outcome.view_time, None if np.isnan(died_at) else died_at):
+            # Killed earlier in this tick's story, before the moment this shot was fired.
+            self.counters["shots_rejected_dead"] += 1
+            return _shot_event(
+                outcome.slot, outcome.seq, outcome.weapon, "rejected", outcome.view_time
+            )
+        if outcome.kind != HIT_PLAYER:
+            result = "world" if outcome.kind == HIT_WORLD else "miss"
+            return _shot_event(outcome.slot, outcome.seq, outcome.weapon, result, outcome.view_time)
+        world, victim = self.world, outcome.victim
+        died_at = self.death_time[victim]
+        damage, kill = 0, False
+        if world.active[victim] and np.isnan(died_at):
+            multiplier = HITBOX_DAMAGE_MULTIPLIER[outcome.hitbox]
+            damage = round(outcome.weapon.damage * multiplier)
+            world.health[victim] = max(0, int(world.health[victim]) - damage)
+            if world.health[victim] == 0:
+                kill = True
+                self.death_time[victim] = outcome.time
+                self.respawn_tick[victim] = tick + self.respawn_ticks
+                world.alive[victim] = False
+                world.vel[victim] = 0.0
+                self.counters["kills"] += 1
+        else:
+            self.counters["hits_on_dead"] += 1
+        self.counters["hits"] += 1
+        event = _shot_event(outcome.slot, outcome.seq, outcome.weapon, "hit", outcome.view_time)
+        event.update(victim=victim, hitbox=outcome.hitbox, damage=damage, kill=kill)
+        return event
+
+    def respawn_due(self, tick: int) -> list[int]:
+        """Slots whose respawn delay is over at ``tick`` (the match re-seats them)."""
+        due = np.flatnonzero((self.respawn_tick >= 0) & (self.respawn_tick <= tick))
+        for slot in due.tolist():
+            self.respawn_tick[slot] = -1
+            self.death_time[slot] = np.nan
+            self.world.health[slot] = MAX_HEALTH
+        return due.tolist()
+
+
+def _shot_event(slot: int, seq: int, weapon: Weapon, result: str, view_time: float) -> dict:
+    return {
+        "kind": "shot",
+        "shooter": slot,
+        "seq": seq,
+        "weapon": weapon.id,
+        "result": result,
+        "victim": -1,
+        "hitbox": 0,
+        "damage": 0,
+        "kill": False,
+        "view_time": view_time,
+    }
+
+
+@dataclass(slots=True)
+class ShotBatch:
+    """One match's shots of one tick on their way through the kernels."""
+
+    combat: Combat
+    present: float
+    hitscan: list[tuple[PendingShot, float]] = field(default_factory=list)
+    flying: list[_Projectile] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)  # decided without a kernel
+    outcomes: list[_Outcome] = field(default_factory=list)  # hitscan verdicts
+    projectile_results: list[tuple[Any, ...]] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.hitscan and not self.flying
+
+
+def judge(batches: list[ShotBatch], history: History, validator: HitValidator) -> None:
+    """Every match's shots of a tick in one kernel call per weapon kind.
+
+    ``history`` holds the rings of all the matches (``Combat.match_index`` picks a ring).
+    """
+    hitscan = [(b, shot, t) for b in batches for shot, t in b.hitscan]
+    if hitscan:
+        result = validator.resolve_hitscan(
+            history,
+            HitscanShots(
+                match=np.array([b.combat.match_index for b, _, _ in hitscan], dtype=np.int32),
+                shooter=np.array([s.slot for _, s, _ in hitscan], dtype=np.int32),
+                origin=np.array([s.origin for _, s, _ in hitscan]),
+                direction=np.array([s.direction for _, s, _ in hitscan]),
+                max_range=np.array([s.weapon.max_range for _, s, _ in hitscan]),
+                view_time=np.array([t for _, _, t in hitscan]),
+            ),
+        )
+        for i, (batch, shot, t) in enumerate(hitscan):
+            batch.outcomes.append(
+                _Outcome(
+                    t,
+                    shot.slot,
+                    shot.seq,
+                    shot.weapon,
+                    int(result.kind[i]),
+                    int(result.victim[i]),
+                    int(result.hitbox[i]),
+                    t,
+                )
+            )
+    flying = [(b, p) for b in batches for p in b.flying]
+    if flying:
+        out = validator.resolve_projectiles(
+            history,
+            ProjectileShots(
+                match=np.array([b.combat.match_index for b, _ in flying], dtype=np.int32),
+                shooter=np.array([p.slot for _, p in flying], dtype=np.int32),
+                origin=np.array([p.position for _, p in flying]),
+                velocity=np.array([p.velocity for _, p in flying]),
+                gravity=np.array([p.weapon.gravity for _, p in flying]),
+                spawn_time=np.array([p.time for _, p in flying]),
+                end_time=np.array([b.present for b, _ in flying]),
+                expire_time=np.array([p.expire_time for _, p in flying]),
+            ),
+        )
+        for i, (batch, _) in enumerate(flying):
+            batch.projectile_results.append(
+                (
+                    int(out.kind[i]),
+                    int(out.victim[i]),
+                    int(out.hitbox[i]),
+                    float(out.time[i]),
+                    out.position[i].copy(),
+                    out.velocity[i].copy(),
+                    bool(out.expired[i]),
+                )
+            )

@@ -1,0 +1,124 @@
+"""The history ring: timestamped snapshots of every player, for lag compensation (sans-I/O).
+
+The ring keeps the last ``capacity`` ticks of feet positions and alive flags as dense NumPy
+arrays laid out for the hit kernels: logical snapshot ``i`` (oldest first) lives at physical
+index ``(start + i) % capacity``. Times are server times (``tick / tick_rate``), so they
+strictly increase along the logical order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["HistoryRing", "HistoryStore"]
+
+
+class HistoryStore:
+    """The rings of every match of a node in one set of arrays, ``(matches, capacity, ...)``,
+    so that the hit kernels judge all matches' shots in one call without copying."""
+
+    def __init__(self, matches: int, capacity: int, max_players: int) -> None:
+        if capacity < 2:
+            raise ValueError("a history ring needs room for at least two snapshots")
+        self.times = np.zeros((matches, capacity), dtype=np.float64)
+        self.ticks = np.zeros((matches, capacity), dtype=np.int64)
+        self.positions = np.zeros((matches, capacity, max_players, 3), dtype=np.float64)
+        self.alive = np.zeros((matches, capacity, max_players), dtype=np.uint8)
+
+
+class HistoryRing:
+    def __init__(
+        self, capacity: int, max_players: int, store: HistoryStore | None = None, index: int = 0
+    ) -> None:
+        store = store or HistoryStore(1, capacity, max_players)
+        self.capacity = capacity
+        # Views into the store: this ring's slice of the node's arrays.
+        self.times = store.times[index]
+        self.ticks = store.ticks[index]
+        self.positions = store.positions[index]
+        self.alive = store.alive[index]
+        self.start = 0
+        self.count = 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def append(self, tick: int, time: float, positions: np.ndarray, alive: np.ndarray) -> None:
+        """Record the world after ``tick``; the oldest snapshot goes when the ring is full."""
+        if self.count and tick <= self.newest_tick:
+            raise ValueError(f"tick {tick} is not after the newest snapshot {self.newest_tick}")
+        if self.count < self.capacity:
+            index = (self.start + self.count) % self.capacity
+            self.count += 1
+        else:
+            index = self.start
+            self.start = (self.start + 1) % self.capacity
+        self.ticks[index] = tick
+        self.times[index] = time
+        self.positions[index] = positions
+        self.alive[index] = alive
+
+    def mark_newest_alive(self, alive: np.ndarray) -> None:
+        """Correct the newest snapshot's alive flags (deaths resolved after it was taken)."""
+        self.alive[self._physical(self.count - 1)] = alive
+
+    def _physical(self, logical: int) -> int:
+        return (self.start + logical) % self.capacity
+
+    @property
+    def oldest_time(self) -> float:
+        return float(self.times[self.start])
+
+    @property
+    def newest_time(self) -> float:
+        return float(self.times[self._physical(self.count - 1)])
+
+    @property
+    def newest_tick(self) -> int:
+        return int(self.ticks[self._physical(self.count - 1)])
+
+    def index_of_tick(self, tick: int) -> int | None:
+        """Physical index of the snapshot of ``tick``, or None when not held."""
+        if not self.count:
+            return None
+        offset = tick - int(self.ticks[self.start])
+        if offset < 0 or tick > self.newest_tick:
+            return None
+        if offset < self.count:
+            index = self._physical(offset)
+            if int(self.ticks[index]) == tick:
+                return index  # the usual case: consecutive ticks
+        # Ticks may have gaps (``append`` only requires them to increase): search.
+        logical_ticks = np.roll(self.ticks, -self.start)[: self.count]
+        found = int(np.searchsorted(logical_ticks, tick))
+        return self._physical(found) if int(logical_ticks[found]) == tick else None
+
+    def bracket(self, time: float) -> tuple[int, int, float]:
+        """Physical indices of the snapshots around ``time`` and the blend weight of the later.
+
+        Outside the held span the nearest end is used with weight 0 (clamping), so callers
+        always get a world; whether rewinding that far is allowed is the caller's rule. At
+        exactly a snapshot's time that snapshot is used alone, as in the hit kernels'
+        reference (``server.sim.hitreg.reference.snapshot_bracket``).
+        """
+        if not self.count:
+            raise LookupError("the history is empty")
+        if time <= self.oldest_time:
+            return self.start, self.start, 0.0
+        if time >= self.newest_time:
+            newest = self._physical(self.count - 1)
+            return newest, newest, 0.0
+        logical_times = np.roll(self.times, -self.start)[: self.count]
+        upper = int(np.searchsorted(logical_times, time, side="right"))
+        before, after = self._physical(upper - 1), self._physical(upper)
+        t0, t1 = self.times[before], self.times[after]
+        if t0 == time:
+            return before, before, 0.0
+        return before, after, float((time - t0) / (t1 - t0))
+
+    def positions_at(self, time: float) -> tuple[np.ndarray, np.ndarray]:
+        """Players' feet positions interpolated at ``time`` and who was present then."""
+        before, after, weight = self.bracket(time)
+        pos = self.positions[before] + (self.positions[after] - self.positions[before]) * weight
+        present = (self.alive[before] & self.alive[after]).astype(bool)
+        return pos, present

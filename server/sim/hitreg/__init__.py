@@ -1,0 +1,35 @@
+"""Lag-compensated hit registration (sans-I/O): rewind the history, test rays and projectiles.
+
+``reference`` is the readable NumPy specification; ``cpu`` (numba, parallel) and ``cuda``
+(numba.cuda, imported lazily) must agree with it. Use :func:`make_validator` rather than the
+backend modules directly.
+"""
+
+from __future__ import annotations
+
+from server.sim.hitreg.backend import (
+    BackendName,
+    BackendUnavailable,
+    History,
+    HitscanResults,
+    HitscanShots,
+    HitValidator,
+    ProjectileResults,
+    ProjectileShots,
+    make_validator,
+)
+from server.sim.hitreg.reference import interpolate_positions, snapshot_bracket
+
+__all__ = [
+    "BackendName",
+    "BackendUnavailable",
+    "History",
+    "HitValidator",
+    "HitscanResults",
+    "HitscanShots",
+    "ProjectileResults",
+    "ProjectileShots",
+    "interpolate_positions",
+    "make_validator",
+    "snapshot_bracket",
+]

@@ -1,0 +1,340 @@
+"""One match: the authoritative tick over its world (sans-I/O).
+
+A tick is: drain the inputs due at T, simulate movement, append snapshot T to history,
+resolve the shots (lag-compensated, :mod:`server.sim.combat`) and encode snapshot T once for
+everybody. The asyncio edge (:mod:`server.net.app`) feeds inputs in
+with their arrival time and sends what :meth:`Match.tick` returns; nothing else writes the
+world. Time is a parameter everywhere: server time is ``tick / tick_rate``.
+"""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from server.sim.combat import Combat, ShotBatch, judge
+from server.sim.history import HistoryRing, HistoryStore
+from server.sim.hitreg.backend import History, HitValidator, make_validator
+from server.sim.inputs import VERDICTS, InputQueues, InputVerdict, ReleasedInputs, SeatInputs
+from server.sim.lagcomp import LagCompensation
+from server.sim.rtt import TickSendLog
+from server.sim.world import World
+from shared import protocol
+from shared.arena_map import ArenaMap
+from shared.movement import MovementParams, step
+from shared.protocol import InputMessage
+from shared.weapons import WEAPONS
+
+__all__ = ["Match", "MatchConfig", "MatchFull", "PlayerSeat", "TickResult"]
+
+FIRE_BUTTONS = sum(weapon.button for weapon in WEAPONS)
+_COUNTER_OF = {verdict: f"input_{verdict.value}" for verdict in InputVerdict}
+
+
+class MatchFull(Exception):
+    """Every seat is taken; the caller tells the client so."""
+
+
+@dataclass(frozen=True, slots=True)
+class MatchConfig:
+    arena: ArenaMap
+    tick_rate: int = 60
+    max_players: int = 300
+    history_seconds: float = 1.0
+    input_max_depth: int = 4
+    movement: MovementParams = field(default_factory=MovementParams)
+    lag_compensation: LagCompensation = field(default_factory=LagCompensation)
+
+    @property
+    def history_ticks(self) -> int:
+        return max(2, round(self.history_seconds * self.tick_rate) + 1)
+
+
+@dataclass(slots=True)
+class PlayerSeat:
+    """What the match knows of one connected player beyond the world arrays."""
+
+    slot: int
+    name: str
+    interp_delay: float
+    inputs: SeatInputs
+
+
+@dataclass(frozen=True, slots=True)
+class TickResult:
+    tick: int
+    server_time: float
+    body: bytes  # the shared part of snapshot T, encoded once
+    events: list[dict[str, Any]]
+    #: Who was seated when the tick was computed: the players the body holds, and so the
+    #: players this tick's snapshot goes to (see :meth:`Match.snapshot_head`).
+    seats: dict[int, PlayerSeat]
+
+
+class Match:
+    def __init__(
+        self,
+        config: MatchConfig,
+        epoch: int = 0,
+        validator: HitValidator | None = None,
+        history: HistoryStore | None = None,
+        index: int = 0,
+    ) -> None:
+        """``history``/``index``: this match's ring inside a node's shared store."""
+        self.config = config
+        self.epoch = epoch
+        self.index = index
+        self.world = World(config.max_players)
+        self.history = HistoryRing(config.history_ticks, config.max_players, history, index)
+        self.validator = validator or make_validator(
+            "reference", box_min=config.arena.box_min, box_max=config.arena.box_max
+        )
+        self.combat = Combat(
+            self.world, config.tick_rate, config.lag_compensation, match_index=index
+        )
+        self.seats: dict[int, PlayerSeat] = {}
+        self.tick_number = 0
+        self.sent = TickSendLog()
+        self.inputs = InputQueues(config.max_players, config.input_max_depth)
+        self.counters: collections.Counter[str] = collections.Counter()
+        self._events: list[dict[str, Any]] = []
+        self.joins = 0
+        # Every seat's snapshot head, built once per published tick (snapshot_head).
+        self._heads_of: TickResult | None = None
+        self._heads = b""
+        self._head_at: dict[int, int] = {}
+
+    @property
+    def server_time(self) -> float:
+        return self.tick_number / self.config.tick_rate
+
+    # -- seats -------------------------------------------------------------------------
+
+    def join(self, name: str, interp_delay: float) -> PlayerSeat:
+        slot = self.world.free_slot()
+        if slot is None:
+            raise MatchFull(f"the match is full ({self.config.max_players} players)")
+        x, y = self.config.arena.spawn_point(self.joins)
+        self.joins += 1
+        self.world.seat(slot, x, y)
+        self.combat.seat(slot)
+        seat = PlayerSeat(slot, name, interp_delay, self.new_seat_inputs(slot))
+        self.seats[slot] = seat
+        self._events.append({"kind": "join", "player": slot})
+        return seat
+
+    def new_seat_inputs(self, slot: int) -> SeatInputs:
+        """A new player's buffer and RTT window in ``slot``: nothing of the last one's."""
+        self.inputs.reset(slot)
+        return self.inputs.seat(slot)
+
+    def leave(self, slot: int) -> None:
+        if self.seats.pop(slot, None) is not None:
+            self.world.vacate(slot)
+            self._events.append({"kind": "leave", "player": slot})
+
+    # -- inputs --------------------------------------------------------------------------
+
+    def receive_input(self, slot: int, message: InputMessage, arrival: float) -> InputVerdict:
+        """Queue one decoded input from ``slot`` that arrived at ``arrival`` (server clock)."""
+        if slot not in self.seats:
+            raise KeyError(f"no player in slot {slot}")
+        move_x, move_y = message.move
+        verdicts, _ = self._queue(
+            np.array([slot], dtype=np.int64),
+            np.array([[message.seq, message.tick, message.ack_tick, message.buttons]]),
+            np.array([[move_x, move_y, message.yaw, message.pitch, message.view_time]]),
+            np.array([arrival], dtype=np.float64),
+        )
+        return VERDICTS[int(verdicts[0])]
+
+    def receive_decoded(
+        self, slots: np.ndarray, ints: np.ndarray, floats: np.ndarray, arrivals: np.ndarray
+    ) -> collections.Counter[InputVerdict]:
+        """:meth:`receive_input` for many inputs at once (rows in arrival order, columns as
+        :func:`server.sim.input_frames.decode_input_frames` gives them); returns how many of
+        each verdict."""
+        _, counts = self._queue(slots, ints, floats, arrivals)
+        return collections.Counter(counts)
+
+    def _queue(
+        self, slots: np.ndarray, ints: np.ndarray, floats: np.ndarray, arrivals: np.ndarray
+    ) -> tuple[np.ndarray, dict[InputVerdict, int]]:
+        """Queue the rows; each row's verdict code, and how many of each verdict."""
+        # Each input names the newest tick its client had (ack_tick): arrival minus when
+        # that tick went out is an RTT sample (server.sim.rtt).
+        samples = arrivals - self.sent.sent_at_each(ints[:, 2])
+        verdicts = self.inputs.offer(slots, ints, floats, arrivals, samples)
+        counts = np.bincount(verdicts, minlength=len(VERDICTS)).tolist()
+        tally = {VERDICTS[code]: count for code, count in enumerate(counts) if count}
+        for verdict, count in tally.items():
+            self.counters[_COUNTER_OF[verdict]] += count
+        return verdicts, tally
+
+    def _release_inputs(self) -> ReleasedInputs:
+        """Set each seat's input for this tick; return every input released (the surplus
+        of a burst too, to catch up on)."""
+        world = self.world
+        seated = np.array(sorted(self.seats), dtype=np.int64)  # replicas must agree on order
+        released = self.inputs.release(seated)
+        first = released.depth == 0
+        slots = released.slot[first]
+        world.move[slots] = released.floats[first, 0:2]
+        world.yaw[slots] = released.floats[first, 2]
+        world.pitch[slots] = released.floats[first, 3]
+        world.buttons[slots] = released.ints[first, 3]
+        if len(released.slot):
+            self.counters["input_applied"] += len(released.slot)
+        if len(slots) < len(seated):
+            self.counters["input_repeated"] += len(seated) - len(slots)
+        return released
+
+    def _fire(self, released: ReleasedInputs, rows: np.ndarray) -> None:
+        """Hand the released inputs ``rows`` that fire to combat (position is post-movement)."""
+        firing = np.flatnonzero(rows & (released.ints[:, 3] & FIRE_BUTTONS != 0))
+        for row in firing.tolist():
+            slot = int(released.slot[row])
+            seq, _, _, buttons = released.ints[row].tolist()
+            _, _, yaw, pitch, view_time, arrival = released.floats[row].tolist()
+            self.combat.fire(
+                slot,
+                seq,
+                buttons,
+                yaw,
+                pitch,
+                view_time,
+                arrival,
+                self.inputs.rtt_estimate(slot),
+                self.seats[slot].interp_delay,
+            )
+
+    # -- the tick ------------------------------------------------------------------------
+
+    def _simulate(self, slots: np.ndarray, move: np.ndarray, buttons: np.ndarray) -> None:
+        world, dt = self.world, 1.0 / self.config.tick_rate
+        world.pos[slots], world.vel[slots] = step(
+            world.pos[slots],
+            world.vel[slots],
+            move,
+            buttons,
+            dt,
+            self.config.arena,
+            self.config.movement,
+        )
+
+    def _respawn(self) -> None:
+        for slot in self.combat.respawn_due(self.tick_number):
+            if self.world.active[slot]:
+                x, y = self.config.arena.spawn_point(self.joins)
+                self.joins += 1
+                self.world.seat(slot, x, y)
+                self._events.append({"kind": "respawn", "player": slot})
+
+    def tick(self, tick: int | None = None) -> TickResult:
+        """Advance the world one tick and encode the snapshot everyone shares.
+
+        A node with several matches runs the same three steps for all of them, with one
+        kernel call for every match's shots in between (:class:`server.sim.matchset.MatchSet`).
+        """
+        batch = self.advance(tick)
+        if not batch.empty:
+            judge([batch], self.history_view(), self.validator)
+        return self.finish(batch)
+
+    def advance(self, tick: int | None = None) -> ShotBatch:
+        """Inputs, movement and history for this tick; returns the shots left to judge."""
+        self.tick_number = self.tick_number + 1 if tick is None else tick
+        world = self.world
+        self._respawn()
+        released = self._release_inputs()
+        moving = np.flatnonzero(world.active & world.alive)
+        if len(moving):
+            self._simulate(moving, world.move[moving], world.buttons[moving])
+        self._fire(released, released.depth == 0)
+        # Catch-up: a player whose inputs piled up runs its surplus inputs this tick too.
+        depth = 1
+        while (rows := released.depth == depth).any():
+            slots = released.slot[rows]
+            move, buttons = released.floats[rows, 0:2], released.ints[rows, 3]
+            alive = world.alive[slots]
+            self._simulate(slots[alive], move[alive], buttons[alive])
+            world.move[slots], world.buttons[slots] = move, buttons
+            world.yaw[slots] = released.floats[rows, 2]
+            world.pitch[slots] = released.floats[rows, 3]
+            self._fire(released, rows)
+            depth += 1
+        self.history.append(
+            self.tick_number, self.server_time, world.pos, world.active & world.alive
+        )
+        return self.combat.prepare(self.server_time)
+
+    def finish(self, batch: ShotBatch) -> TickResult:
+        """Apply the judged shots and encode the snapshot everyone shares."""
+        world = self.world
+        server_time = self.server_time
+        if not batch.empty or batch.events:
+            self._events.extend(self.combat.conclude(batch, self.tick_number))
+            self.history.mark_newest_alive(world.active & world.alive)
+        events, self._events = self._events, []
+        active = np.flatnonzero(world.active)
+        entities = protocol.pack_entities(
+            active,
+            world.pos[active],
+            world.vel[active],
+            world.yaw[active],
+            world.pitch[active],
+            world.health[active],
+            world.alive[active],
+        )
+        body = protocol.encode_snapshot_body(
+            self.tick_number, server_time, self.epoch, entities, events
+        )
+        return TickResult(self.tick_number, server_time, body, events, dict(self.seats))
+
+    def history_view(self) -> History:
+        """This match's ring as the hit kernels' (single-match) history, without copying."""
+        ring = self.history
+        return History(
+            times=ring.times[None],
+            positions=ring.positions[None],
+            alive=ring.alive[None],
+            start=np.array([ring.start], dtype=np.int64),
+            count=np.array([ring.count], dtype=np.int64),
+        )
+
+    def snapshot_head(self, result: TickResult, slot: int) -> bytes | None:
+        """One client's part of a tick's snapshot: its ack and own full-precision state
+        (the frame is this head + ``result.body``, see :func:`protocol.encode_snapshot`).
+        Every seat's head is built at once, for the first client of the tick.
+
+        None for a player seated after the tick was computed (a node publishes a tick
+        after awaiting its standbys, and joins go on meanwhile): the body does not hold
+        that player, whose first snapshot is the next tick's.
+        """
+        seat = self.seats.get(slot)
+        if seat is None or result.seats.get(slot) is not seat:
+            return None
+        if self._heads_of is not result:
+            self._heads_of = result
+            seats, world = result.seats, self.world
+            slots = list(seats)
+            acks = self.inputs.acked[slots]
+            states = np.hstack((world.pos[slots], world.vel[slots]))
+            self._heads = protocol.snapshot_heads(acks, states)
+            self._head_at = {s: i * protocol.SNAPSHOT_HEAD_BYTES for i, s in enumerate(slots)}
+        at = self._head_at[slot]
+        return self._heads[at : at + protocol.SNAPSHOT_HEAD_BYTES]
+
+    def snapshot_for(self, result: TickResult, slot: int) -> bytes:
+        """One client's whole snapshot frame of a tick (the player must have been seated
+        when the tick was computed)."""
+        head = self.snapshot_head(result, slot)
+        if head is None:
+            raise LookupError(f"player {slot} was not seated at tick {result.tick}")
+        return head + result.body
+
+    def mark_sent(self, tick: int, sent_at: float) -> None:
+        self.sent.record(tick, sent_at)

@@ -1,0 +1,59 @@
+"""The world as struct-of-arrays: one row per player slot (sans-I/O).
+
+A slot is a seat in the match; its index is the player's id on the wire. Only the tick
+writes these arrays (see :mod:`server.sim.match`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+__all__ = ["MAX_HEALTH", "World"]
+
+MAX_HEALTH = 100
+
+
+class World:
+    def __init__(self, max_players: int) -> None:
+        self.max_players = max_players
+        self.active = np.zeros(max_players, dtype=bool)  # seat taken
+        self.alive = np.zeros(max_players, dtype=bool)
+        self.pos = np.zeros((max_players, 3), dtype=np.float64)
+        self.vel = np.zeros((max_players, 3), dtype=np.float64)
+        self.yaw = np.zeros(max_players, dtype=np.float64)
+        self.pitch = np.zeros(max_players, dtype=np.float64)
+        self.health = np.zeros(max_players, dtype=np.int16)
+        # The input being applied each tick; repeats when a player's inputs stop arriving.
+        self.move = np.zeros((max_players, 2), dtype=np.float64)
+        self.buttons = np.zeros(max_players, dtype=np.int64)
+
+    @property
+    def player_count(self) -> int:
+        return int(self.active.sum())
+
+    def free_slot(self) -> int | None:
+        free = np.flatnonzero(~self.active)
+        return int(free[0]) if len(free) else None
+
+    def seat(self, slot: int, x: float, y: float) -> None:
+        self.active[slot] = True
+        self.alive[slot] = True
+        self.pos[slot] = (x, y, 0.0)
+        self.vel[slot] = 0.0
+        self.yaw[slot] = self.pitch[slot] = 0.0
+        self.health[slot] = MAX_HEALTH
+        self.move[slot] = 0.0
+        self.buttons[slot] = 0
+
+    def vacate(self, slot: int) -> None:
+        self.active[slot] = False
+        self.alive[slot] = False
+
+    def state_hash(self) -> str:
+        """A digest of everything that defines the world, to compare replicas and runs."""
+        digest = hashlib.blake2b(digest_size=16)
+        for array in (self.active, self.alive, self.pos, self.vel, self.health):
+            digest.update(np.ascontiguousarray(array).tobytes())
+        return digest.hexdigest()

@@ -1,0 +1,352 @@
+"""The static coordinator against tiny aiohttp peers serving /health on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from hypothesis import given
+from hypothesis import strategies as st
+
+from server.coordination import Coordinator, parse_coordinator_spec
+from server.coordination.net import EtcdCoordinator, StaticCoordinator, make_coordinator
+from server.coordination.net.static import PeerHealth, decide_campaign, parse_health
+
+PeerFactory = Callable[..., Awaitable[str]]
+
+
+@pytest.fixture
+async def peer() -> AsyncIterator[PeerFactory]:
+    """Start fake nodes: ``await peer(node, role, epoch, tick, delay=0.0)`` -> base URL."""
+    servers: list[TestServer] = []
+
+    async def start(
+        node: str, role: str, epoch: int, tick: int, *, delay: float = 0.0, body: Any = None
+    ) -> str:
+        async def health(request: web.Request) -> web.Response:
+            if delay:
+                await asyncio.sleep(delay)
+            answer = (
+                body
+                if body is not None
+                else {
+                    "node": node,
+                    "role": role,
+                    "epoch": epoch,
+                    "replicated_tick": tick,
+                    "players": 3,
+                }
+            )
+            return web.json_response(answer)
+
+        app = web.Application()
+        app.router.add_get("/health", health)
+        server = TestServer(app, host="127.0.0.1")
+        await server.start_server()
+        servers.append(server)
+        return str(server.make_url("")).rstrip("/")
+
+    try:
+        yield start
+    finally:
+        for server in servers:
+            await server.close()
+
+
+@pytest.fixture
+def closed_port_url() -> str:
+    """A URL where nothing listens (the port was free a moment ago)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+async def started(node_id: str, peers: list[str], wait: float = 5.0) -> StaticCoordinator:
+    """A coordinator that waits ``wait`` for each round of answers: long by default, so
+    a busy machine does not turn a slow answer into a missing one (the tests about
+    timeouts pass a short one and peers that answer far later)."""
+    coordinator = StaticCoordinator(node_id, peers, timeout=wait)
+    await coordinator.start()
+    return coordinator
+
+
+async def test_highest_replicated_tick_wins(peer: PeerFactory) -> None:
+    b = await peer("b", "standby", 3, 120)
+    c = await peer("c", "standby", 3, 90)
+    me = await started("a", [b, c])
+    try:
+        # b holds more ticks than a: a must not lead
+        assert await me.campaign(node_id="a", url="u", replicated_tick=100, known_epoch=3) is None
+        assert await me.confirm() is False
+        # a holds the most ticks: it wins, one epoch above everything seen
+        assert await me.campaign(node_id="a", url="u", replicated_tick=121, known_epoch=3) == 4
+        assert await me.confirm() is True
+    finally:
+        await me.close()
+    assert await me.confirm() is False  # closed: no longer leads
+
+
+async def test_tie_goes_to_the_lowest_node_id(peer: PeerFactory) -> None:
+    b = await peer("node-b", "standby", 2, 50)
+    d = await peer("node-d", "standby", 2, 50)
+    lower = await started("node-a", [b, d])
+    higher = await started("node-c", [b, d])
+    try:
+        assert (
+            await lower.campaign(node_id="node-a", url="u", replicated_tick=50, known_epoch=2) == 3
+        )
+        assert (
+            await higher.campaign(node_id="node-c", url="u", replicated_tick=50, known_epoch=2)
+            is None
+        )
+    finally:
+        await lower.close()
+        await higher.close()
+
+
+async def test_every_standby_agrees_on_one_winner(peer: PeerFactory) -> None:
+    ticks = {"s1": 70, "s2": 75, "s3": 75}
+    urls = {n: await peer(n, "standby", 5, t) for n, t in ticks.items()}
+    verdicts = {}
+    for node, tick in ticks.items():
+        me = await started(node, list(urls.values()))  # its own URL too: ignored
+        try:
+            verdicts[node] = await me.campaign(
+                node_id=node, url=urls[node], replicated_tick=tick, known_epoch=5
+            )
+        finally:
+            await me.close()
+    assert verdicts == {"s1": None, "s2": 6, "s3": None}
+
+
+async def test_a_reachable_primary_blocks_the_campaign(peer: PeerFactory) -> None:
+    primary = await peer("p", "primary", 7, 10)
+    me = await started("s", [primary])
+    try:
+        assert await me.campaign(node_id="s", url="u", replicated_tick=999, known_epoch=7) is None
+        assert await me.leader() == ("p", primary, 7)
+    finally:
+        await me.close()
+
+
+async def test_a_stale_primary_does_not_block(peer: PeerFactory) -> None:
+    # A primary reporting an epoch below what this standby already knows was fenced.
+    old = await peer("p", "primary", 4, 10)
+    me = await started("s", [old])
+    try:
+        assert await me.campaign(node_id="s", url="u", replicated_tick=10, known_epoch=6) == 7
+    finally:
+        await me.close()
+
+
+async def test_stepping_down_neither_blocks_nor_competes(peer: PeerFactory) -> None:
+    leaving = await peer("a", "stepping_down", 3, 500)
+    me = await started("z", [leaving])
+    try:
+        assert await me.campaign(node_id="z", url="u", replicated_tick=1, known_epoch=3) == 4
+    finally:
+        await me.close()
+
+
+async def test_slow_and_unreachable_peers_are_ignored_within_the_timeout(
+    peer: PeerFactory, closed_port_url: str
+) -> None:
+    # The paused primary (and a paused standby with more ticks) answer too late to count.
+    paused_primary = await peer("p", "primary", 9, 300, delay=10.0)
+    paused_standby = await peer("a", "standby", 9, 300, delay=10.0)
+    live = await peer("c", "standby", 9, 200)
+    me = await started("b", [paused_primary, paused_standby, closed_port_url, live], wait=0.2)
+    try:
+        began = time.monotonic()
+        epoch = await me.campaign(node_id="b", url="u", replicated_tick=250, known_epoch=9)
+        elapsed = time.monotonic() - began
+    finally:
+        await me.close()
+    assert epoch == 10
+    assert elapsed < 5.0  # bounded by the 0.2 s timeout, not by the 10 s pauses
+
+
+async def test_epoch_is_one_above_the_highest_seen(peer: PeerFactory) -> None:
+    # A standby that already followed a newer primary than this node knows of.
+    ahead = await peer("b", "standby", 12, 10)
+    me = await started("a", [ahead])
+    try:
+        assert await me.campaign(node_id="a", url="u", replicated_tick=11, known_epoch=8) == 13
+    finally:
+        await me.close()
+
+
+async def test_garbage_health_is_treated_as_unreachable(peer: PeerFactory) -> None:
+    garbage = await peer("x", "standby", 0, 0, body={"node": "x", "role": "standby", "epoch": "9"})
+    me = await started("a", [garbage])
+    try:
+        assert await me.poll_peers() == []
+        assert await me.campaign(node_id="a", url="u", replicated_tick=0, known_epoch=1) == 2
+    finally:
+        await me.close()
+
+
+async def test_claim_initial(peer: PeerFactory, closed_port_url: str) -> None:
+    alone = await started("a", [closed_port_url])
+    try:
+        assert await alone.claim_initial(node_id="a", url="http://a") == 1
+        assert await alone.leader() == ("a", "http://a", 1)
+        assert await alone.confirm() is True
+    finally:
+        await alone.close()
+    b = await peer("b", "standby", 41, 0)
+    behind = await started("a", [b])
+    try:
+        assert await behind.claim_initial(node_id="a", url="http://a") == 42
+    finally:
+        await behind.close()
+
+
+async def test_depose_is_a_no_op(peer: PeerFactory) -> None:
+    primary = await peer("p", "primary", 2, 0)
+    me = await started("s", [primary])
+    try:
+        await me.depose(node_id="p")
+        assert await me.leader() == ("p", primary, 2)
+    finally:
+        await me.close()
+
+
+async def test_not_started_is_a_local_error() -> None:
+    me = StaticCoordinator("a", ["http://127.0.0.1:1"])
+    with pytest.raises(RuntimeError, match="not started"):
+        await me.campaign(node_id="a", url="u", replicated_tick=0, known_epoch=0)
+
+
+# -- the rule alone (sans-I/O) ------------------------------------------------------------
+
+peers_strategy = st.lists(
+    st.builds(
+        PeerHealth,
+        url=st.just("http://x"),
+        node=st.sampled_from(["a", "b", "c", "d", "e"]),
+        role=st.sampled_from(["standby", "stepping_down"]),
+        epoch=st.integers(0, 20),
+        replicated_tick=st.integers(0, 5),
+    ),
+    max_size=5,
+    unique_by=lambda p: p.node,
+)
+
+
+@given(peers=peers_strategy, tick=st.integers(0, 5), known=st.integers(0, 20))
+def test_rule_at_most_one_winner_and_epoch_rises(
+    peers: list[PeerHealth], tick: int, known: int
+) -> None:
+    everyone = [*peers, PeerHealth("http://me", "m", "standby", known, tick)]
+    standbys = [p for p in everyone if p.role == "standby"]
+    winners = []
+    for me in standbys:
+        others = [p for p in everyone if p.node != me.node]
+        epoch = decide_campaign(
+            node_id=me.node, replicated_tick=me.replicated_tick, known_epoch=me.epoch, peers=others
+        )
+        if epoch is not None:
+            winners.append(me)
+            assert epoch > me.epoch
+            assert epoch > max(p.epoch for p in everyone)
+    assert len(winners) == 1
+    best = max(p.replicated_tick for p in standbys)
+    assert winners[0].replicated_tick == best
+    assert winners[0].node == min(p.node for p in standbys if p.replicated_tick == best)
+
+
+def test_parse_health_rejects_bad_bodies() -> None:
+    ok = {"node": "a", "role": "primary", "epoch": 1, "replicated_tick": 2}
+    assert parse_health("u", ok) == PeerHealth("u", "a", "primary", 1, 2)
+    bad: object
+    for bad in (
+        [],
+        {**ok, "node": 3},
+        {**ok, "role": "leader"},
+        {**ok, "epoch": True},
+        {**ok, "epoch": -1},
+        {**ok, "replicated_tick": 1.5},
+        {k: v for k, v in ok.items() if k != "epoch"},
+    ):
+        with pytest.raises(ValueError):
+            parse_health("u", bad)
+
+
+# -- make_coordinator ---------------------------------------------------------------------
+
+
+def test_make_static() -> None:
+    c: Coordinator = make_coordinator("static", node_id="a", peers=["http://127.0.0.1:9001/"])
+    assert isinstance(c, StaticCoordinator)
+    assert c.kind == "static"
+    assert c.peers == ("http://127.0.0.1:9001",)
+    assert isinstance(c, Coordinator)
+
+
+@pytest.mark.parametrize(
+    ("spec", "endpoint"),
+    [
+        ("etcd://127.0.0.1:23790", "http://127.0.0.1:23790"),
+        ("etcd://etcd.internal:2379", "http://etcd.internal:2379"),
+        ("etcd://[::1]:4001", "http://[::1]:4001"),
+    ],
+)
+def test_make_etcd(spec: str, endpoint: str) -> None:
+    c = make_coordinator(spec, node_id="a", region="eu")
+    assert isinstance(c, EtcdCoordinator)
+    assert c.kind == "etcd"
+    assert c.endpoint == endpoint
+    assert c.key == "/arena/eu/leader"
+    assert parse_coordinator_spec(spec) == ("etcd", endpoint)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("", "empty coordinator"),
+        ("Static", "unknown coordinator 'Static'"),
+        ("zookeeper://h:1", "unknown coordinator scheme 'zookeeper://'"),
+        ("http://h:1", "unknown coordinator scheme 'http://'"),
+        ("etcd://", "expected etcd://HOST:PORT"),
+        ("etcd://host", "missing port"),
+        ("etcd://:2379", "missing host"),
+        ("etcd://host:notaport", "bad port"),
+        ("etcd://host:0", "bad port"),
+        ("etcd://host:70000", "bad port"),
+        ("etcd://host:2379/v3", "nothing else"),
+        ("etcd://a:1,b:2", "nothing else"),
+        ("etcd://user@host:1", "nothing else"),
+    ],
+)
+def test_bad_specs_are_one_line_errors(spec: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message) as info:
+        make_coordinator(spec, node_id="a")
+    assert "\n" not in str(info.value)
+    assert "static" in str(info.value) or "etcd://" in str(info.value) or "port" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"node_id": ""}, "empty node id"),
+        ({"node_id": "a", "peers": ["127.0.0.1:9000"]}, "bad peer URL"),
+        ({"node_id": "a", "peers": ["http://127.0.0.1:9000/health"]}, "no path"),
+    ],
+)
+def test_bad_static_arguments(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message) as info:
+        make_coordinator("static", **kwargs)
+    assert "\n" not in str(info.value)
+
+
+def test_bad_region() -> None:
+    with pytest.raises(ValueError, match="bad region"):
+        make_coordinator("etcd://127.0.0.1:1", node_id="a", region="eu/west")

@@ -1,0 +1,299 @@
+"""The node's side of the directory, against an in-process directory on a loopback port."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from server.directory import Heartbeat, issue
+from server.directory.net.app import DirectoryConfig, create_app
+from server.net.registration import (
+    MAX_CLAIMED,
+    ClaimLedger,
+    DirectoryAck,
+    check_reservation,
+    heartbeat_loop,
+)
+
+SECRET = b"registration-test-secret-0123456789"
+INTERVAL = 0.05
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.asynccontextmanager
+async def directory_at(port: int) -> AsyncIterator[str]:
+    """An in-process directory listening on 127.0.0.1:port until the block ends."""
+    runner = web.AppRunner(create_app(DirectoryConfig(secret=SECRET, heartbeat_timeout=5.0)))
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+@pytest.fixture
+async def directory() -> AsyncIterator[str]:
+    async with directory_at(free_port()) as url:
+        yield url
+
+
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+    def events(self, name: str) -> list[str]:
+        return [line for line in self.lines if line.startswith(f"event={name} ")]
+
+
+@pytest.fixture
+def logs() -> Iterator[_Lines]:
+    """What ``arena.server`` logged (attached directly: configure_logging may stop
+    propagation to the root logger that caplog listens on)."""
+    handler = _Lines()
+    logger = logging.getLogger("arena.server")
+    old_level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+
+
+def beat(**changes: Any) -> Heartbeat:
+    fields: dict[str, Any] = {
+        "node_id": "eu-1",
+        "region": "eu",
+        "endpoint": "ws://127.0.0.1:9/ws",
+        "probe": "http://127.0.0.1:9/probe",
+        "role": "primary",
+        "epoch": 1,
+        "matches": 1,
+        "players": 0,
+        "capacity": 10,
+    }
+    fields.update(changes)
+    return Heartbeat(**fields)
+
+
+@contextlib.asynccontextmanager
+async def running(**kwargs: Any) -> AsyncIterator[asyncio.Task[None]]:
+    """The heartbeat loop as a task, cancelled and awaited at the end (it must still run)."""
+    kwargs.setdefault("secret", SECRET)
+    kwargs.setdefault("interval", INTERVAL)
+    task = asyncio.create_task(heartbeat_loop(**kwargs))
+    try:
+        yield task
+        assert not task.done(), "the heartbeat loop ended on its own"
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def regions(url: str) -> dict[str, Any]:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"{url}/regions", timeout=aiohttp.ClientTimeout(total=2)) as response,
+    ):
+        assert response.status == 200
+        body: dict[str, Any] = await response.json()
+        return {r["region"]: r for r in body["regions"]}
+
+
+async def until(predicate: Any, within: float = 5.0) -> None:
+    """Poll ``predicate`` (state in another task or process: no event to wait on)."""
+    async with asyncio.timeout(within):
+        while not await predicate():
+            await asyncio.sleep(INTERVAL / 2)
+
+
+# -- heartbeats --------------------------------------------------------------------------
+
+
+async def test_heartbeats_register_the_node_and_follow_its_state(directory: str) -> None:
+    state = {"players": 0}
+    acks: list[DirectoryAck] = []
+
+    def describe() -> Heartbeat:
+        return beat(players=state["players"])
+
+    async with running(directory_url=directory, describe=describe, on_ack=acks.append):
+
+        async def registered() -> bool:
+            eu = (await regions(directory)).get("eu")
+            return eu is not None and eu["primary"] is not None
+
+        await until(registered)
+        eu = (await regions(directory))["eu"]
+        assert eu["primary"]["node_id"] == "eu-1"
+        assert eu["probe"] == "http://127.0.0.1:9/probe"
+        state["players"] = 4  # the next beat reports the node's current load
+
+        async def four_players() -> bool:
+            return bool((await regions(directory))["eu"]["players"] == 4)
+
+        await until(four_players)
+    assert acks and acks[-1] == DirectoryAck(status="routable", group_epoch=1, reserved=0)
+
+
+async def test_a_stopped_directory_does_not_end_the_loop_and_a_restarted_one_hears_it(
+    logs: _Lines,
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+
+    async def registered() -> bool:
+        return "eu" in await regions(url)
+
+    async def back() -> bool:
+        return bool(logs.events("directory_reachable"))
+
+    async with running(directory_url=url, describe=beat):
+        async with directory_at(port):
+            await until(registered)
+        logs.lines.clear()
+        # The directory is gone: several beats fail, one line says so, the loop goes on.
+        await asyncio.sleep(8 * INTERVAL)
+        unreachable = logs.events("directory_unreachable")
+        assert len(unreachable) == 1, logs.lines
+        assert "region=eu node=eu-1 role=primary epoch=1" in unreachable[0]
+        async with directory_at(port):
+            await until(registered)
+            await until(back)
+
+
+async def test_a_directory_that_refuses_is_logged_once_and_retried(
+    directory: str, logs: _Lines
+) -> None:
+    async with running(directory_url=directory, describe=beat, secret=b"not-the-cluster-secret"):
+        await asyncio.sleep(8 * INTERVAL)
+    refused = logs.events("heartbeat_refused")
+    assert len(refused) == 1, logs.lines
+    assert "status=401 error=bad_signature" in refused[0]
+    assert await regions(directory) == {}
+
+
+async def test_nothing_to_report_and_invalid_descriptions_do_not_end_the_loop(
+    directory: str, logs: _Lines
+) -> None:
+    calls = {"n": 0}
+
+    def describe() -> Heartbeat | None:
+        calls["n"] += 1
+        if calls["n"] <= 2:
+            return None  # still starting
+        if calls["n"] <= 5:
+            return beat(region="Not A Region")  # raises HeartbeatError (a ValueError)
+        return beat()
+
+    async with running(directory_url=directory, describe=describe):
+
+        async def registered() -> bool:
+            return "eu" in await regions(directory)
+
+        await until(registered)
+    assert len(logs.events("heartbeat_invalid")) == 1, logs.lines
+
+
+async def test_the_loop_refuses_a_nonsense_interval() -> None:
+    with pytest.raises(ValueError, match="interval"):
+        await heartbeat_loop(
+            directory_url="http://127.0.0.1:9", secret=SECRET, describe=beat, interval=0
+        )
+
+
+# -- reservations ------------------------------------------------------------------------
+
+
+def test_check_reservation_admits_a_good_one_and_records_its_claim() -> None:
+    now = time.time()
+    token = issue(SECRET, "alice", "eu-1", "eu", now, 10.0)
+    claims = ClaimLedger()
+    assert check_reservation(SECRET, token, "eu-1", now, player="alice", claims=claims) is None
+    assert len(claims) == 1 and len(claims.pending()[0]) == 16
+    assert check_reservation(SECRET, token, "eu-1", now + 9.9) is None
+
+
+@pytest.mark.parametrize(
+    ("token_secret", "node", "at", "player", "code"),
+    [
+        (b"another-secret-entirely-0123", "eu-1", 0.0, None, "bad_signature"),
+        (SECRET, "eu-2", 0.0, None, "wrong_node"),
+        (SECRET, "eu-1", 10.01, None, "expired"),
+        (SECRET, "eu-1", 0.0, "mallory", "wrong_player"),
+    ],
+)
+def test_check_reservation_names_the_code_of_a_bad_one(
+    token_secret: bytes, node: str, at: float, player: str | None, code: str
+) -> None:
+    now = time.time()
+    token = issue(token_secret, "alice", "eu-1", "eu", now, 10.0)
+    claims = ClaimLedger()
+    assert check_reservation(SECRET, token, node, now + at, player=player, claims=claims) == code
+    assert len(claims) == 0  # a refused reservation claims nothing
+
+
+@pytest.mark.parametrize("token", ["", "garbage", "a.b.c", "x" * 600])
+def test_check_reservation_calls_garbage_malformed(token: str) -> None:
+    assert check_reservation(SECRET, token, "eu-1", time.time()) == "malformed"
+
+
+def test_the_ledger_sends_the_oldest_ids_first_and_forgets_only_what_was_settled() -> None:
+    claims = ClaimLedger()
+    ids = [f"{i:016x}" for i in range(MAX_CLAIMED + 3)]
+    for rid in ids:
+        claims.add(rid)
+    sent = claims.pending()
+    assert sent == tuple(ids[:MAX_CLAIMED])
+    claims.settle(sent[:10])
+    assert len(claims) == MAX_CLAIMED + 3 - 10
+    assert claims.pending()[0] == ids[10]
+
+
+async def test_claimed_reservations_settle_the_directorys_accounting(directory: str) -> None:
+    """Seat -> reservation -> node admits it -> next heartbeat claims it -> reserved is 0."""
+    claims = ClaimLedger()
+    async with running(directory_url=directory, describe=beat, claims=claims):
+
+        async def registered() -> bool:
+            return "eu" in await regions(directory)
+
+        await until(registered)
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(f"{directory}/seat", json={"player": "alice", "rtt_ms": {"eu": 30}}) as r,
+        ):
+            seat = await r.json()
+        assert seat["node_id"] == "eu-1"
+        assert (await regions(directory))["eu"]["reserved"] == 1
+        code = check_reservation(
+            SECRET, seat["reservation"], "eu-1", time.time(), player="alice", claims=claims
+        )
+        assert code is None
+
+        async def settled() -> bool:
+            return bool((await regions(directory))["eu"]["reserved"] == 0)
+
+        await until(settled)
+        assert len(claims) == 0

@@ -1,0 +1,370 @@
+"""Exact, analytic cases of lag-compensated hit registration.
+
+Each case runs on the NumPy reference (the specification) and on the numba CPU kernel with
+and without the broad phase, through the public facade.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from server.sim.hitreg import (
+    BackendUnavailable,
+    History,
+    HitscanResults,
+    HitscanShots,
+    HitValidator,
+    ProjectileShots,
+    interpolate_positions,
+    make_validator,
+    snapshot_bracket,
+)
+from server.sim.hitreg.reference import projectile_substeps
+from shared.hitbox import (
+    HIT_NONE,
+    HIT_PLAYER,
+    HIT_WORLD,
+    HITBOX_HEAD,
+    HITBOX_LEGS,
+    HITBOX_MIN_RADIUS,
+    HITBOX_TORSO,
+)
+
+DT = 1.0 / 60.0
+NO_BOXES = np.zeros((0, 3))
+
+
+def ring(times, feet, alive=None, *, capacity=None, start=0) -> History:
+    """One match's history: logical snapshot i (time ``times[i]``, feet ``feet[i]``, P x 3)
+    stored at physical index ``(start + i) % capacity``."""
+    feet = np.asarray(feet, dtype=np.float64)
+    n, players = feet.shape[:2]
+    capacity = capacity or n
+    alive = np.ones((n, players), dtype=np.uint8) if alive is None else np.asarray(alive)
+    times_ring = np.zeros((1, capacity))
+    feet_ring = np.zeros((1, capacity, players, 3))
+    alive_ring = np.zeros((1, capacity, players), dtype=np.uint8)
+    for i in range(n):
+        h = (start + i) % capacity
+        times_ring[0, h] = times[i]
+        feet_ring[0, h] = feet[i]
+        alive_ring[0, h] = alive[i]
+    return History(
+        times=times_ring,
+        positions=feet_ring,
+        alive=alive_ring,
+        start=np.array([start]),
+        count=np.array([n]),
+    )
+
+
+def standing(*xy: tuple[float, float], snapshots: int = 2, t0: float = 0.0) -> History:
+    """Players standing still at the given x/y over ``snapshots`` ticks from ``t0``."""
+    feet = [[(x, y, 0.0) for x, y in xy]] * snapshots
+    return ring([t0 + i * DT for i in range(snapshots)], feet)
+
+
+def hitscan(origin, direction, view_time, *, shooter=0, max_range=100.0, match=0):
+    direction = np.asarray(direction, dtype=np.float64)
+    return HitscanShots(
+        match=np.array([match]),
+        shooter=np.array([shooter]),
+        origin=np.array([origin], dtype=np.float64),
+        direction=np.array([direction / np.linalg.norm(direction)]),
+        max_range=max_range,
+        view_time=np.array([view_time]),
+    )
+
+
+def projectile(origin, velocity, spawn, end, *, gravity=0.0, expire=10.0, shooter=0):
+    return ProjectileShots(
+        match=np.array([0]),
+        shooter=np.array([shooter]),
+        origin=np.array([origin], dtype=np.float64),
+        velocity=np.array([velocity], dtype=np.float64),
+        gravity=gravity,
+        spawn_time=np.array([spawn]),
+        end_time=end,
+        expire_time=expire,
+    )
+
+
+class Backend:
+    """A validator plus the broad-phase setting to call it with."""
+
+    def __init__(self, validator: HitValidator, broad_phase: bool) -> None:
+        self.validator = validator
+        self.broad_phase = broad_phase
+
+    def shoot(self, history, shots, boxes=(NO_BOXES, NO_BOXES)):
+        validator = make_validator(self.validator.backend, box_min=boxes[0], box_max=boxes[1])
+        result = validator.resolve_hitscan(history, shots, broad_phase=self.broad_phase)
+        return (
+            int(result.kind[0]),
+            int(result.victim[0]),
+            int(result.hitbox[0]),
+            float(result.distance[0]),
+        )
+
+    def fly(self, history, shots, boxes=(NO_BOXES, NO_BOXES)):
+        validator = make_validator(self.validator.backend, box_min=boxes[0], box_max=boxes[1])
+        return validator.resolve_projectiles(history, shots, broad_phase=self.broad_phase)
+
+
+@pytest.fixture(
+    scope="module",
+    params=[("reference", False), ("cpu", False), ("cpu", True)],
+    ids=["reference", "cpu", "cpu-broad-phase"],
+)
+def backend(request) -> Backend:
+    name, broad_phase = request.param
+    return Backend(make_validator(name), broad_phase)
+
+
+# -- rewinding -------------------------------------------------------------------------------
+
+
+def test_bracket_interpolates_clamps_and_prefers_exact_snapshots():
+    history = ring([1.0, 1.1, 1.2], np.zeros((3, 1, 3)), capacity=5, start=3)  # wraps around
+    args = (history.times, history.start, history.count, 0)
+    assert snapshot_bracket(*args, 0.5) == (3, 3, 0.0)  # before the oldest: oldest alone
+    assert snapshot_bracket(*args, 9.0) == (0, 0, 0.0)  # after the newest: newest alone
+    assert snapshot_bracket(*args, 1.1) == (4, 4, 0.0)  # exactly a snapshot: that one
+    before, after, weight = snapshot_bracket(*args, 1.175)
+    assert (before, after) == (4, 0) and weight == pytest.approx(0.75)
+    empty = ring([1.0], np.zeros((1, 1, 3)))
+    empty.count[0] = 0
+    assert snapshot_bracket(empty.times, empty.start, empty.count, 0, 1.0) == (-1, -1, 0.0)
+
+
+def test_interpolate_positions_is_linear_and_needs_both_snapshots_alive():
+    feet = [[(0.0, 0.0, 0.0), (5.0, 0.0, 0.0)], [(1.0, 2.0, 0.0), (5.0, 0.0, 0.0)]]
+    history = ring([0.0, DT], feet, alive=[[1, 1], [1, 0]])
+    arrays = history.arrays()
+    rewound, present = interpolate_positions(*arrays, 0, 0.25 * DT)
+    np.testing.assert_allclose(rewound[0], (0.25, 0.5, 0.0))
+    assert present.tolist() == [True, False]  # slot 1 died at the second snapshot
+    _, present = interpolate_positions(*arrays, 0, -1.0)  # clamped to the first snapshot
+    assert present.tolist() == [True, True]
+
+
+# -- hitscan ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("z", "hitbox", "distance"),
+    [(1.62, HITBOX_HEAD, 9.86), (1.2, HITBOX_TORSO, 9.78), (0.5, HITBOX_LEGS, 9.84)],
+)
+def test_head_torso_legs(backend, z, hitbox, distance):
+    history = standing((0.0, 0.0), (10.0, 0.0))
+    hit = backend.shoot(history, hitscan((0.0, 0.0, z), (1, 0, 0), 0.5 * DT))
+    assert hit == (HIT_PLAYER, 1, hitbox, pytest.approx(distance, abs=1e-12))
+
+
+def test_miss_over_the_head_reports_the_range(backend):
+    history = standing((0.0, 0.0), (10.0, 0.0))
+    assert backend.shoot(history, hitscan((0, 0, 1.9), (1, 0, 0), 0.0, max_range=60.0)) == (
+        HIT_NONE, -1, 0, 60.0,
+    )  # fmt: skip
+
+
+def test_wall_blocks_the_shot(backend):
+    history = standing((0.0, 0.0), (10.0, 0.0))
+    wall = (np.array([[5.0, -2.0, 0.0]]), np.array([[5.5, 2.0, 3.0]]))
+    hit = backend.shoot(history, hitscan((0, 0, 1.2), (1, 0, 0), 0.0), wall)
+    assert hit == (HIT_WORLD, -1, 0, 5.0)
+
+
+def test_low_cover_blocks_legs_not_head(backend):
+    history = standing((0.0, 0.0), (10.0, 0.0))
+    cover = (np.array([[5.0, -1.0, 0.0]]), np.array([[6.0, 1.0, 1.2]]))
+    assert backend.shoot(history, hitscan((0, 0, 0.5), (1, 0, 0), 0.0), cover)[0] == HIT_WORLD
+    head = backend.shoot(history, hitscan((0, 0, 1.62), (1, 0, 0), 0.0), cover)
+    assert head[:3] == (HIT_PLAYER, 1, HITBOX_HEAD)
+
+
+def test_sub_tick_interpolation_decides_a_target_stepping_aside(backend):
+    # Slot 1 steps 0.6 m sideways between tick 0 and tick 1; the ray passes where it stood.
+    feet = [[(0.0, 5.0, 0.0), (10.0, 0.0, 0.0)], [(0.0, 5.0, 0.0), (10.0, 0.6, 0.0)]]
+    history = ring([0.0, DT], feet)
+    early = backend.shoot(history, hitscan((0, 0, 1.2), (1, 0, 0), 0.25 * DT))
+    # At a quarter tick it is 0.15 m off the ray: the torso (0.22) is still in the way.
+    expected = 10.0 - math.sqrt(0.22**2 - 0.15**2)
+    assert early == (HIT_PLAYER, 1, HITBOX_TORSO, pytest.approx(expected, abs=1e-12))
+    late = backend.shoot(history, hitscan((0, 0, 1.2), (1, 0, 0), 0.75 * DT))
+    assert late[0] == HIT_NONE  # 0.45 m off: gone
+
+
+def test_rewinding_outside_the_history_clamps(backend):
+    feet = [[(0.0, 9.0, 0.0), (10.0, 0.0, 0.0)], [(0.0, 9.0, 0.0), (10.0, 5.0, 0.0)]]
+    history = ring([1.0, 1.0 + DT], feet)
+    at_old_spot = hitscan((0, 0, 1.2), (1, 0, 0), 0.2)  # long before the oldest snapshot
+    assert backend.shoot(history, at_old_spot)[:2] == (HIT_PLAYER, 1)
+    too_late = hitscan((0, 0, 1.2), (1, 0, 0), 5.0)  # after the newest: it stands at y = 5
+    assert backend.shoot(history, too_late)[0] == HIT_NONE
+    at_new_spot = hitscan((0, 5, 1.2), (1, 0, 0), 5.0)
+    assert backend.shoot(history, at_new_spot)[:2] == (HIT_PLAYER, 1)
+
+
+def test_the_shooter_never_hits_himself(backend):
+    # The muzzle is inside the shooter's own head; the shot must reach the target.
+    history = standing((0.0, 0.0), (10.0, 0.0))
+    hit = backend.shoot(history, hitscan((0, 0, 1.6), (1, 0, 0), 0.0, shooter=0))
+    assert hit[:3] == (HIT_PLAYER, 1, HITBOX_HEAD)
+    other = backend.shoot(history, hitscan((0, 0, 1.6), (1, 0, 0), 0.0, shooter=1))
+    assert other == (HIT_PLAYER, 0, HITBOX_HEAD, 0.0)  # someone else's muzzle: hit at 0
+
+
+def test_dead_or_absent_slots_are_not_hit(backend):
+    feet = [[(0.0, 5.0, 0.0), (10.0, 0.0, 0.0), (20.0, 0.0, 0.0)]] * 2
+    history = ring([0.0, DT], feet, alive=[[1, 0, 1], [1, 1, 1]])
+    shot = hitscan((0, 0, 1.2), (1, 0, 0), 0.5 * DT)  # slot 1 is alive in only one bracket
+    assert backend.shoot(history, shot)[:2] == (HIT_PLAYER, 2)
+    on_second = hitscan((0, 0, 1.2), (1, 0, 0), DT)  # exactly the snapshot it is alive in
+    assert backend.shoot(history, on_second)[:2] == (HIT_PLAYER, 1)
+
+
+def test_exact_tie_goes_to_the_lower_slot(backend):
+    history = standing((0.0, 5.0), (10.0, 0.0), (10.0, 0.0))
+    assert backend.shoot(history, hitscan((0, 0, 1.2), (1, 0, 0), 0.0))[:2] == (HIT_PLAYER, 1)
+
+
+def test_floor_stops_a_downward_shot(backend):
+    history = standing((0.0, 0.0), (10.0, 0.0))
+    hit = backend.shoot(history, hitscan((0, 0, 1.0), (1, 0, -1), 0.0))
+    assert hit == (HIT_WORLD, -1, 0, pytest.approx(math.sqrt(2.0)))
+
+
+# -- projectiles -----------------------------------------------------------------------------
+
+
+def sidestep_history(step_at: float) -> History:
+    """Slot 1 stands at x = 20 until ``step_at`` and is 3 m to the side one tick later;
+    snapshots every tick over 0.2 s."""
+    times = [i * DT for i in range(13)]
+    feet = [[(0.0, 0.0, 0.0), (20.0, 0.0 if t <= step_at + 1e-12 else 3.0, 0.0)] for t in times]
+    return ring(times, feet)
+
+
+def test_projectile_hits_in_the_past(backend):
+    history = sidestep_history(step_at=0.1)
+    result = backend.fly(history, projectile((0, 0, 1.2), (400, 0, 0), 0.0, 0.2))
+    assert (result.kind[0], result.victim[0], result.hitbox[0]) == (HIT_PLAYER, 1, HITBOX_TORSO)
+    assert result.time[0] == pytest.approx((20.0 - 0.22) / 400.0, abs=1e-12)
+    np.testing.assert_allclose(result.position[0], (19.78, 0.0, 1.2), atol=1e-12)
+    assert result.expired[0] == 0
+
+
+def test_projectile_misses_a_target_that_dodged_and_keeps_flying(backend):
+    history = sidestep_history(step_at=0.0)  # gone one tick after the shot
+    result = backend.fly(history, projectile((0, 0, 1.2), (400, 0, 0), 0.0, 0.2))
+    assert (result.kind[0], result.expired[0]) == (HIT_NONE, 0)
+    assert result.time[0] == pytest.approx(0.2)
+    np.testing.assert_allclose(result.position[0], (80.0, 0.0, 1.2), atol=1e-9)
+    np.testing.assert_allclose(result.velocity[0], (400.0, 0.0, 0.0))
+    # A hitscan shot at the same view time still finds it: only the projectile is dodged.
+    assert backend.shoot(history, hitscan((0, 0, 1.2), (1, 0, 0), 0.0))[0] == HIT_PLAYER
+
+
+def test_fast_projectile_does_not_tunnel_through_a_crossing_target(backend):
+    # The target crosses the line of fire at 30 m/s; at 3000 m/s the projectile reaches it
+    # after 3.3 ms, when it is 0.1 m off the line. Testing only at the end (y = 3) would miss.
+    history = ring([0.0, 0.1], [[(0, 5, 0), (10, 0, 0)], [(0, 5, 0), (10, 3, 0)]])
+    result = backend.fly(history, projectile((0, 0, 1.2), (3000, 0, 0), 0.0, 0.1))
+    assert (result.kind[0], result.victim[0], result.hitbox[0]) == (HIT_PLAYER, 1, HITBOX_TORSO)
+    assert result.time[0] == pytest.approx(9.8 / 3000.0, abs=1e-5)
+
+
+def test_fast_projectile_does_not_tunnel_through_a_thin_wall(backend):
+    history = standing((0.0, 5.0), (80.0, 0.0))
+    wall = (np.array([[50.0, -2.0, 0.0]]), np.array([[50.05, 2.0, 3.0]]))
+    result = backend.fly(history, projectile((0, 0, 1.2), (3000, 0, 0), 0.0, DT), wall)
+    assert result.kind[0] == HIT_WORLD
+    np.testing.assert_allclose(result.position[0], (50.0, 0.0, 1.2), atol=1e-9)
+
+
+def test_gravity_drops_a_projectile_onto_the_floor(backend):
+    history = standing((0.0, 50.0), snapshots=2)
+    result = backend.fly(history, projectile((0, 0, 1.5), (10, 0, 0), 0.0, 1.0, gravity=9.81))
+    fall = math.sqrt(2 * 1.5 / 9.81)
+    assert result.kind[0] == HIT_WORLD and result.victim[0] == -1
+    assert result.time[0] == pytest.approx(fall, abs=1e-3)
+    np.testing.assert_allclose(result.position[0], (10 * fall, 0.0, 0.0), atol=1e-2)
+    assert abs(result.position[0, 2]) < 1e-9  # on the floor, not above or below it
+    assert result.velocity[0, 2] == pytest.approx(-9.81 * fall, abs=1e-2)
+
+
+def test_projectile_expires_at_the_end_of_its_life(backend):
+    history = standing((0.0, 50.0))
+    result = backend.fly(history, projectile((0, 0, 5), (20, 0, 0), 0.0, 1.0, expire=0.05))
+    assert (result.kind[0], result.expired[0]) == (HIT_NONE, 1)
+    assert result.time[0] == pytest.approx(0.05)
+    np.testing.assert_allclose(result.position[0], (1.0, 0.0, 5.0), atol=1e-12)
+
+
+def test_a_projectile_continued_tick_by_tick_hits_like_one_flight(backend):
+    history = sidestep_history(step_at=1.0)  # never steps aside
+    whole = backend.fly(history, projectile((0, 0, 1.3), (150, 0, 1), 0.0, 0.2, gravity=9.81))
+    first = backend.fly(history, projectile((0, 0, 1.3), (150, 0, 1), 0.0, 0.1, gravity=9.81))
+    assert (first.kind[0], first.expired[0]) == (HIT_NONE, 0)
+    second = backend.fly(
+        history,
+        projectile(first.position[0], first.velocity[0], first.time[0], 0.2, gravity=9.81),
+    )
+    assert (second.kind[0], second.victim[0]) == (whole.kind[0], whole.victim[0]) == (1, 1)
+    assert second.hitbox[0] == whole.hitbox[0]
+    assert second.time[0] == pytest.approx(whole.time[0], abs=1e-9)
+
+
+def test_substeps_bound_the_step_length():
+    velocity = np.array([300.0, 0.0, 40.0])
+    for duration in (0.001, 0.05, 0.25):
+        n = projectile_substeps(velocity, 9.81, duration, HITBOX_MIN_RADIUS, 10**6)
+        assert np.linalg.norm(velocity) * duration / n <= HITBOX_MIN_RADIUS
+    assert projectile_substeps(velocity, 9.81, 100.0, HITBOX_MIN_RADIUS, 50) == 50
+
+
+# -- the facade ------------------------------------------------------------------------------
+
+
+def test_auto_falls_back_to_the_cpu_without_a_gpu():
+    from server.sim.hitreg import cuda
+
+    if cuda.cuda_available() and not cuda.simulator_enabled():
+        pytest.skip("a GPU is present: auto picks it")
+    assert make_validator("auto").backend == "cpu"
+    with pytest.raises(BackendUnavailable, match="backend 'cuda' is unavailable"):
+        make_validator("cuda")
+
+
+def test_unknown_backend_and_bad_inputs_are_refused_with_one_line():
+    with pytest.raises(ValueError, match="unknown backend 'gpu'"):
+        make_validator("gpu")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unit vector"):
+        HitscanShots(
+            match=[0], shooter=[0], origin=[[0, 0, 1]], direction=[[2, 0, 0]],
+            max_range=1.0, view_time=[0.0],
+        )  # fmt: skip
+    with pytest.raises(ValueError, match=r"history.positions: expected shape \(1, 2, n, 3\)"):
+        History(
+            times=np.zeros((1, 2)), positions=np.zeros((1, 2, 3)),
+            alive=np.zeros((1, 2, 1)), start=[0], count=[1],
+        )  # fmt: skip
+    validator = make_validator("cpu")
+    with pytest.raises(ValueError, match="match indices"):
+        validator.resolve_hitscan(standing((0, 0)), hitscan((0, 0, 1), (1, 0, 0), 0.0, match=3))
+
+
+def test_results_are_written_into_caller_buffers():
+    validator = make_validator("cpu", box_min=NO_BOXES, box_max=NO_BOXES)
+    validator.warm_up()
+    out = HitscanResults.allocate(1)
+    history = standing((0.0, 0.0), (10.0, 0.0))
+    returned = validator.resolve_hitscan(history, hitscan((0, 0, 1.2), (1, 0, 0), 0.0), out)
+    assert returned is out and out.victim[0] == 1 and out.hitbox_tests[0] == 3
+    wrong_size = HitscanResults.allocate(2)
+    with pytest.raises(ValueError, match=r"out.kind: expected a writable C-contiguous int32"):
+        validator.resolve_hitscan(history, hitscan((0, 0, 1.2), (1, 0, 0), 0.0), wrong_size)

@@ -1,0 +1,316 @@
+"""Untrusted inputs: sanitising, the per-player jitter buffers and RTT windows."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from server.sim.inputs import VERDICTS, InputQueues, InputVerdict, sanitize_columns
+from shared.protocol import InputMessage
+
+
+def msg(
+    seq: int = 0,
+    move: tuple[float, float] = (0.0, 0.0),
+    yaw: float = 0.0,
+    pitch: float = 0.0,
+    buttons: int = 0,
+) -> InputMessage:
+    return InputMessage(
+        seq=seq,
+        tick=seq,
+        move=move,
+        yaw=yaw,
+        pitch=pitch,
+        buttons=buttons,
+        view_time=0.0,
+        ack_tick=-1,
+    )
+
+
+class OneSeat:
+    """Slot 0 of an InputQueues, one input at a time."""
+
+    def __init__(
+        self, max_depth: int = 4, future_window: int = 120, capacity: int = 64, rtt_window: int = 64
+    ) -> None:
+        self.queues = InputQueues(1, max_depth, future_window, capacity, rtt_window)
+
+    def offer(
+        self, message: InputMessage, arrival: float = 0.0, rtt_sample: float = math.nan
+    ) -> InputVerdict:
+        codes = self.queues.offer(
+            np.array([0]),
+            np.array([[message.seq, message.tick, message.ack_tick, message.buttons]]),
+            np.array([[*message.move, message.yaw, message.pitch, message.view_time]]),
+            np.array([arrival]),
+            np.array([rtt_sample]),
+        )
+        return VERDICTS[int(codes[0])]
+
+    def take(self) -> list[InputMessage]:
+        released = self.queues.release(np.array([0]))
+        assert released.depth.tolist() == list(range(len(released.slot)))
+        return [
+            InputMessage(seq, tick, (mx, my), yaw, pitch, buttons, view, ack)
+            for (seq, tick, ack, buttons), (mx, my, yaw, pitch, view, _) in zip(
+                released.ints.tolist(), released.floats.tolist(), strict=True
+            )
+        ]
+
+    @property
+    def pending(self) -> list[tuple[InputMessage, float]]:
+        return self.queues.pending(0)
+
+    @property
+    def acked(self) -> int:
+        return self.queues.seat(0).acked
+
+    @property
+    def starved_ticks(self) -> int:
+        return self.queues.starved_ticks(0)
+
+
+def sanitize(message: InputMessage) -> tuple[InputVerdict, tuple[float, float] | None]:
+    """The verdict on one input's angles and move, and the move it keeps (None: rejected)."""
+    bad, clamped, move_x, move_y = sanitize_columns(
+        np.array([message.move[0]]),
+        np.array([message.move[1]]),
+        np.array([message.yaw]),
+        np.array([message.pitch]),
+    )
+    if bad[0]:
+        return InputVerdict.BAD_ANGLE, None
+    verdict = InputVerdict.CLAMPED if clamped[0] else InputVerdict.ACCEPTED
+    return verdict, (float(move_x[0]), float(move_y[0]))
+
+
+finite = st.floats(allow_nan=False, allow_infinity=False)
+
+# -- sanitize -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("move", [(0.0, 0.0), (1.0, 0.0), (0.0, -1.0), (0.6, -0.8), (0.3, 0.2)])
+def test_moves_within_the_unit_circle_are_accepted_unchanged(move: tuple[float, float]) -> None:
+    assert sanitize(msg(move=move, yaw=math.pi, pitch=-math.pi / 2)) == (
+        InputVerdict.ACCEPTED,
+        move,
+    )
+
+
+@given(st.floats(-1e6, 1e6), st.floats(-1e6, 1e6))
+def test_a_move_longer_than_one_is_clamped_onto_the_unit_circle(mx: float, my: float) -> None:
+    length = math.sqrt(mx * mx + my * my)
+    verdict, move = sanitize(msg(seq=3, move=(mx, my), yaw=0.5, pitch=0.25, buttons=2))
+    if length <= 1.0:
+        assert (verdict, move) == (InputVerdict.ACCEPTED, (mx, my))
+        return
+    assert verdict is InputVerdict.CLAMPED and move is not None
+    cx, cy = move
+    assert math.hypot(cx, cy) == pytest.approx(1.0, abs=1e-12)
+    assert (cx, cy) == (mx / length, my / length)  # same direction, Python's arithmetic
+    # Nothing else about the input changes.
+    seat = OneSeat()
+    seat.offer(msg(seq=3, move=(mx, my), yaw=0.5, pitch=0.25, buttons=2))
+    assert seat.take() == [msg(seq=3, move=(cx, cy), yaw=0.5, pitch=0.25, buttons=2)]
+
+
+def test_clamping_a_concrete_move() -> None:
+    assert sanitize(msg(move=(3.0, 4.0))) == (InputVerdict.CLAMPED, (0.6, 0.8))
+
+
+@given(finite, finite)
+def test_angles_outside_their_ranges_are_rejected(yaw: float, pitch: float) -> None:
+    verdict, move = sanitize(msg(move=(5.0, 0.0), yaw=yaw, pitch=pitch))
+    in_range = -math.pi <= yaw <= math.pi and -math.pi / 2 <= pitch <= math.pi / 2
+    if in_range:
+        assert verdict is InputVerdict.CLAMPED
+    else:
+        assert verdict is InputVerdict.BAD_ANGLE and move is None
+        seat = OneSeat()
+        assert seat.offer(msg(move=(5.0, 0.0), yaw=yaw, pitch=pitch)) is verdict
+        assert seat.pending == []
+
+
+@pytest.mark.parametrize(
+    ("yaw", "pitch"),
+    [
+        (math.nextafter(math.pi, 4.0), 0.0),
+        (-math.nextafter(math.pi, 4.0), 0.0),
+        (0.0, math.nextafter(math.pi / 2, 2.0)),
+        (0.0, -math.nextafter(math.pi / 2, 2.0)),
+        (7.0, 0.0),
+        (0.0, -3.0),
+    ],
+)
+def test_angles_just_outside_the_limits_are_bad(yaw: float, pitch: float) -> None:
+    assert sanitize(msg(yaw=yaw, pitch=pitch))[0] is InputVerdict.BAD_ANGLE
+
+
+def test_only_accepted_and_clamped_are_usable() -> None:
+    assert {v for v in InputVerdict if v.usable} == {InputVerdict.ACCEPTED, InputVerdict.CLAMPED}
+
+
+# -- the jitter buffer --------------------------------------------------------------------
+
+
+def test_one_input_is_released_per_tick_in_order() -> None:
+    buffer = OneSeat(max_depth=4)
+    for seq in range(3):
+        assert buffer.offer(msg(seq)) is InputVerdict.ACCEPTED
+    released = [[m.seq for m in buffer.take()] for _ in range(3)]
+    assert released == [[0], [1], [2]]
+    assert buffer.acked == 2
+    assert buffer.starved_ticks == 0
+
+
+def test_an_empty_buffer_repeats_and_counts_starvation() -> None:
+    buffer = OneSeat()
+    assert buffer.acked == -1
+    assert buffer.take() == []
+    assert buffer.starved_ticks == 1
+    buffer.offer(msg(0, move=(1.0, 0.0)))
+    assert [m.seq for m in buffer.take()] == [0]
+    assert buffer.take() == [] and buffer.take() == []
+    assert buffer.starved_ticks == 3
+    assert buffer.acked == 0  # repeating does not acknowledge anything new
+
+
+@pytest.mark.parametrize("max_depth", [1, 2, 4, 8])
+@pytest.mark.parametrize("burst", [1, 3, 9, 20])
+def test_a_burst_deeper_than_max_depth_is_caught_up_at_once(max_depth: int, burst: int) -> None:
+    buffer = OneSeat(max_depth=max_depth)
+    for seq in range(burst):
+        buffer.offer(msg(seq))
+    first = [m.seq for m in buffer.take()]
+    assert first == list(range(max(1, burst - max_depth + 1)))
+    assert len(buffer.pending) == min(burst - 1, max_depth - 1)
+    assert buffer.acked == first[-1]
+    rest = []
+    while buffer.pending:
+        taken = buffer.take()
+        assert len(taken) == 1  # once within depth, one per tick again
+        rest.append(taken[0].seq)
+    assert first + rest == list(range(burst))
+
+
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=60), st.integers(1, 6))
+def test_the_buffer_releases_every_accepted_input_once_in_order(
+    arrivals: list[int], max_depth: int
+) -> None:
+    """Whatever the arrival pattern, inputs come out in sequence, none lost or repeated,
+    and the buffer never holds more than max_depth - 1 after a tick."""
+    buffer = OneSeat(max_depth=max_depth)
+    seq = 0
+    released: list[int] = []
+    starved = 0
+    for count in arrivals:
+        for _ in range(count):
+            assert buffer.offer(msg(seq)) is InputVerdict.ACCEPTED
+            seq += 1
+        taken = buffer.take()
+        starved += not taken
+        released += [m.seq for m in taken]
+        assert len(buffer.pending) <= max_depth - 1
+        assert buffer.acked == (released[-1] if released else -1)
+    released += [m.seq for _ in range(seq) for m in buffer.take()]
+    assert released == list(range(seq))
+    assert buffer.starved_ticks >= starved
+
+
+def test_duplicates_and_old_sequence_numbers_are_stale() -> None:
+    buffer = OneSeat()
+    assert buffer.offer(msg(5)) is InputVerdict.ACCEPTED
+    assert buffer.offer(msg(5)) is InputVerdict.STALE
+    assert buffer.offer(msg(4)) is InputVerdict.STALE
+    assert buffer.offer(msg(0)) is InputVerdict.STALE
+    assert [m.seq for m, _ in buffer.pending] == [5]
+    buffer.take()
+    assert buffer.offer(msg(5)) is InputVerdict.STALE  # a replay after it was applied
+    assert buffer.offer(msg(6)) is InputVerdict.ACCEPTED
+    assert buffer.offer(msg(6)) is InputVerdict.STALE
+
+
+def test_inputs_too_far_ahead_are_refused() -> None:
+    buffer = OneSeat(future_window=120)
+    assert buffer.offer(msg(10)) is InputVerdict.ACCEPTED
+    assert buffer.offer(msg(10 + 121)) is InputVerdict.TOO_FAR_AHEAD
+    assert buffer.offer(msg(10 + 120)) is InputVerdict.ACCEPTED  # a refusal moved nothing
+    assert [m.seq for m, _ in buffer.pending] == [10, 130]
+
+
+def test_the_first_input_may_start_at_any_sequence_number() -> None:
+    buffer = OneSeat(future_window=4)
+    assert buffer.offer(msg(1_000_000)) is InputVerdict.ACCEPTED
+    assert buffer.offer(msg(1_000_005)) is InputVerdict.TOO_FAR_AHEAD
+
+
+def test_a_gap_in_sequence_numbers_is_accepted_and_later_fillers_are_stale() -> None:
+    buffer = OneSeat()
+    buffer.offer(msg(0))
+    assert buffer.offer(msg(3)) is InputVerdict.ACCEPTED  # 1 and 2 were lost
+    assert buffer.offer(msg(2)) is InputVerdict.STALE
+    assert [m.seq for m in buffer.take()] == [0]
+    assert [m.seq for m in buffer.take()] == [3]
+    assert buffer.acked == 3
+
+
+def test_a_full_buffer_refuses_more_until_a_tick_takes_some() -> None:
+    buffer = OneSeat(max_depth=2, capacity=4)
+    assert [buffer.offer(msg(seq)) for seq in range(5)] == [InputVerdict.ACCEPTED] * 4 + [
+        InputVerdict.OVERFLOW
+    ]
+    assert [m.seq for m in buffer.take()] == [0, 1, 2]  # catch-up to within max_depth
+    assert buffer.offer(msg(4)) is InputVerdict.ACCEPTED  # the refused one, sent again
+
+
+def test_a_restored_seat_continues_after_the_acknowledged_input() -> None:
+    buffer = OneSeat()
+    buffer.offer(msg(0))
+    buffer.offer(msg(1))
+    buffer.queues.seat(0).restore(7)  # another node applied up to 7
+    assert buffer.pending == [] and buffer.acked == 7
+    assert buffer.offer(msg(7)) is InputVerdict.STALE
+    assert buffer.offer(msg(8)) is InputVerdict.ACCEPTED
+    assert [m.seq for m in buffer.take()] == [8] and buffer.acked == 8
+
+
+def test_a_new_player_in_a_slot_starts_afresh() -> None:
+    buffer = OneSeat()
+    buffer.offer(msg(5), rtt_sample=0.1)
+    buffer.take()
+    buffer.queues.reset(0)
+    seat = buffer.queues.seat(0)
+    assert (seat.acked, seat.starved_ticks, seat.rtt_estimate, seat.pending) == (-1, 0, None, [])
+    assert buffer.offer(msg(0)) is InputVerdict.ACCEPTED
+
+
+def test_pending_inputs_keep_their_arrival_times() -> None:
+    buffer = OneSeat()
+    buffer.offer(msg(0), arrival=1.25)
+    buffer.offer(msg(1), arrival=1.5)
+    assert [(m.seq, arrival) for m, arrival in buffer.pending] == [(0, 1.25), (1, 1.5)]
+
+
+# -- the RTT window ------------------------------------------------------------------------
+
+
+@given(st.lists(st.floats(0.0, 2.0), min_size=1, max_size=300), st.integers(1, 64))
+def test_the_estimate_is_the_minimum_of_the_window(samples: list[float], window: int) -> None:
+    seat = OneSeat(rtt_window=window)
+    for i, sample in enumerate(samples):
+        seat.offer(msg(i), rtt_sample=sample)
+        assert seat.queues.rtt_estimate(0) == min(samples[max(0, i + 1 - window) : i + 1])
+
+
+def test_negative_samples_are_ignored_and_nothing_is_known_before_a_sample() -> None:
+    seat = OneSeat()
+    assert seat.queues.rtt_estimate(0) is None
+    seat.offer(msg(0), rtt_sample=-0.1)
+    assert seat.queues.rtt_estimate(0) is None
+    seat.offer(msg(0, yaw=9.0), rtt_sample=0.2)  # a rejected input's sample still counts
+    assert seat.queues.rtt_estimate(0) == 0.2

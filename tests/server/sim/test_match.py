@@ -1,0 +1,435 @@
+"""The authoritative match: seats, ticks, snapshots, untrusted inputs and RTT estimation."""
+
+from __future__ import annotations
+
+import collections
+import math
+from typing import Any
+
+import msgpack
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from server.sim.inputs import InputVerdict
+from server.sim.match import Match, MatchConfig, MatchFull
+from shared.arena_map import default_map
+from shared.protocol import (
+    InputMessage,
+    InvalidField,
+    SnapshotMessage,
+    decode_client,
+    decode_server,
+    unpack_entities,
+)
+
+ARENA = default_map()
+RATE = 60
+
+
+def new_match(max_players: int = 4, **config: Any) -> Match:
+    return Match(MatchConfig(arena=ARENA, tick_rate=RATE, max_players=max_players, **config))
+
+
+def msg(
+    seq: int,
+    move: tuple[float, float] = (1.0, 0.0),
+    yaw: float = 0.0,
+    pitch: float = 0.0,
+    buttons: int = 0,
+    ack_tick: int = -1,
+) -> InputMessage:
+    return InputMessage(
+        seq=seq,
+        tick=seq,
+        move=move,
+        yaw=yaw,
+        pitch=pitch,
+        buttons=buttons,
+        view_time=0.0,
+        ack_tick=ack_tick,
+    )
+
+
+def world_state(match: Match) -> tuple[Any, ...]:
+    w = match.world
+    arrays = (w.active, w.alive, w.pos, w.vel, w.yaw, w.pitch, w.health, w.move, w.buttons)
+    acks = tuple((slot, seat.inputs.acked) for slot, seat in sorted(match.seats.items()))
+    return (match.tick_number, w.state_hash(), *(a.tobytes() for a in arrays), acks)
+
+
+# -- seats --------------------------------------------------------------------------------
+
+
+def test_joins_get_distinct_slots_at_successive_spawn_points() -> None:
+    match = new_match(max_players=4)
+    seats = [match.join(f"p{i}", 0.1) for i in range(4)]
+    assert [s.slot for s in seats] == [0, 1, 2, 3]
+    for i, seat in enumerate(seats):
+        x, y = ARENA.spawn_point(i)
+        assert match.world.pos[seat.slot].tolist() == [x, y, 0.0]
+        assert match.world.vel[seat.slot].tolist() == [0.0, 0.0, 0.0]
+        assert match.world.active[seat.slot] and match.world.alive[seat.slot]
+    assert len({tuple(match.world.pos[s.slot]) for s in seats}) == 4
+    assert match.world.player_count == 4
+    assert seats[2].name == "p2" and seats[2].interp_delay == 0.1
+
+
+def test_joining_a_full_match_raises_match_full() -> None:
+    match = new_match(max_players=2)
+    match.join("a", 0.1)
+    match.join("b", 0.1)
+    before = world_state(match)
+    with pytest.raises(MatchFull):
+        match.join("c", 0.1)
+    assert world_state(match) == before
+    assert len(match.seats) == 2
+
+
+def test_leaving_frees_the_slot_and_emits_a_leave_event() -> None:
+    match = new_match(max_players=2)
+    a = match.join("a", 0.1)
+    b = match.join("b", 0.1)
+    first = match.tick()
+    assert first.events == [
+        {"kind": "join", "player": a.slot},
+        {"kind": "join", "player": b.slot},
+    ]
+    match.leave(a.slot)
+    assert not match.world.active[a.slot] and a.slot not in match.seats
+    result = match.tick()
+    assert result.events == [{"kind": "leave", "player": a.slot}]
+    snapshot = decode_server(match.snapshot_for(result, b.slot))
+    assert snapshot.events == ({"kind": "leave", "player": a.slot},)
+    assert unpack_entities(snapshot.entities)["id"].tolist() == [b.slot]
+    # The slot is free again, and the next join takes it.
+    c = match.join("c", 0.1)
+    assert c.slot == a.slot
+    assert match.tick().events == [{"kind": "join", "player": c.slot}]
+
+
+def test_leaving_twice_or_an_empty_slot_is_harmless() -> None:
+    match = new_match()
+    seat = match.join("a", 0.1)
+    match.leave(seat.slot)
+    match.leave(seat.slot)
+    match.leave(3)
+    assert match.tick().events == [
+        {"kind": "join", "player": seat.slot},
+        {"kind": "leave", "player": seat.slot},
+    ]
+
+
+# -- ticks and snapshots ------------------------------------------------------------------
+
+
+def test_ticks_advance_and_server_time_is_tick_based() -> None:
+    match = new_match()
+    results = [match.tick() for _ in range(3)]
+    assert [r.tick for r in results] == [1, 2, 3]
+    assert [r.server_time for r in results] == [1 / RATE, 2 / RATE, 3 / RATE]
+    explicit = match.tick(100)
+    assert (explicit.tick, explicit.server_time, match.server_time) == (100, 100 / RATE, 100 / RATE)
+
+
+def test_snapshot_for_decodes_with_tick_ack_and_own_state() -> None:
+    match = Match(MatchConfig(arena=ARENA, tick_rate=RATE, max_players=4), epoch=7)
+    seat = match.join("a", 0.1)
+    other = match.join("b", 0.1)
+    for seq in range(4):  # within the jitter depth: one input released per tick
+        match.receive_input(seat.slot, msg(seq, move=(0.6, 0.8), yaw=1.0), arrival=0.0)
+    results = [match.tick() for _ in range(3)]
+
+    snapshot = decode_server(match.snapshot_for(results[-1], seat.slot))
+    assert isinstance(snapshot, SnapshotMessage)
+    assert (snapshot.tick, snapshot.server_time, snapshot.epoch) == (3, 3 / RATE, 7)
+    assert snapshot.ack == 2 == seat.inputs.acked  # three ticks, one input each
+    you = np.concatenate((match.world.pos[seat.slot], match.world.vel[seat.slot]))
+    assert np.array(snapshot.you).tobytes() == you.tobytes()  # bit-exact
+    assert match.world.pos[seat.slot, 0] > ARENA.spawn_point(0)[0]  # it did move
+    records = unpack_entities(snapshot.entities)
+    assert records["id"].tolist() == [seat.slot, other.slot]
+    assert records["x"][0] == np.float32(match.world.pos[seat.slot, 0])
+    assert decode_server(match.snapshot_for(results[-1], other.slot)).ack == -1
+
+
+def test_every_client_gets_the_same_body_with_its_own_header() -> None:
+    match = new_match()
+    a, b = match.join("a", 0.1), match.join("b", 0.1)
+    match.receive_input(a.slot, msg(0), 0.0)
+    result = match.tick()
+    frame_a, frame_b = match.snapshot_for(result, a.slot), match.snapshot_for(result, b.slot)
+    assert frame_a.endswith(result.body) and frame_b.endswith(result.body)
+    sa, sb = decode_server(frame_a), decode_server(frame_b)
+    assert (sa.ack, sb.ack) == (0, -1)
+    assert sa.you[:3] == tuple(match.world.pos[a.slot])
+    assert sb.you[:3] == tuple(match.world.pos[b.slot])
+
+
+def test_a_tick_goes_only_to_the_players_seated_when_it_was_computed() -> None:
+    """A node publishes a tick after awaiting its standbys; a player who joins meanwhile
+    (or leaves and whose seat is taken) is not in that tick's body and is not sent it."""
+    match = new_match()
+    a, b = match.join("a", 0.1), match.join("b", 0.1)
+    result = match.tick()
+    late = match.join("late", 0.1)
+    match.leave(b.slot)
+    taken = match.join("taker", 0.1)
+    assert taken.slot == b.slot  # the same slot, another player
+    assert match.snapshot_head(result, late.slot) is None
+    assert match.snapshot_head(result, taken.slot) is None
+    with pytest.raises(LookupError, match="not seated"):
+        match.snapshot_for(result, late.slot)
+    assert decode_server(match.snapshot_for(result, a.slot)).you[:3] == tuple(
+        match.world.pos[a.slot]
+    )
+    following = match.tick()
+    snapshot = decode_server(match.snapshot_for(following, late.slot))
+    assert late.slot in unpack_entities(snapshot.entities)["id"].tolist()
+    assert match.snapshot_head(following, taken.slot) is not None
+
+
+def test_the_history_ring_gets_one_snapshot_per_tick() -> None:
+    match = new_match(history_seconds=0.05)  # 3 + 1 ticks kept at 60 Hz
+    seat = match.join("a", 0.1)
+    capacity = match.history.capacity
+    assert capacity == 4
+    for tick in range(1, 11):
+        match.receive_input(seat.slot, msg(tick - 1, move=(0.0, 1.0)), 0.0)
+        match.tick()
+        assert len(match.history) == min(tick, capacity)
+        assert match.history.newest_tick == tick
+        assert match.history.newest_time == tick / RATE
+        index = match.history.index_of_tick(tick)
+        assert index is not None
+        assert np.array_equal(match.history.positions[index], match.world.pos)
+        assert match.history.alive[index].tolist() == [1, 0, 0, 0]
+    assert match.history.index_of_tick(10 - capacity) is None
+
+
+def test_an_idle_player_repeats_its_last_input() -> None:
+    match = new_match()
+    seat = match.join("a", 0.1)
+    match.receive_input(seat.slot, msg(0, move=(1.0, 0.0)), 0.0)
+    match.tick()
+    x1 = match.world.pos[seat.slot, 0]
+    match.tick()  # no input arrived: keep running
+    assert match.world.pos[seat.slot, 0] > x1
+    assert match.counters["input_repeated"] == 1
+    assert seat.inputs.acked == 0
+
+
+def test_a_burst_of_inputs_is_caught_up_within_one_tick() -> None:
+    match, twin = new_match(input_max_depth=2), new_match(input_max_depth=2)
+    seat, twin_seat = match.join("a", 0.1), twin.join("a", 0.1)
+    moves = [(1.0, 0.0), (0.0, 1.0), (-0.6, 0.8), (0.0, -1.0)]
+    for seq, move in enumerate(moves):
+        match.receive_input(seat.slot, msg(seq, move=move), 0.0)
+    match.tick()  # releases 3 inputs (4 - depth 2 + 1)
+    assert seat.inputs.acked == 2
+    for seq, move in enumerate(moves[:3]):  # the twin gets them one tick each
+        twin.receive_input(twin_seat.slot, msg(seq, move=move), 0.0)
+        twin.tick()
+    assert match.world.pos.tobytes() == twin.world.pos.tobytes()
+    assert match.world.vel.tobytes() == twin.world.vel.tobytes()
+    assert match.world.move[seat.slot].tolist() == list(moves[2])
+
+
+# -- untrusted input ----------------------------------------------------------------------
+
+
+bad_inputs = st.one_of(
+    # Bad view angles, whatever else the input says.
+    st.builds(
+        lambda seq, move, yaw, pitch: ("angle", seq, move, yaw, pitch),
+        st.integers(10, 20),
+        st.tuples(st.floats(-5, 5), st.floats(-5, 5)),
+        st.one_of(st.floats(3.1416, 1e6), st.floats(-1e6, -3.1416)),
+        st.floats(-1.5, 1.5),
+    ),
+    st.builds(
+        lambda seq, move, yaw, pitch: ("angle", seq, move, yaw, pitch),
+        st.integers(10, 20),
+        st.tuples(st.floats(-5, 5), st.floats(-5, 5)),
+        st.floats(-3.1, 3.1),
+        st.one_of(st.floats(1.5708, 1e6), st.floats(-1e6, -1.5708)),
+    ),
+    # Replays of sequence numbers already received, with any content.
+    st.builds(
+        lambda seq, move: ("stale", seq, move, 0.0, 0.0),
+        st.integers(0, 5),
+        st.tuples(st.floats(-1, 1), st.floats(-1, 1)),
+    ),
+    # Sequence numbers from far in the future.
+    st.builds(
+        lambda seq, move: ("ahead", seq, move, 0.0, 0.0),
+        st.integers(5 + 121, 2**32 - 1),
+        st.tuples(st.floats(-1, 1), st.floats(-1, 1)),
+    ),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(bad_inputs, min_size=1, max_size=6), st.integers(0, 3))
+def test_a_rejected_input_changes_nothing_in_the_world(
+    bad: list[tuple[str, int, tuple[float, float], float, float]], ticks: int
+) -> None:
+    matches = [new_match(), new_match()]
+    for m in matches:
+        m.join("a", 0.1)
+        m.join("b", 0.1)
+        for seq in range(6):  # inputs 0..5 received; some already applied
+            m.receive_input(0, msg(seq, move=(0.6, -0.8), buttons=1), arrival=0.0)
+        for _ in range(ticks):
+            m.tick()
+    attacked, control = matches
+    expected = {"angle": InputVerdict.BAD_ANGLE, "stale": InputVerdict.STALE}
+    expected["ahead"] = InputVerdict.TOO_FAR_AHEAD
+    for kind, seq, move, yaw, pitch in bad:
+        verdict = attacked.receive_input(0, msg(seq, move, yaw, pitch, buttons=3), arrival=1.0)
+        assert verdict is expected[kind]
+        assert not verdict.usable
+    assert world_state(attacked) == world_state(control)
+    for _ in range(8):  # ...and nothing later either: the queues were untouched
+        ra, rc = attacked.tick(), control.tick()
+        assert ra.body == rc.body
+        assert world_state(attacked) == world_state(control)
+
+
+def test_counters_record_each_verdict() -> None:
+    match = new_match()
+    seat = match.join("a", 0.1)
+    match.receive_input(seat.slot, msg(0), 0.0)
+    match.receive_input(seat.slot, msg(1, move=(3.0, 4.0)), 0.0)
+    match.receive_input(seat.slot, msg(1), 0.0)
+    match.receive_input(seat.slot, msg(2, yaw=4.0), 0.0)
+    match.receive_input(seat.slot, msg(500), 0.0)
+    assert {k: v for k, v in match.counters.items() if k.startswith("input_")} == {
+        "input_accepted": 1,
+        "input_clamped": 1,
+        "input_stale": 1,
+        "input_bad_angle": 1,
+        "input_too_far_ahead": 1,
+    }
+
+
+def test_a_clamped_move_is_applied_at_unit_length() -> None:
+    fast, unit = new_match(), new_match()
+    for m, move in ((fast, (300.0, 400.0)), (unit, (0.6, 0.8))):
+        m.join("a", 0.1)
+        assert m.receive_input(0, msg(0, move=move), 0.0).usable
+        m.tick()
+    assert fast.world.move[0].tolist() == [0.6, 0.8]
+    assert fast.world.pos.tobytes() == unit.world.pos.tobytes()
+
+
+def test_the_client_has_no_way_to_send_a_position() -> None:
+    assert not {"pos", "position", "vel", "velocity", "health", "x", "y", "z"} & set(
+        InputMessage.FIELDS
+    )
+    wire = msg(0).to_wire()
+    wire["pos"] = [100.0, 100.0, 0.0]
+    with pytest.raises(InvalidField) as info:
+        decode_client(msgpack.packb(wire, use_bin_type=True))
+    assert "'pos'" in str(info.value)
+
+
+# -- RTT ------------------------------------------------------------------------------------
+
+
+def test_rtt_estimate_is_the_minimum_of_arrival_minus_send_time() -> None:
+    match = new_match()
+    seat = match.join("a", 0.1)
+    assert seat.inputs.rtt_estimate is None
+    sent = {}
+    for _ in range(5):
+        result = match.tick()
+        sent[result.tick] = 10.0 + result.tick / RATE
+        match.mark_sent(result.tick, sent[result.tick])
+    samples = []
+    for seq, (ack_tick, delay) in enumerate([(1, 0.120), (2, 0.080), (4, 0.095), (3, 0.081)]):
+        arrival = sent[ack_tick] + delay
+        match.receive_input(seat.slot, msg(seq, ack_tick=ack_tick), arrival)
+        samples.append(arrival - sent[ack_tick])
+        assert seat.inputs.rtt_estimate == min(samples)
+    assert seat.inputs.rtt_estimate == pytest.approx(0.080)
+
+
+def test_rtt_ignores_unsent_ticks_and_inputs_without_an_ack() -> None:
+    match = new_match()
+    seat = match.join("a", 0.1)
+    match.mark_sent(1, 5.0)
+    match.receive_input(seat.slot, msg(0, ack_tick=-1), 5.1)
+    match.receive_input(seat.slot, msg(1, ack_tick=2), 5.1)  # tick 2 never went out
+    assert seat.inputs.rtt_estimate is None
+    match.receive_input(seat.slot, msg(2, ack_tick=1), 5.25)
+    assert seat.inputs.rtt_estimate == 0.25
+
+
+def test_rtt_is_per_player() -> None:
+    match = new_match()
+    a, b = match.join("a", 0.1), match.join("b", 0.1)
+    match.mark_sent(1, 1.0)
+    match.receive_input(a.slot, msg(0, ack_tick=1), 1.05)
+    match.receive_input(b.slot, msg(0, ack_tick=1), 1.30)
+    assert (a.inputs.rtt_estimate, b.inputs.rtt_estimate) == (
+        pytest.approx(0.05),
+        pytest.approx(0.30),
+    )
+
+
+def test_rewind_inputs_stay_within_the_server_s_clock() -> None:
+    # An input's view_time is a claim; a huge or non-finite one never reaches the match.
+    for view_time in (math.inf, math.nan, -1.0, 2e9):
+        wire = msg(0).to_wire()
+        wire["view_time"] = view_time
+        with pytest.raises(InvalidField):
+            decode_client(msgpack.packb(wire, use_bin_type=True))
+
+
+# -- inputs decoded in a batch --------------------------------------------------------------
+
+batch_rows = st.lists(
+    st.tuples(
+        st.integers(0, 3),  # slot
+        st.integers(0, 12),  # seq: repeats and reorderings give stale verdicts
+        st.integers(-1, 6),  # ack_tick
+        st.floats(-2.0, 2.0),  # move x: beyond 1 gets clamped
+        st.floats(-2.0, 2.0),
+        st.floats(-4.0, 4.0),  # yaw: beyond pi is a bad angle
+        st.floats(-2.0, 2.0),  # pitch
+        st.integers(0, 255),  # buttons
+        st.floats(0.0, 0.2),  # arrival after the tick went out
+    ),
+    max_size=24,
+)
+
+
+@settings(max_examples=150)
+@given(batch_rows)
+def test_a_batch_of_decoded_inputs_does_what_receiving_each_does(rows: list[tuple]) -> None:
+    one_by_one, batched = new_match(), new_match()
+    for match in (one_by_one, batched):
+        for name in "abcd":
+            match.join(name, 0.1)
+        for tick in range(1, 6):
+            match.mark_sent(tick, tick / RATE)
+    expected = []
+    for slot, seq, ack, mx, my, yaw, pitch, buttons, late in rows:
+        message = InputMessage(seq, seq, (mx, my), yaw, pitch, buttons, 0.5, ack)
+        expected.append(one_by_one.receive_input(slot, message, 0.1 + late))
+    verdicts = batched.receive_decoded(
+        np.array([r[0] for r in rows], dtype=np.int64).reshape(-1),
+        np.array([(r[1], r[1], r[2], r[7]) for r in rows], dtype=np.int64).reshape(-1, 4),
+        np.array([(r[3], r[4], r[5], r[6], 0.5) for r in rows]).reshape(-1, 5),
+        np.array([0.1 + r[8] for r in rows]).reshape(-1),
+    )
+    assert verdicts == +collections.Counter(expected)
+    assert batched.counters == one_by_one.counters
+    for slot in range(4):
+        a, b = one_by_one.seats[slot], batched.seats[slot]
+        assert list(a.inputs.pending) == list(b.inputs.pending)
+        assert a.inputs.rtt_estimate == b.inputs.rtt_estimate
+    one_by_one.tick(), batched.tick()
+    assert world_state(one_by_one) == world_state(batched)
