@@ -9,7 +9,7 @@ from server.sim.inbox import InputInbox
 from shared import protocol
 from shared.protocol import InputMessage, PingMessage
 from shared.wsframe import OP_BINARY, OP_PING, OP_PONG, frame
-from tests.server.test_player_stream import Behind, FakeTransport
+from tests.server.net.test_player_stream import Behind, FakeTransport
 
 
 def an_input(seq: int) -> bytes:
