@@ -9,15 +9,13 @@ because a seat lives exactly as long as the match keeps it.
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import json
 import secrets
 from dataclasses import dataclass
 
-__all__ = ["SessionToken", "TokenError", "issue_token", "verify_token"]
+from server import signing
 
-_PURPOSE = b"arena-session-token\x00"  # keeps these MACs apart from others made with the secret
+__all__ = ["SessionToken", "TokenError", "issue_token", "verify_token"]
 
 
 class TokenError(ValueError):
@@ -33,7 +31,7 @@ class SessionToken:
 
 
 def _mac(secret: bytes, payload: bytes) -> str:
-    digest = hmac.new(secret, _PURPOSE + payload, hashlib.sha256).digest()
+    digest = signing.mac(secret, signing.Purpose.SESSION_TOKEN, payload)
     return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 
@@ -53,7 +51,7 @@ def verify_token(secret: bytes, token: str, region: str) -> SessionToken:
         payload = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
     except ValueError:
         raise TokenError("malformed token") from None
-    if not mac.isascii() or not hmac.compare_digest(_mac(secret, payload), mac):
+    if not mac.isascii() or not signing.matches(_mac(secret, payload), mac):
         raise TokenError("bad signature")
     try:
         fields = json.loads(payload)

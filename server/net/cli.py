@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from aiohttp import web
 
-from server import jitcache
+from server import jitcache, limits
 from server.coordination.base import (
     CoordinatorError,
     CoordinatorUnavailable,
@@ -39,12 +39,11 @@ log = logging.getLogger("arena.server")
 def port_number(text: str) -> int:
     """A TCP port for argparse: 0 (any free one) to 65535."""
     try:
-        port = int(text)
+        return limits.PORT.check(int(text))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{port} is not a port (0-65535; 0 picks a free one)")
-    return port
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a port (0-65535; 0 picks a free one)"
+        ) from None
 
 
 def build_parser() -> argparse.ArgumentParser:

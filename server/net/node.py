@@ -32,7 +32,7 @@ import msgpack
 import numpy as np
 from aiohttp import WSCloseCode, WSMsgType, web
 
-from server import jitcache
+from server import jitcache, limits
 from server.coordination.base import Coordinator, CoordinatorError
 from server.coordination.net import make_coordinator
 from server.directory import Heartbeat
@@ -94,10 +94,8 @@ class NodeConfig:
     directory_url: str = ""  # heartbeat here; admit players with its seat reservations
 
     def __post_init__(self) -> None:
-        if not 20 <= self.tick_rate <= 128:
-            raise ValueError(f"tick rate {self.tick_rate} Hz is outside 20-128 Hz")
-        if self.max_players < 1 or self.max_players > 65535:
-            raise ValueError("max players must be between 1 and 65535")
+        limits.TICK_RATE.check(self.tick_rate)
+        limits.MAX_PLAYERS.check(self.max_players)
         if self.history_seconds <= 0:
             raise ValueError("history must hold a positive number of seconds")
         if self.lag_compensation.max_rewind > self.history_seconds:
@@ -109,8 +107,7 @@ class NodeConfig:
             raise ValueError(f"role must be primary or standby, not {self.role!r}")
         if self.role == "standby" and not self.primary_url:
             raise ValueError("a standby needs --primary URL (the node it follows)")
-        if not 1 <= self.matches <= 64:
-            raise ValueError("a node hosts between 1 and 64 matches")
+        limits.MATCHES.check(self.matches)
         if self.replication not in ("sync", "async"):
             raise ValueError("replication must be sync or async")
         if self.ack_timeout <= 0 or self.failover_timeout <= 0:

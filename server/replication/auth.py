@@ -7,21 +7,20 @@ and a timestamp; the primary refuses a missing or wrong MAC, or one older than
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
 import secrets
+
+from server import signing
 
 __all__ = ["MAX_SKEW_S", "SECRET_ENV", "hello_mac", "load_secret", "verify_hello"]
 
 SECRET_ENV = "ARENA_CLUSTER_SECRET"
 MAX_SKEW_S = 30.0
-_PURPOSE = b"arena-replication-hello\x00"
 
 
 def hello_mac(secret: bytes, node: str, epoch: int, timestamp: float) -> str:
     message = f"{node}|{epoch}|{timestamp:.6f}".encode()
-    return hmac.new(secret, _PURPOSE + message, hashlib.sha256).hexdigest()
+    return signing.mac(secret, signing.Purpose.REPLICATION_HELLO, message).hex()
 
 
 def verify_hello(secret: bytes, hello: dict[str, object], now: float) -> bool:
@@ -32,7 +31,7 @@ def verify_hello(secret: bytes, hello: dict[str, object], now: float) -> bool:
         return False
     if abs(now - timestamp) > MAX_SKEW_S:
         return False
-    return hmac.compare_digest(hello_mac(secret, node, epoch, timestamp), mac)
+    return signing.matches(hello_mac(secret, node, epoch, timestamp), mac)
 
 
 def load_secret(value: str | None) -> bytes:
