@@ -101,7 +101,7 @@ async def _heartbeats(app: web.Application) -> AsyncIterator[None]:
                 describe=node.directory_heartbeat,
                 claims=node.claims,
                 on_ack=lambda ack: (
-                    node.step_down(ack.group_epoch) if ack.status == "fenced" else None
+                    node.request_step_down(ack.group_epoch) if ack.status == "fenced" else None
                 ),
             ),
             name="heartbeats",

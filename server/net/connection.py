@@ -16,7 +16,7 @@ from aiohttp import web
 
 from server.net.metrics import NodeMetrics
 from server.net.player_stream import PlayerStream
-from server.sim.inbox import InputInbox
+from server.sim.intake import InputIntake
 from shared import wsframe
 
 __all__ = ["WS_MAX_MESSAGE_BYTES", "Connection"]
@@ -28,7 +28,8 @@ WS_MAX_MESSAGE_BYTES = 64 * 1024
 
 
 class Connection:
-    """One player's socket: its single, non-blocking write path and its offence count."""
+    """One player's socket: its single, non-blocking write path and its offence count; the
+    owner of its held input reads (:class:`server.sim.intake.HeldReader`)."""
 
     def __init__(
         self,
@@ -43,6 +44,8 @@ class Connection:
         self.slot = slot
         self.match = match
         self.offences = 0
+        #: Seated on its own seat (set and cleared by the sessions): its inputs count.
+        self.seated = False
         self._metrics = metrics
         #: Once the player is seated, the stream that reads its frames (see take_over).
         self.stream: PlayerStream | None = None
@@ -81,17 +84,25 @@ class Connection:
             return stream.closing
         return self.ws.closed or self._writer is None or self._writer.is_closing()
 
+    def reading(self) -> bool:
+        return self.seated and self.stream is not None and not self.stream.closing
+
+    def read_now(self, data: bytes) -> None:
+        if self.stream is not None:
+            self.stream.feed(data)
+
     def take_over(
         self,
         on_binary: Callable[[bytes], bool],
         on_text: Callable[[], bool],
         max_size: int,
-        inbox: InputInbox[Connection] | None = None,
+        intake: InputIntake,
+        now: Callable[[], float],
     ) -> PlayerStream | None:
-        """Read this player's frames with a :class:`PlayerStream` from now on (its inputs
-        held in ``inbox``, if given, under this connection)."""
+        """Read this player's frames with a :class:`PlayerStream` from now on, its inputs
+        held in ``intake`` under this connection, stamped with ``now()`` (server time)."""
         self.stream = PlayerStream.take_over(
-            self.transport, on_binary, on_text, max_size, inbox, owner=self
+            self.transport, on_binary, on_text, max_size, intake, self, now
         )
         return self.stream
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import collections
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from server.sim.inputs import InputVerdict
 
 __all__ = ["NodeMetrics"]
 
@@ -77,6 +81,18 @@ class NodeMetrics:
             ["reason"],
             registry=r,
         )
+
+    def count_inputs(self, verdicts: collections.Counter[InputVerdict], payload_bytes: int) -> None:
+        """The intake's tally: inputs applied (clamped among them) or rejected by reason."""
+        self.tally_bytes_in += payload_bytes
+        for verdict, times in verdicts.items():
+            if verdict is InputVerdict.ACCEPTED:
+                self.tally_inputs_applied += times
+            elif verdict is InputVerdict.CLAMPED:
+                self.tally_inputs_applied += times
+                self.tally_inputs_clamped += times
+            else:
+                self.inputs_rejected.labels(verdict.value).inc(times)
 
     def flush(self) -> None:
         """Move the tallies into their counters (once per tick)."""

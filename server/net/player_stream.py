@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, cast
+from typing import cast
 
-from server.sim.inbox import InputInbox
 from server.sim.input_frames import split_read
+from server.sim.intake import HeldReader, InputIntake
 from shared.wsframe import (
     CLOSE_NORMAL,
     OP_BINARY,
@@ -42,9 +42,10 @@ class PlayerStream(asyncio.Protocol):
     drop the player), ``on_text()`` for each text message (likewise); :attr:`closed`
     resolves once the connection is gone.
 
-    With an ``inbox``, the input-sized frames of a read of whole frames (inputs, as far as
-    their sizes tell) are held there for the tick, under ``owner``, and the read's other
-    frames are read at once; the tick gives back any it cannot decode through :meth:`feed`.
+    With an ``intake``, the input-sized frames of a read of whole frames (inputs, as far as
+    their sizes tell) are held there for the tick, under ``owner``, stamped with ``now()``
+    (server time), and the read's other frames are read at once; the tick gives back any
+    it cannot decode through :meth:`feed`.
     """
 
     def __init__(
@@ -54,9 +55,12 @@ class PlayerStream(asyncio.Protocol):
         on_binary: Callable[[bytes], bool],
         on_text: Callable[[], bool],
         max_size: int,
-        inbox: InputInbox[Any] | None = None,
-        owner: object = None,
+        intake: InputIntake | None = None,
+        owner: HeldReader | None = None,
+        now: Callable[[], float] | None = None,
     ) -> None:
+        if (intake is None) != (owner is None) or (intake is None) != (now is None):
+            raise ValueError("give an intake with its owner and clock, or none of them")
         self._transport = transport
         self._behind = behind
         self._on_binary = on_binary
@@ -64,9 +68,10 @@ class PlayerStream(asyncio.Protocol):
         self._reader = FrameReader(
             masked=True, max_size=max_size, on_message=self._message, on_control=self._control
         )
-        self._inbox = inbox
+        self._intake = intake
         self._owner = owner
-        self._held = -1  # the inbox generation this stream last held a frame in
+        self._now = now
+        self._held = -1  # the intake generation this stream last held a read in
         self._close_sent = False
         #: Closing or closed: nothing more is sent (a plain flag: checked per snapshot).
         self.closing = False
@@ -81,8 +86,9 @@ class PlayerStream(asyncio.Protocol):
         on_binary: Callable[[bytes], bool],
         on_text: Callable[[], bool],
         max_size: int,
-        inbox: InputInbox[Any] | None = None,
-        owner: object = None,
+        intake: InputIntake | None = None,
+        owner: HeldReader | None = None,
+        now: Callable[[], float] | None = None,
     ) -> PlayerStream | None:
         """Put a stream in front of the socket's current protocol; None if it is gone."""
         if transport is None or transport.is_closing():
@@ -90,25 +96,25 @@ class PlayerStream(asyncio.Protocol):
         # (uvloop's transports implement asyncio.Transport without deriving from it)
         stream_transport = cast(asyncio.Transport, transport)
         behind = transport.get_protocol()
-        stream = cls(stream_transport, behind, on_binary, on_text, max_size, inbox, owner)
+        stream = cls(stream_transport, behind, on_binary, on_text, max_size, intake, owner, now)
         transport.set_protocol(stream)
         return stream
 
     # -- asyncio.Protocol ------------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
-        inbox = self._inbox
-        if inbox is not None:
+        intake, owner, now = self._intake, self._owner, self._now
+        if intake is not None and owner is not None and now is not None:
             split = split_read(data) if self._reader.idle and not self.closing else None
             if split is not None:
                 inputs, others = split
                 if inputs:
-                    self._held = inbox.hold(self._owner, inputs)
+                    self._held = intake.hold(owner, inputs, now())
                 if others:
                     self.feed(others)
                 return
-            if self._held == inbox.generation:
-                inbox.flush()  # this player's held inputs come before what this read holds
+            if self._held == intake.generation:
+                intake.drain()  # this player's held inputs come before what this read holds
         self.feed(data)
 
     def feed(self, data: bytes) -> None:

@@ -27,9 +27,10 @@ from numba.extending import register_jitable
 
 from shared.protocol import MAX_TICK, U32_MAX
 
-__all__ = ["InputColumns", "decode_input_frames", "split_read"]
+__all__ = ["FRAME_HEADER_BYTES", "InputColumns", "decode_input_frames", "split_read"]
 
-_HEADER = 6  # FIN + opcode, mask bit + 7-bit length, 4-byte masking key
+#: A client frame's header with a 7-bit length: FIN + opcode, mask bit + length, masking key.
+FRAME_HEADER_BYTES = 6
 #: The smallest valid input payload (every value in its shortest encoding, floats in 32
 #: bits); a ping's is under 40 bytes, so pings are never held (they are answered at once).
 PAYLOAD_MIN_BYTES = 93
@@ -233,15 +234,15 @@ def _decode(
     for r in range(len(starts) - 1):
         at, end, first, good = starts[r], starts[r + 1], rows, True
         while at < end:
-            if end - at < _HEADER or reads[at] != 0x82 or reads[at + 1] < 0x80:
+            if end - at < FRAME_HEADER_BYTES or reads[at] != 0x82 or reads[at + 1] < 0x80:
                 good = False  # not one final, masked, binary frame with a 7-bit length
                 break
             size = reads[at + 1] - 0x80
-            if size > 125 or at + _HEADER + size > end:
+            if size > 125 or at + FRAME_HEADER_BYTES + size > end:
                 good = False
                 break
             for k in range(size):  # unmask
-                payload[k] = reads[at + _HEADER + k] ^ reads[at + 2 + (k & 3)]
+                payload[k] = reads[at + FRAME_HEADER_BYTES + k] ^ reads[at + 2 + (k & 3)]
             if not _input(
                 payload, size, ints, floats, rows, bits64, as_float64, bits32, as_float32
             ):
@@ -249,7 +250,7 @@ def _decode(
                 break
             read_of[rows] = r
             rows += 1
-            at += _HEADER + size
+            at += FRAME_HEADER_BYTES + size
         read_ok[r] = good
         if not good:
             rows = first
@@ -273,7 +274,7 @@ def decode_input_frames(reads: list[bytes]) -> InputColumns:
     count = len(reads)
     starts = np.zeros(count + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, reads), dtype=np.int64, count=count), out=starts[1:])
-    capacity = int(starts[-1]) // (_HEADER + PAYLOAD_MIN_BYTES)
+    capacity = int(starts[-1]) // (FRAME_HEADER_BYTES + PAYLOAD_MIN_BYTES)
     read_of = np.empty(capacity, dtype=np.int64)
     ints = np.empty((capacity, 4), dtype=np.int64)
     floats = np.empty((capacity, 5), dtype=np.float64)
@@ -296,10 +297,10 @@ def split_read(data: bytes) -> tuple[bytes, bytes] | None:
     (pings, a close, garbage) are read at once; none of them can be an input, so the two
     parts may be read in either order. None for anything else: read it all, in order."""
     size = len(data)
-    if size < _HEADER or size > HOLD_MAX_BYTES:
+    if size < FRAME_HEADER_BYTES or size > HOLD_MAX_BYTES:
         return None
     first, length = data[0], data[1] ^ 0x80  # (a client masks: length > 125 if it did not)
-    if size == _HEADER + length and length <= 125:  # one frame: the usual read
+    if size == FRAME_HEADER_BYTES + length and length <= 125:  # one frame: the usual read
         if first == 0x82 and length >= PAYLOAD_MIN_BYTES:
             return data, b""
         return (b"", data) if first & 0x80 and first & 0x0F else None
@@ -307,10 +308,10 @@ def split_read(data: bytes) -> tuple[bytes, bytes] | None:
     others: list[bytes] = []
     at = 0
     while at < size:
-        if size - at < _HEADER:
+        if size - at < FRAME_HEADER_BYTES:
             return None
         first, length = data[at], data[at + 1] ^ 0x80
-        end = at + _HEADER + length
+        end = at + FRAME_HEADER_BYTES + length
         if length > 125 or end > size or not first & 0x80 or not first & 0x0F:
             return None  # cut short, unmasked, long, or a fragment: the ordinary reader's
         (inputs if first == 0x82 and length >= PAYLOAD_MIN_BYTES else others).append(data[at:end])

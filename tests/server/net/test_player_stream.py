@@ -9,6 +9,13 @@ from typing import Any
 import pytest
 
 from server.net.player_stream import PlayerStream
+from server.sim.hitreg import make_validator
+from server.sim.intake import InputIntake
+from server.sim.match import MatchConfig
+from server.sim.matchset import MatchSet
+from shared import protocol
+from shared.arena_map import default_map
+from shared.protocol import InputMessage, PingMessage
 from shared.wsframe import (
     CLOSE_PROTOCOL_ERROR,
     CLOSE_TOO_BIG,
@@ -202,3 +209,98 @@ async def test_wait_closed_gives_up_and_aborts_a_socket_that_never_closes(
     player.stream.close()
     await player.stream.wait_closed()
     assert player.transport.aborted
+
+
+# -- inputs held for the tick's batch ----------------------------------------------------
+
+
+def an_input(seq: int) -> bytes:
+    message = InputMessage(seq, seq, (0.5, 0.0), 0.0, 0.0, 0, 1.0, -1)
+    return frame(OP_BINARY, protocol.encode(message), masked=True)
+
+
+class Seated:
+    """A player's stream with an intake in front of a recording handler; the intake queues
+    what it held into a real match's seat."""
+
+    def __init__(self) -> None:
+        matches = MatchSet(MatchConfig(arena=default_map(), max_players=2), 1, make_validator())
+        self.intake = InputIntake(matches)
+        _, self.seat = matches.join("me", 0.1)
+        self.match, self.slot = 0, self.seat.slot
+        self.transport = FakeTransport(Behind())
+        self.handled: list[bytes] = []
+        stream = PlayerStream.take_over(
+            self.transport, self.on_binary, lambda: False, 1024, self.intake, self, lambda: 0.0
+        )
+        assert stream is not None
+        self.stream = stream
+
+    # (the stream's owner, as the intake sees it)
+    def reading(self) -> bool:
+        return not self.stream.closing
+
+    def read_now(self, data: bytes) -> None:
+        self.stream.feed(data)
+
+    def on_binary(self, payload: bytes) -> bool:
+        self.handled.append(payload)
+        return False
+
+    def held(self) -> list[int]:
+        """The sequence numbers the intake queued from what it held."""
+        return [message.seq for message, _ in self.seat.inputs.pending]
+
+
+async def test_inputs_are_held_and_a_ping_is_answered_at_once() -> None:
+    player = Seated()
+    first, both = an_input(1), an_input(2) + an_input(3)  # (two inputs in one read)
+    player.stream.data_received(first)
+    player.stream.data_received(both)
+    assert player.handled == [] and len(player.intake) == 2
+    ping = protocol.encode(PingMessage(7, 1.0))
+    player.stream.data_received(frame(OP_BINARY, ping, masked=True))
+    assert player.handled == [ping] and len(player.intake) == 2  # answered now; no input
+    third, pong_ping = an_input(4), frame(OP_BINARY, ping, masked=True)
+    player.stream.data_received(third + pong_ping)  # an input and a ping in one read
+    assert player.handled == [ping, ping]
+    player.intake.drain()
+    assert player.held() == [1, 2, 3, 4]
+
+
+async def test_a_read_that_is_not_whole_frames_comes_after_the_held_inputs() -> None:
+    player = Seated()
+    held = an_input(1)
+    player.stream.data_received(held)
+    cut = an_input(2)
+    player.stream.data_received(cut[:50])  # the start of a frame: read the ordinary way...
+    assert player.held() == [1]  # ...after what was held went to the batch
+    player.stream.data_received(cut[50:])
+    assert len(player.handled) == 1 and len(player.intake) == 0
+
+
+async def test_a_frame_split_across_reads_is_read_the_ordinary_way() -> None:
+    player = Seated()
+    data = an_input(1)
+    player.stream.data_received(data[:40])
+    player.stream.data_received(data[40:])  # completes a frame the reader began: not held
+    assert len(player.intake) == 0 and len(player.handled) == 1
+
+
+async def test_control_frames_and_a_closing_stream_are_never_held() -> None:
+    player = Seated()
+    player.stream.data_received(frame(OP_PING, b"x" * 100, masked=True))
+    assert len(player.intake) == 0
+    assert player.transport.writes and player.transport.writes[0][0] & 0x0F == OP_PONG
+    player.stream.close(1000)
+    player.stream.data_received(an_input(1))
+    assert len(player.intake) == 0 and player.handled == []
+
+
+async def test_a_held_read_given_back_is_read_like_any_other() -> None:
+    player = Seated()
+    held = an_input(1)
+    player.stream.data_received(held)
+    assert player.handled == [] and len(player.intake) == 1
+    player.stream.feed(held)  # what the intake does with a read it cannot vouch for
+    assert len(player.handled) == 1

@@ -1,0 +1,58 @@
+"""A node's configuration, validated on construction (one line per mistake)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from server import limits
+from server.sim.hitreg.backend import BackendName
+from server.sim.lagcomp import LagCompensation
+from shared.arena_map import ArenaMap, default_map
+
+__all__ = ["NodeConfig"]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeConfig:
+    region: str = "local"
+    node_id: str = "node-1"
+    role: str = "primary"
+    tick_rate: int = 60
+    max_players: int = 300
+    history_seconds: float = 1.0
+    max_offences: int = 3
+    arena: ArenaMap = field(default_factory=default_map)
+    hitreg_backend: BackendName = "auto"
+    matches: int = 1  # matches this node hosts; a full match opens the next
+    lag_compensation: LagCompensation = field(default_factory=LagCompensation)
+    # Failover.
+    public_url: str = ""  # this node's base URL as peers and players reach it
+    primary_url: str = ""  # a standby's primary at start-up
+    peers: tuple[str, ...] = ()  # the other nodes of the region (base URLs)
+    cluster_secret: bytes = b""
+    coordinator: str = "static"
+    replication: str = "sync"
+    ack_timeout: float = 0.050  # a standby slower than this is dropped to lagging
+    failover_timeout: float = 0.200  # a primary silent this long is declared dead
+    # Routing.
+    directory_url: str = ""  # heartbeat here; admit players with its seat reservations
+
+    def __post_init__(self) -> None:
+        limits.TICK_RATE.check(self.tick_rate)
+        limits.MAX_PLAYERS.check(self.max_players)
+        if self.history_seconds <= 0:
+            raise ValueError("history must hold a positive number of seconds")
+        if self.lag_compensation.max_rewind > self.history_seconds:
+            raise ValueError(
+                f"the rewind cap ({self.lag_compensation.max_rewind * 1000:g} ms) must fit in "
+                f"the history ({self.history_seconds * 1000:g} ms)"
+            )
+        if self.role not in ("primary", "standby"):
+            raise ValueError(f"role must be primary or standby, not {self.role!r}")
+        if self.role == "standby" and not self.primary_url:
+            raise ValueError("a standby needs --primary URL (the node it follows)")
+        limits.MATCHES.check(self.matches)
+        if self.replication not in ("sync", "async"):
+            raise ValueError("replication must be sync or async")
+        if self.ack_timeout <= 0 or self.failover_timeout <= 0:
+            raise ValueError("acknowledgement and failover timeouts must be positive")

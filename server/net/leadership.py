@@ -1,0 +1,211 @@
+"""The node's role loop: lead or follow, and the moves between the two.
+
+A **primary** ticks the match (:class:`~server.net.ticker.Ticker`) and watches its peers'
+``/health`` for a newer primary. A **standby** follows the primary's records; when the
+primary falls silent it deposes it, campaigns and, if it wins, takes over at a higher
+epoch with the same players, history and tick numbering (continued on the primary's clock,
+so server time stays wall-clock time). A primary that learns of a higher epoch steps down
+and becomes a standby of the new primary. Every move is a transition of the node's
+:class:`~server.replication.roles.RoleMachine`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from typing import Any
+
+import aiohttp
+
+from server.coordination.base import CoordinatorError
+from server.net.sessions import Sessions
+from server.net.state import NodeState
+from server.net.ticker import Ticker
+from server.replication.roles import Role, RoleEvent
+from shared.timestep import TickSchedule, run_tick_loop
+
+__all__ = ["Leadership"]
+
+log = logging.getLogger("arena.server")
+
+PEER_POLL_S = 0.25
+
+
+class Leadership:
+    """Runs the role loop of one node (see the module)."""
+
+    def __init__(self, node: NodeState, sessions: Sessions, ticker: Ticker) -> None:
+        self.node = node
+        self.sessions = sessions
+        self.ticker = ticker
+
+    async def run(self, became_ready: asyncio.Event) -> None:
+        """Claim or follow, then lead or follow for as long as the app runs."""
+        node = self.node
+        await node.coordinator.start()
+        try:
+            fence: int | None = None  # after a promotion: the epoch to fence the old one with
+            if node.config.role == "primary":
+                epoch = await node.coordinator.claim_initial(
+                    node_id=node.config.node_id, url=node.config.public_url
+                )
+                self._become_primary(RoleEvent.CLAIM, epoch, first_tick=1, origin=node.clock())
+            became_ready.set()
+            while True:
+                if node.role is Role.PRIMARY:
+                    await self._lead(fence)
+                    fence = None
+                else:
+                    fence = await self._stand_by()
+        finally:
+            await node.follower.close()
+            await node.hub.close()
+            await node.coordinator.close()
+
+    def _become_primary(self, how: RoleEvent, epoch: int, first_tick: int, origin: float) -> None:
+        """``origin``: when tick 0 was (or would have been) due, on this node's clock."""
+        node = self.node
+        node.matches.epoch = epoch
+        node.roles.apply(how)
+        node.hub.log_context = node.log_context
+        node.schedule = TickSchedule(
+            node.config.tick_rate, origin + first_tick / node.config.tick_rate, first_tick
+        )
+        node.stepping_down.clear()
+        node.leading.set()
+        log.info("event=primary epoch=%d first_tick=%d %s", epoch, first_tick, node.log_context)
+
+    async def _lead(self, fence: int | None) -> None:
+        node = self.node
+        async with asyncio.TaskGroup() as group:
+            tasks = [
+                group.create_task(
+                    run_tick_loop(node.schedule, self.ticker.run_tick, node.clock),
+                    name="tick-loop",
+                ),
+                group.create_task(self._watch_peers(), name="peer-watch"),
+            ]
+            if fence is not None:  # the old primary, if it was only paused, hears of us
+                tasks.append(group.create_task(self._fence(fence), name="fence-old"))
+            await node.stepping_down.wait()
+            for task in tasks:
+                task.cancel()
+        await self._leave_leadership()
+
+    async def _fence(self, epoch: int) -> None:
+        try:
+            await self.node.follower.fence(epoch)
+        except Exception as error:
+            log.info("event=fence_failed error=%s %s", type(error).__name__, self.node.log_context)
+
+    async def _leave_leadership(self) -> None:
+        node = self.node
+        node.roles.apply(RoleEvent.STEP_DOWN)
+        node.leading.clear()
+        log.warning("event=stepped_down %s", node.log_context)
+        await self.sessions.close_all("not_primary", "this node is no longer the primary")
+        await node.hub.close()
+
+    async def _watch_peers(self) -> None:
+        """A primary cut off from its standbys still hears of a newer primary this way."""
+        node = self.node
+        async with aiohttp.ClientSession() as session:
+            while True:
+                await asyncio.sleep(PEER_POLL_S)
+                for found in await self._peer_health(session):
+                    if (
+                        found.get("role") == "primary"
+                        and int(found.get("epoch", 0)) > node.matches.epoch
+                    ):
+                        log.warning(
+                            "event=newer_primary_seen peer=%s epoch=%s %s",
+                            found.get("node"),
+                            found.get("epoch"),
+                            node.log_context,
+                        )
+                        node.request_step_down(int(found["epoch"]))
+                self.sessions.free_orphans()
+
+    async def _peer_health(self, session: aiohttp.ClientSession) -> list[dict[str, Any]]:
+        async def ask(peer: str) -> dict[str, Any] | None:
+            try:
+                async with session.get(
+                    peer.rstrip("/") + "/health", timeout=aiohttp.ClientTimeout(total=0.2)
+                ) as response:
+                    body = await response.json()
+                    return {**body, "url": peer} if isinstance(body, dict) else None
+            except (aiohttp.ClientError, TimeoutError, ValueError):
+                return None
+
+        answers = await asyncio.gather(*(ask(peer) for peer in self.node.peer_urls()))
+        return [a for a in answers if a is not None]
+
+    async def _find_primary(self) -> str | None:
+        """The base URL of the region's primary with the highest epoch, if any answers."""
+        async with aiohttp.ClientSession() as session:
+            found = [h for h in await self._peer_health(session) if h.get("role") == "primary"]
+        if not found:
+            return None
+        best = max(found, key=lambda h: int(h.get("epoch", 0)))
+        return str(best["url"])
+
+    async def _stand_by(self) -> int:
+        """Follow the primary; on its silence campaign; return the new epoch once this
+        node leads (its predecessor is to be fenced with it)."""
+        node = self.node
+        target = node.config.primary_url
+        while True:
+            outcome = await node.follower.follow(target)
+            if outcome.reason in ("silent", "closed") and node.follower.last_record_at is not None:
+                epoch = await self._take_over(outcome.primary, outcome.detected_at)
+                if epoch is not None:
+                    return epoch
+            else:
+                await asyncio.sleep(0.1)
+            target = await self._find_primary() or target
+
+    async def _take_over(self, silent_primary: str, detected_at: float) -> int | None:
+        """The primary is gone: depose it, campaign, and promote if this node wins (the new
+        epoch; None when it did not)."""
+        node = self.node
+        node.failover = {"detected_at": detected_at, "previous_primary": silent_primary}
+        log.warning(
+            "event=primary_silent primary=%s tick=%d %s",
+            silent_primary,
+            node.matches.tick_number,
+            node.log_context,
+        )
+        try:
+            await node.coordinator.depose(node_id=silent_primary)
+            epoch = await node.coordinator.campaign(
+                node_id=node.config.node_id,
+                url=node.config.public_url,
+                replicated_tick=node.matches.tick_number,
+                known_epoch=node.matches.epoch,
+            )
+        except CoordinatorError as error:
+            log.warning("event=campaign_failed error=%s %s", error, node.log_context)
+            return None
+        if epoch is None:
+            log.info("event=campaign_lost %s", node.log_context)
+            return None
+        origin = node.follower.origin_estimate
+        if origin is None:
+            origin = node.clock() - node.matches.server_time
+        rate = node.config.tick_rate
+        first_tick = max(node.matches.tick_number + 1, math.ceil((node.clock() - origin) * rate))
+        node.failover.update(
+            promoted_at=time.time(),
+            promoted_at_tick=node.matches.tick_number,
+            first_tick=first_tick,
+            # The primary's hash of the last tick it sent us, and ours of the same tick.
+            primary_hash=node.follower.last_hash,
+            promoted_hash="/".join(m.world.state_hash() for m in node.matches.matches),
+            resyncs=node.follower.resyncs,
+        )
+        node.metrics.promotions.inc()
+        self.sessions.orphan_all()
+        self._become_primary(RoleEvent.PROMOTE, epoch, first_tick, origin)
+        return epoch

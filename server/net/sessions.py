@@ -1,0 +1,355 @@
+"""The node's players: join, admit, park, reject; their frames; their snapshots.
+
+A WebSocket that comes to ``/ws`` must send ``join`` within :data:`JOIN_TIMEOUT_S`. A
+primary seats it (a new seat, with a seat reservation from the directory when the node
+has one, or the seat its session token proves is the player's); a standby parks a join
+that carries a token (the player's spare connection) until this node leads, then admits
+it at once; everything else is refused with an ``error`` and a close code. Once seated,
+the player's socket is read by a :class:`~server.net.player_stream.PlayerStream`: inputs
+go to the intake, pings are answered at once, anything else is an offence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import time
+
+import aiohttp
+from aiohttp import WSCloseCode, WSMsgType, web
+
+from server.net.connection import WS_MAX_MESSAGE_BYTES, Connection
+from server.net.registration import check_reservation
+from server.net.state import NodeState
+from server.replication.roles import Role
+from server.sim.match import MatchFull, PlayerSeat, TickResult
+from server.tokens import TokenError, issue_token, verify_token
+from shared import protocol
+from shared.protocol import ErrorMessage, InputMessage, JoinMessage, PingMessage, PongMessage
+
+__all__ = ["JOIN_TIMEOUT_S", "ORPHAN_GRACE_S", "Sessions"]
+
+log = logging.getLogger("arena.server")
+
+JOIN_TIMEOUT_S = 5.0
+ORPHAN_GRACE_S = 10.0  # a seat whose player has not come back after a failover is freed
+
+Seated = tuple[int, int]  # (match, slot)
+
+
+class Sessions:
+    """Every player connection of one node, seated or parked."""
+
+    def __init__(self, node: NodeState) -> None:
+        self.node = node
+        self.connections: dict[Seated, Connection] = {}
+        self.parked = 0
+        self._orphaned_since: dict[Seated, float] = {}
+
+    # -- the join -------------------------------------------------------------------------
+
+    async def session(self, request: web.Request, ws: web.WebSocketResponse) -> None:
+        """One player's connection, from its join to its end."""
+        node = self.node
+        try:
+            async with asyncio.timeout(JOIN_TIMEOUT_S):
+                first = await ws.receive()
+        except TimeoutError:
+            await reject(ws, "join_timeout", "no join within 5 s", WSCloseCode.POLICY_VIOLATION)
+            return
+        if first.type is not WSMsgType.BINARY:
+            return
+        try:
+            join = protocol.decode_client(first.data)
+        except protocol.ProtocolError as error:
+            node.metrics.protocol_errors.labels(error.code).inc()
+            await reject(ws, error.code, str(error), WSCloseCode.POLICY_VIOLATION)
+            return
+        if not isinstance(join, JoinMessage):
+            await reject(
+                ws, "join_first", "the first message must be join", WSCloseCode.POLICY_VIOLATION
+            )
+            return
+        if join.v != protocol.PROTOCOL_VERSION:
+            node.metrics.joins_refused.labels("version").inc()
+            await reject(
+                ws,
+                protocol.VersionMismatch.code,
+                f"server speaks protocol {protocol.PROTOCOL_VERSION}, client sent {join.v}",
+                WSCloseCode.PROTOCOL_ERROR,
+            )
+            return
+        if node.role is not Role.PRIMARY and (join.token is None or not await self._park(ws)):
+            node.metrics.joins_refused.labels("not_primary").inc()
+            await reject(
+                ws,
+                "not_primary",
+                "this node is a standby; try the others",
+                WSCloseCode.TRY_AGAIN_LATER,
+            )
+            return
+        admitted = await self._admit(ws, join)
+        if admitted is None:
+            return
+        index, seat = admitted
+        await self._play(request, ws, join, index, seat)
+
+    async def _play(
+        self,
+        request: web.Request,
+        ws: web.WebSocketResponse,
+        join: JoinMessage,
+        index: int,
+        seat: PlayerSeat,
+    ) -> None:
+        """Welcome a seated player, read its frames until it goes, free its seat then."""
+        node = self.node
+        key = (index, seat.slot)
+        connection = Connection(ws, request.transport, seat.slot, node.metrics, match=index)
+        welcome = protocol.WelcomeMessage(
+            v=protocol.PROTOCOL_VERSION,
+            player_id=seat.slot,
+            tick_rate=node.config.tick_rate,
+            tick=node.matches.tick_number,
+            server_time=node.server_time(),
+            token=issue_token(node.secret, node.config.region, seat.slot, seat.name, match=index),
+            map=node.config.arena.name,
+            region=node.config.region,
+            epoch=node.matches.epoch,
+            standbys=node.player_endpoints(),
+            ack=seat.inputs.acked,
+            match=index,
+        )
+        # From here on this player's frames are read off the socket by a PlayerStream
+        # (taken over before the welcome: a client sends nothing else until it has one).
+        stream = connection.take_over(
+            lambda data: self.handle_frame(connection, data),
+            lambda: self.complain(connection, protocol.MalformedFrame("text frames are not used")),
+            WS_MAX_MESSAGE_BYTES,
+            node.intake,
+            node.server_time,
+        )
+        connection.send(protocol.encode(welcome))
+        self.connections[key] = connection
+        connection.seated = True
+        node.metrics.players.set(node.matches.player_count)
+        log.info(
+            "event=player_joined match=%d player=%d name=%s %s",
+            index,
+            seat.slot,
+            join.name[:32],
+            node.log_context,
+        )
+        try:
+            if stream is not None:
+                await stream.closed
+        finally:
+            connection.seated = False
+            if self.connections.get(key) is connection:
+                del self.connections[key]
+                if node.role is Role.PRIMARY and not node.shutting_down:
+                    # A node that shuts down keeps its seats: the standby that takes over
+                    # gives them back to the players who come back with their tokens.
+                    node.matches[index].leave(seat.slot)
+            node.metrics.players.set(node.matches.player_count)
+            log.info("event=player_left match=%d player=%d %s", index, seat.slot, node.log_context)
+
+    async def _park(self, ws: web.WebSocketResponse) -> bool:
+        """A player's spare connection to this standby: hold it until this node leads.
+
+        True once promoted (the caller then admits the player with its token at once, with
+        no connection set-up on the player's side); False if the player hangs up first.
+        """
+        self.parked += 1
+        promoted = asyncio.ensure_future(self.node.leading.wait())
+        hung_up = asyncio.ensure_future(ws.receive())
+        try:
+            await asyncio.wait({promoted, hung_up}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self.parked -= 1
+            for waiter in (promoted, hung_up):
+                waiter.cancel()
+            await asyncio.gather(promoted, hung_up, return_exceptions=True)
+        return promoted.done() and not promoted.cancelled() and not ws.closed
+
+    async def _admit(
+        self, ws: web.WebSocketResponse, join: JoinMessage
+    ) -> tuple[int, PlayerSeat] | None:
+        """A seat for this join: a new one (with a seat reservation from the directory, if
+        it came with one), or the one its session token proves is the player's."""
+        node = self.node
+        if join.token is not None and node.config.directory_url:
+            refusal = self._reservation_refusal(join)
+            if refusal == "":  # a valid reservation: a new seat
+                join = dataclasses.replace(join, token=None)
+            elif refusal is not None:
+                node.metrics.joins_refused.labels("reservation").inc()
+                await reject(
+                    ws,
+                    "invalid_reservation",
+                    f"reservation {refusal}; ask the directory for a new seat",
+                    WSCloseCode.POLICY_VIOLATION,
+                )
+                return None
+        if join.token is None:
+            try:
+                return node.matches.join(join.name, join.interp_delay)
+            except MatchFull as full:
+                node.metrics.joins_refused.labels("full").inc()
+                await reject(ws, "server_full", str(full), WSCloseCode.TRY_AGAIN_LATER)
+                return None
+        try:
+            claim = verify_token(node.secret, join.token, node.config.region)
+        except TokenError:
+            claim = None
+        key = (claim.match, claim.slot) if claim is not None else None
+        seat = None
+        if claim is not None and 0 <= claim.match < len(node.matches):
+            seat = node.matches[claim.match].seats.get(claim.slot)
+        if claim is None or seat is None or seat.name != claim.name or key in self.connections:
+            node.metrics.joins_refused.labels("token").inc()
+            await reject(
+                ws,
+                "invalid_token",
+                "this region issued no such live session",
+                WSCloseCode.POLICY_VIOLATION,
+            )
+            return None
+        self._orphaned_since.pop((claim.match, claim.slot), None)
+        log.info(
+            "event=player_resumed match=%d player=%d ack=%d %s",
+            claim.match,
+            claim.slot,
+            seat.inputs.acked,
+            node.log_context,
+        )
+        return claim.match, seat
+
+    def _reservation_refusal(self, join: JoinMessage) -> str | None:
+        """None: the token is a session token; "": a valid seat reservation; else why not."""
+        assert join.token is not None
+        node = self.node
+        try:
+            verify_token(node.secret, join.token, node.config.region)
+            return None
+        except TokenError:
+            pass
+        code = check_reservation(
+            node.secret,
+            join.token,
+            node.config.node_id,
+            time.time(),
+            player=join.name,
+            claims=node.claims,
+        )
+        return "" if code is None else code
+
+    # -- a seated player's frames ---------------------------------------------------------
+
+    def complain(self, connection: Connection, error: protocol.ProtocolError) -> bool:
+        """Answer a bad frame; True when the client has offended too often and must go."""
+        node = self.node
+        connection.offences += 1
+        node.metrics.protocol_errors.labels(error.code).inc()
+        fatal = connection.offences >= node.config.max_offences
+        connection.send(protocol.encode(ErrorMessage(error.code, str(error)[:256], fatal)))
+        if fatal:
+            log.info(
+                "event=client_dropped player=%d reason=%s offences=%d %s",
+                connection.slot,
+                error.code,
+                connection.offences,
+                node.log_context,
+            )
+        return fatal
+
+    def handle_frame(self, connection: Connection, data: bytes) -> bool:
+        """One frame from a seated player read the ordinary way (not held for the batch);
+        True when the player must be disconnected for repeated offences."""
+        node = self.node
+        node.metrics.tally_bytes_in += len(data)
+        try:
+            message = protocol.decode_client(data)
+        except protocol.ProtocolError as error:
+            return self.complain(connection, error)
+        if type(message) is InputMessage:
+            node.intake.receive(connection, message, node.server_time())
+        elif isinstance(message, PingMessage):
+            pong = PongMessage(message.id, message.t, node.server_time())
+            connection.send(protocol.encode(pong))
+        else:
+            return self.complain(connection, protocol.InvalidField("join: already joined"))
+        return False
+
+    # -- everyone -------------------------------------------------------------------------
+
+    def publish(self, results: list[TickResult]) -> None:
+        """Each seated player's snapshot of this tick; never waits (a full socket misses
+        this one, the next is newer anyway)."""
+        matches = self.node.matches.matches
+        dropped = 0
+        for (index, slot), connection in list(self.connections.items()):
+            result = results[index]
+            head = matches[index].snapshot_head(result, slot)
+            if head is None:
+                continue  # seated after this tick was computed: the next one is its first
+            if not connection.send(head, result.body):
+                dropped += 1
+        if dropped:
+            self.node.metrics.snapshots_dropped.inc(dropped)
+
+    async def announce_standbys(self) -> None:
+        """Tell every player the region's current standbys (for their spare connections)."""
+        node = self.node
+        frame = protocol.encode(
+            protocol.StandbysMessage(node.player_endpoints(), node.matches.epoch)
+        )
+        for connection in list(self.connections.values()):
+            connection.send(frame)
+
+    async def close_all(self, code: str, text: str) -> None:
+        """Tell every player ``code`` (fatal) and close with 1001 GOING_AWAY."""
+        bye = protocol.encode(ErrorMessage(code, text, fatal=True))
+        for connection in list(self.connections.values()):
+            with contextlib.suppress(Exception):
+                connection.send(bye)
+                await connection.close(WSCloseCode.GOING_AWAY, code.encode())
+
+    # -- seats kept through a failover ----------------------------------------------------
+
+    def orphan_all(self) -> None:
+        """After a takeover: every seat waits up to ORPHAN_GRACE_S for its player."""
+        now = time.monotonic()
+        self._orphaned_since = {}
+        for match in self.node.matches.matches:
+            for slot, seat in match.seats.items():
+                seat.inputs.restore(seat.inputs.acked)
+                self._orphaned_since[(match.index, slot)] = now
+
+    def free_orphans(self) -> None:
+        """Free the seats whose players did not come back in time."""
+        now = time.monotonic()
+        for key, since in list(self._orphaned_since.items()):
+            match, slot = self.node.matches[key[0]], key[1]
+            if key in self.connections or slot not in match.seats:
+                del self._orphaned_since[key]
+            elif now - since > ORPHAN_GRACE_S:
+                del self._orphaned_since[key]
+                match.leave(slot)
+                log.info(
+                    "event=seat_freed match=%d player=%d reason=not_reclaimed %s",
+                    key[0],
+                    slot,
+                    self.node.log_context,
+                )
+
+
+async def reject(ws: web.WebSocketResponse, code: str, text: str, close: int) -> None:
+    """Tell the client why, then close; a client that already hung up is left alone."""
+    if ws.closed:
+        return
+    with contextlib.suppress(ConnectionError, aiohttp.ClientConnectionResetError):
+        await ws.send_bytes(protocol.encode(ErrorMessage(code, text, fatal=True)))
+        await ws.close(code=close, message=code.encode())

@@ -1,0 +1,126 @@
+"""What one node's jobs share: its matches, role, clocks, links and identity.
+
+The node is split by job (:mod:`.sessions` the players, :mod:`.ticker` the tick,
+:mod:`.leadership` the role loop, :mod:`server.replication.net.handshake` the standbys'
+hello); each job is a small class over this shared state, which has no job of its own
+beyond the few questions every job asks (what time is it on the server, who are the
+region's other nodes, how do I label a log line).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from server.coordination.base import Coordinator
+from server.coordination.net import make_coordinator
+from server.net.config import NodeConfig
+from server.net.metrics import NodeMetrics
+from server.net.registration import ClaimLedger
+from server.replication.net.follower import Follower
+from server.replication.net.hub import ReplicationHub
+from server.replication.roles import Role, RoleEvent, RoleMachine
+from server.sim.hitreg.backend import HitValidator, make_validator
+from server.sim.intake import InputIntake
+from server.sim.match import MatchConfig
+from server.sim.matchset import MatchSet
+from server.sim.tickstats import TickStats
+from shared.timestep import TickSchedule
+
+__all__ = ["NodeState"]
+
+
+class NodeState:
+    """One node's shared state (see the module)."""
+
+    def __init__(self, config: NodeConfig, clock: Callable[[], float]) -> None:
+        self.config = config
+        self.clock = clock
+        self.metrics = NodeMetrics()
+        self.validator: HitValidator = make_validator(
+            config.hitreg_backend, box_min=config.arena.box_min, box_max=config.arena.box_max
+        )
+        self.matches = MatchSet(
+            MatchConfig(
+                arena=config.arena,
+                tick_rate=config.tick_rate,
+                max_players=config.max_players,
+                history_seconds=config.history_seconds,
+                lag_compensation=config.lag_compensation,
+            ),
+            config.matches,
+            self.validator,
+        )
+        self.roles = RoleMachine()
+        if config.role == "standby":
+            self.roles.apply(RoleEvent.FOLLOW)
+        self.schedule = TickSchedule(config.tick_rate, clock())
+        self.stats = TickStats(period=1.0 / config.tick_rate)
+        self.secret = config.cluster_secret or os.urandom(32)
+        self.coordinator: Coordinator = make_coordinator(
+            config.coordinator, node_id=config.node_id, peers=config.peers, region=config.region
+        )
+        self.hub = ReplicationHub(config.ack_timeout, self.metrics, "")
+        #: Seated players' input reads, held for the next tick to decode as one batch.
+        self.intake = InputIntake(self.matches)
+        self.follower = Follower(
+            self.matches,
+            config.node_id,
+            self.secret,
+            config.failover_timeout,
+            clock,
+            lambda: self.log_context,
+        )
+        self.follower.public_url = config.public_url
+        self.claims = ClaimLedger()  # reservations admitted, for the directory's accounting
+        self.learned_peers: dict[str, str] = {}  # standbys that connected: node id -> URL
+        self.started_at = time.time()
+        self.failover: dict[str, Any] = {}
+        #: Set when this node must stop leading (a higher epoch exists): the lead loop ends.
+        self.stepping_down = asyncio.Event()
+        #: Set while this node leads (parked joins wait on it).
+        self.leading = asyncio.Event()
+        self.shutting_down = False
+        self.warm = False
+
+    # -- time and identity ----------------------------------------------------------------
+
+    @property
+    def role(self) -> Role:
+        return self.roles.role
+
+    def server_time(self) -> float:
+        """Continuous server time now: tick T was due at ``T / rate`` on this scale."""
+        return max(0.0, self.clock() - self.schedule.origin)
+
+    @property
+    def log_context(self) -> str:
+        c = self.config
+        return (
+            f"region={c.region} node={c.node_id} role={self.role.value} epoch={self.matches.epoch}"
+        )
+
+    @property
+    def ready(self) -> bool:
+        """Ready to serve in its role: kernels warm, role decided, not shutting down (what
+        ``/health`` answers 200 for; launchers and load balancers wait for it)."""
+        return self.warm and self.role is not Role.STARTING and not self.shutting_down
+
+    def peer_urls(self) -> list[str]:
+        """The region's other nodes: configured, and standbys that connected (base URLs)."""
+        peers = dict.fromkeys([*self.config.peers, *self.learned_peers.values()])
+        peers.pop(self.config.public_url, None)
+        return [peer for peer in peers if peer]
+
+    def player_endpoints(self) -> tuple[str, ...]:
+        """Where a player goes if this node disappears: the region's other nodes."""
+        return tuple(peer.rstrip("/") + "/ws" for peer in self.peer_urls())
+
+    def request_step_down(self, epoch: int) -> None:
+        """A higher epoch exists: stop publishing at once; the role loop does the rest."""
+        if epoch > self.matches.epoch or self.roles.primary:
+            self.matches.epoch = max(self.matches.epoch, epoch)
+            self.stepping_down.set()

@@ -1,0 +1,91 @@
+"""The primary's end of a standby's hello: who may follow this node, and from where.
+
+A standby connects to ``/replicate`` and sends a hello signed with the cluster secret. The
+primary refuses a hello it cannot verify (counted, and logged once in a while: a standby
+retries ten times a second), steps down if the hello names a higher epoch, refuses while
+it is not the primary or its configuration differs, and otherwise welcomes the standby
+and hands the link to the hub, which streams it every tick.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgpack
+from aiohttp import WSCloseCode, WSMsgType, web
+
+from server.logs import Throttle
+from server.net.state import NodeState
+from server.replication import state
+from server.replication.auth import verify_hello
+from server.replication.net.hub import StandbyLink
+from server.replication.roles import Role
+
+__all__ = ["HELLO_TIMEOUT_S", "StandbyDoor"]
+
+log = logging.getLogger("arena.replication")
+
+HELLO_TIMEOUT_S = 5.0
+
+
+class StandbyDoor:
+    """Where standbys knock (the ``/replicate`` handler of one node)."""
+
+    def __init__(self, node: NodeState, on_new_peer: Callable[[], Awaitable[None]]) -> None:
+        self.node = node
+        self._on_new_peer = on_new_peer  # tells the players of a new standby
+        self._refusals = Throttle()
+
+    async def serve(self, request: web.Request, ws: web.WebSocketResponse) -> None:
+        """A standby's link: authenticate it, then stream it every tick."""
+        node = self.node
+        try:
+            async with asyncio.timeout(HELLO_TIMEOUT_S):
+                first = await ws.receive()
+            hello = _loads(first.data) if first.type is WSMsgType.BINARY else None
+        except (TimeoutError, ValueError):
+            hello = None
+        if not isinstance(hello, dict) or not verify_hello(node.secret, hello, time.time()):
+            await ws.send_bytes(_dumps({"type": "error", "code": "unauthenticated"}))
+            await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"unauthenticated")
+            node.metrics.peers_refused.labels("unauthenticated").inc()
+            held = self._refusals.allow("unauthenticated")
+            if held is not None:
+                log.warning(
+                    'event=peer_refused reason=unauthenticated repeats=%d hint="a peer does not '
+                    "share this node's cluster secret (ARENA_CLUSTER_SECRET)\" %s",
+                    held,
+                    node.log_context,
+                )
+            return
+        if int(hello["epoch"]) > node.matches.epoch and node.role is Role.PRIMARY:
+            node.request_step_down(int(hello["epoch"]))
+        if node.role is not Role.PRIMARY or node.stepping_down.is_set():
+            await ws.send_bytes(_dumps({"type": "not_primary", "epoch": node.matches.epoch}))
+            await ws.close()
+            return
+        if hello.get("fingerprint") != state.config_fingerprint(node.matches):
+            await ws.send_bytes(_dumps({"type": "error", "code": "config_mismatch"}))
+            await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"config_mismatch")
+            return
+        await ws.send_bytes(_dumps({"type": "welcome_standby", "node": node.config.node_id}))
+        link = StandbyLink(str(hello["node"]), ws, request.transport)
+        if hello.get("url") and node.learned_peers.get(link.node) != hello["url"]:
+            node.learned_peers[link.node] = str(hello["url"])
+            await self._on_new_peer()
+        await node.hub.serve(link, lambda: state.encode_node_full(node.matches, node.matches.epoch))
+
+
+def _loads(data: bytes) -> Any:
+    try:
+        return msgpack.unpackb(data, raw=False)
+    except Exception:  # garbage from an unauthenticated peer
+        raise ValueError("not msgpack") from None
+
+
+def _dumps(value: Any) -> bytes:
+    return msgpack.packb(value, use_bin_type=True)
