@@ -14,6 +14,7 @@ import time
 
 from server.net.sessions import Sessions
 from server.net.state import NodeState
+from server.replication import messages
 from server.replication import state as records
 
 __all__ = ["Ticker"]
@@ -37,7 +38,7 @@ class Ticker:
         synced = False
         if node.hub.links:
             events = [result.events for result in results]
-            record = records.encode_node_tick(node.matches, events, node.matches.epoch)
+            record = messages.encode(records.capture_tick(node.matches, events, node.matches.epoch))
             synced = await node.hub.replicate(tick, record, node.config.replication == "sync")
         fenced = node.hub.fenced_epoch
         if fenced is not None and fenced > node.matches.epoch:

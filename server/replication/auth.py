@@ -11,27 +11,39 @@ import os
 import secrets
 
 from server import signing
+from server.replication.messages import ConfigFingerprint, Hello
 
-__all__ = ["MAX_SKEW_S", "SECRET_ENV", "hello_mac", "load_secret", "verify_hello"]
+__all__ = ["MAX_SKEW_S", "SECRET_ENV", "load_secret", "sign_hello", "verify_hello"]
 
 SECRET_ENV = "ARENA_CLUSTER_SECRET"
 MAX_SKEW_S = 30.0
 
 
-def hello_mac(secret: bytes, node: str, epoch: int, timestamp: float) -> str:
+def _hello_mac(secret: bytes, node: str, epoch: int, timestamp: float) -> str:
     message = f"{node}|{epoch}|{timestamp:.6f}".encode()
     return signing.mac(secret, signing.Purpose.REPLICATION_HELLO, message).hex()
 
 
-def verify_hello(secret: bytes, hello: dict[str, object], now: float) -> bool:
-    try:
-        node, epoch = str(hello["node"]), int(hello["epoch"])  # type: ignore[call-overload]
-        timestamp, mac = float(hello["ts"]), str(hello["mac"])  # type: ignore[arg-type]
-    except (KeyError, TypeError, ValueError):
+def sign_hello(
+    secret: bytes,
+    *,
+    node: str,
+    epoch: int,
+    tick: int,
+    fingerprint: ConfigFingerprint,
+    url: str,
+    now: float,
+) -> Hello:
+    """A standby's hello, signed now."""
+    mac = _hello_mac(secret, node, epoch, now)
+    return Hello(node, epoch, tick, fingerprint, url, now, mac)
+
+
+def verify_hello(secret: bytes, hello: Hello, now: float) -> bool:
+    """The hello was signed with ``secret`` within ``MAX_SKEW_S`` of ``now``."""
+    if abs(now - hello.ts) > MAX_SKEW_S:
         return False
-    if abs(now - timestamp) > MAX_SKEW_S:
-        return False
-    return signing.matches(hello_mac(secret, node, epoch, timestamp), mac)
+    return signing.matches(_hello_mac(secret, hello.node, hello.epoch, hello.ts), hello.mac)
 
 
 def load_secret(value: str | None) -> bytes:

@@ -19,6 +19,7 @@ shooter saw); ``damage`` is 0 when the ordered story says the victim was already
 from __future__ import annotations
 
 import collections
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ import numpy as np
 
 from server.sim.hitreg.backend import History, HitscanShots, HitValidator, ProjectileShots
 from server.sim.lagcomp import LagCompensation, ViewTimeVerdict
+from server.sim.replica import ArrayState, StateMismatch
 from server.sim.world import MAX_HEALTH, World
 from shared.hitbox import HIT_PLAYER, HIT_WORLD, HITBOX_DAMAGE_MULTIPLIER
 from shared.weapons import EYE_HEIGHT, RESPAWN_DELAY_S, WEAPONS, Weapon, aim_direction
@@ -70,7 +72,13 @@ class _Outcome:
     view_time: float
 
 
-class Combat:
+class Combat(ArrayState):
+    """One match's combat bookkeeping. Replicated: deaths, respawns, fire cooldowns and the
+    projectiles in flight (:meth:`export_state`); the shots pending within a tick never
+    outlive it, and the counters are each node's own statistics."""
+
+    REPLICATED = ("death_time", "respawn_tick", "last_fired_seq")
+
     def __init__(
         self,
         world: World,
@@ -91,6 +99,38 @@ class Combat:
         self.pending: list[PendingShot] = []
         self.flying: list[_Projectile] = []
         self.counters: collections.Counter[str] = collections.Counter()
+
+    def export_state(self) -> dict[str, Any]:
+        """The arrays, and each projectile in flight as a row of plain values."""
+        flights = [
+            [p.slot, p.seq, p.weapon.id, p.position.tobytes(), p.velocity.tobytes(),
+             p.time, p.expire_time, p.view_time]
+            for p in self.flying
+        ]  # fmt: skip
+        return {**self.array_state(), "flying": flights}
+
+    def import_state(self, state: Mapping[str, Any]) -> None:
+        """Take over the primary's combat state (no shot is pending between ticks)."""
+        arrays = {name: value for name, value in state.items() if name != "flying"}
+        try:
+            flying = [
+                _Projectile(
+                    int(slot),
+                    int(seq),
+                    WEAPONS[int(weapon)],
+                    np.frombuffer(position).copy(),
+                    np.frombuffer(velocity).copy(),
+                    float(time),
+                    float(expire),
+                    float(view),
+                )
+                for slot, seq, weapon, position, velocity, time, expire, view in state["flying"]
+            ]
+        except (KeyError, TypeError, ValueError, IndexError) as error:
+            raise StateMismatch(f"combat: projectiles in flight unreadable ({error})") from None
+        self.restore_arrays(arrays)
+        self.flying = flying
+        self.pending = []
 
     # -- during the tick ---------------------------------------------------------------
 

@@ -8,7 +8,12 @@ strictly increase along the logical order.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
+
+from server.sim.replica import ArrayState, StateMismatch
 
 __all__ = ["HistoryRing", "HistoryStore"]
 
@@ -26,7 +31,11 @@ class HistoryStore:
         self.alive = np.zeros((matches, capacity, max_players), dtype=np.uint8)
 
 
-class HistoryRing:
+class HistoryRing(ArrayState):
+    """One match's ring: views of its rows of the node's :class:`HistoryStore`."""
+
+    REPLICATED = ("times", "ticks", "positions", "alive")
+
     def __init__(
         self, capacity: int, max_players: int, store: HistoryStore | None = None, index: int = 0
     ) -> None:
@@ -42,6 +51,18 @@ class HistoryRing:
 
     def __len__(self) -> int:
         return self.count
+
+    def export_state(self) -> dict[str, Any]:
+        """The ring for a standby that starts following: its arrays and where it starts."""
+        return {**self.array_state(), "start": self.start, "count": self.count}
+
+    def import_state(self, state: Mapping[str, Any]) -> None:
+        arrays = {name: value for name, value in state.items() if name not in ("start", "count")}
+        start, count = int(state.get("start", -1)), int(state.get("count", -1))
+        if not (0 <= start < self.capacity and 0 <= count <= self.capacity):
+            raise StateMismatch(f"history ring start {start} / count {count} out of range")
+        self.restore_arrays(arrays)
+        self.start, self.count = start, count
 
     def append(self, tick: int, time: float, positions: np.ndarray, alive: np.ndarray) -> None:
         """Record the world after ``tick``; the oldest snapshot goes when the ring is full."""

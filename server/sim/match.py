@@ -121,15 +121,39 @@ class Match:
         self.joins += 1
         self.world.seat(slot, x, y)
         self.combat.seat(slot)
-        seat = PlayerSeat(slot, name, interp_delay, self.new_seat_inputs(slot))
+        seat = PlayerSeat(slot, name, interp_delay, self._new_seat_inputs(slot))
         self.seats[slot] = seat
         self._events.append({"kind": "join", "player": slot})
         return seat
 
-    def new_seat_inputs(self, slot: int) -> SeatInputs:
+    def _new_seat_inputs(self, slot: int) -> SeatInputs:
         """A new player's buffer and RTT window in ``slot``: nothing of the last one's."""
         self.inputs.reset(slot)
         return self.inputs.seat(slot)
+
+    def seat_state(self) -> list[list[Any]]:
+        """Every seat as ``[slot, name, interp_delay, acked]``, for a standby."""
+        return [
+            [slot, seat.name, seat.interp_delay, seat.inputs.acked]
+            for slot, seat in sorted(self.seats.items())
+        ]
+
+    def restore_seats(self, rows: list[list[Any]]) -> None:
+        """Hold exactly the primary's seats: a seat whose player changed starts afresh (its
+        buffer and RTT window are the new player's); every seat's ack is the primary's."""
+        wanted = {
+            int(slot): (str(name), float(interp), int(acked)) for slot, name, interp, acked in rows
+        }
+        for slot in list(self.seats):
+            if slot not in wanted:
+                del self.seats[slot]
+        for slot, (name, interp, acked) in wanted.items():
+            seat = self.seats.get(slot)
+            if seat is None or seat.name != name or seat.interp_delay != interp:
+                seat = PlayerSeat(slot, name, interp, self._new_seat_inputs(slot))
+                self.seats[slot] = seat
+            # A follower applies no inputs itself: its view of each seat's ack is the primary's.
+            seat.inputs.restore(acked)
 
     def leave(self, slot: int) -> None:
         if self.seats.pop(slot, None) is not None:

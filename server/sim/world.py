@@ -10,12 +10,18 @@ import hashlib
 
 import numpy as np
 
+from server.sim.replica import ArrayState
+
 __all__ = ["MAX_HEALTH", "World"]
 
 MAX_HEALTH = 100
 
 
-class World:
+class World(ArrayState):
+    """Every array is the world's state: replicated to standbys, and hashed."""
+
+    REPLICATED = ("active", "alive", "pos", "vel", "yaw", "pitch", "health", "move", "buttons")
+
     def __init__(self, max_players: int) -> None:
         self.max_players = max_players
         self.active = np.zeros(max_players, dtype=bool)  # seat taken
@@ -52,8 +58,9 @@ class World:
         self.alive[slot] = False
 
     def state_hash(self) -> str:
-        """A digest of everything that defines the world, to compare replicas and runs."""
+        """A digest of everything that defines the world (its replicated arrays), to
+        compare replicas and runs."""
         digest = hashlib.blake2b(digest_size=16)
-        for array in (self.active, self.alive, self.pos, self.vel, self.health):
-            digest.update(np.ascontiguousarray(array).tobytes())
+        for blob in self.array_state().values():
+            digest.update(blob)
         return digest.hexdigest()

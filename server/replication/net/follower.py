@@ -20,11 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import aiohttp
-import msgpack
 
 from server.logs import Throttle
-from server.replication import state
-from server.replication.auth import hello_mac
+from server.replication import messages, state
+from server.replication.auth import sign_hello
 from server.sim.matchset import MatchSet
 
 __all__ = ["FollowOutcome", "Follower"]
@@ -103,18 +102,16 @@ class Follower:
             )
             return FollowOutcome("refused", time.time(), self.primary_id, self.matches.epoch)
         ws = self._ws
-        now = time.time()
-        hello = {
-            "type": "hello",
-            "node": self.node_id,
-            "epoch": self.matches.epoch,
-            "tick": self.matches.tick_number,
-            "fingerprint": state.config_fingerprint(self.matches),
-            "url": self.public_url,
-            "ts": now,
-            "mac": hello_mac(self.secret, self.node_id, self.matches.epoch, now),
-        }
-        await ws.send_bytes(msgpack.packb(hello))
+        hello = sign_hello(
+            self.secret,
+            node=self.node_id,
+            epoch=self.matches.epoch,
+            tick=self.matches.tick_number,
+            fingerprint=state.config_fingerprint(self.matches),
+            url=self.public_url,
+            now=time.time(),
+        )
+        await ws.send_bytes(messages.encode(hello))
         while True:
             try:
                 message = await ws.receive(timeout=self.silence_timeout)
@@ -123,38 +120,45 @@ class Follower:
             if message.type is not aiohttp.WSMsgType.BINARY:
                 reason = "closed" if self.primary_id else "refused"
                 return FollowOutcome(reason, time.time(), self.primary_id, self.matches.epoch)
-            record = msgpack.unpackb(message.data, raw=False)
-            kind = record.get("type") if isinstance(record, dict) else None
-            if kind == "welcome_standby":
-                self.primary_id = str(record["node"])
+            try:
+                record = messages.decode(message.data)
+            except messages.MessageError as error:
+                log.warning("event=replication_garbage error=%s %s", error, self.log_context())
                 continue
-            if kind in ("not_primary", "error"):
-                self._log_refusal(str(record.get("code", kind)))
-                self.matches.epoch = max(self.matches.epoch, int(record.get("epoch", 0)))
-                reason = "refused" if kind == "error" else "not_primary"
+            if isinstance(record, messages.StandbyWelcome):
+                self.primary_id = record.node
+                continue
+            if isinstance(record, messages.Refused | messages.NotPrimary):
+                if isinstance(record, messages.Refused):
+                    self._log_refusal(record.code)
+                    reason = "refused"
+                else:
+                    self._log_refusal("not_primary")
+                    self.matches.epoch = max(self.matches.epoch, record.epoch)
+                    reason = "not_primary"
                 return FollowOutcome(reason, time.time(), self.primary_id, self.matches.epoch)
-            if kind not in ("ticks", "fulls"):
+            if not isinstance(record, messages.TickRecord | messages.FullState):
                 continue
-            if int(record["epoch"]) < self.matches.epoch:
+            if record.epoch < self.matches.epoch:
                 # A deposed primary still talking: tell it, and stop following it.
-                await ws.send_bytes(msgpack.packb({"type": "fenced", "epoch": self.matches.epoch}))
+                await ws.send_bytes(messages.encode(messages.Fenced(self.matches.epoch)))
                 return FollowOutcome(
                     "fenced_primary", time.time(), self.primary_id, self.matches.epoch
                 )
             try:
-                state.apply_node_record(self.matches, record)
+                state.apply(self.matches, record)
             except (state.ReplicationGap, state.HashMismatch) as problem:
                 self.resyncs += 1
                 log.warning("event=replication_resync reason=%s %s", problem, self.log_context())
-                await ws.send_bytes(msgpack.packb({"type": "resync"}))
+                await ws.send_bytes(messages.encode(messages.Resync()))
                 continue
             received = self.clock()
             self.last_record_at = received
-            self.last_hash = "/".join(str(m["hash"]) for m in record["matches"])
+            self.last_hash = "/".join(match.hash for match in record.matches)
             origin = received - self.matches.server_time
             if self.origin_estimate is None or origin < self.origin_estimate:
                 self.origin_estimate = origin  # the least-delayed record is the best anchor
-            await ws.send_bytes(msgpack.packb({"type": "ack", "tick": self.matches.tick_number}))
+            await ws.send_bytes(messages.encode(messages.Ack(self.matches.tick_number)))
 
     async def fence(self, epoch: int) -> None:
         """After our promotion: answer anything the old primary still sends with our epoch."""
@@ -164,7 +168,7 @@ class Follower:
         with contextlib.suppress(aiohttp.ClientError, ConnectionError):
             async for message in ws:
                 if message.type is aiohttp.WSMsgType.BINARY:
-                    await ws.send_bytes(msgpack.packb({"type": "fenced", "epoch": epoch}))
+                    await ws.send_bytes(messages.encode(messages.Fenced(epoch)))
                     log.info("event=fenced_old_primary epoch=%d %s", epoch, self.log_context())
                     break
         await ws.close()

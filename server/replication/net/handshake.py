@@ -13,14 +13,12 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
-import msgpack
 from aiohttp import WSCloseCode, WSMsgType, web
 
 from server.logs import Throttle
 from server.net.state import NodeState
-from server.replication import state
+from server.replication import messages, state
 from server.replication.auth import verify_hello
 from server.replication.net.hub import StandbyLink
 from server.replication.roles import Role
@@ -46,11 +44,13 @@ class StandbyDoor:
         try:
             async with asyncio.timeout(HELLO_TIMEOUT_S):
                 first = await ws.receive()
-            hello = _loads(first.data) if first.type is WSMsgType.BINARY else None
-        except (TimeoutError, ValueError):
+            hello = messages.decode(first.data) if first.type is WSMsgType.BINARY else None
+        except (TimeoutError, messages.MessageError):
             hello = None
-        if not isinstance(hello, dict) or not verify_hello(node.secret, hello, time.time()):
-            await ws.send_bytes(_dumps({"type": "error", "code": "unauthenticated"}))
+        if not isinstance(hello, messages.Hello) or not verify_hello(
+            node.secret, hello, time.time()
+        ):
+            await ws.send_bytes(messages.encode(messages.Refused("unauthenticated")))
             await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"unauthenticated")
             node.metrics.peers_refused.labels("unauthenticated").inc()
             held = self._refusals.allow("unauthenticated")
@@ -62,30 +62,22 @@ class StandbyDoor:
                     node.log_context,
                 )
             return
-        if int(hello["epoch"]) > node.matches.epoch and node.role is Role.PRIMARY:
-            node.request_step_down(int(hello["epoch"]))
+        if hello.epoch > node.matches.epoch and node.role is Role.PRIMARY:
+            node.request_step_down(hello.epoch)
         if node.role is not Role.PRIMARY or node.stepping_down.is_set():
-            await ws.send_bytes(_dumps({"type": "not_primary", "epoch": node.matches.epoch}))
+            await ws.send_bytes(messages.encode(messages.NotPrimary(node.matches.epoch)))
             await ws.close()
             return
-        if hello.get("fingerprint") != state.config_fingerprint(node.matches):
-            await ws.send_bytes(_dumps({"type": "error", "code": "config_mismatch"}))
+        if hello.fingerprint != state.config_fingerprint(node.matches):
+            await ws.send_bytes(messages.encode(messages.Refused("config_mismatch")))
             await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"config_mismatch")
             return
-        await ws.send_bytes(_dumps({"type": "welcome_standby", "node": node.config.node_id}))
-        link = StandbyLink(str(hello["node"]), ws, request.transport)
-        if hello.get("url") and node.learned_peers.get(link.node) != hello["url"]:
-            node.learned_peers[link.node] = str(hello["url"])
+        await ws.send_bytes(messages.encode(messages.StandbyWelcome(node.config.node_id)))
+        link = StandbyLink(hello.node, ws, request.transport)
+        if hello.url and node.learned_peers.get(link.node) != hello.url:
+            node.learned_peers[link.node] = hello.url
             await self._on_new_peer()
-        await node.hub.serve(link, lambda: state.encode_node_full(node.matches, node.matches.epoch))
-
-
-def _loads(data: bytes) -> Any:
-    try:
-        return msgpack.unpackb(data, raw=False)
-    except Exception:  # garbage from an unauthenticated peer
-        raise ValueError("not msgpack") from None
-
-
-def _dumps(value: Any) -> bytes:
-    return msgpack.packb(value, use_bin_type=True)
+        await node.hub.serve(
+            link,
+            lambda: messages.encode(state.capture_full(node.matches, node.matches.epoch)),
+        )

@@ -15,15 +15,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import cast
 
-import msgpack
 from aiohttp import WSMsgType, web
 
 from server.net.metrics import NodeMetrics
+from server.replication import messages
 
 __all__ = ["ReplicationHub", "StandbyLink"]
 
@@ -38,7 +37,6 @@ class StandbyLink:
     state: str = "catching_up"  # then "live"; "lagging" after a missed bound
     acked_tick: int = -1
     lag_events: int = 0
-    connected_at: float = field(default_factory=time.time)
 
     def has_room(self, size: int) -> bool:
         # (uvloop's transports implement asyncio's interface without deriving from it)
@@ -82,16 +80,18 @@ class ReplicationHub:
             async for message in link.ws:
                 if message.type is not WSMsgType.BINARY:
                     continue
-                reply = msgpack.unpackb(message.data, raw=False)
-                kind = reply.get("type") if isinstance(reply, dict) else None
-                if kind == "ack":
-                    link.acked_tick = max(link.acked_tick, int(reply["tick"]))
+                try:
+                    reply = messages.decode(message.data)
+                except messages.MessageError:
+                    continue  # an authenticated standby of another version: its loss
+                if isinstance(reply, messages.Ack):
+                    link.acked_tick = max(link.acked_tick, reply.tick)
                     self._progress.set()
-                elif kind == "resync":
+                elif isinstance(reply, messages.Resync):
                     link.state = "catching_up"
                     await link.ws.send_bytes(full_state())
-                elif kind == "fenced":
-                    self.fenced_epoch = max(self.fenced_epoch or 0, int(reply["epoch"]))
+                elif isinstance(reply, messages.Fenced):
+                    self.fenced_epoch = max(self.fenced_epoch or 0, reply.epoch)
                     self._progress.set()
         finally:
             if self.links.get(link.node) is link:

@@ -25,8 +25,8 @@ from aiohttp import WSCloseCode, WSMsgType, web
 
 from server.net.app import NODE, NODE_TASK, create_app
 from server.net.node import Node, NodeConfig
-from server.replication import state
-from server.replication.auth import hello_mac
+from server.replication import messages, state
+from server.replication.auth import sign_hello
 from server.replication.net.follower import Follower
 from server.sim.matchset import MatchSet
 from server.tokens import issue_token
@@ -272,18 +272,16 @@ class FakeStandby:
         self.ws = await self.session.ws_connect(
             self.primary.url + "/replicate", max_msg_size=64 << 20
         )
-        now = time.time()
-        hello = {
-            "type": "hello",
-            "node": self.node,
-            "epoch": 0,
-            "tick": 0,
-            "fingerprint": state.config_fingerprint(self.primary.node.matches),
-            "url": "",
-            "ts": now,
-            "mac": hello_mac(self.secret, self.node, 0, now),
-        }
-        await self.ws.send_bytes(msgpack.packb(hello))
+        hello = sign_hello(
+            self.secret,
+            node=self.node,
+            epoch=0,
+            tick=0,
+            fingerprint=state.config_fingerprint(self.primary.node.matches),
+            url="",
+            now=time.time(),
+        )
+        await self.ws.send_bytes(messages.encode(hello))
 
     async def run(self) -> None:
         assert self.ws is not None

@@ -9,6 +9,7 @@ go on producing the very snapshots the primary would have produced.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from typing import Any
@@ -17,15 +18,15 @@ import msgpack
 import numpy as np
 import pytest
 
+from server.replication import messages
+from server.replication.messages import FullState, MatchState, TickRecord
 from server.replication.state import (
     HashMismatch,
     ReplicationGap,
-    apply_record,
+    apply_match,
+    capture_match,
     config_fingerprint,
-    decode,
-    encode_full_state,
-    encode_tick_record,
-    install_full_state,
+    install_match,
 )
 from server.sim.match import Match, MatchConfig, TickResult
 from shared.arena_map import default_map
@@ -153,10 +154,38 @@ def run_tick(match: Match, actions: list[Action]) -> TickResult:
     return result
 
 
-def replicate(primary: Match, result: TickResult, standby: Match) -> dict[str, Any]:
-    record = decode(encode_tick_record(primary, result.events, primary.epoch))
+def over_the_wire(record: TickRecord | FullState) -> Any:
+    return messages.decode(messages.encode(record))
+
+
+def tick_record(match: Match, events: list[dict[str, Any]], epoch: int) -> TickRecord:
+    """One match's tick, as a node sends it and a standby receives it."""
+    record = TickRecord(epoch, match.tick_number, (capture_match(match, events),))
+    received = over_the_wire(record)
+    assert isinstance(received, TickRecord)
+    return received
+
+
+def full_state(match: Match, epoch: int) -> FullState:
+    received = over_the_wire(
+        FullState(epoch, match.tick_number, (capture_match(match, [], full=True),))
+    )
+    assert isinstance(received, FullState)
+    return received
+
+
+def apply_record(match: Match, record: TickRecord) -> None:
+    apply_match(match, record.matches[0], record.epoch)
+
+
+def install_full_state(match: Match, full: FullState) -> None:
+    install_match(match, full.matches[0], full.epoch)
+
+
+def replicate(primary: Match, result: TickResult, standby: Match) -> MatchState:
+    record = tick_record(primary, result.events, primary.epoch)
     apply_record(standby, record)
-    return record
+    return record.matches[0]
 
 
 def flying(match: Match) -> list[tuple[Any, ...]]:
@@ -217,7 +246,7 @@ def start_following(
         run_tick(standby, stale.actions(standby))
     for _ in range(install_at):
         note(seen, primary, run_tick(primary, script.actions(primary)))
-    install_full_state(standby, decode(encode_full_state(primary, EPOCH)))
+    install_full_state(standby, full_state(primary, EPOCH))
     primary.epoch = EPOCH
     assert_same(primary, standby)
     return primary, standby, script, seen
@@ -245,8 +274,8 @@ def test_a_standby_that_applies_every_record_holds_the_primary_match(
     for _ in range(300):
         result = run_tick(primary, script.actions(primary))
         note(seen, primary, result)
-        record = replicate(primary, result, standby)
-        assert record["hash"] == primary.world.state_hash()
+        state = replicate(primary, result, standby)
+        assert state.hash == primary.world.state_hash()
         assert_same(primary, standby)
 
     # The script did exercise what the records must carry.
@@ -311,7 +340,7 @@ def test_a_full_state_replaces_a_stale_seat_that_has_the_same_name() -> None:
     primary.join("ada", 0.05)  # the new primary's player in seat 0
     primary.tick()
 
-    install_full_state(standby, decode(encode_full_state(primary, EPOCH)))
+    install_full_state(standby, full_state(primary, EPOCH))
 
     assert standby.seats[0].interp_delay == 0.05
 
@@ -319,7 +348,7 @@ def test_a_full_state_replaces_a_stale_seat_that_has_the_same_name() -> None:
 def test_a_seat_rejoined_under_the_same_name_within_a_tick_is_replaced() -> None:
     primary, standby = new_match(), new_match()
     primary.join("ada", 0.15)
-    install_full_state(standby, decode(encode_full_state(primary, EPOCH)))
+    install_full_state(standby, full_state(primary, EPOCH))
     replicate(primary, primary.tick(), standby)
     primary.leave(0)
     assert primary.join("ada", 0.05).slot == 0  # a reconnect without its token
@@ -343,7 +372,7 @@ def test_a_promoted_standby_orders_a_tick_events_as_the_primary_does() -> None:
         primary.combat.death_time[slot] = primary.server_time
         primary.combat.respawn_tick[slot] = primary.tick_number + 100
     standby = new_match()
-    install_full_state(standby, decode(encode_full_state(primary, EPOCH)))
+    install_full_state(standby, full_state(primary, EPOCH))
     primary.epoch = EPOCH
     assert_same(primary, standby)
 
@@ -361,7 +390,7 @@ def test_a_promoted_standby_orders_a_tick_events_as_the_primary_does() -> None:
 def test_a_skipped_record_is_a_gap_and_changes_nothing() -> None:
     primary, standby, script, _ = start_following(seed=6, install_at=20)
     skipped = run_tick(primary, script.actions(primary))
-    skipped_record = decode(encode_tick_record(primary, skipped.events, EPOCH))
+    skipped_record = tick_record(primary, skipped.events, EPOCH)
     after = run_tick(primary, script.actions(primary))
     before = state_of(standby)
 
@@ -387,23 +416,24 @@ def test_a_record_far_ahead_is_a_gap() -> None:
 def test_a_record_whose_world_was_corrupted_is_a_hash_mismatch() -> None:
     primary, standby, script, _ = start_following(seed=8, install_at=20)
     result = run_tick(primary, script.actions(primary))
-    record = decode(encode_tick_record(primary, result.events, EPOCH))
+    state = tick_record(primary, result.events, EPOCH).matches[0]
     slot = int(np.flatnonzero(primary.world.active)[0])
-    pos = bytearray(record["world"]["pos"])
+    pos = bytearray(state.world["pos"])
     pos[slot * 24 + 3] ^= 0x01  # a low mantissa bit of an active player's x
-    record["world"]["pos"] = bytes(pos)
+    corrupted = dataclasses.replace(state, world={**state.world, "pos": bytes(pos)})
 
     with pytest.raises(HashMismatch):
-        apply_record(standby, record)
+        apply_match(standby, corrupted, EPOCH)
 
 
 def test_a_full_state_whose_world_was_corrupted_is_a_hash_mismatch() -> None:
     primary, _standby, _, _ = start_following(seed=9, install_at=20)
-    full = decode(encode_full_state(primary, EPOCH))
-    full["world"]["health"] = bytes(len(full["world"]["health"]))
+    state = full_state(primary, EPOCH).matches[0]
+    health = bytes(len(state.world["health"]))
+    corrupted = dataclasses.replace(state, world={**state.world, "health": health})
 
     with pytest.raises(HashMismatch):
-        install_full_state(new_match(), full)
+        install_match(new_match(), corrupted, EPOCH)
 
 
 def test_a_record_already_held_is_ignored() -> None:
@@ -414,7 +444,7 @@ def test_a_record_already_held_is_ignored() -> None:
     held = state_of(standby)
 
     for record in (records[-1], records[0]):  # the newest again, and an older one
-        apply_record(standby, record)
+        apply_match(standby, record, EPOCH)
         assert state_of(standby) == held
     assert_same(primary, standby)
 
@@ -424,17 +454,34 @@ def test_records_and_full_states_are_not_interchangeable() -> None:
     result = run_tick(primary, script.actions(primary))
 
     with pytest.raises(ValueError):
-        apply_record(standby, decode(encode_full_state(primary, EPOCH)))
+        apply_match(standby, full_state(primary, EPOCH).matches[0], EPOCH)
     with pytest.raises(ValueError):
-        install_full_state(standby, decode(encode_tick_record(primary, result.events, EPOCH)))
+        install_match(standby, tick_record(primary, result.events, EPOCH).matches[0], EPOCH)
+    with pytest.raises(messages.MessageError):  # and neither kind of record takes the other
+        TickRecord(EPOCH, 1, full_state(primary, EPOCH).matches)
+    with pytest.raises(messages.MessageError):
+        FullState(EPOCH, 1, tick_record(primary, result.events, EPOCH).matches)
 
 
 @pytest.mark.parametrize(
-    "value", [[1, 2], {"type": "ack", "tick": 3}, {"tick": 3}, "tick", 7], ids=repr
-)
-def test_decode_refuses_what_is_not_a_record(value: object) -> None:
-    with pytest.raises(ValueError):
-        decode(msgpack.packb(value))
+    "value",
+    [[1, 2], {"tick": 3}, "tick", 7, {"type": "ticks", "epoch": 1, "tick": 1, "matches": [3]},
+     {"type": "ack", "tick": -1}, {"type": "ticks", "epoch": 1, "tick": 1, "matches": []}],
+    ids=repr,
+)  # fmt: skip
+def test_decode_refuses_what_is_not_a_message(value: object) -> None:
+    with pytest.raises(messages.MessageError):
+        messages.decode(msgpack.packb(value))
+
+
+def test_a_match_state_with_fields_another_version_has_is_a_gap() -> None:
+    primary, standby, script, _ = start_following(seed=13, install_at=3)
+    result = run_tick(primary, script.actions(primary))
+    state = tick_record(primary, result.events, EPOCH).matches[0]
+    extra = dataclasses.replace(state, world={**state.world, "armour": b"\0" * MAX_PLAYERS})
+
+    with pytest.raises(ReplicationGap, match="armour"):
+        apply_match(standby, extra, EPOCH)
 
 
 def test_a_record_raises_the_standby_epoch_but_never_lowers_it() -> None:

@@ -4,10 +4,11 @@ match's shots go to the kernels in one call per weapon kind."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
-from server.replication import state
+from server.replication import messages, state
 from server.sim.hitreg import make_validator
 from server.sim.match import MatchConfig, MatchFull
 from server.sim.matchset import MatchSet
@@ -73,13 +74,18 @@ def test_a_node_record_carries_every_match_to_a_standby() -> None:
     for i in range(5):
         primary.join(f"p{i}", 0.1)
     primary.tick(1)
-    state.apply_node_record(standby, state.decode(state.encode_node_full(primary, 1)))
+    state.apply(standby, over_the_wire(state.capture_full(primary, 1)))
     for tick in range(2, 6):
         results = primary.tick(tick)
-        record = state.encode_node_tick(primary, [r.events for r in results], 1)
-        state.apply_node_record(standby, state.decode(record))
+        state.apply(
+            standby, over_the_wire(state.capture_tick(primary, [r.events for r in results], 1))
+        )
     for mine, theirs in zip(primary.matches, standby.matches, strict=True):
         assert mine.world.state_hash() == theirs.world.state_hash()
         assert sorted(mine.seats) == sorted(theirs.seats)
     assert state.config_fingerprint(primary) == state.config_fingerprint(standby)
     assert state.config_fingerprint(primary) != state.config_fingerprint(matchset(count=2))
+
+
+def over_the_wire(record: messages.TickRecord | messages.FullState) -> Any:
+    return messages.decode(messages.encode(record))

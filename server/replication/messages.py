@@ -1,0 +1,272 @@
+"""Every message of the replication link, defined once (sans-I/O).
+
+Frozen dataclasses, validated on construction (h11's events): a peer's malformed message
+is a :class:`MessageError` with one line, never a ``KeyError`` deep in the edge. On the
+wire each is a msgpack map whose ``type`` names the class and whose other keys are its
+fields; :func:`encode` and :func:`decode` are the only ways in and out.
+
+Standby to primary: :class:`Hello` (once, first), :class:`Ack` (per record), :class:`Resync`
+(a gap or a hash mismatch: send a full state), :class:`Fenced` (to a deposed primary).
+Primary to standby: :class:`StandbyWelcome` or a refusal (:class:`Refused`,
+:class:`NotPrimary`), then a :class:`FullState` and a :class:`TickRecord` per tick.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any, ClassVar
+
+import msgpack
+
+__all__ = [
+    "Ack",
+    "ConfigFingerprint",
+    "Fenced",
+    "FullState",
+    "Hello",
+    "MatchState",
+    "Message",
+    "MessageError",
+    "NotPrimary",
+    "Refused",
+    "Resync",
+    "StandbyWelcome",
+    "TickRecord",
+    "decode",
+    "encode",
+]
+
+
+class MessageError(ValueError):
+    """Not a replication message of this version (the text says what is wrong)."""
+
+
+def _int(name: str, value: object, low: int = 0) -> None:
+    if type(value) is not int or value < low:
+        raise MessageError(f"{name} must be an integer >= {low}, not {value!r}")
+
+
+def _text(name: str, value: object, empty: bool = False) -> None:
+    if not isinstance(value, str) or (not empty and not value):
+        raise MessageError(f"{name} must be a {'' if empty else 'non-empty '}string")
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigFingerprint:
+    """What two nodes must share for one to replicate the other."""
+
+    matches: int
+    tick_rate: int
+    max_players: int
+    history_ticks: int
+    map: str
+
+    def __post_init__(self) -> None:
+        for name in ("matches", "tick_rate", "max_players", "history_ticks"):
+            _int(f"fingerprint {name}", getattr(self, name), 1)
+        _text("fingerprint map", self.map)
+
+
+@dataclass(frozen=True, slots=True)
+class Hello:
+    TYPE: ClassVar[str] = "hello"
+    node: str
+    epoch: int
+    tick: int
+    fingerprint: ConfigFingerprint
+    url: str  # where players reach this standby (announced to them), "" when unknown
+    ts: float  # unix time the MAC was made at (a replayed hello is refused when old)
+    mac: str
+
+    def __post_init__(self) -> None:
+        _text("hello node", self.node)
+        _int("hello epoch", self.epoch)
+        _int("hello tick", self.tick)
+        if not isinstance(self.fingerprint, ConfigFingerprint):
+            raise MessageError("hello fingerprint must be a configuration fingerprint")
+        _text("hello url", self.url, empty=True)
+        if not isinstance(self.ts, float) or not math.isfinite(self.ts):
+            raise MessageError("hello ts must be a finite float")
+        _text("hello mac", self.mac)
+
+
+@dataclass(frozen=True, slots=True)
+class StandbyWelcome:
+    TYPE: ClassVar[str] = "welcome_standby"
+    node: str
+
+    def __post_init__(self) -> None:
+        _text("welcome node", self.node)
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """The primary will not serve this standby: ``unauthenticated`` or ``config_mismatch``."""
+
+    TYPE: ClassVar[str] = "error"
+    code: str
+
+    def __post_init__(self) -> None:
+        _text("refusal code", self.code)
+
+
+@dataclass(frozen=True, slots=True)
+class NotPrimary:
+    TYPE: ClassVar[str] = "not_primary"
+    epoch: int
+
+    def __post_init__(self) -> None:
+        _int("not_primary epoch", self.epoch)
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    TYPE: ClassVar[str] = "ack"
+    tick: int
+
+    def __post_init__(self) -> None:
+        _int("ack tick", self.tick)
+
+
+@dataclass(frozen=True, slots=True)
+class Resync:
+    TYPE: ClassVar[str] = "resync"
+
+
+@dataclass(frozen=True, slots=True)
+class Fenced:
+    """A newer epoch exists: a deposed primary that hears this steps down."""
+
+    TYPE: ClassVar[str] = "fenced"
+    epoch: int
+
+    def __post_init__(self) -> None:
+        _int("fenced epoch", self.epoch)
+
+
+@dataclass(frozen=True, slots=True)
+class MatchState:
+    """One match after a tick, as its components export it: the world's and combat's
+    state, the seats (``[slot, name, interp_delay, acked]``), the tick's events, the join
+    counter, the world's hash; and, in a full state only, the history ring."""
+
+    tick: int
+    world: Mapping[str, bytes]
+    combat: Mapping[str, Any]
+    seats: list[list[Any]]
+    joins: int
+    events: list[dict[str, Any]]
+    hash: str
+    history: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        _int("match tick", self.tick)
+        _int("match joins", self.joins)
+        for name in ("world", "combat") + (("history",) if self.history is not None else ()):
+            if not isinstance(getattr(self, name), Mapping):
+                raise MessageError(f"match {name} must be a map")
+        if not isinstance(self.seats, list) or not all(
+            isinstance(row, list) and len(row) == 4 for row in self.seats
+        ):
+            raise MessageError("match seats must be [slot, name, interp_delay, acked] rows")
+        if not isinstance(self.events, list) or not all(isinstance(e, dict) for e in self.events):
+            raise MessageError("match events must be a list of maps")
+        _text("match hash", self.hash)
+
+
+@dataclass(frozen=True, slots=True)
+class _NodeRecord:
+    epoch: int
+    tick: int
+    matches: tuple[MatchState, ...]
+
+    def __post_init__(self) -> None:
+        _int("record epoch", self.epoch)
+        _int("record tick", self.tick)
+        if not self.matches or not all(isinstance(m, MatchState) for m in self.matches):
+            raise MessageError("a record holds one state per match")
+
+
+@dataclass(frozen=True, slots=True)
+class TickRecord(_NodeRecord):
+    """Every match of a node after one tick (no history: the standby appends its own)."""
+
+    TYPE: ClassVar[str] = "ticks"
+
+    def __post_init__(self) -> None:
+        _NodeRecord.__post_init__(self)
+        if any(m.history is not None for m in self.matches):
+            raise MessageError("a tick record carries no history")
+
+
+@dataclass(frozen=True, slots=True)
+class FullState(_NodeRecord):
+    """Every match of a node with its history: what a joining standby starts from."""
+
+    TYPE: ClassVar[str] = "fulls"
+
+    def __post_init__(self) -> None:
+        _NodeRecord.__post_init__(self)
+        if any(m.history is None for m in self.matches):
+            raise MessageError("a full state carries every match's history")
+
+
+Message = (
+    Hello | StandbyWelcome | Refused | NotPrimary | Ack | Resync | Fenced | TickRecord | FullState
+)
+_CLASSES: dict[str, type[Any]] = {
+    cls.TYPE: cls
+    for cls in (Hello, StandbyWelcome, Refused, NotPrimary, Ack, Resync, Fenced, TickRecord,
+                FullState)
+}  # fmt: skip
+
+
+def encode(message: Message) -> bytes:
+    """The message as msgpack: ``{"type": ..., field: value, ...}``."""
+    if isinstance(message, TickRecord | FullState):
+        body: dict[str, Any] = {
+            "epoch": message.epoch,
+            "tick": message.tick,
+            "matches": [_match_wire(m) for m in message.matches],
+        }
+    else:
+        body = asdict(message)
+    return msgpack.packb({"type": message.TYPE, **body}, use_bin_type=True)
+
+
+def _match_wire(match: MatchState) -> dict[str, Any]:
+    wire = {f.name: getattr(match, f.name) for f in fields(match)}
+    if match.history is None:
+        del wire["history"]
+    return wire
+
+
+def decode(data: bytes) -> Message:
+    """A replication message from msgpack; :class:`MessageError` for anything else."""
+    try:
+        raw = msgpack.unpackb(data, raw=False)
+    except Exception:  # garbage from a peer
+        raise MessageError("not msgpack") from None
+    if not isinstance(raw, dict):
+        raise MessageError("not a map")
+    cls = _CLASSES.get(raw.pop("type", None))
+    if cls is None:
+        raise MessageError("no known message type")
+    try:
+        if cls in (TickRecord, FullState):
+            matches = raw.pop("matches", None)
+            if not isinstance(matches, list) or not all(isinstance(m, dict) for m in matches):
+                raise MessageError("matches must be a list of maps")
+            return cls(
+                **raw, matches=tuple(MatchState(**m) for m in matches)
+            )
+        if cls is Hello:
+            fingerprint = raw.pop("fingerprint", None)
+            if not isinstance(fingerprint, dict):
+                raise MessageError("hello fingerprint must be a map")
+            return Hello(**raw, fingerprint=ConfigFingerprint(**fingerprint))
+        return cls(**raw)
+    except TypeError as error:  # missing or unknown fields
+        raise MessageError(f"{cls.TYPE}: {error}") from None
