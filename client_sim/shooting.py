@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -29,6 +28,7 @@ from client_sim.marksman import (
 )
 from client_sim.sight import sight_blocked
 from shared.arena_map import ArenaMap
+from shared.protocol import RespawnEvent, ShotEvent, SnapshotEvent
 from shared.weapons import LAUNCHER, WEAPONS, aim_direction
 
 __all__ = ["ShotSummary", "SwarmShooting"]
@@ -58,25 +58,27 @@ class SwarmShooting:
         self.finished: list[ShotSummary] = []
         self.hits_received = 0
         self.hits_behind_cover = 0
-        self._indexed: tuple[dict[str, Any], ...] = ()
-        self._by_player: dict[Any, list[dict[str, Any]]] = {}
+        self._indexed: tuple[SnapshotEvent, ...] = ()
+        self._by_player: dict[int, list[SnapshotEvent]] = {}
 
-    def concerning(self, events: tuple[dict[str, Any], ...], player: int) -> list[dict[str, Any]]:
+    def concerning(
+        self, events: tuple[SnapshotEvent, ...], player: int
+    ) -> list[SnapshotEvent]:
         """The events of a snapshot that name ``player`` (as shooter, victim or respawned).
 
         Every bot of a tick gets the same events object (the decoder shares the snapshot
         body), so the index is built once per tick rather than scanned once per bot.
         """
         if events is not self._indexed:
-            by_player: dict[Any, list[dict[str, Any]]] = {}
+            by_player: dict[int, list[SnapshotEvent]] = {}
             for event in events:
-                for role in ("shooter", "victim", "player"):
-                    named = event.get(role)
-                    if named is None:
-                        continue
-                    listed = by_player.setdefault(named, [])
-                    if not listed or listed[-1] is not event:  # (a bot that hit itself)
-                        listed.append(event)
+                if isinstance(event, ShotEvent):
+                    named: tuple[int, ...] = (event.shooter, event.victim)
+                else:
+                    named = (event.player,)
+                for who in dict.fromkeys(named):  # (a bot that hit itself: listed once)
+                    if who >= 0:
+                        by_player.setdefault(who, []).append(event)
             self._indexed, self._by_player = events, by_player
         return self._by_player.get(player, [])
 
@@ -156,7 +158,7 @@ class SwarmShooting:
         me: int,
         time: float,
         records: np.ndarray,
-        events: Sequence[dict[str, Any]],
+        events: Sequence[SnapshotEvent],
         own_feet: np.ndarray,
         current_view: Callable[[], InterpolatedView | None],
     ) -> bool:
@@ -170,24 +172,23 @@ class SwarmShooting:
                 self._track(record, time, records)
         respawned = False
         for event in events:
-            kind = event.get("kind")
-            if kind == "shot":
-                if event.get("shooter") == me:
-                    key = (int(event.get("seq", -1)), int(event.get("weapon", -1)))
+            if isinstance(event, ShotEvent):
+                if event.shooter == me:
+                    key = (event.seq, event.weapon)
                     if key in awaiting:
                         self._settle(awaiting.pop(key), event)
-                if event.get("victim") == me and event.get("result") == "hit":
+                if event.victim == me and event.result == "hit":
                     self._hit_on_me(event, own_feet, current_view)
-                    if event.get("kill"):
+                    if event.kill:
                         self.alive[index] = False
-            elif kind == "respawn" and event.get("player") == me:
+            elif isinstance(event, RespawnEvent) and event.player == me:
                 self.alive[index] = True
                 respawned = True
         return respawned
 
-    def _settle(self, record: ShotRecord, event: dict[str, Any]) -> None:
-        record.server_result = str(event.get("result"))
-        record.server_victim = int(event.get("victim", -1))
+    def _settle(self, record: ShotRecord, event: ShotEvent) -> None:
+        record.server_result = event.result
+        record.server_victim = event.victim
         if record.candidates is not None and record.track_times:
             assert record.origin is not None and record.velocity is not None
             candidate, hitbox = fly_projectile(
@@ -208,7 +209,7 @@ class SwarmShooting:
 
     def _hit_on_me(
         self,
-        event: dict[str, Any],
+        event: ShotEvent,
         own_feet: np.ndarray,
         current_view: Callable[[], InterpolatedView | None],
     ) -> None:
@@ -217,7 +218,7 @@ class SwarmShooting:
         view = current_view()
         if view is None:
             return
-        where = np.flatnonzero(view.ids == event.get("shooter"))
+        where = np.flatnonzero(view.ids == event.shooter)
         if not len(where):
             return
         shooter_eye = eye_of(view.positions[where[0]])

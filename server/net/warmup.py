@@ -57,7 +57,8 @@ _SOURCES = (
     "server/sim/input_frames.py",
     "server/sim/inputs.py",
     "shared/hitbox.py",
-    "shared/protocol.py",
+    "shared/protocol/fields.py",
+    "shared/protocol/inputs.py",
 )
 _ROOT = Path(__file__).resolve().parents[2]
 

@@ -259,9 +259,7 @@ def decode(data: bytes) -> Message:
             matches = raw.pop("matches", None)
             if not isinstance(matches, list) or not all(isinstance(m, dict) for m in matches):
                 raise MessageError("matches must be a list of maps")
-            return cls(
-                **raw, matches=tuple(MatchState(**m) for m in matches)
-            )
+            return cls(**raw, matches=tuple(MatchState(**m) for m in matches))
         if cls is Hello:
             fingerprint = raw.pop("fingerprint", None)
             if not isinstance(fingerprint, dict):

@@ -14,12 +14,13 @@ missed a record.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from server.replication.messages import ConfigFingerprint, FullState, MatchState, TickRecord
 from server.sim.match import Match
 from server.sim.matchset import MatchSet
 from server.sim.replica import StateMismatch
+from shared.protocol import SnapshotEvent, encode_event
 
 __all__ = [
     "HashMismatch",
@@ -54,7 +55,7 @@ def config_fingerprint(matches: Match | MatchSet) -> ConfigFingerprint:
     )
 
 
-def capture_match(match: Match, events: list[dict[str, Any]], full: bool = False) -> MatchState:
+def capture_match(match: Match, events: Sequence[SnapshotEvent], full: bool = False) -> MatchState:
     """One match after its latest tick (with its history ring when ``full``)."""
     return MatchState(
         tick=match.tick_number,
@@ -62,13 +63,15 @@ def capture_match(match: Match, events: list[dict[str, Any]], full: bool = False
         combat=match.combat.export_state(),
         seats=match.seat_state(),
         joins=match.joins,
-        events=events,
+        events=[encode_event(event) for event in events],
         hash=match.world.state_hash(),
         history=match.history.export_state() if full else None,
     )
 
 
-def capture_tick(matches: MatchSet, events: list[list[dict[str, Any]]], epoch: int) -> TickRecord:
+def capture_tick(
+    matches: MatchSet, events: Sequence[Sequence[SnapshotEvent]], epoch: int
+) -> TickRecord:
     """One tick of every match of a node, as one record."""
     return TickRecord(
         epoch=epoch,

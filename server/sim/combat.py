@@ -30,6 +30,8 @@ from server.sim.lagcomp import LagCompensation, ViewTimeVerdict
 from server.sim.replica import ArrayState, StateMismatch
 from server.sim.world import MAX_HEALTH, World
 from shared.hitbox import HIT_PLAYER, HIT_WORLD, HITBOX_DAMAGE_MULTIPLIER
+from shared.protocol import ShotEvent
+from shared.protocol.events import ShotResult
 from shared.weapons import EYE_HEIGHT, RESPAWN_DELAY_S, WEAPONS, Weapon, aim_direction
 
 __all__ = ["Combat", "PendingShot", "ShotBatch", "judge"]
@@ -207,7 +209,7 @@ class Combat(ArrayState):
         self.flying = []
         return batch
 
-    def conclude(self, batch: ShotBatch, tick: int) -> list[dict[str, Any]]:
+    def conclude(self, batch: ShotBatch, tick: int) -> list[ShotEvent]:
         """Apply a judged batch in time order; projectiles still flying fly on."""
         outcomes = list(batch.outcomes)
         for projectile, (kind, victim, hitbox, time, position, velocity, expired) in zip(
@@ -234,13 +236,13 @@ class Combat(ArrayState):
 
     def resolve(
         self, history: History, validator: HitValidator, present: float, tick: int
-    ) -> list[dict[str, Any]]:
+    ) -> list[ShotEvent]:
         """Judge this tick's shots and flying projectiles of this match alone."""
         batch = self.prepare(present)
         judge([batch], history, validator)
         return self.conclude(batch, tick)
 
-    def _apply(self, outcome: _Outcome, tick: int) -> dict[str, Any]:
+    def _apply(self, outcome: _Outcome, tick: int) -> ShotEvent:
         died_at = self.death_time[outcome.slot]
         if not self.rules.may_fire(outcome.view_time, None if np.isnan(died_at) else died_at):
             # Killed earlier in this tick's story, before the moment this shot was fired.
@@ -249,7 +251,7 @@ class Combat(ArrayState):
                 outcome.slot, outcome.seq, outcome.weapon, "rejected", outcome.view_time
             )
         if outcome.kind != HIT_PLAYER:
-            result = "world" if outcome.kind == HIT_WORLD else "miss"
+            result: ShotResult = "world" if outcome.kind == HIT_WORLD else "miss"
             return _shot_event(outcome.slot, outcome.seq, outcome.weapon, result, outcome.view_time)
         world, victim = self.world, outcome.victim
         died_at = self.death_time[victim]
@@ -268,9 +270,10 @@ class Combat(ArrayState):
         else:
             self.counters["hits_on_dead"] += 1
         self.counters["hits"] += 1
-        event = _shot_event(outcome.slot, outcome.seq, outcome.weapon, "hit", outcome.view_time)
-        event.update(victim=victim, hitbox=outcome.hitbox, damage=damage, kill=kill)
-        return event
+        return _shot_event(
+            outcome.slot, outcome.seq, outcome.weapon, "hit", outcome.view_time,
+            victim=victim, hitbox=outcome.hitbox, damage=damage, kill=kill,
+        )  # fmt: skip
 
     def respawn_due(self, tick: int) -> list[int]:
         """Slots whose respawn delay is over at ``tick`` (the match re-seats them)."""
@@ -282,19 +285,10 @@ class Combat(ArrayState):
         return due.tolist()
 
 
-def _shot_event(slot: int, seq: int, weapon: Weapon, result: str, view_time: float) -> dict:
-    return {
-        "kind": "shot",
-        "shooter": slot,
-        "seq": seq,
-        "weapon": weapon.id,
-        "result": result,
-        "victim": -1,
-        "hitbox": 0,
-        "damage": 0,
-        "kill": False,
-        "view_time": view_time,
-    }
+def _shot_event(
+    slot: int, seq: int, weapon: Weapon, result: ShotResult, view_time: float, **hit: Any
+) -> ShotEvent:
+    return ShotEvent(slot, seq, weapon.id, result, view_time, **hit)
 
 
 @dataclass(slots=True)
@@ -305,7 +299,7 @@ class ShotBatch:
     present: float
     hitscan: list[tuple[PendingShot, float]] = field(default_factory=list)
     flying: list[_Projectile] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)  # decided without a kernel
+    events: list[ShotEvent] = field(default_factory=list)  # decided without a kernel
     outcomes: list[_Outcome] = field(default_factory=list)  # hitscan verdicts
     projectile_results: list[tuple[Any, ...]] = field(default_factory=list)
 

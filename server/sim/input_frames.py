@@ -25,7 +25,7 @@ import numba
 import numpy as np
 from numba.extending import register_jitable
 
-from shared.protocol import MAX_TICK, U32_MAX
+from shared.protocol.inputs import FLOAT_COLUMNS, INPUT_FIELDS, INT_COLUMNS
 
 __all__ = ["FRAME_HEADER_BYTES", "InputColumns", "decode_input_frames", "split_read"]
 
@@ -37,62 +37,43 @@ PAYLOAD_MIN_BYTES = 93
 #: A read longer than this (eight inputs or so) is read at once, the ordinary way.
 HOLD_MAX_BYTES = 1024
 
-# Key numbers: the order of the columns below. "type" is checked, not stored.
-_KEYS = (b"seq", b"tick", b"ack_tick", b"buttons", b"move", b"yaw", b"pitch", b"view_time")
-_TYPE_KEY = len(_KEYS)
-_INPUT = (105, 110, 112, 117, 116)  # "input"
-_ALL_KEYS = (1 << (len(_KEYS) + 1)) - 1
+# The keys of an input, in INPUT_FIELDS order, then "type" (checked, not stored), as a
+# table the kernel compares against: numba freezes these global arrays into the kernel.
+_NAMES = [field.name.encode() for field in INPUT_FIELDS] + [b"type"]
+_KEY_BYTES = np.zeros((len(_NAMES), max(map(len, _NAMES))), dtype=np.uint8)
+for _row, _name in enumerate(_NAMES):
+    _KEY_BYTES[_row, : len(_name)] = np.frombuffer(_name, dtype=np.uint8)
+_KEY_LENGTH = np.array([len(name) for name in _NAMES], dtype=np.int64)
+# What each key holds, where its value goes, and the bounds it must keep.
+_INT, _FLOAT, _FLOAT_PAIR, _TYPE = 0, 1, 2, 3
+_KIND_OF = {"int": _INT, "float": _FLOAT, "float_pair": _FLOAT_PAIR}
+_KEY_KIND = np.array([_KIND_OF[f.kind] for f in INPUT_FIELDS] + [_TYPE], dtype=np.int64)
+_KEY_COLUMN = np.array([f.column for f in INPUT_FIELDS] + [-1], dtype=np.int64)
+_INT_LOW = np.array([f.low if f.kind == "int" else 0 for f in INPUT_FIELDS] + [0], np.int64)
+_INT_HIGH = np.array([f.high if f.kind == "int" else 0 for f in INPUT_FIELDS] + [0], np.int64)
+_FLOAT_LOW = np.array([f.low for f in INPUT_FIELDS] + [0.0], dtype=np.float64)
+_FLOAT_HIGH = np.array([f.high for f in INPUT_FIELDS] + [0.0], dtype=np.float64)
+_INPUT = np.frombuffer(b"input", dtype=np.uint8).copy()
+_ALL_KEYS = (1 << len(_NAMES)) - 1
+#: No integer field goes beyond this: a larger msgpack uint is no input of ours.
+_INT_CEILING = max(int(f.high) for f in INPUT_FIELDS if f.kind == "int")
+if (len(INT_COLUMNS), len(FLOAT_COLUMNS)) != (4, 5):
+    raise AssertionError("InputColumns and its users assume 4 int and 5 float columns")
 
 
 @register_jitable
 def _key(payload: np.ndarray, at: int, size: int) -> int:
     """The key number of the ``size``-byte string at ``at``; -1 if it is not one."""
-    c = payload[at]
-    if size == 3:
-        if c == 115 and payload[at + 1] == 101 and payload[at + 2] == 113:  # seq
-            return 0
-        if c == 121 and payload[at + 1] == 97 and payload[at + 2] == 119:  # yaw
-            return 5
-    elif size == 4:
-        word = (
-            (np.int64(c) << 24)
-            | (np.int64(payload[at + 1]) << 16)
-            | (np.int64(payload[at + 2]) << 8)
-            | np.int64(payload[at + 3])
-        )
-        if word == 0x7469636B:  # tick
-            return 1
-        if word == 0x6D6F7665:  # move
-            return 4
-        if word == 0x74797065:  # type
-            return 8
-    elif size == 5:
-        if (
-            c == 112
-            and payload[at + 1] == 105
-            and payload[at + 2] == 116
-            and payload[at + 3] == 99
-            and payload[at + 4] == 104
-        ):  # pitch
-            return 6
-    elif size == 7:
-        expected = (98, 117, 116, 116, 111, 110, 115)  # buttons
-        for k in range(7):
-            if payload[at + k] != expected[k]:
-                return -1
-        return 3
-    elif size == 8:
-        expected8 = (97, 99, 107, 95, 116, 105, 99, 107)  # ack_tick
-        for k in range(8):
-            if payload[at + k] != expected8[k]:
-                return -1
-        return 2
-    elif size == 9:
-        expected9 = (118, 105, 101, 119, 95, 116, 105, 109, 101)  # view_time
-        for k in range(9):
-            if payload[at + k] != expected9[k]:
-                return -1
-        return 7
+    for key in range(_KEY_LENGTH.shape[0]):
+        if _KEY_LENGTH[key] != size:
+            continue
+        same = True
+        for k in range(size):
+            if payload[at + k] != _KEY_BYTES[key, k]:
+                same = False
+                break
+        if same:
+            return key
     return -1
 
 
@@ -117,7 +98,7 @@ def _integer(payload: np.ndarray, at: int, size: int) -> tuple[bool, np.int64, i
         if at + 1 + width > size:
             return False, np.int64(0), 0
         raw = _big_endian(payload, at + 1, width)
-        if raw > np.uint64(MAX_TICK):  # beyond every integer field's range
+        if raw > np.uint64(_INT_CEILING):  # beyond every integer field's range
             return False, np.int64(0), 0
         return True, np.int64(raw), 1 + width
     if 0xD0 <= tag <= 0xD3:  # int 8/16/32/64
@@ -149,7 +130,7 @@ def _input(
     if size < PAYLOAD_MIN_BYTES or payload[0] != 0x89:  # a map of nine entries
         return False
     at, seen = 1, 0
-    for _ in range(9):
+    for _ in range(_KEY_LENGTH.shape[0]):
         if at >= size or payload[at] & 0xE0 != 0xA0:  # keys are short strings
             return False
         key_size = payload[at] & 0x1F
@@ -160,25 +141,26 @@ def _input(
         if key < 0 or seen & (1 << key):
             return False
         seen |= 1 << key
-        if key == _TYPE_KEY:  # "input"
+        kind = _KEY_KIND[key]
+        if kind == _TYPE:  # "input"
             if at + 6 > size or payload[at] != 0xA5:
                 return False
             for k in range(5):
                 if payload[at + 1 + k] != _INPUT[k]:
                     return False
             at += 6
-        elif key <= 3:
+        elif kind == _INT:
             found, value, taken = _integer(payload, at, size)
-            if not found:
+            if not found or value < _INT_LOW[key] or value > _INT_HIGH[key]:
                 return False
-            ints[row, key] = value
+            ints[row, _KEY_COLUMN[key]] = value
             at += taken
         else:  # floats: "move"'s two, or one
-            count, column = 1, key - 3
-            if key == 4:
+            count = 1
+            if kind == _FLOAT_PAIR:
                 if payload[at] != 0x92:
                     return False
-                count, column = 2, 0
+                count = 2
                 at += 1
             for element in range(count):
                 if at >= size:
@@ -186,30 +168,19 @@ def _input(
                 tag = payload[at]
                 if tag == 0xCB and at + 9 <= size:
                     bits64[0] = _big_endian(payload, at + 1, 8)
-                    floats[row, column + element] = as_float64[0]
+                    number = as_float64[0]
                     at += 9
                 elif tag == 0xCA and at + 5 <= size:
                     bits32[0] = np.uint32(_big_endian(payload, at + 1, 4))
-                    floats[row, column + element] = np.float64(as_float32[0])
+                    number = np.float64(as_float32[0])
                     at += 5
                 else:
                     return False
-    if seen != _ALL_KEYS or at != size:
-        return False
-    seq, tick, ack, buttons = ints[row, 0], ints[row, 1], ints[row, 2], ints[row, 3]
-    move_x, move_y = floats[row, 0], floats[row, 1]
-    yaw, pitch, view = floats[row, 2], floats[row, 3], floats[row, 4]
-    return (
-        0 <= seq <= U32_MAX
-        and 0 <= tick <= MAX_TICK
-        and -1 <= ack <= MAX_TICK
-        and 0 <= buttons <= 255
-        and -1e6 <= move_x <= 1e6
-        and -1e6 <= move_y <= 1e6
-        and yaw - yaw == 0.0
-        and pitch - pitch == 0.0
-        and 0.0 <= view <= 1e9
-    )
+                # finite (NaN and infinities fail it), and within the field's bounds
+                if not (number - number == 0.0 and _FLOAT_LOW[key] <= number <= _FLOAT_HIGH[key]):
+                    return False
+                floats[row, _KEY_COLUMN[key] + element] = number
+    return seen == _ALL_KEYS and at == size
 
 
 @numba.njit(cache=True, nogil=True)

@@ -33,6 +33,19 @@ import numpy as np
 from numba.extending import register_jitable
 
 from shared.protocol import InputMessage
+from shared.protocol.inputs import (
+    ACK_TICK,
+    BUTTONS,
+    FLOAT_COLUMNS,
+    INT_COLUMNS,
+    MOVE_X,
+    MOVE_Y,
+    PITCH,
+    SEQ,
+    TICK,
+    VIEW_TIME,
+    YAW,
+)
 
 __all__ = [
     "InputQueues",
@@ -58,6 +71,13 @@ class InputVerdict(enum.Enum):
     def usable(self) -> bool:
         return self in (InputVerdict.ACCEPTED, InputVerdict.CLAMPED)
 
+
+# Each seat's row of ``InputQueues._state``.
+_LAST_RECEIVED, _ACKED, _STARVED, _HEAD, _COUNT = range(5)
+# Each seat's row of ``InputQueues._rtt_state``: samples held, the ring's next index.
+_RTT_HELD, _RTT_NEXT = range(2)
+# Each queued input: the decoded columns (shared.protocol.inputs), plus its arrival.
+ARRIVAL = len(FLOAT_COLUMNS)
 
 #: The kernels' verdict codes: an index into this tuple.
 VERDICTS = tuple(InputVerdict)
@@ -121,21 +141,23 @@ def _offer(
     for i in range(len(slots)):
         s = slots[i]
         if samples[i] >= 0.0:  # (NaN, for an unknown tick, is not)
-            _observe_rtt(rtt_ring, rtt_state[:, 0], rtt_state[:, 1], rtt_low, s, samples[i])
+            _observe_rtt(
+                rtt_ring, rtt_state[:, _RTT_HELD], rtt_state[:, _RTT_NEXT], rtt_low, s, samples[i]
+            )
         if bad_angle[i]:
             verdicts[i] = _BAD_ANGLE
             continue
-        seq, last = ints[i, 0], state[s, 0]
+        seq, last = ints[i, SEQ], state[s, _LAST_RECEIVED]
         if seq <= last:
             verdicts[i] = _STALE
         elif last >= 0 and seq > last + future_window:
             verdicts[i] = _TOO_FAR_AHEAD
-        elif state[s, 4] == capacity:
+        elif state[s, _COUNT] == capacity:
             verdicts[i] = _OVERFLOW
         else:
-            state[s, 0] = seq
-            at = (state[s, 3] + state[s, 4]) % capacity
-            state[s, 4] += 1
+            state[s, _LAST_RECEIVED] = seq
+            at = (state[s, _HEAD] + state[s, _COUNT]) % capacity
+            state[s, _COUNT] += 1
             for c in range(ints.shape[1]):
                 pending_ints[s, at, c] = ints[i, c]
             for c in range(floats.shape[1]):
@@ -157,9 +179,9 @@ def _release(
     capacity = pending_ints.shape[1]
     taken = np.zeros(len(slots), np.int64)
     for k in range(len(slots)):
-        count = state[slots[k], 4]
+        count = state[slots[k], _COUNT]
         if count == 0:
-            state[slots[k], 2] += 1  # starved: the last input repeats
+            state[slots[k], _STARVED] += 1  # starved: the last input repeats
         else:
             taken[k] = 1 if count == 1 else max(1, count - max_depth + 1)
     total = 0
@@ -173,15 +195,15 @@ def _release(
     for k in range(len(slots)):
         s = slots[k]
         for depth in range(taken[k]):
-            head = state[s, 3]
+            head = state[s, _HEAD]
             out_slot[row], out_depth[row] = s, depth
             for c in range(pending_ints.shape[2]):
                 out_ints[row, c] = pending_ints[s, head, c]
             for c in range(pending_floats.shape[2]):
                 out_floats[row, c] = pending_floats[s, head, c]
-            state[s, 3] = (head + 1) % capacity
-            state[s, 4] -= 1
-            state[s, 1] = out_ints[row, 0]  # acknowledged: applied to the world
+            state[s, _HEAD] = (head + 1) % capacity
+            state[s, _COUNT] -= 1
+            state[s, _ACKED] = out_ints[row, SEQ]  # acknowledged: applied to the world
             row += 1
     return out_slot, out_depth, out_ints, out_floats
 
@@ -213,8 +235,8 @@ class InputQueues:
         self.future_window = future_window
         # Per slot: last received seq, acked seq, starved ticks, ring head, ring count.
         self._state = np.zeros((slots, 5), dtype=np.int64)
-        self._pending_ints = np.zeros((slots, capacity, 4), dtype=np.int64)
-        self._pending_floats = np.zeros((slots, capacity, 6), dtype=np.float64)
+        self._pending_ints = np.zeros((slots, capacity, len(INT_COLUMNS)), dtype=np.int64)
+        self._pending_floats = np.zeros((slots, capacity, ARRIVAL + 1), dtype=np.float64)
         self._rtt_ring = np.zeros((slots, rtt_window), dtype=np.float64)
         self._rtt_state = np.zeros((slots, 2), dtype=np.int64)  # samples held, next index
         self._rtt_low = np.full(slots, np.nan)
@@ -225,19 +247,19 @@ class InputQueues:
     def acked(self) -> np.ndarray:
         """Per slot, the highest sequence number applied to the world (-1 before the
         first); read-only."""
-        view = self._state[:, 1]
+        view = self._state[:, _ACKED]
         view.flags.writeable = False
         return view
 
     def reset(self, slot: int) -> None:
         """A new player in ``slot``: nothing received, applied or measured yet."""
-        self._state[slot] = (-1, -1, 0, 0, 0)
+        self._state[slot] = (-1, -1, 0, 0, 0)  # (in _LAST_RECEIVED ... _COUNT order)
         self._rtt_state[slot] = 0
         self._rtt_low[slot] = np.nan
 
     def restore(self, slot: int, acked: int) -> None:
         """Continue a seat another node served: inputs up to ``acked`` were applied there."""
-        self._state[slot, [0, 1, 3, 4]] = (acked, acked, 0, 0)
+        self._state[slot, [_LAST_RECEIVED, _ACKED, _HEAD, _COUNT]] = (acked, acked, 0, 0)
 
     def offer(
         self,
@@ -253,9 +275,9 @@ class InputQueues:
         buffer released it) and its RTT sample (NaN: none). Returns each row's verdict
         code (an index into :data:`VERDICTS`)."""
         bad_angle, clamped, move_x, move_y = sanitize_columns(
-            floats[:, 0], floats[:, 1], floats[:, 2], floats[:, 3]
+            floats[:, MOVE_X], floats[:, MOVE_Y], floats[:, YAW], floats[:, PITCH]
         )
-        queued = np.column_stack((move_x, move_y, floats[:, 2:5], arrivals))
+        queued = np.column_stack((move_x, move_y, floats[:, YAW : VIEW_TIME + 1], arrivals))
         verdicts = np.empty(len(slots), dtype=np.int64)
         _offer(
             self._state,
@@ -292,7 +314,7 @@ class InputQueues:
     # -- one seat, for the edge and the tests -------------------------------------------------
 
     def starved_ticks(self, slot: int) -> int:
-        return int(self._state[slot, 2])
+        return int(self._state[slot, _STARVED])
 
     def rtt_estimate(self, slot: int) -> float | None:
         """Seconds, or None before the seat's first sample."""
@@ -301,16 +323,23 @@ class InputQueues:
 
     def pending(self, slot: int) -> list[tuple[InputMessage, float]]:
         """The seat's queued inputs, oldest first, each with its arrival time."""
-        head, count = int(self._state[slot, 3]), int(self._state[slot, 4])
+        head, count = int(self._state[slot, _HEAD]), int(self._state[slot, _COUNT])
         capacity = self._pending_ints.shape[1]
         held = []
         for k in range(count):
-            seq, tick, ack, buttons = self._pending_ints[slot, (head + k) % capacity].tolist()
-            move_x, move_y, yaw, pitch, view, arrival = self._pending_floats[
-                slot, (head + k) % capacity
-            ].tolist()
-            message = InputMessage(seq, tick, (move_x, move_y), yaw, pitch, buttons, view, ack)
-            held.append((message, arrival))
+            ints = self._pending_ints[slot, (head + k) % capacity].tolist()
+            floats = self._pending_floats[slot, (head + k) % capacity].tolist()
+            message = InputMessage(
+                seq=ints[SEQ],
+                tick=ints[TICK],
+                move=(floats[MOVE_X], floats[MOVE_Y]),
+                yaw=floats[YAW],
+                pitch=floats[PITCH],
+                buttons=ints[BUTTONS],
+                view_time=floats[VIEW_TIME],
+                ack_tick=ints[ACK_TICK],
+            )
+            held.append((message, floats[ARRIVAL]))
         return held
 
 

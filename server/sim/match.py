@@ -18,14 +18,32 @@ import numpy as np
 from server.sim.combat import Combat, ShotBatch, judge
 from server.sim.history import HistoryRing, HistoryStore
 from server.sim.hitreg.backend import History, HitValidator, make_validator
-from server.sim.inputs import VERDICTS, InputQueues, InputVerdict, ReleasedInputs, SeatInputs
+from server.sim.inputs import (
+    ARRIVAL,
+    VERDICTS,
+    InputQueues,
+    InputVerdict,
+    ReleasedInputs,
+    SeatInputs,
+)
 from server.sim.lagcomp import LagCompensation
 from server.sim.rtt import TickSendLog
 from server.sim.world import World
 from shared import protocol
 from shared.arena_map import ArenaMap
 from shared.movement import MovementParams, step
-from shared.protocol import InputMessage
+from shared.protocol import InputMessage, JoinEvent, LeaveEvent, RespawnEvent, SnapshotEvent
+from shared.protocol.inputs import (
+    ACK_TICK,
+    BUTTONS,
+    MOVE_X,
+    MOVE_Y,
+    PITCH,
+    SEQ,
+    VIEW_TIME,
+    YAW,
+    input_columns,
+)
 from shared.weapons import WEAPONS
 
 __all__ = ["Match", "MatchConfig", "MatchFull", "PlayerSeat", "TickResult"]
@@ -68,7 +86,7 @@ class TickResult:
     tick: int
     server_time: float
     body: bytes  # the shared part of snapshot T, encoded once
-    events: list[dict[str, Any]]
+    events: list[SnapshotEvent]
     #: Who was seated when the tick was computed: the players the body holds, and so the
     #: players this tick's snapshot goes to (see :meth:`Match.snapshot_head`).
     seats: dict[int, PlayerSeat]
@@ -100,7 +118,7 @@ class Match:
         self.sent = TickSendLog()
         self.inputs = InputQueues(config.max_players, config.input_max_depth)
         self.counters: collections.Counter[str] = collections.Counter()
-        self._events: list[dict[str, Any]] = []
+        self._events: list[SnapshotEvent] = []
         self.joins = 0
         # Every seat's snapshot head, built once per published tick (snapshot_head).
         self._heads_of: TickResult | None = None
@@ -123,7 +141,7 @@ class Match:
         self.combat.seat(slot)
         seat = PlayerSeat(slot, name, interp_delay, self._new_seat_inputs(slot))
         self.seats[slot] = seat
-        self._events.append({"kind": "join", "player": slot})
+        self._events.append(JoinEvent(slot))
         return seat
 
     def _new_seat_inputs(self, slot: int) -> SeatInputs:
@@ -158,7 +176,7 @@ class Match:
     def leave(self, slot: int) -> None:
         if self.seats.pop(slot, None) is not None:
             self.world.vacate(slot)
-            self._events.append({"kind": "leave", "player": slot})
+            self._events.append(LeaveEvent(slot))
 
     # -- inputs --------------------------------------------------------------------------
 
@@ -166,11 +184,11 @@ class Match:
         """Queue one decoded input from ``slot`` that arrived at ``arrival`` (server clock)."""
         if slot not in self.seats:
             raise KeyError(f"no player in slot {slot}")
-        move_x, move_y = message.move
+        ints, floats = input_columns(message)
         verdicts, _ = self._queue(
             np.array([slot], dtype=np.int64),
-            np.array([[message.seq, message.tick, message.ack_tick, message.buttons]]),
-            np.array([[move_x, move_y, message.yaw, message.pitch, message.view_time]]),
+            np.array([ints], dtype=np.int64),
+            np.array([floats], dtype=np.float64),
             np.array([arrival], dtype=np.float64),
         )
         return VERDICTS[int(verdicts[0])]
@@ -190,7 +208,7 @@ class Match:
         """Queue the rows; each row's verdict code, and how many of each verdict."""
         # Each input names the newest tick its client had (ack_tick): arrival minus when
         # that tick went out is an RTT sample (server.sim.rtt).
-        samples = arrivals - self.sent.sent_at_each(ints[:, 2])
+        samples = arrivals - self.sent.sent_at_each(ints[:, ACK_TICK])
         verdicts = self.inputs.offer(slots, ints, floats, arrivals, samples)
         counts = np.bincount(verdicts, minlength=len(VERDICTS)).tolist()
         tally = {VERDICTS[code]: count for code, count in enumerate(counts) if count}
@@ -206,10 +224,10 @@ class Match:
         released = self.inputs.release(seated)
         first = released.depth == 0
         slots = released.slot[first]
-        world.move[slots] = released.floats[first, 0:2]
-        world.yaw[slots] = released.floats[first, 2]
-        world.pitch[slots] = released.floats[first, 3]
-        world.buttons[slots] = released.ints[first, 3]
+        world.move[slots] = released.floats[first, MOVE_X : MOVE_Y + 1]
+        world.yaw[slots] = released.floats[first, YAW]
+        world.pitch[slots] = released.floats[first, PITCH]
+        world.buttons[slots] = released.ints[first, BUTTONS]
         if len(released.slot):
             self.counters["input_applied"] += len(released.slot)
         if len(slots) < len(seated):
@@ -218,11 +236,13 @@ class Match:
 
     def _fire(self, released: ReleasedInputs, rows: np.ndarray) -> None:
         """Hand the released inputs ``rows`` that fire to combat (position is post-movement)."""
-        firing = np.flatnonzero(rows & (released.ints[:, 3] & FIRE_BUTTONS != 0))
+        firing = np.flatnonzero(rows & (released.ints[:, BUTTONS] & FIRE_BUTTONS != 0))
         for row in firing.tolist():
             slot = int(released.slot[row])
-            seq, _, _, buttons = released.ints[row].tolist()
-            _, _, yaw, pitch, view_time, arrival = released.floats[row].tolist()
+            ints, floats = released.ints[row].tolist(), released.floats[row].tolist()
+            seq, buttons = ints[SEQ], ints[BUTTONS]
+            yaw, pitch, view_time = floats[YAW], floats[PITCH], floats[VIEW_TIME]
+            arrival = floats[ARRIVAL]
             self.combat.fire(
                 slot,
                 seq,
@@ -255,7 +275,7 @@ class Match:
                 x, y = self.config.arena.spawn_point(self.joins)
                 self.joins += 1
                 self.world.seat(slot, x, y)
-                self._events.append({"kind": "respawn", "player": slot})
+                self._events.append(RespawnEvent(slot))
 
     def tick(self, tick: int | None = None) -> TickResult:
         """Advance the world one tick and encode the snapshot everyone shares.
@@ -282,12 +302,13 @@ class Match:
         depth = 1
         while (rows := released.depth == depth).any():
             slots = released.slot[rows]
-            move, buttons = released.floats[rows, 0:2], released.ints[rows, 3]
+            move = released.floats[rows, MOVE_X : MOVE_Y + 1]
+            buttons = released.ints[rows, BUTTONS]
             alive = world.alive[slots]
             self._simulate(slots[alive], move[alive], buttons[alive])
             world.move[slots], world.buttons[slots] = move, buttons
-            world.yaw[slots] = released.floats[rows, 2]
-            world.pitch[slots] = released.floats[rows, 3]
+            world.yaw[slots] = released.floats[rows, YAW]
+            world.pitch[slots] = released.floats[rows, PITCH]
             self._fire(released, rows)
             depth += 1
         self.history.append(

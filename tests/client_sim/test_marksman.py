@@ -24,7 +24,7 @@ from client_sim.shooting import ShotSummary, SwarmShooting
 from shared.arena_map import default_map, parse_map
 from shared.hitbox import HIT_PLAYER, HITBOX_TORSO, ray_hit_player
 from shared.movement import BUTTON_FIRE
-from shared.protocol import pack_entities, unpack_entities
+from shared.protocol import RespawnEvent, ShotEvent, pack_entities, unpack_entities
 from shared.weapons import BUTTON_ALT_FIRE, EYE_HEIGHT, LAUNCHER, RIFLE, aim_direction
 
 ARENA = default_map()
@@ -284,19 +284,18 @@ def book(launcher_share: float = 0.0) -> SwarmShooting:
 
 def shot(
     seq: int, result: str, victim: int = -1, shooter: int = ME, weapon: int = 0, kill: bool = False
-) -> dict[str, Any]:
-    return {
-        "kind": "shot",
-        "shooter": shooter,
-        "seq": seq,
-        "weapon": weapon,
-        "result": result,
-        "victim": victim,
-        "hitbox": 0,
-        "damage": 0,
-        "kill": kill,
-        "view_time": 1.0,
-    }
+) -> ShotEvent:
+    return ShotEvent(
+        shooter=shooter,
+        seq=seq,
+        weapon=weapon,
+        result=result,  # type: ignore[arg-type]
+        victim=victim,
+        hitbox=0,
+        damage=0,
+        kill=kill,
+        view_time=1.0,
+    )
 
 
 def no_view() -> None:
@@ -354,10 +353,10 @@ def test_a_kill_on_me_stops_my_shooting_until_i_respawn() -> None:
     assert shooting.on_snapshot(1, ME, 1.0, records, (killed,), MY_FEET, no_view) is False
     assert shooting.alive.tolist() == [True, False]
     assert shooting.hits_received == 1
-    others = {"kind": "respawn", "player": OTHER}
+    others = RespawnEvent(OTHER)
     assert shooting.on_snapshot(1, ME, 1.1, records, (others,), MY_FEET, no_view) is False
     assert not shooting.alive[1]
-    mine = {"kind": "respawn", "player": ME}
+    mine = RespawnEvent(ME)
     assert shooting.on_snapshot(1, ME, 1.2, records, (mine,), MY_FEET, no_view) is True
     assert shooting.alive.tolist() == [True, True]
 

@@ -38,6 +38,8 @@ from shared.protocol import (
     pack_entities,
     unpack_entities,
 )
+from shared.protocol.events import JoinEvent, SnapshotEvent
+from tests.shared.strategies import snapshot_events
 
 U32 = 2**32 - 1
 MAX_TICK = 2**53
@@ -89,15 +91,7 @@ welcomes = st.builds(
     epoch=st.integers(0, 2**63 - 1),
     standbys=st.lists(st.text(max_size=40), max_size=5).map(tuple),
 )
-event_values = (
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**63), 2**64 - 1)
-    | finite()
-    | st.text(max_size=20)
-    | st.binary(max_size=20)
-)
-events = st.lists(st.dictionaries(st.text(max_size=10), event_values, max_size=5), max_size=5)
+events = snapshot_events
 snapshots = st.builds(
     SnapshotMessage,
     tick=st.integers(0, MAX_TICK),
@@ -220,7 +214,7 @@ def test_spliced_snapshot_decodes_to_the_same_message(
     ack: int,
     you: list[float],
     entities: bytes,
-    events: list[dict[str, Any]],
+    events: list[SnapshotEvent],
 ) -> None:
     body = encode_snapshot_body(tick, server_time, epoch, entities, events)
     decoded = decode_server(encode_snapshot(body, ack, np.array(you, dtype=np.float64)))
@@ -233,7 +227,7 @@ def test_spliced_snapshot_decodes_to_the_same_message(
 
 def test_spliced_snapshot_is_the_same_map_as_a_plain_encoded_one() -> None:
     you = (1.0 / 3.0, -2.0e-300, 0.0, -0.0, 6.0, 1e9)
-    events = [{"kind": "join", "player": 3}]
+    events = [JoinEvent(3)]
     body = encode_snapshot_body(42, 0.7, 3, b"\x01\x02", events)
     spliced = msgpack.unpackb(encode_snapshot(body, 9, np.array(you)), raw=False)
     plain = msgpack.unpackb(encode(SnapshotMessage(42, 0.7, 3, 9, you, b"\x01\x02", events)))

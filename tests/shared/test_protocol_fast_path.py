@@ -12,11 +12,10 @@ from shared.protocol import (
     InputMessage,
     ProtocolError,
     SnapshotMessage,
-    _fast_input,
-    _fast_snapshot,
     decode_client,
     decode_server,
 )
+from shared.protocol.messages import _fast_input, _fast_snapshot
 
 values = st.one_of(
     st.integers(-(2**63), 2**64 - 1),  # what msgpack can carry

@@ -31,6 +31,8 @@ from shared.protocol import (
     encode_snapshot,
     encode_snapshot_body,
 )
+from shared.protocol.events import JoinEvent, RespawnEvent, ShotEvent
+from tests.shared.strategies import snapshot_events
 
 # -- strategies ----------------------------------------------------------------------------
 
@@ -46,14 +48,7 @@ acks = st.one_of(  # every msgpack encoding the head reads directly
 )
 yous = st.tuples(*[st.floats(-1e9, 1e9, allow_nan=False, allow_infinity=False)] * 6)
 entity_blobs = st.binary(max_size=26 * 8)
-event_values = st.one_of(
-    st.integers(-(2**63), 2**64 - 1),
-    st.floats(allow_nan=False),
-    st.text(max_size=8),
-    st.booleans(),
-    st.none(),
-)
-events_lists = st.lists(st.dictionaries(st.text(max_size=8), event_values, max_size=4), max_size=4)
+events_lists = snapshot_events
 
 
 @st.composite
@@ -69,6 +64,16 @@ def body_of(tick: int = 7, *, entities: bytes = b"\x01" * 26, events: Any = None
 
 
 YOU = (1.0, 2.0, 3.0, 0.5, -0.5, 0.0)
+
+
+def raw_body(*, events: list[Any]) -> bytes:
+    """A shared body as encode_snapshot_body lays it out, with events no node would send."""
+    packer = msgpack.Packer(use_bin_type=True, autoreset=False)
+    for key, value in (("type", "snapshot"), ("tick", 1), ("server_time", 0.5), ("epoch", 0),
+                       ("entities", b""), ("events", events)):  # fmt: skip
+        packer.pack(key)
+        packer.pack(value)
+    return packer.bytes()
 
 
 def outcome(decode: Callable[[bytes], ServerMessage], frame: bytes) -> ServerMessage | type:
@@ -118,7 +123,7 @@ def test_a_second_frame_with_the_same_body_shares_its_decode(
 
 def test_many_recipients_of_one_tick_share_one_entities_and_one_events_object() -> None:
     decoder = ServerFrameDecoder()
-    body = body_of(events=[{"kind": "hit", "by": 1}])
+    body = body_of(events=[JoinEvent(1), ShotEvent(1, 7, 0, "miss", 2.5)])
     messages = [decoder.decode(encode_snapshot(body, ack, YOU)) for ack in range(-1, 50)]
     assert decoder.shared == len(messages) - 1
     snapshots = [m for m in messages if isinstance(m, SnapshotMessage)]
@@ -148,7 +153,7 @@ def test_a_decoded_snapshot_is_frozen_like_any_other() -> None:
         PongMessage(9, 1.25, 3.5),
         ErrorMessage("full", "the node is full", True),
         StandbysMessage(("ws://s1", "ws://s2"), 4),
-        SnapshotMessage(5, 0.1, 1, 2, YOU, b"\x00" * 26, ({"kind": "shot"},)),
+        SnapshotMessage(5, 0.1, 1, 2, YOU, b"\x00" * 26, (ShotEvent(3, 1, 0, "world", 0.1),)),
     ],
     ids=lambda m: type(m).__name__,
 )
@@ -240,7 +245,7 @@ def test_an_unusual_head_decodes_as_decode_server_does(ack_bytes: bytes, you_byt
 
 def test_every_truncation_of_a_snapshot_raises_what_decode_server_raises() -> None:
     decoder = ServerFrameDecoder()
-    frame = encode_snapshot(body_of(events=[{"kind": "hit"}]), 70_000, YOU)
+    frame = encode_snapshot(body_of(events=[RespawnEvent(2)]), 70_000, YOU)
     for end in range(len(frame)):
         assert_same_as_decode_server(decoder, frame[:end])
     assert decoder.decode(frame) == decode_server(frame)
@@ -260,10 +265,10 @@ def test_trailing_bytes_after_a_cached_body_raise_what_decode_server_raises() ->
         pytest.param(encode_snapshot_body(1, -0.5, 0, b"", []), id="negative-time"),
         pytest.param(encode_snapshot_body(1, math.nan, 0, b"", []), id="nan-time"),
         pytest.param(encode_snapshot_body(1, 0.5, -1, b"", []), id="negative-epoch"),
-        pytest.param(
-            encode_snapshot_body(1, 0.5, 0, b"", [1, 2]),  # type: ignore[list-item]
-            id="events-not-maps",
-        ),
+        pytest.param(raw_body(events=[1, 2]), id="events-not-maps"),
+        pytest.param(raw_body(events=[{"kind": "teleport", "player": 1}]), id="unknown-kind"),
+        pytest.param(raw_body(events=[{"kind": "join"}]), id="event-missing-a-field"),
+        pytest.param(raw_body(events=[{"kind": "leave", "player": -3}]), id="event-out-of-range"),
     ],
 )
 def test_an_invalid_body_raises_every_time_and_is_never_shared(body: bytes) -> None:

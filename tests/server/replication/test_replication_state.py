@@ -254,11 +254,11 @@ def start_following(
 
 def note(seen: Counter[str], match: Match, result: TickResult) -> None:
     for event in result.events:
-        seen[event["kind"]] += 1
-        if event["kind"] == "shot":
-            seen[f"shot_{event['result']}"] += 1
-            seen["kill"] += bool(event["kill"])
-            seen[f"weapon_{event['weapon']}"] += 1
+        seen[event.KIND] += 1
+        if event.KIND == "shot":
+            seen[f"shot_{event.result}"] += 1
+            seen["kill"] += bool(event.kill)
+            seen[f"weapon_{event.weapon}"] += 1
     seen["flying_ticks"] += bool(match.combat.flying)
     seen["ring_wrapped"] += match.history.start != 0
     seen["starved"] = sum(seat.inputs.starved_ticks for seat in match.seats.values())
@@ -383,7 +383,7 @@ def test_a_promoted_standby_orders_a_tick_events_as_the_primary_does() -> None:
             match.receive_input(slot, fire, match.server_time)
         results.append(match.tick())
 
-    assert [e["shooter"] for e in results[1].events] == [e["shooter"] for e in results[0].events]
+    assert [e.shooter for e in results[1].events] == [e.shooter for e in results[0].events]
     assert results[1].body == results[0].body
 
 

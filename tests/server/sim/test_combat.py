@@ -27,6 +27,7 @@ from shared.hitbox import (
     HITBOX_TORSO,
 )
 from shared.movement import BUTTON_FIRE
+from shared.protocol import ShotEvent
 from shared.weapons import (
     BUTTON_ALT_FIRE,
     EYE_HEIGHT,
@@ -142,9 +143,8 @@ def duel(backend: str, health: int = MAX_HEALTH, **kw: Any) -> Scene:
     return scene
 
 
-def shot_event(**fields: Any) -> dict[str, Any]:
-    event = {
-        "kind": "shot",
+def shot_event(**fields: Any) -> ShotEvent:
+    event: dict[str, Any] = {
         "shooter": 0,
         "seq": 0,
         "weapon": RIFLE.id,
@@ -155,8 +155,7 @@ def shot_event(**fields: Any) -> dict[str, Any]:
         "kill": False,
         "view_time": 0.0,
     }
-    event.update(fields)
-    return event
+    return ShotEvent(**{**event, **fields})
 
 
 # -- damage -------------------------------------------------------------------------------
@@ -256,7 +255,7 @@ def test_overkill_damage_stops_health_at_zero(backend: str) -> None:
     scene = duel(backend, health=10)
     scene.fire(0, 0, *aim((0.0, 0.0), (10.0, 0.0, 1.62)), claim=9 / RATE)
     (event,) = scene.step()
-    assert (event["damage"], event["kill"]) == (50, True)
+    assert (event.damage, event.kill) == (50, True)
     assert scene.world.health[1] == 0
 
 
@@ -319,8 +318,8 @@ def test_a_claim_beyond_the_rewind_cap_is_clamped_and_counted(backend: str) -> N
     scene.record(30)
     scene.fire(0, 0, *aim((0.0, 0.0), (10.0, 0.0, 1.2)), claim=0.0)
     (event,) = scene.step()
-    assert event["view_time"] == 31 / RATE - scene.rules.max_rewind
-    assert event["result"] == "hit"
+    assert event.view_time == 31 / RATE - scene.rules.max_rewind
+    assert event.result == "hit"
     assert scene.combat.counters["view_time_clamped"] == 1
     assert scene.combat.counters["view_time_replaced"] == 0
 
@@ -330,7 +329,7 @@ def test_a_claim_far_from_the_estimate_is_replaced_and_counted(backend: str) -> 
     arrival = 10.5 / RATE
     scene.fire(0, 0, *aim((0.0, 0.0), (10.0, 0.0, 1.2)), claim=arrival, rtt=0.1, arrival=arrival)
     (event,) = scene.step()
-    assert event["view_time"] == arrival - 0.1 / 2.0 - 0.1
+    assert event.view_time == arrival - 0.1 / 2.0 - 0.1
     assert scene.combat.counters["view_time_replaced"] == 1
     assert scene.combat.counters["view_time_clamped"] == 0
 
@@ -341,7 +340,7 @@ def test_an_accepted_claim_is_not_counted(backend: str) -> None:
     expected = arrival - 0.05 - 0.1
     scene.fire(0, 0, 0.0, 0.5, claim=expected + 0.01, rtt=0.1, arrival=arrival)
     (event,) = scene.step()
-    assert event["view_time"] == expected + 0.01
+    assert event.view_time == expected + 0.01
     assert not any(k.startswith("view_time_") for k in scene.combat.counters)
 
 
@@ -355,7 +354,7 @@ def test_the_target_is_rewound_to_the_view_time(backend: str) -> None:
     scene.fire(0, 0, yaw, pitch, claim=8 / RATE)
     scene.fire(0, 6, yaw, pitch, claim=10 / RATE)
     events = scene.step(lambda t: np.array([[0, 0, 0], [10, 3, 0], [0] * 3, [0] * 3]))
-    assert [(e["seq"], e["result"], e["victim"]) for e in events] == [
+    assert [(e.seq, e.result, e.victim) for e in events] == [
         (0, "hit", 1),
         (6, "world", -1),  # past where the target stood, into the floor
     ]
@@ -370,7 +369,7 @@ def test_outcomes_are_applied_in_view_time_order(backend: str) -> None:
     scene.fire(0, 0, *aim((0.0, 0.0), (10.0, 0.0, 1.2)), claim=9.5 / RATE)
     scene.fire(2, 0, *aim((0.0, 2.0), (10.0, 0.0, 1.2)), claim=8.5 / RATE)
     events = scene.step()
-    assert [(e["shooter"], e["view_time"]) for e in events] == [(2, 8.5 / RATE), (0, 9.5 / RATE)]
+    assert [(e.shooter, e.view_time) for e in events] == [(2, 8.5 / RATE), (0, 9.5 / RATE)]
 
 
 def test_a_hit_on_a_victim_already_dead_in_the_story_does_no_damage(backend: str) -> None:
@@ -398,7 +397,7 @@ def test_a_hit_on_a_victim_that_died_in_an_earlier_tick_does_no_damage(backend: 
     # A slower shooter saw it alive (before its death): the geometry hits, nothing is dealt.
     scene.fire(2, 0, *aim((0.0, 2.0), (10.0, 0.0, 1.2)), claim=9 / RATE)
     (event,) = scene.step()
-    assert (event["result"], event["victim"], event["damage"], event["kill"]) == (
+    assert (event.result, event.victim, event.damage, event.kill) == (
         "hit",
         1,
         0,
@@ -435,9 +434,9 @@ def test_in_a_mutual_kill_in_one_tick_the_earlier_view_time_wins(
     backend: str, trade_window: float
 ) -> None:
     scene, events = mutual_kill(backend, trade_window, t_a=8 / RATE, t_b=9 / RATE)
-    by_shooter = {e["shooter"]: e for e in events}
-    assert by_shooter[0]["kill"] is True
-    assert by_shooter[1]["result"] == "rejected"
+    by_shooter = {e.shooter: e for e in events}
+    assert by_shooter[0].kill is True
+    assert by_shooter[1].result == "rejected"
     assert scene.world.alive[0] and scene.world.health[0] == 50
     assert not scene.world.alive[1]
     assert scene.combat.counters["shots_rejected_dead"] == 1
@@ -445,14 +444,14 @@ def test_in_a_mutual_kill_in_one_tick_the_earlier_view_time_wins(
 
 def test_in_a_mutual_kill_within_the_trade_window_both_die(backend: str) -> None:
     scene, events = mutual_kill(backend, trade_window=0.05, t_a=8 / RATE, t_b=9 / RATE)
-    assert [(e["shooter"], e["kill"]) for e in events] == [(0, True), (1, True)]
+    assert [(e.shooter, e.kill) for e in events] == [(0, True), (1, True)]
     assert not scene.world.alive[0] and not scene.world.alive[1]
     assert scene.combat.death_time[1] == 8 / RATE and scene.combat.death_time[0] == 9 / RATE
 
 
 def test_in_a_mutual_kill_at_the_same_view_time_both_die(backend: str) -> None:
     scene, events = mutual_kill(backend, trade_window=0.0, t_a=9 / RATE, t_b=9 / RATE)
-    assert [(e["shooter"], e["kill"]) for e in events] == [(0, True), (1, True)]
+    assert [(e.shooter, e.kill) for e in events] == [(0, True), (1, True)]
     assert not scene.world.alive[0] and not scene.world.alive[1]
 
 
@@ -522,12 +521,12 @@ def dodge_scene(backend: str, dodges: bool) -> list[dict[str, Any]]:
 def test_a_projectile_misses_a_target_that_dodged_before_it_arrived(backend: str) -> None:
     events = dodge_scene(backend, dodges=True)
     # It flies on past the target's old place and lands on the floor, in the past too.
-    assert [(e["result"], e["victim"], e["damage"]) for e in events] == [("world", -1, 0)]
+    assert [(e.result, e.victim, e.damage) for e in events] == [("world", -1, 0)]
 
 
 def test_a_projectile_hits_the_same_target_when_it_stays(backend: str) -> None:
     events = dodge_scene(backend, dodges=False)
-    assert [(e["result"], e["victim"]) for e in events] == [("hit", 1)]
+    assert [(e.result, e.victim) for e in events] == [("hit", 1)]
 
 
 def test_a_projectile_expires_after_its_lifetime(backend: str) -> None:
@@ -539,5 +538,5 @@ def test_a_projectile_expires_after_its_lifetime(backend: str) -> None:
     results = []
     for _ in range(round(LAUNCHER.lifetime * RATE) + 1):
         results.extend(scene.step())
-    assert [(e["result"], e["view_time"]) for e in results] == [("miss", 10 / RATE)]
+    assert [(e.result, e.view_time) for e in results] == [("miss", 10 / RATE)]
     assert scene.combat.flying == []

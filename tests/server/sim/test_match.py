@@ -18,6 +18,8 @@ from shared.arena_map import default_map
 from shared.protocol import (
     InputMessage,
     InvalidField,
+    JoinEvent,
+    LeaveEvent,
     SnapshotMessage,
     decode_client,
     decode_server,
@@ -93,20 +95,20 @@ def test_leaving_frees_the_slot_and_emits_a_leave_event() -> None:
     b = match.join("b", 0.1)
     first = match.tick()
     assert first.events == [
-        {"kind": "join", "player": a.slot},
-        {"kind": "join", "player": b.slot},
+        JoinEvent(a.slot),
+        JoinEvent(b.slot),
     ]
     match.leave(a.slot)
     assert not match.world.active[a.slot] and a.slot not in match.seats
     result = match.tick()
-    assert result.events == [{"kind": "leave", "player": a.slot}]
+    assert result.events == [LeaveEvent(a.slot)]
     snapshot = decode_server(match.snapshot_for(result, b.slot))
-    assert snapshot.events == ({"kind": "leave", "player": a.slot},)
+    assert snapshot.events == (LeaveEvent(a.slot),)
     assert unpack_entities(snapshot.entities)["id"].tolist() == [b.slot]
     # The slot is free again, and the next join takes it.
     c = match.join("c", 0.1)
     assert c.slot == a.slot
-    assert match.tick().events == [{"kind": "join", "player": c.slot}]
+    assert match.tick().events == [JoinEvent(c.slot)]
 
 
 def test_leaving_twice_or_an_empty_slot_is_harmless() -> None:
@@ -116,8 +118,8 @@ def test_leaving_twice_or_an_empty_slot_is_harmless() -> None:
     match.leave(seat.slot)
     match.leave(3)
     assert match.tick().events == [
-        {"kind": "join", "player": seat.slot},
-        {"kind": "leave", "player": seat.slot},
+        JoinEvent(seat.slot),
+        LeaveEvent(seat.slot),
     ]
 
 

@@ -14,7 +14,14 @@ from server.sim.world import MAX_HEALTH
 from shared.arena_map import default_map
 from shared.hitbox import HITBOX_HEAD
 from shared.movement import BUTTON_FIRE, step
-from shared.protocol import ENTITY_FLAG_ALIVE, InputMessage, decode_server, unpack_entities
+from shared.protocol import (
+    ENTITY_FLAG_ALIVE,
+    InputMessage,
+    RespawnEvent,
+    ShotEvent,
+    decode_server,
+    unpack_entities,
+)
 from shared.weapons import (
     BUTTON_ALT_FIRE,
     EYE_HEIGHT,
@@ -88,12 +95,10 @@ def kill_victim(match: Match) -> int:
     for seq in range(7):
         send(match, SHOOTER, seq, BUTTON_FIRE if seq in (0, 6) else 0, aim=HEAD_SHOT)
         result = match.tick()
-        shots = [e for e in result.events if e["kind"] == "shot"]
+        shots = [e for e in result.events if e.KIND == "shot"]
         if seq in (0, 6):
-            assert [(e["result"], e["hitbox"], e["damage"]) for e in shots] == [
-                ("hit", HITBOX_HEAD, 50)
-            ]
-    assert shots[0]["kill"] is True
+            assert [(e.result, e.hitbox, e.damage) for e in shots] == [("hit", HITBOX_HEAD, 50)]
+    assert shots[0].kill is True
     assert not match.world.alive[VICTIM]
     return result.tick
 
@@ -153,9 +158,9 @@ def test_a_shot_from_a_caught_up_input_leaves_after_its_own_movement() -> None:
 def test_a_repeated_input_does_not_fire_again() -> None:
     match = new_match()
     send(match, SHOOTER, 0, BUTTON_FIRE, aim=(0.0, 0.5))
-    assert [e["result"] for e in match.tick().events if e["kind"] == "shot"] == ["miss"]
+    assert [e.result for e in match.tick().events if e.KIND == "shot"] == ["miss"]
     for _ in range(10):  # no new input: the last one repeats for movement only
-        assert [e for e in match.tick().events if e["kind"] == "shot"] == []
+        assert [e for e in match.tick().events if e.KIND == "shot"] == []
     assert match.combat.counters["shots_fired"] == 1
 
 
@@ -164,18 +169,17 @@ def test_the_snapshot_carries_the_shot_s_result(backend: str) -> None:
     match.tick()
     send(match, SHOOTER, 0, BUTTON_FIRE, aim=HEAD_SHOT)
     result = match.tick()
-    expected = {
-        "kind": "shot",
-        "shooter": SHOOTER,
-        "seq": 0,
-        "weapon": 0,
-        "result": "hit",
-        "victim": VICTIM,
-        "hitbox": HITBOX_HEAD,
-        "damage": 50,
-        "kill": False,
-        "view_time": 1 / RATE,
-    }
+    expected = ShotEvent(
+        shooter=SHOOTER,
+        seq=0,
+        weapon=0,
+        result="hit",
+        victim=VICTIM,
+        hitbox=HITBOX_HEAD,
+        damage=50,
+        kill=False,
+        view_time=1 / RATE,
+    )
     assert result.events == [expected]
     for slot in (SHOOTER, VICTIM):
         snapshot = decode_server(match.snapshot_for(result, slot))
@@ -193,14 +197,14 @@ def test_a_launcher_shot_resolves_in_a_later_tick_s_snapshot(backend: str) -> No
     ticks = {}
     for _ in range(90):  # 52 m at 45 m/s: about 70 ticks of flight
         result = match.tick()
-        shots = [e for e in result.events if e["kind"] == "shot"]
+        shots = [e for e in result.events if e.KIND == "shot"]
         if shots:
             ticks[result.tick] = shots
     ((tick, shots),) = ticks.items()
     claim = (fired_at - 1) / RATE  # the input claimed the tick before it was applied
     flight = (52.0 - 0.22) / (LAUNCHER.speed * math.cos(pitch))  # to the torso's face
     assert tick == math.ceil((claim + flight) * RATE) == 71
-    assert [(e["weapon"], e["result"], e["victim"]) for e in shots] == [(1, "hit", VICTIM)]
+    assert [(e.weapon, e.result, e.victim) for e in shots] == [(1, "hit", VICTIM)]
 
 
 def test_a_kill_shows_in_the_snapshot_and_corrects_the_history(backend: str) -> None:
@@ -235,7 +239,7 @@ def test_a_dead_player_s_shots_are_rejected() -> None:
     kill_victim(match)
     send(match, VICTIM, 0, BUTTON_FIRE, aim=(-math.pi / 2, 0.0))
     (event,) = match.tick().events
-    assert (event["shooter"], event["result"], event["damage"]) == (VICTIM, "rejected", 0)
+    assert (event.shooter, event.result, event.damage) == (VICTIM, "rejected", 0)
     assert match.world.health[SHOOTER] == MAX_HEALTH
 
 
@@ -245,11 +249,11 @@ def test_the_dead_respawn_at_a_spawn_point_with_full_health(backend: str) -> Non
     delay = round(RESPAWN_DELAY_S * RATE)
     for _ in range(delay - 1):
         result = match.tick()
-        assert not [e for e in result.events if e["kind"] == "respawn"]
+        assert not [e for e in result.events if e.KIND == "respawn"]
         assert not match.world.alive[VICTIM]
     result = match.tick()
     assert result.tick == killed + delay
-    assert {"kind": "respawn", "player": VICTIM} in result.events
+    assert RespawnEvent(VICTIM) in result.events
     assert match.world.alive[VICTIM] and match.world.active[VICTIM]
     assert match.world.health[VICTIM] == MAX_HEALTH
     assert match.world.pos[VICTIM].tolist() == [*ARENA.spawn_point(2), 0.0]

@@ -1,0 +1,123 @@
+"""Arena wire protocol, version 1: msgpack maps in binary WebSocket frames.
+
+Sans-I/O: bytes in, validated message objects out, and back. ``docs/protocol.md``
+documents every field with its unit; the tables in these modules are the single source of
+truth that the decoders and that document follow:
+
+* :mod:`.fields` the limits and the field validators, :mod:`.errors` the error codes;
+* :mod:`.messages` the messages and their strict decoders (with the input and snapshot
+  fast paths);
+* :mod:`.inputs` the ``input`` message's fields, once, for every encoder and decoder;
+* :mod:`.events` what a snapshot tells of a tick (joins, leaves, respawns, shots);
+* :mod:`.snapshots` entity records and the snapshot's shared body and per-client head.
+
+This package is what clients import: ``from shared import protocol``.
+"""
+
+from __future__ import annotations
+
+from shared.protocol.errors import (
+    FrameTooLarge,
+    InvalidField,
+    MalformedFrame,
+    ProtocolError,
+    UnknownMessageType,
+    VersionMismatch,
+)
+from shared.protocol.events import (
+    SHOT_RESULTS,
+    JoinEvent,
+    LeaveEvent,
+    RespawnEvent,
+    ShotEvent,
+    SnapshotEvent,
+    decode_event,
+    encode_event,
+)
+from shared.protocol.fields import (
+    MAX_CLIENT_FRAME_BYTES,
+    MAX_EPOCH,
+    MAX_SERVER_FRAME_BYTES,
+    MAX_TICK,
+    PROTOCOL_VERSION,
+    U32_MAX,
+)
+from shared.protocol.messages import (
+    ClientMessage,
+    ErrorMessage,
+    InputMessage,
+    JoinMessage,
+    Message,
+    PingMessage,
+    PongMessage,
+    ServerMessage,
+    SnapshotMessage,
+    StandbysMessage,
+    WelcomeMessage,
+    decode_client,
+    decode_server,
+    encode,
+    encode_input,
+)
+from shared.protocol.snapshots import (
+    ENTITY_DTYPE,
+    ENTITY_FLAG_ALIVE,
+    SNAPSHOT_HEAD_BYTES,
+    ServerFrameDecoder,
+    encode_snapshot,
+    encode_snapshot_body,
+    entity_pitch,
+    entity_yaw,
+    pack_entities,
+    snapshot_heads,
+    unpack_entities,
+)
+
+__all__ = [
+    "ENTITY_DTYPE",
+    "ENTITY_FLAG_ALIVE",
+    "MAX_CLIENT_FRAME_BYTES",
+    "MAX_EPOCH",
+    "MAX_SERVER_FRAME_BYTES",
+    "MAX_TICK",
+    "PROTOCOL_VERSION",
+    "SHOT_RESULTS",
+    "SNAPSHOT_HEAD_BYTES",
+    "U32_MAX",
+    "ClientMessage",
+    "ErrorMessage",
+    "FrameTooLarge",
+    "InputMessage",
+    "InvalidField",
+    "JoinEvent",
+    "JoinMessage",
+    "LeaveEvent",
+    "MalformedFrame",
+    "Message",
+    "PingMessage",
+    "PongMessage",
+    "ProtocolError",
+    "RespawnEvent",
+    "ServerFrameDecoder",
+    "ServerMessage",
+    "ShotEvent",
+    "SnapshotEvent",
+    "SnapshotMessage",
+    "StandbysMessage",
+    "UnknownMessageType",
+    "VersionMismatch",
+    "WelcomeMessage",
+    "decode_client",
+    "decode_event",
+    "decode_server",
+    "encode",
+    "encode_event",
+    "encode_input",
+    "encode_snapshot",
+    "encode_snapshot_body",
+    "entity_pitch",
+    "entity_yaw",
+    "pack_entities",
+    "snapshot_heads",
+    "unpack_entities",
+]

@@ -1,0 +1,156 @@
+"""What happened during a tick, as the snapshot tells every client: defined once.
+
+A snapshot's ``events`` is a list of maps, each with a ``kind``: a player joined, left or
+respawned, or a shot was judged. The node builds these classes, the bots read them; on the
+wire each is its fields plus ``kind``. Decoding is strict like the rest of the protocol
+(an unknown kind, a missing or extra field, a wrong type is :class:`InvalidField`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from shared.protocol.errors import InvalidField
+from shared.protocol.fields import U32_MAX, flag, integer, number, text
+
+__all__ = [
+    "SHOT_RESULTS",
+    "JoinEvent",
+    "LeaveEvent",
+    "RespawnEvent",
+    "ShotEvent",
+    "ShotResult",
+    "SnapshotEvent",
+    "decode_event",
+    "encode_event",
+]
+
+ShotResult = Literal["hit", "miss", "world", "rejected"]
+#: ``hit``: a player (``victim``, ``hitbox``); ``world``: cover; ``miss``: nothing;
+#: ``rejected``: the shooter was dead at the time it fired.
+SHOT_RESULTS: tuple[ShotResult, ...] = ("hit", "miss", "world", "rejected")
+
+_PLAYER = integer(0, 65535)
+
+
+@dataclass(frozen=True, slots=True)
+class _Event:
+    KIND: ClassVar[str] = ""
+    FIELDS: ClassVar[dict[str, Callable[[str, object], Any]]] = {}
+
+    def __post_init__(self) -> None:
+        for name, check in self.FIELDS.items():
+            value = getattr(self, name)
+            normalised = check(f"event {self.KIND}.{name}", value)
+            if normalised is not value:
+                object.__setattr__(self, name, normalised)
+
+    def names(self, player: int) -> bool:
+        """Whether this event concerns ``player`` (so that bot reads it)."""
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class JoinEvent(_Event):
+    KIND = "join"
+    FIELDS = {"player": _PLAYER}
+    player: int
+
+    def names(self, player: int) -> bool:
+        return self.player == player
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveEvent(_Event):
+    KIND = "leave"
+    FIELDS = {"player": _PLAYER}
+    player: int
+
+    def names(self, player: int) -> bool:
+        return self.player == player
+
+
+@dataclass(frozen=True, slots=True)
+class RespawnEvent(_Event):
+    """A dead player is back at a spawn point with full health."""
+
+    KIND = "respawn"
+    FIELDS = {"player": _PLAYER}
+    player: int
+
+    def names(self, player: int) -> bool:
+        return self.player == player
+
+
+def _result(name: str, value: object) -> str:
+    if value not in SHOT_RESULTS:
+        raise InvalidField(f"{name}: expected one of {', '.join(SHOT_RESULTS)}")
+    return str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ShotEvent(_Event):
+    """A shot judged: the shooter's ``seq`` of the input that fired with ``weapon``, what it
+    hit in the world its shooter saw at ``view_time`` (server time), and the damage done
+    (0 when the victim was already dead in the tick's ordered story)."""
+
+    KIND = "shot"
+    FIELDS = {
+        "shooter": _PLAYER,
+        "seq": integer(0, U32_MAX),
+        "weapon": integer(0, 255),
+        "result": _result,
+        "victim": integer(-1, 65535),
+        "hitbox": integer(0, 255),
+        "damage": integer(0, 65535),
+        "kill": flag,
+        "view_time": number(),
+    }
+    shooter: int
+    seq: int
+    weapon: int
+    result: ShotResult
+    view_time: float
+    victim: int = -1
+    hitbox: int = 0
+    damage: int = 0
+    kill: bool = False
+
+    def names(self, player: int) -> bool:
+        return self.shooter == player or self.victim == player
+
+
+SnapshotEvent = JoinEvent | LeaveEvent | RespawnEvent | ShotEvent
+_KINDS: dict[str, type[_Event]] = {
+    cls.KIND: cls for cls in (JoinEvent, LeaveEvent, RespawnEvent, ShotEvent)
+}
+_KIND_TEXT = text(16)
+
+
+def encode_event(event: SnapshotEvent) -> dict[str, Any]:
+    """The event as a msgpack-ready map: ``kind`` first, then its fields."""
+    return {"kind": event.KIND, **{name: getattr(event, name) for name in event.FIELDS}}
+
+
+def decode_event(raw: object) -> SnapshotEvent:
+    """An event from its map; :class:`InvalidField` for anything else."""
+    if not isinstance(raw, dict):
+        raise InvalidField("snapshot.events: expected a map")
+    fields = dict(raw)
+    kind = _KIND_TEXT("event kind", fields.pop("kind", None))
+    cls = _KINDS.get(kind)
+    if cls is None:
+        raise InvalidField(f"snapshot.events: unknown kind {kind[:16]!r}")
+    extra = fields.keys() - cls.FIELDS.keys()
+    if extra:
+        raise InvalidField(f"event {kind}: unexpected field {sorted(map(str, extra))[0][:32]!r}")
+    try:
+        return cls(**fields)  # type: ignore[return-value]
+    except TypeError:
+        required = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING]
+        missing = [name for name in required if name not in fields]
+        first = missing[0] if missing else "?"
+        raise InvalidField(f"event {kind}: missing field {first!r}") from None

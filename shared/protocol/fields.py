@@ -1,0 +1,125 @@
+"""The protocol's limits and its field validators: each takes a decoded value and returns
+it (normalised) or raises :class:`~shared.protocol.errors.InvalidField` naming the field."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from shared.protocol.errors import InvalidField
+
+__all__ = [
+    "MAX_CLIENT_FRAME_BYTES",
+    "MAX_EPOCH",
+    "MAX_SERVER_FRAME_BYTES",
+    "MAX_TICK",
+    "PROTOCOL_VERSION",
+    "U32_MAX",
+    "binary",
+    "flag",
+    "integer",
+    "maps",
+    "number",
+    "numbers",
+    "optional",
+    "text",
+    "texts",
+]
+
+PROTOCOL_VERSION = 1
+MAX_CLIENT_FRAME_BYTES = 1024  # an input is ~120 bytes; anything near this is abuse
+MAX_SERVER_FRAME_BYTES = 1 << 20  # 1 MiB: ~40,000 entities; a node caps players far below
+
+U32_MAX = 2**32 - 1
+MAX_TICK = 2**53  # exact in a float64, so tick / rate stays exact enough for centuries
+MAX_EPOCH = 2**63 - 1
+
+
+def integer(lo: int, hi: int) -> Callable[[str, object], int]:
+    def check(name: str, value: object) -> int:
+        if type(value) is int and lo <= value <= hi:  # the common case, checked first
+            return value
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidField(f"{name}: expected an integer")
+        if not lo <= value <= hi:
+            raise InvalidField(f"{name}: {value} is outside [{lo}, {hi}]")
+        return value
+
+    return check
+
+
+def number(lo: float = -math.inf, hi: float = math.inf) -> Callable[[str, object], float]:
+    def check(name: str, value: object) -> float:
+        # Fast path: ``v - v == 0`` is false exactly for NaN and infinities.
+        if type(value) is float and lo <= value <= hi and value - value == 0.0:
+            return value
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InvalidField(f"{name}: expected a number")
+        result = float(value)
+        if not math.isfinite(result):
+            raise InvalidField(f"{name}: must be finite")
+        if not lo <= result <= hi:
+            raise InvalidField(f"{name}: {result} is outside [{lo}, {hi}]")
+        return result
+
+    return check
+
+
+def text(max_len: int) -> Callable[[str, object], str]:
+    def check(name: str, value: object) -> str:
+        if not isinstance(value, str):
+            raise InvalidField(f"{name}: expected a string")
+        if len(value) > max_len:
+            raise InvalidField(f"{name}: longer than {max_len} characters")
+        return value
+
+    return check
+
+
+def flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidField(f"{name}: expected true or false")
+    return value
+
+
+def optional(inner: Callable[[str, object], Any]) -> Callable[[str, object], Any]:
+    def check(name: str, value: object) -> Any:
+        return None if value is None else inner(name, value)
+
+    return check
+
+
+def numbers(count: int, bound: float) -> Callable[[str, object], tuple[float, ...]]:
+    element = number(-bound, bound)
+
+    def check(name: str, value: object) -> tuple[float, ...]:
+        if (
+            type(value) is list
+            and len(value) == count
+            and all(type(v) is float and -bound <= v <= bound and v - v == 0.0 for v in value)
+        ):
+            return tuple(value)
+        if not isinstance(value, list | tuple) or len(value) != count:
+            raise InvalidField(f"{name}: expected a list of {count} numbers")
+        return tuple(element(f"{name}[{i}]", v) for i, v in enumerate(value))
+
+    return check
+
+
+def binary(name: str, value: object) -> bytes:
+    if not isinstance(value, bytes):
+        raise InvalidField(f"{name}: expected binary data")
+    return value
+
+
+def maps(name: str, value: object) -> tuple[dict[str, Any], ...]:
+    if not isinstance(value, list | tuple) or not all(isinstance(e, dict) for e in value):
+        raise InvalidField(f"{name}: expected a list of maps")
+    return tuple(value)
+
+
+def texts(name: str, value: object) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple) or not all(isinstance(e, str) for e in value):
+        raise InvalidField(f"{name}: expected a list of strings")
+    return tuple(value)

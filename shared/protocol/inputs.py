@@ -1,0 +1,112 @@
+"""The ``input`` message's fields, stated once.
+
+Everything that writes or reads an input derives from this table: the message class's
+validation (:class:`~shared.protocol.messages.InputMessage`), the bots' fast encoder and
+the strict decoder's fast path (:mod:`shared.protocol.messages`), and the node's numba
+frame decoder (:mod:`server.sim.input_frames`: its keys, bounds and column order). A node
+decodes inputs into two column arrays: the integer fields in :data:`INT_COLUMNS` order and
+the float values (``move`` is two) in :data:`FLOAT_COLUMNS` order; the named indices below
+say which column is which, so no reader counts positions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from shared.protocol.fields import MAX_TICK, U32_MAX
+
+__all__ = [
+    "ACK_TICK",
+    "BUTTONS",
+    "FLOAT_COLUMNS",
+    "INPUT_FIELDS",
+    "INT_COLUMNS",
+    "MOVE_X",
+    "MOVE_Y",
+    "PITCH",
+    "SEQ",
+    "TICK",
+    "VIEW_TIME",
+    "YAW",
+    "InputField",
+    "InputValues",
+    "input_columns",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class InputField:
+    """One field: its wire ``kind`` (``move`` is a list of two floats), its inclusive
+    bounds (floats must also be finite) and the first column its value fills."""
+
+    name: str
+    kind: Literal["int", "float", "float_pair"]
+    low: float
+    high: float
+    column: int
+
+
+#: In wire order (the order the encoders write the keys in).
+INPUT_FIELDS: tuple[InputField, ...] = (
+    InputField("seq", "int", 0, U32_MAX, 0),
+    InputField("tick", "int", 0, MAX_TICK, 1),
+    InputField("ack_tick", "int", -1, MAX_TICK, 2),
+    InputField("move", "float_pair", -1e6, 1e6, 0),
+    InputField("yaw", "float", -math.inf, math.inf, 2),
+    InputField("pitch", "float", -math.inf, math.inf, 3),
+    InputField("buttons", "int", 0, 255, 3),
+    InputField("view_time", "float", 0.0, 1e9, 4),
+)
+
+INT_COLUMNS = ("seq", "tick", "ack_tick", "buttons")
+FLOAT_COLUMNS = ("move_x", "move_y", "yaw", "pitch", "view_time")
+SEQ, TICK, ACK_TICK, BUTTONS = range(len(INT_COLUMNS))
+MOVE_X, MOVE_Y, YAW, PITCH, VIEW_TIME = range(len(FLOAT_COLUMNS))
+
+
+class InputValues(Protocol):
+    """What an input message holds (``InputMessage``; this module sits below it)."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def tick(self) -> int: ...
+    @property
+    def ack_tick(self) -> int: ...
+    @property
+    def move(self) -> tuple[float, float]: ...
+    @property
+    def yaw(self) -> float: ...
+    @property
+    def pitch(self) -> float: ...
+    @property
+    def buttons(self) -> int: ...
+    @property
+    def view_time(self) -> float: ...
+
+
+def input_columns(message: InputValues) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """An input message's values in the node's column order (ints, floats)."""
+    values: dict[str, float] = {name: getattr(message, name) for name in INT_COLUMNS}
+    for name in ("yaw", "pitch", "view_time"):
+        values[name] = getattr(message, name)
+    values["move_x"], values["move_y"] = message.move
+    ints = tuple(int(values[name]) for name in INT_COLUMNS)
+    return ints, tuple(float(values[name]) for name in FLOAT_COLUMNS)
+
+
+def _check_columns() -> None:
+    """The table's columns are the named ones (checked at import: a typo fails at once)."""
+    ints = {f.column: f.name for f in INPUT_FIELDS if f.kind == "int"}
+    floats = {f.column: f.name for f in INPUT_FIELDS if f.kind == "float"}
+    floats |= {f.column + i: f"{f.name}_{'xy'[i]}" for f in INPUT_FIELDS
+               if f.kind == "float_pair" for i in range(2)}  # fmt: skip
+    if [ints[i] for i in sorted(ints)] != list(INT_COLUMNS) or [
+        floats[i] for i in sorted(floats)
+    ] != list(FLOAT_COLUMNS):
+        raise AssertionError("INPUT_FIELDS' columns disagree with INT_COLUMNS/FLOAT_COLUMNS")
+
+
+_check_columns()
