@@ -358,6 +358,15 @@ def test_unknown_backend_and_bad_inputs_are_refused_with_one_line():
         validator.resolve_hitscan(standing((0, 0)), hitscan((0, 0, 1), (1, 0, 0), 0.0, match=3))
 
 
+def test_a_validator_refuses_bad_boxes_and_steps_with_one_line():
+    with pytest.raises(ValueError, match=r"box_max: expected shape \(1, 3\), got \(2, 3\)"):
+        make_validator("cpu", box_min=np.zeros((1, 3)), box_max=np.ones((2, 3)))
+    with pytest.raises(ValueError, match="every box needs min <= max"):
+        make_validator("cpu", box_min=np.ones((1, 3)), box_max=np.zeros((1, 3)))
+    with pytest.raises(ValueError, match="max_step must be positive"):
+        make_validator("reference", max_step=0.0)
+
+
 def test_results_are_written_into_caller_buffers():
     validator = make_validator("cpu", box_min=NO_BOXES, box_max=NO_BOXES)
     validator.warm_up()
