@@ -283,9 +283,7 @@ def bench_hitscan(
         reference.resolve_hitscan(history, reference_shots, reference_out)
 
     def build_grid() -> None:
-        player_grid(
-            history.times, history.positions, history.alive, history.start, history.count, True
-        )
+        player_grid(history, True)
 
     grid = median_timing(interleave([build_grid], args.rounds, min(args.min_seconds, 0.2))[0])
     progress(f"hitscan, {players} players: broad-phase grid builds in {grid.seconds * 1e3:.2f} ms")

@@ -1,8 +1,8 @@
 """Lag-compensated hit registration (sans-I/O): rewind the history, test rays and projectiles.
 
 ``reference`` is the readable NumPy specification; ``cpu`` (numba, parallel) and ``cuda``
-(numba.cuda, imported lazily) must agree with it. Use :func:`make_validator` rather than the
-backend modules directly.
+(numba.cuda, imported lazily) must agree with it; each takes the validated batches of
+``batches``. Use :func:`make_validator` rather than the backend modules directly.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from server.sim.hitreg.backend import (
     ProjectileShots,
     make_validator,
 )
-from server.sim.hitreg.reference import interpolate_positions, snapshot_bracket
 
 __all__ = [
     "BackendName",
@@ -29,7 +28,5 @@ __all__ = [
     "HitscanShots",
     "ProjectileResults",
     "ProjectileShots",
-    "interpolate_positions",
     "make_validator",
-    "snapshot_bracket",
 ]

@@ -1,4 +1,4 @@
-"""The numba.cuda kernels themselves; imported by ``cuda.load_kernels`` only, never eagerly.
+"""The numba.cuda kernels themselves; imported by ``cuda._load_kernels`` only, never eagerly.
 
 They live in their own module because the CUDA simulator swaps the ``cuda`` module global of
 kernel functions for its fake one: the kernels must see ``cuda`` as a module global. The body

@@ -19,12 +19,20 @@ kernels; ``cuda.py`` compiles the same function objects for the GPU, one thread 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numba import prange
 
+from server.sim.hitreg.batches import (
+    History,
+    HitscanResults,
+    HitscanShots,
+    ProjectileResults,
+    ProjectileShots,
+    World,
+)
 from server.sim.hitreg.jit import cpu_helper, cpu_kernel, device_function
-from server.sim.hitreg.reference import DEFAULT_MAX_SUBSTEPS
 from shared.hitbox import (
     BOUNDING_SPHERE_CENTRE,
     BOUNDING_SPHERE_RADIUS,
@@ -37,13 +45,10 @@ from shared.hitbox import (
 
 __all__ = [
     "DEVICE_FUNCTIONS",
-    "GRID_CELL_SCALE",
-    "GRID_MIN_CELL",
-    "GRID_PAD",
-    "build_player_grid",
-    "empty_player_grid",
     "hitbox_kernel_args",
+    "hitscan_inputs",
     "player_grid",
+    "projectile_inputs",
     "resolve_hitscan",
     "resolve_projectiles",
 ]
@@ -51,13 +56,13 @@ __all__ = [
 #: Grid padding around every position a player held: the hitbox radius plus a centimetre,
 #: far above any rounding in the DDA, so a ray that touches a hitbox always visits a cell
 #: that lists its player.
-GRID_PAD = HITBOX_RADIAL_EXTENT + 0.01
+_GRID_PAD = HITBOX_RADIAL_EXTENT + 0.01
 #: Cell edge relative to the mean spacing of players (about one player per cell; measured on
 #: bench/hitreg.py scenes of 1,000 and 10,000 players, 1x to 2x the spacing are within a few
 #: per cent of each other, 4x is 15-25 % slower).
-GRID_CELL_SCALE = 1.0
+_GRID_CELL_SCALE = 1.0
 #: Smallest cell edge, metres: smaller cells cost more DDA steps than they save tests.
-GRID_MIN_CELL = 2.0
+_GRID_MIN_CELL = 2.0
 #: Early-out padding of the bounding sphere, metres.
 _BOUNDING_PAD = 1e-3
 #: Padding of the box pre-check of a segment, metres.
@@ -750,19 +755,12 @@ def _fill_player_grid(
     return cell_start, cell_players
 
 
-def build_player_grid(
-    times: np.ndarray,
-    positions: np.ndarray,
-    alive: np.ndarray,
-    start: np.ndarray,
-    count: np.ndarray,
-    pad: float,
-    cell_scale: float,
-    min_cell: float,
+def _build_player_grid(
+    history: History, pad: float, cell_scale: float, min_cell: float
 ) -> tuple[np.ndarray, ...]:
     """The broad-phase grid of every match: ``origin, cell, nx, ny, base, cell_start,
     cell_players`` (see :func:`_fill_player_grid`)."""
-    matches, _, players = alive.shape
+    matches, _, players = history.alive.shape
     per_match = (
         np.zeros((matches, 2)),
         np.ones(matches),
@@ -771,14 +769,14 @@ def build_player_grid(
         np.zeros(matches, dtype=np.int64),
     )
     cells = _fill_player_grid(
-        times, positions, alive, start, count, pad, cell_scale, min_cell,
+        *history.arrays(), pad, cell_scale, min_cell,
         np.empty((matches, players, 4)), np.zeros((matches, players), dtype=np.uint8),
         *per_match,
     )  # fmt: skip
     return (*per_match, *cells)
 
 
-def empty_player_grid(matches: int) -> tuple[np.ndarray, ...]:
+def _empty_player_grid(matches: int) -> tuple[np.ndarray, ...]:
     """A grid with no cells, of the kernels' argument types, for ``broad_phase=False``."""
     return (
         np.zeros((matches, 2)),
@@ -791,20 +789,11 @@ def empty_player_grid(matches: int) -> tuple[np.ndarray, ...]:
     )
 
 
-def player_grid(
-    times: np.ndarray,
-    positions: np.ndarray,
-    alive: np.ndarray,
-    start: np.ndarray,
-    count: np.ndarray,
-    broad_phase: bool,
-) -> tuple[np.ndarray, ...]:
+def player_grid(history: History, broad_phase: bool) -> tuple[np.ndarray, ...]:
     """The broad-phase grid for this call, or an empty one when the broad phase is off."""
     if not broad_phase:
-        return empty_player_grid(alive.shape[0])
-    return build_player_grid(
-        times, positions, alive, start, count, GRID_PAD, GRID_CELL_SCALE, GRID_MIN_CELL
-    )
+        return _empty_player_grid(history.matches)
+    return _build_player_grid(history, _GRID_PAD, _GRID_CELL_SCALE, _GRID_MIN_CELL)
 
 
 def hitbox_kernel_args() -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
@@ -814,7 +803,8 @@ def hitbox_kernel_args() -> tuple[np.ndarray, np.ndarray, np.ndarray, float, flo
 
 
 # --------------------------------------------------------------------------------------------
-# Kernels (private) and their wrappers (public, same arguments as reference.py).
+# Kernels (private), their arguments (shared with cuda.py) and their wrappers (public, the
+# same batches as reference.py).
 # --------------------------------------------------------------------------------------------
 
 
@@ -858,83 +848,60 @@ def _projectile_kernel(
         )  # fmt: skip
 
 
-def resolve_hitscan(
-    times: np.ndarray,
-    positions: np.ndarray,
-    alive: np.ndarray,
-    start: np.ndarray,
-    count: np.ndarray,
-    box_min: np.ndarray,
-    box_max: np.ndarray,
-    shot_match: np.ndarray,
-    shot_shooter: np.ndarray,
-    shot_origin: np.ndarray,
-    shot_dir: np.ndarray,
-    shot_range: np.ndarray,
-    shot_time: np.ndarray,
-    out_kind: np.ndarray,
-    out_victim: np.ndarray,
-    out_hitbox: np.ndarray,
-    out_distance: np.ndarray,
-    out_tests: np.ndarray,
-    *,
-    broad_phase: bool = True,
-) -> None:
-    """:func:`reference.resolve_hitscan` on the CPU cores; arrays must have the documented
-    dtypes and be C-contiguous (the facade in ``backend.py`` takes care of that)."""
-    if shot_match.shape[0] == 0:
-        return
-    grid = player_grid(times, positions, alive, start, count, broad_phase)
-    bottom, top, radius, sphere_z, sphere_r = hitbox_kernel_args()
-    _hitscan_kernel(
-        times, positions, alive, start, count, box_min, box_max,
-        bottom, top, radius, sphere_z, sphere_r,
-        shot_match, shot_shooter, shot_origin, shot_dir, shot_range, shot_time,
-        broad_phase, *grid,
-        out_kind, out_victim, out_hitbox, out_distance, out_tests,
+def hitscan_inputs(
+    history: History, world: World, shots: HitscanShots, broad_phase: bool
+) -> tuple[Any, ...]:
+    """The hitscan kernels' arguments before the outputs, in their parameter order: the one
+    place the batches are spread (the CPU and the CUDA kernel take the same parameters)."""
+    return (
+        *history.arrays(), world.box_min, world.box_max, *hitbox_kernel_args(),
+        *shots.arrays(), broad_phase, *player_grid(history, broad_phase),
     )  # fmt: skip
+
+
+def projectile_inputs(
+    history: History,
+    world: World,
+    projectiles: ProjectileShots,
+    max_step: float,
+    max_substeps: int,
+    broad_phase: bool,
+) -> tuple[Any, ...]:
+    """The projectile kernels' arguments before the outputs (see :func:`hitscan_inputs`)."""
+    return (
+        *history.arrays(), world.box_min, world.box_max, *hitbox_kernel_args(),
+        *projectiles.arrays(), float(max_step), int(max_substeps),
+        broad_phase, *player_grid(history, broad_phase),
+    )  # fmt: skip
+
+
+def resolve_hitscan(
+    history: History,
+    world: World,
+    shots: HitscanShots,
+    out: HitscanResults,
+    *,
+    broad_phase: bool,
+) -> None:
+    """:func:`reference.resolve_hitscan` on the CPU cores (the batches come validated from
+    the facade in ``backend.py``)."""
+    if len(shots) == 0:
+        return
+    _hitscan_kernel(*hitscan_inputs(history, world, shots, broad_phase), *out.arrays())
 
 
 def resolve_projectiles(
-    times: np.ndarray,
-    positions: np.ndarray,
-    alive: np.ndarray,
-    start: np.ndarray,
-    count: np.ndarray,
-    box_min: np.ndarray,
-    box_max: np.ndarray,
-    proj_match: np.ndarray,
-    proj_shooter: np.ndarray,
-    proj_origin: np.ndarray,
-    proj_velocity: np.ndarray,
-    proj_gravity: np.ndarray,
-    proj_spawn_time: np.ndarray,
-    proj_end_time: np.ndarray,
-    proj_expire_time: np.ndarray,
-    out_kind: np.ndarray,
-    out_victim: np.ndarray,
-    out_hitbox: np.ndarray,
-    out_time: np.ndarray,
-    out_position: np.ndarray,
-    out_velocity: np.ndarray,
-    out_expired: np.ndarray,
-    out_tests: np.ndarray,
-    max_step: float,
-    max_substeps: int = DEFAULT_MAX_SUBSTEPS,
+    history: History,
+    world: World,
+    projectiles: ProjectileShots,
+    out: ProjectileResults,
     *,
-    broad_phase: bool = True,
+    max_step: float,
+    max_substeps: int,
+    broad_phase: bool,
 ) -> None:
     """:func:`reference.resolve_projectiles` on the CPU cores."""
-    if proj_match.shape[0] == 0:
+    if len(projectiles) == 0:
         return
-    grid = player_grid(times, positions, alive, start, count, broad_phase)
-    bottom, top, radius, sphere_z, sphere_r = hitbox_kernel_args()
-    _projectile_kernel(
-        times, positions, alive, start, count, box_min, box_max,
-        bottom, top, radius, sphere_z, sphere_r,
-        proj_match, proj_shooter, proj_origin, proj_velocity, proj_gravity,
-        proj_spawn_time, proj_end_time, proj_expire_time, float(max_step), int(max_substeps),
-        broad_phase, *grid,
-        out_kind, out_victim, out_hitbox, out_time, out_position, out_velocity, out_expired,
-        out_tests,
-    )  # fmt: skip
+    inputs = projectile_inputs(history, world, projectiles, max_step, max_substeps, broad_phase)
+    _projectile_kernel(*inputs, *out.arrays())

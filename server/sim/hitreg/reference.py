@@ -22,6 +22,14 @@ import math
 
 import numpy as np
 
+from server.sim.hitreg.batches import (
+    History,
+    HitscanResults,
+    HitscanShots,
+    ProjectileResults,
+    ProjectileShots,
+    World,
+)
 from shared.hitbox import HIT_NONE, HITBOXES, ray_hit_player
 
 __all__ = [
@@ -40,9 +48,7 @@ DEFAULT_MAX_SUBSTEPS = 100_000
 _HITBOX_COUNT = len(HITBOXES)
 
 
-def snapshot_bracket(
-    times: np.ndarray, start: np.ndarray, count: np.ndarray, m: int, t: float
-) -> tuple[int, int, float]:
+def snapshot_bracket(history: History, m: int, t: float) -> tuple[int, int, float]:
     """Physical indices of the snapshots around ``t`` in match ``m`` and the later one's weight.
 
     Before the oldest snapshot the oldest is used alone, after the newest the newest alone
@@ -50,11 +56,12 @@ def snapshot_bracket(
     snapshots with ``t0 < t < t1`` and weight ``(t - t0) / (t1 - t0)``. ``(-1, -1, 0.0)``
     when the match has no snapshot.
     """
-    n = int(count[m])
+    times = history.times
+    n = int(history.count[m])
     if n <= 0:
         return -1, -1, 0.0
     capacity = times.shape[1]
-    first = int(start[m])
+    first = int(history.start[m])
     oldest = first
     newest = (first + n - 1) % capacity
     if t <= times[m, oldest]:
@@ -72,76 +79,60 @@ def snapshot_bracket(
     raise AssertionError("snapshot times must strictly increase in logical order")
 
 
-def interpolate_positions(
-    times: np.ndarray,
-    positions: np.ndarray,
-    alive: np.ndarray,
-    start: np.ndarray,
-    count: np.ndarray,
-    m: int,
-    t: float,
-) -> tuple[np.ndarray, np.ndarray]:
+def interpolate_positions(history: History, m: int, t: float) -> tuple[np.ndarray, np.ndarray]:
     """Feet positions ``(P, 3)`` of match ``m`` rewound to time ``t``, and who was present.
 
     Linear interpolation between the bracketing snapshots gives sub-tick accuracy; a player
     is present only if alive in both (or in the single one when clamped or exact).
     """
-    before, after, weight = snapshot_bracket(times, start, count, m, t)
-    players = positions.shape[2]
+    before, after, weight = snapshot_bracket(history, m, t)
     if before < 0:
-        return np.zeros((players, 3)), np.zeros(players, dtype=bool)
-    p0 = positions[m, before]
-    p1 = positions[m, after]
+        return np.zeros((history.players, 3)), np.zeros(history.players, dtype=bool)
+    p0 = history.positions[m, before]
+    p1 = history.positions[m, after]
     rewound = p0 + (p1 - p0) * weight
-    present = (alive[m, before] != 0) & (alive[m, after] != 0)
+    present = (history.alive[m, before] != 0) & (history.alive[m, after] != 0)
     return rewound, present
 
 
 def resolve_hitscan(
-    times: np.ndarray,
-    positions: np.ndarray,
-    alive: np.ndarray,
-    start: np.ndarray,
-    count: np.ndarray,
-    box_min: np.ndarray,
-    box_max: np.ndarray,
-    shot_match: np.ndarray,
-    shot_shooter: np.ndarray,
-    shot_origin: np.ndarray,
-    shot_dir: np.ndarray,
-    shot_range: np.ndarray,
-    shot_time: np.ndarray,
-    out_kind: np.ndarray,
-    out_victim: np.ndarray,
-    out_hitbox: np.ndarray,
-    out_distance: np.ndarray,
-    out_tests: np.ndarray,
+    history: History,
+    world: World,
+    shots: HitscanShots,
+    out: HitscanResults,
+    *,
+    broad_phase: bool = False,
 ) -> None:
     """Resolve instant-hit shots, each against the world as its shooter saw it.
 
-    For shot ``i``: rewind the players of match ``shot_match[i]`` to ``shot_time[i]``, drop the
-    shooter, and take the nearest hit along ``shot_origin[i] + t * shot_dir[i]`` for
-    ``0 <= t <= shot_range[i]`` among hitboxes, map boxes and the floor (see
+    For shot ``i``: rewind the players of match ``shots.match[i]`` to ``shots.view_time[i]``,
+    drop the shooter, and take the nearest hit along ``origin[i] + t * direction[i]`` for
+    ``0 <= t <= max_range[i]`` among hitboxes, map boxes and the floor (see
     :mod:`shared.hitbox` for the tie rules). Writes kind (0 miss, 1 player, 2 world), victim
     slot (-1 if none), hitbox id (0 if none), distance (the range on a miss) and the number
-    of (player, hitbox) pairs considered.
+    of (player, hitbox) pairs considered. ``broad_phase`` changes nothing here: the
+    specification tests every player (the kernels' grid only skips work).
     """
-    for i in range(shot_match.shape[0]):
-        m = int(shot_match[i])
-        rewound, present = interpolate_positions(
-            times, positions, alive, start, count, m, float(shot_time[i])
-        )
-        shooter = int(shot_shooter[i])
+    for i in range(len(shots)):
+        m = int(shots.match[i])
+        rewound, present = interpolate_positions(history, m, float(shots.view_time[i]))
+        shooter = int(shots.shooter[i])
         if 0 <= shooter < present.shape[0]:
             present[shooter] = False
         hit = ray_hit_player(
-            shot_origin[i], shot_dir[i], float(shot_range[i]), rewound, box_min, box_max, present
+            shots.origin[i],
+            shots.direction[i],
+            float(shots.max_range[i]),
+            rewound,
+            world.box_min,
+            world.box_max,
+            present,
         )
-        out_kind[i] = hit.kind
-        out_victim[i] = hit.victim
-        out_hitbox[i] = hit.hitbox
-        out_distance[i] = hit.distance
-        out_tests[i] = _HITBOX_COUNT * int(np.count_nonzero(present))
+        out.kind[i] = hit.kind
+        out.victim[i] = hit.victim
+        out.hitbox[i] = hit.hitbox
+        out.distance[i] = hit.distance
+        out.hitbox_tests[i] = _HITBOX_COUNT * int(np.count_nonzero(present))
 
 
 def projectile_substeps(
@@ -163,31 +154,14 @@ def projectile_substeps(
 
 
 def resolve_projectiles(
-    times: np.ndarray,
-    positions: np.ndarray,
-    alive: np.ndarray,
-    start: np.ndarray,
-    count: np.ndarray,
-    box_min: np.ndarray,
-    box_max: np.ndarray,
-    proj_match: np.ndarray,
-    proj_shooter: np.ndarray,
-    proj_origin: np.ndarray,
-    proj_velocity: np.ndarray,
-    proj_gravity: np.ndarray,
-    proj_spawn_time: np.ndarray,
-    proj_end_time: np.ndarray,
-    proj_expire_time: np.ndarray,
-    out_kind: np.ndarray,
-    out_victim: np.ndarray,
-    out_hitbox: np.ndarray,
-    out_time: np.ndarray,
-    out_position: np.ndarray,
-    out_velocity: np.ndarray,
-    out_expired: np.ndarray,
-    out_tests: np.ndarray,
+    history: History,
+    world: World,
+    projectiles: ProjectileShots,
+    out: ProjectileResults,
+    *,
     max_step: float,
-    max_substeps: int = DEFAULT_MAX_SUBSTEPS,
+    max_substeps: int,
+    broad_phase: bool = False,
 ) -> None:
     """Re-simulate projectiles from their spawn (view) time through the history.
 
@@ -197,24 +171,25 @@ def resolve_projectiles(
     interpolated at the chord's end time. The first hit in time wins. Flight stops at
     ``min(end_time, expire_time)``: a projectile that is still flying reports its position and
     velocity there (kind 0, so the caller can continue it next tick with spawn = this end),
-    one that reached ``expire_time`` first reports kind 0 with ``out_expired = 1``.
+    one that reached ``expire_time`` first reports kind 0 with ``out.expired = 1``.
+    ``broad_phase`` changes nothing here (see :func:`resolve_hitscan`).
     """
-    for i in range(proj_match.shape[0]):
-        m = int(proj_match[i])
-        shooter = int(proj_shooter[i])
-        ox, oy, oz = (float(v) for v in proj_origin[i])
-        vx, vy, vz = (float(v) for v in proj_velocity[i])
-        g = float(proj_gravity[i])
-        spawn = float(proj_spawn_time[i])
-        end = float(proj_end_time[i])
-        expire = float(proj_expire_time[i])
+    for i in range(len(projectiles)):
+        m = int(projectiles.match[i])
+        shooter = int(projectiles.shooter[i])
+        ox, oy, oz = (float(v) for v in projectiles.origin[i])
+        vx, vy, vz = (float(v) for v in projectiles.velocity[i])
+        g = float(projectiles.gravity[i])
+        spawn = float(projectiles.spawn_time[i])
+        end = float(projectiles.end_time[i])
+        expire = float(projectiles.expire_time[i])
         duration = min(end, expire) - spawn
         tests = 0
         kind, victim, hitbox = HIT_NONE, -1, 0
         hit_tau = 0.0
         hit_point = (ox, oy, oz)
         if duration > 0.0:
-            n = projectile_substeps(proj_velocity[i], g, duration, max_step, max_substeps)
+            n = projectile_substeps(projectiles.velocity[i], g, duration, max_step, max_substeps)
             ax, ay, az = ox, oy, oz
             tau_before = 0.0
             for k in range(1, n + 1):
@@ -223,14 +198,18 @@ def resolve_projectiles(
                 by = oy + vy * tau
                 bz = oz + vz * tau - 0.5 * g * tau * tau
                 chord = np.array([bx - ax, by - ay, bz - az])
-                rewound, present = interpolate_positions(
-                    times, positions, alive, start, count, m, spawn + tau
-                )
+                rewound, present = interpolate_positions(history, m, spawn + tau)
                 if 0 <= shooter < present.shape[0]:
                     present[shooter] = False
                 tests += _HITBOX_COUNT * int(np.count_nonzero(present))
                 hit = ray_hit_player(
-                    np.array([ax, ay, az]), chord, 1.0, rewound, box_min, box_max, present
+                    np.array([ax, ay, az]),
+                    chord,
+                    1.0,
+                    rewound,
+                    world.box_min,
+                    world.box_max,
+                    present,
                 )
                 if hit.kind != HIT_NONE:
                     u = hit.distance
@@ -243,11 +222,11 @@ def resolve_projectiles(
             if kind == HIT_NONE:
                 hit_tau = duration
                 hit_point = (ax, ay, az)
-        out_kind[i] = kind
-        out_victim[i] = victim
-        out_hitbox[i] = hitbox
-        out_time[i] = spawn + hit_tau
-        out_position[i] = hit_point
-        out_velocity[i] = (vx, vy, vz - g * hit_tau)
-        out_expired[i] = 1 if kind == HIT_NONE and expire <= end else 0
-        out_tests[i] = tests
+        out.kind[i] = kind
+        out.victim[i] = victim
+        out.hitbox[i] = hitbox
+        out.time[i] = spawn + hit_tau
+        out.position[i] = hit_point
+        out.velocity[i] = (vx, vy, vz - g * hit_tau)
+        out.expired[i] = 1 if kind == HIT_NONE and expire <= end else 0
+        out.hitbox_tests[i] = tests

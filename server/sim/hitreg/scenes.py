@@ -1,4 +1,4 @@
-"""Synthetic scenes for the property tests and the benchmark: histories, boxes and shots.
+"""Synthetic scenes for the kernels' property tests: histories, boxes and shots.
 
 A scene is drawn from a NumPy generator so that a test can replay it from a seed. Shots are
 biased towards what breaks kernels: rays aimed at players (so hits are common), directions
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from server.sim.hitreg.backend import History, HitscanShots, ProjectileShots
+from server.sim.hitreg.batches import History, HitscanShots, ProjectileShots
 
 __all__ = [
     "random_boxes",

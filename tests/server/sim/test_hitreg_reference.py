@@ -18,11 +18,13 @@ from server.sim.hitreg import (
     HitscanShots,
     HitValidator,
     ProjectileShots,
-    interpolate_positions,
     make_validator,
+)
+from server.sim.hitreg.reference import (
+    interpolate_positions,
+    projectile_substeps,
     snapshot_bracket,
 )
-from server.sim.hitreg.reference import projectile_substeps
 from shared.hitbox import (
     HIT_NONE,
     HIT_PLAYER,
@@ -129,25 +131,23 @@ def backend(request) -> Backend:
 
 def test_bracket_interpolates_clamps_and_prefers_exact_snapshots():
     history = ring([1.0, 1.1, 1.2], np.zeros((3, 1, 3)), capacity=5, start=3)  # wraps around
-    args = (history.times, history.start, history.count, 0)
-    assert snapshot_bracket(*args, 0.5) == (3, 3, 0.0)  # before the oldest: oldest alone
-    assert snapshot_bracket(*args, 9.0) == (0, 0, 0.0)  # after the newest: newest alone
-    assert snapshot_bracket(*args, 1.1) == (4, 4, 0.0)  # exactly a snapshot: that one
-    before, after, weight = snapshot_bracket(*args, 1.175)
+    assert snapshot_bracket(history, 0, 0.5) == (3, 3, 0.0)  # before the oldest: oldest alone
+    assert snapshot_bracket(history, 0, 9.0) == (0, 0, 0.0)  # after the newest: newest alone
+    assert snapshot_bracket(history, 0, 1.1) == (4, 4, 0.0)  # exactly a snapshot: that one
+    before, after, weight = snapshot_bracket(history, 0, 1.175)
     assert (before, after) == (4, 0) and weight == pytest.approx(0.75)
     empty = ring([1.0], np.zeros((1, 1, 3)))
     empty.count[0] = 0
-    assert snapshot_bracket(empty.times, empty.start, empty.count, 0, 1.0) == (-1, -1, 0.0)
+    assert snapshot_bracket(empty, 0, 1.0) == (-1, -1, 0.0)
 
 
 def test_interpolate_positions_is_linear_and_needs_both_snapshots_alive():
     feet = [[(0.0, 0.0, 0.0), (5.0, 0.0, 0.0)], [(1.0, 2.0, 0.0), (5.0, 0.0, 0.0)]]
     history = ring([0.0, DT], feet, alive=[[1, 1], [1, 0]])
-    arrays = history.arrays()
-    rewound, present = interpolate_positions(*arrays, 0, 0.25 * DT)
+    rewound, present = interpolate_positions(history, 0, 0.25 * DT)
     np.testing.assert_allclose(rewound[0], (0.25, 0.5, 0.0))
     assert present.tolist() == [True, False]  # slot 1 died at the second snapshot
-    _, present = interpolate_positions(*arrays, 0, -1.0)  # clamped to the first snapshot
+    _, present = interpolate_positions(history, 0, -1.0)  # clamped to the first snapshot
     assert present.tolist() == [True, True]
 
 
@@ -356,6 +356,15 @@ def test_unknown_backend_and_bad_inputs_are_refused_with_one_line():
     validator = make_validator("cpu")
     with pytest.raises(ValueError, match="match indices"):
         validator.resolve_hitscan(standing((0, 0)), hitscan((0, 0, 1), (1, 0, 0), 0.0, match=3))
+
+
+def test_a_validator_refuses_bad_boxes_and_steps_with_one_line():
+    with pytest.raises(ValueError, match=r"box_max: expected shape \(1, 3\), got \(2, 3\)"):
+        make_validator("cpu", box_min=np.zeros((1, 3)), box_max=np.ones((2, 3)))
+    with pytest.raises(ValueError, match="every box needs min <= max"):
+        make_validator("cpu", box_min=np.ones((1, 3)), box_max=np.zeros((1, 3)))
+    with pytest.raises(ValueError, match="max_step must be positive"):
+        make_validator("reference", max_step=0.0)
 
 
 def test_results_are_written_into_caller_buffers():
