@@ -54,6 +54,7 @@ _SOURCES = (
     "server/sim/hitreg/cpu.py",
     "server/sim/hitreg/jit.py",
     "server/sim/hitreg/backend.py",
+    "server/sim/hitreg/batches.py",
     "server/sim/input_frames.py",
     "server/sim/inputs.py",
     "shared/hitbox.py",
