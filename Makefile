@@ -36,6 +36,7 @@ test-fast: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check server client_sim shared launch tests bench
 	$(BIN)/mypy server shared client_sim launch
+	$(BIN)/lint-imports
 
 bench: $(STAMP)
 	$(BIN)/python bench/server_load.py
