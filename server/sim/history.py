@@ -87,59 +87,5 @@ class HistoryRing(ArrayState):
         return (self.start + logical) % self.capacity
 
     @property
-    def oldest_time(self) -> float:
-        return float(self.times[self.start])
-
-    @property
-    def newest_time(self) -> float:
-        return float(self.times[self._physical(self.count - 1)])
-
-    @property
     def newest_tick(self) -> int:
         return int(self.ticks[self._physical(self.count - 1)])
-
-    def index_of_tick(self, tick: int) -> int | None:
-        """Physical index of the snapshot of ``tick``, or None when not held."""
-        if not self.count:
-            return None
-        offset = tick - int(self.ticks[self.start])
-        if offset < 0 or tick > self.newest_tick:
-            return None
-        if offset < self.count:
-            index = self._physical(offset)
-            if int(self.ticks[index]) == tick:
-                return index  # the usual case: consecutive ticks
-        # Ticks may have gaps (``append`` only requires them to increase): search.
-        logical_ticks = np.roll(self.ticks, -self.start)[: self.count]
-        found = int(np.searchsorted(logical_ticks, tick))
-        return self._physical(found) if int(logical_ticks[found]) == tick else None
-
-    def bracket(self, time: float) -> tuple[int, int, float]:
-        """Physical indices of the snapshots around ``time`` and the blend weight of the later.
-
-        Outside the held span the nearest end is used with weight 0 (clamping), so callers
-        always get a world; whether rewinding that far is allowed is the caller's rule. At
-        exactly a snapshot's time that snapshot is used alone, as in the hit kernels'
-        reference (``server.sim.hitreg.reference.snapshot_bracket``).
-        """
-        if not self.count:
-            raise LookupError("the history is empty")
-        if time <= self.oldest_time:
-            return self.start, self.start, 0.0
-        if time >= self.newest_time:
-            newest = self._physical(self.count - 1)
-            return newest, newest, 0.0
-        logical_times = np.roll(self.times, -self.start)[: self.count]
-        upper = int(np.searchsorted(logical_times, time, side="right"))
-        before, after = self._physical(upper - 1), self._physical(upper)
-        t0, t1 = self.times[before], self.times[after]
-        if t0 == time:
-            return before, before, 0.0
-        return before, after, float((time - t0) / (t1 - t0))
-
-    def positions_at(self, time: float) -> tuple[np.ndarray, np.ndarray]:
-        """Players' feet positions interpolated at ``time`` and who was present then."""
-        before, after, weight = self.bracket(time)
-        pos = self.positions[before] + (self.positions[after] - self.positions[before]) * weight
-        present = (self.alive[before] & self.alive[after]).astype(bool)
-        return pos, present

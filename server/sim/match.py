@@ -373,13 +373,5 @@ class Match:
         at = self._head_at[slot]
         return self._heads[at : at + protocol.SNAPSHOT_HEAD_BYTES]
 
-    def snapshot_for(self, result: TickResult, slot: int) -> bytes:
-        """One client's whole snapshot frame of a tick (the player must have been seated
-        when the tick was computed)."""
-        head = self.snapshot_head(result, slot)
-        if head is None:
-            raise LookupError(f"player {slot} was not seated at tick {result.tick}")
-        return head + result.body
-
     def mark_sent(self, tick: int, sent_at: float) -> None:
         self.sent.record(tick, sent_at)

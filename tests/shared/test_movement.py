@@ -22,6 +22,7 @@ from shared.movement import (
     step,
 )
 from shared.protocol import InputMessage, decode_server
+from tests.server.frames import snapshot_for
 
 ARENA = default_map()
 PARAMS = MovementParams()
@@ -367,7 +368,7 @@ def test_reconciling_with_a_deterministic_server_never_corrects_anything(
         if len(in_flight) > delay:
             match.receive_input(seat.slot, in_flight.pop(0), arrival=0.0)
         result = match.tick()
-        snapshot = decode_server(match.snapshot_for(result, seat.slot))
+        snapshot = decode_server(snapshot_for(match, result, seat.slot))
         if snapshot.ack >= 0:
             predicted = predictor.pos[0].copy()
             predictor.authoritative(0, snapshot.ack, snapshot.you)

@@ -33,6 +33,7 @@ from shared.arena_map import default_map
 from shared.movement import BUTTON_FIRE, BUTTON_JUMP
 from shared.protocol import InputMessage, SnapshotMessage, decode_server
 from shared.weapons import BUTTON_ALT_FIRE, EYE_HEIGHT
+from tests.server.frames import snapshot_for
 
 ARENA = default_map()
 RATE = 60
@@ -328,8 +329,8 @@ def test_a_promoted_standby_produces_the_snapshots_the_primary_would_have(
         note(seen, primary, expected)
         assert set(standby.seats) == set(primary.seats)
         for slot in primary.seats:
-            frame = standby.snapshot_for(got, slot)
-            assert canonical(frame) == canonical(primary.snapshot_for(expected, slot))
+            frame = snapshot_for(standby, got, slot)
+            assert canonical(frame) == canonical(snapshot_for(primary, expected, slot))
         assert_same(primary, standby)
     assert seen["kill"] > 0 and seen["weapon_1"] > 0, seen
 

@@ -25,6 +25,7 @@ from shared.protocol import (
     decode_server,
     unpack_entities,
 )
+from tests.server.frames import snapshot_for
 
 ARENA = default_map()
 RATE = 60
@@ -102,7 +103,7 @@ def test_leaving_frees_the_slot_and_emits_a_leave_event() -> None:
     assert not match.world.active[a.slot] and a.slot not in match.seats
     result = match.tick()
     assert result.events == [LeaveEvent(a.slot)]
-    snapshot = decode_server(match.snapshot_for(result, b.slot))
+    snapshot = decode_server(snapshot_for(match, result, b.slot))
     assert snapshot.events == (LeaveEvent(a.slot),)
     assert unpack_entities(snapshot.entities)["id"].tolist() == [b.slot]
     # The slot is free again, and the next join takes it.
@@ -143,7 +144,7 @@ def test_snapshot_for_decodes_with_tick_ack_and_own_state() -> None:
         match.receive_input(seat.slot, msg(seq, move=(0.6, 0.8), yaw=1.0), arrival=0.0)
     results = [match.tick() for _ in range(3)]
 
-    snapshot = decode_server(match.snapshot_for(results[-1], seat.slot))
+    snapshot = decode_server(snapshot_for(match, results[-1], seat.slot))
     assert isinstance(snapshot, SnapshotMessage)
     assert (snapshot.tick, snapshot.server_time, snapshot.epoch) == (3, 3 / RATE, 7)
     assert snapshot.ack == 2 == seat.inputs.acked  # three ticks, one input each
@@ -153,7 +154,7 @@ def test_snapshot_for_decodes_with_tick_ack_and_own_state() -> None:
     records = unpack_entities(snapshot.entities)
     assert records["id"].tolist() == [seat.slot, other.slot]
     assert records["x"][0] == np.float32(match.world.pos[seat.slot, 0])
-    assert decode_server(match.snapshot_for(results[-1], other.slot)).ack == -1
+    assert decode_server(snapshot_for(match, results[-1], other.slot)).ack == -1
 
 
 def test_every_client_gets_the_same_body_with_its_own_header() -> None:
@@ -161,7 +162,7 @@ def test_every_client_gets_the_same_body_with_its_own_header() -> None:
     a, b = match.join("a", 0.1), match.join("b", 0.1)
     match.receive_input(a.slot, msg(0), 0.0)
     result = match.tick()
-    frame_a, frame_b = match.snapshot_for(result, a.slot), match.snapshot_for(result, b.slot)
+    frame_a, frame_b = snapshot_for(match, result, a.slot), snapshot_for(match, result, b.slot)
     assert frame_a.endswith(result.body) and frame_b.endswith(result.body)
     sa, sb = decode_server(frame_a), decode_server(frame_b)
     assert (sa.ack, sb.ack) == (0, -1)
@@ -182,12 +183,12 @@ def test_a_tick_goes_only_to_the_players_seated_when_it_was_computed() -> None:
     assert match.snapshot_head(result, late.slot) is None
     assert match.snapshot_head(result, taken.slot) is None
     with pytest.raises(LookupError, match="not seated"):
-        match.snapshot_for(result, late.slot)
-    assert decode_server(match.snapshot_for(result, a.slot)).you[:3] == tuple(
+        snapshot_for(match, result, late.slot)
+    assert decode_server(snapshot_for(match, result, a.slot)).you[:3] == tuple(
         match.world.pos[a.slot]
     )
     following = match.tick()
-    snapshot = decode_server(match.snapshot_for(following, late.slot))
+    snapshot = decode_server(snapshot_for(match, following, late.slot))
     assert late.slot in unpack_entities(snapshot.entities)["id"].tolist()
     assert match.snapshot_head(following, taken.slot) is not None
 
@@ -201,13 +202,13 @@ def test_the_history_ring_gets_one_snapshot_per_tick() -> None:
         match.receive_input(seat.slot, msg(tick - 1, move=(0.0, 1.0)), 0.0)
         match.tick()
         assert len(match.history) == min(tick, capacity)
-        assert match.history.newest_tick == tick
-        assert match.history.newest_time == tick / RATE
-        index = match.history.index_of_tick(tick)
-        assert index is not None
-        assert np.array_equal(match.history.positions[index], match.world.pos)
-        assert match.history.alive[index].tolist() == [1, 0, 0, 0]
-    assert match.history.index_of_tick(10 - capacity) is None
+        ring = match.history
+        assert ring.newest_tick == tick
+        newest = (ring.start + len(ring) - 1) % capacity
+        assert ring.times[newest] == tick / RATE
+        assert np.array_equal(ring.positions[newest], match.world.pos)
+        assert ring.alive[newest].tolist() == [1, 0, 0, 0]
+    assert 10 - capacity not in ring.ticks  # the oldest went
 
 
 def test_an_idle_player_repeats_its_last_input() -> None:

@@ -29,6 +29,7 @@ from shared.weapons import (
     RESPAWN_DELAY_S,
     aim_direction,
 )
+from tests.server.frames import snapshot_for
 
 ARENA = default_map()
 RATE = 60
@@ -182,7 +183,7 @@ def test_the_snapshot_carries_the_shot_s_result(backend: str) -> None:
     )
     assert result.events == [expected]
     for slot in (SHOOTER, VICTIM):
-        snapshot = decode_server(match.snapshot_for(result, slot))
+        snapshot = decode_server(snapshot_for(match, result, slot))
         assert snapshot.events == (expected,)
         records = unpack_entities(snapshot.entities)
         assert records["health"].tolist() == [MAX_HEALTH, MAX_HEALTH - 50]
@@ -213,11 +214,11 @@ def test_a_kill_shows_in_the_snapshot_and_corrects_the_history(backend: str) -> 
     # The snapshot of tick T was taken with the victim alive; the kill corrected it.
     assert match.history.newest_tick == tick
     assert newest_alive(match)[:2] == [1, 0]
-    _, present = match.history.positions_at(tick / RATE)
-    assert present[:2].tolist() == [True, False]
-    before = match.history.index_of_tick(tick - 1)
-    assert match.history.alive[before][:2].tolist() == [1, 1]
-    records = unpack_entities(decode_server(match.snapshot_for(match.tick(), SHOOTER)).entities)
+    ring = match.history
+    before = (ring.start + len(ring) - 2) % ring.capacity  # the snapshot of tick T - 1
+    assert int(ring.ticks[before]) == tick - 1
+    assert ring.alive[before][:2].tolist() == [1, 1]
+    records = unpack_entities(decode_server(snapshot_for(match, match.tick(), SHOOTER)).entities)
     assert records["health"].tolist() == [MAX_HEALTH, 0]
     assert (records["flags"] & ENTITY_FLAG_ALIVE).tolist() == [1, 0]
 
