@@ -33,6 +33,7 @@ from typing import Any
 import aiohttp
 
 from launch.demo import start_node
+from launch.supervisor import Child
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 TICK_RATE_HZ = 60
@@ -56,8 +57,11 @@ async def measure(players: int, duration: float, warmup: float) -> dict[str, Any
     with start_node("--max-players", str(max(players, 300)), "--log-level", "warning") as node:
         with tempfile.TemporaryDirectory() as folder:
             report_path = Path(folder) / "bots.json"
-            bots = await asyncio.create_subprocess_exec(
-                *[
+            # A child like the node (launch.supervisor): in the bench's process group, and
+            # stopped (SIGTERM, then SIGKILL) and reaped whenever the measurement ends.
+            bots = Child(
+                "arena-bots",
+                [
                     sys.executable,
                     "-m",
                     "client_sim.cli",
@@ -73,7 +77,7 @@ async def measure(players: int, duration: float, warmup: float) -> dict[str, Any
                     "--json",
                     str(report_path),
                 ],
-                stdout=asyncio.subprocess.DEVNULL,
+                inherit_stderr=True,
             )
             try:
                 began = time.monotonic()
@@ -89,15 +93,12 @@ async def measure(players: int, duration: float, warmup: float) -> dict[str, Any
                 window = max(1.0, duration - (time.monotonic() - began) - 2.0)
                 await asyncio.sleep(window)
                 last, cpu1 = await health(node.url), process_cpu_seconds(node.process.pid)
-                async with asyncio.timeout(duration + 60):
-                    await bots.wait()
-                if bots.returncode != 0:
-                    raise RuntimeError(f"arena-bots exited with {bots.returncode}")
+                returncode = await asyncio.to_thread(bots.wait, duration + 60)
+                if returncode != 0:
+                    raise RuntimeError(f"arena-bots exited with {returncode}")
                 bot_report = json.loads(report_path.read_text())
             finally:
-                if bots.returncode is None:
-                    bots.kill()
-                    await bots.wait()
+                bots.stop(5.0)
     ticks = last["tick"] - first["tick"]
     # The seats held at both samples: the requested count when the run is valid; otherwise
     # the figure is still computed, so that a refused run can be shown.

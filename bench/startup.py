@@ -17,6 +17,7 @@ machine's load.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import socket
@@ -24,20 +25,19 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
 
+from launch.supervisor import READY_WITHIN_S, Child
+
 ROOT = Path(__file__).resolve().parent.parent
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 #: Targets of the first-run issue on a 2-core machine.
 TARGET_WARM_S = 2.0
 TARGET_COLD_RATIO = 0.5
-#: A cold start on a busy 2-core machine took up to 95 s before the issue: room for that.
-READY_WITHIN_S = 300.0
 
 # Runs inside the node's process before the server is imported: one stderr line per
 # compiled specialisation.
@@ -83,72 +83,61 @@ def health(port: int) -> tuple[int, dict[str, Any] | None]:
         return 0, None
 
 
-class _Stderr:
-    """The node's stderr, drained by a thread: compile events and the legacy ready line."""
+def _is_compile_event(line: str) -> bool:
+    return line.startswith("bench_compile_event")
 
-    def __init__(self, stream: Any) -> None:
-        self.compile_events = 0
-        self.legacy_ready = False
-        self.tail: list[str] = []
-        self._thread = threading.Thread(target=self._drain, args=(stream,), daemon=True)
-        self._thread.start()
 
-    def _drain(self, stream: Any) -> None:
-        for line in stream:
-            if line.startswith("bench_compile_event"):
-                self.compile_events += 1
-                continue
-            if "event=hitreg_ready" in line:
-                self.legacy_ready = True
-            self.tail = [*self.tail[-5:], line.rstrip()]
-
-    def join(self) -> None:
-        self._thread.join(timeout=10)
+def _log_lines(log: Path) -> list[str]:
+    with contextlib.suppress(OSError):
+        return log.read_text(encoding="utf-8", errors="replace").splitlines()
+    return []
 
 
 def start_to_ready(checkout: Path, cache: Path) -> dict[str, Any]:
-    """Start a node of ``checkout`` on ``cache``; seconds until ready, compile events, CPU."""
+    """Start a node of ``checkout`` on ``cache``; seconds until ready, compile events, CPU.
+
+    The node is a :class:`~launch.supervisor.Child` like every launcher's (it dies with the
+    bench, SIGTERM then SIGKILL when done) run through the counting launcher; its stderr,
+    where the compile events and a start-of-issue node's ready line go, is its log file.
+    """
     port = free_port()
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "PYTHONPATH": str(checkout)}
-    env.pop("ARENA_CLUSTER_SECRET", None)
-    began = time.perf_counter()
-    process = subprocess.Popen(
-        [sys.executable, "-c", _COUNTING_LAUNCHER, "--port", str(port), "--log-level", "info"],
-        cwd=checkout,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    stderr = _Stderr(process.stderr)
-    try:
-        while True:
-            status, body = health(port)
-            if status == 200 and body is not None:
-                legacy = "ready" not in body
-                if (legacy and stderr.legacy_ready) or body.get("ready") is True:
-                    break
-            if process.poll() is not None:
-                raise RuntimeError(
-                    f"the node exited with {process.returncode}: {' | '.join(stderr.tail)}"
-                )
-            if time.perf_counter() - began > READY_WITHIN_S:
-                raise RuntimeError(f"the node was not ready within {READY_WITHIN_S:g} s")
-            time.sleep(0.05)
-        seconds = time.perf_counter() - began
-        cpu = cpu_seconds_with_children(process.pid)
-    finally:
-        process.terminate()
+    env = {"NUMBA_CACHE_DIR": str(cache), "PYTHONPATH": str(checkout)}
+    with tempfile.TemporaryDirectory(prefix="arena-bench-startup-") as folder:
+        log = Path(folder) / "node.log"
+        began = time.perf_counter()
+        node = Child(
+            "the node",
+            [sys.executable, "-c", _COUNTING_LAUNCHER, "--port", str(port), "--log-level", "info"],
+            env={**env, "ARENA_CLUSTER_SECRET": None},
+            cwd=checkout,
+            log_path=log,
+        )
         try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        stderr.join()
+            while True:
+                status, body = health(port)
+                if status == 200 and body is not None:
+                    legacy = "ready" not in body
+                    if legacy and any("event=hitreg_ready" in line for line in _log_lines(log)):
+                        break
+                    if body.get("ready") is True:
+                        break
+                if not node.alive():
+                    tail = [line for line in _log_lines(log) if not _is_compile_event(line)]
+                    raise RuntimeError(
+                        f"the node exited with {node.wait()}: {' | '.join(tail[-6:])}"
+                    )
+                if time.perf_counter() - began > READY_WITHIN_S:
+                    raise RuntimeError(f"the node was not ready within {READY_WITHIN_S:g} s")
+                time.sleep(0.05)
+            seconds = time.perf_counter() - began
+            cpu = cpu_seconds_with_children(node.pid)
+        finally:
+            node.stop(30.0)
+        compile_events = sum(1 for line in _log_lines(log) if _is_compile_event(line))
     return {
         "seconds_to_ready": round(seconds, 3),
         "cpu_s_to_ready": round(cpu, 3),
-        "compile_events": stderr.compile_events,
+        "compile_events": compile_events,
     }
 
 
@@ -221,15 +210,18 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--baseline {folder}: not an Arena checkout (no server/cli.py)")
     if args.json is not None and not args.json.parent.is_dir():
         parser.error(f"--json {args.json}: the folder {args.json.parent} does not exist")
-    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.hog else None
+    hog = (
+        Child("the CPU hog", [sys.executable, "-c", "while True: pass"], inherit_stderr=True)
+        if args.hog
+        else None
+    )
     try:
         load_at_start = os.getloadavg()[0]
         checkouts = [measure_checkout(ROOT, args.repeat)]
         checkouts += [measure_checkout(folder.resolve(), args.repeat) for folder in args.baseline]
     finally:
         if hog is not None:
-            hog.kill()
-            hog.wait()
+            hog.stop(1.0)
     current = checkouts[0]
     report: dict[str, Any] = {
         "bench": "startup",

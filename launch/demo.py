@@ -37,6 +37,8 @@ from client_sim.latency import LatencySpecError
 from client_sim.report import format_summary
 from launch.chaos import base_url, kill_primary
 from launch.supervisor import READY_WITHIN_S, Child, ChildError
+from server import limits
+from server.replication.auth import SECRET_ENV  # how arena-server takes the region's secret
 from shared import eventloop
 from shared.commandline import OneLineParser
 from shared.geo import GeoError, default_matrix, parse_population, parse_regions
@@ -46,19 +48,17 @@ __all__ = ["NodeProcess", "main", "running_node", "start_node"]
 
 Progress = Callable[[str], None]
 
-SECRET_ENV = "ARENA_CLUSTER_SECRET"  # how arena-server takes the region's shared secret
-
 
 class NodeProcess:
     """A node running as a child process, and the URL it listens on."""
 
     def __init__(self, child: Child, url: str) -> None:
-        self.child = child
+        self._child = child
         self.url = url
 
     @property
     def process(self) -> subprocess.Popen[str]:
-        return self.child.process
+        return self._child.process
 
     @property
     def base_url(self) -> str:
@@ -67,7 +67,7 @@ class NodeProcess:
 
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM (the node closes its sockets cleanly), then SIGKILL if it hangs."""
-        self.child.stop(timeout)
+        self._child.stop(timeout)
 
 
 @contextlib.contextmanager
@@ -221,8 +221,7 @@ def check_args(args: argparse.Namespace) -> None:
     """Every mistake found before anything starts; ValueError with one line."""
     if args.bots < 1 or not (math.isfinite(args.duration) and args.duration > 0):
         raise ValueError("--bots must be >= 1 and --duration a positive number of seconds")
-    if not 20 <= args.tick_rate <= 128:
-        raise ValueError(f"--tick-rate {args.tick_rate} Hz is outside 20-128 Hz")
+    limits.TICK_RATE.check(args.tick_rate)
     demo_run(args, url="ws://127.0.0.1:1/ws").swarm_configs()  # parses --latency and co.
     if args.regions:
         parse_population(args.population)

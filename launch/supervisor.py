@@ -15,6 +15,10 @@
   names, or a temporary one); when it dies during start-up the error names the child, its
   exit code and its last log line.
 * stdout is drained by a thread, so a chatty child never blocks on a full pipe.
+
+Every launcher and bench starts its children here (``bench/startup.py``'s counting launcher
+and CPU hog, ``bench/server_load.py``'s ``arena-bots`` too); ``tests/processes.py`` is the
+tests' own harness, which runs a command under test as a session of its own.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from shared.lifetime import EXIT_WITH_PARENT_ENV
@@ -54,15 +58,17 @@ class Child:
         name: str,
         command: list[str],
         *,
-        env: dict[str, str] | None = None,
+        env: Mapping[str, str | None] | None = None,
+        cwd: Path | None = None,
         log_path: Path | None = None,
         inherit_stderr: bool = False,
     ) -> None:
-        """``log_path``: where its stderr goes (appended); default a temporary file,
-        deleted on :meth:`close`; ``inherit_stderr``: the launcher's stderr instead."""
+        """``env``: on top of the launcher's environment (``None`` removes a variable);
+        ``log_path``: where its stderr goes (appended); default a temporary file, deleted
+        once it is stopped; ``inherit_stderr``: the launcher's stderr instead."""
         self.name = name
         self.url: str | None = None
-        self.listening = threading.Event()
+        self._listening = threading.Event()
         self._own_log = log_path is None and not inherit_stderr
         if inherit_stderr:
             self.log_path: Path | None = None
@@ -75,6 +81,12 @@ class Child:
             log_path.parent.mkdir(parents=True, exist_ok=True)
             self.log_path = log_path
             log = open(log_path, "a", encoding="utf-8")
+        environment = {**os.environ, "PYTHONUNBUFFERED": "1", EXIT_WITH_PARENT_ENV: "1"}
+        for key, value in (env or {}).items():
+            if value is None:
+                environment.pop(key, None)
+            else:
+                environment[key] = value
         try:
             self.process = subprocess.Popen(
                 command,
@@ -82,12 +94,8 @@ class Child:
                 stderr=log,
                 stdin=subprocess.DEVNULL,
                 text=True,
-                env={
-                    **os.environ,
-                    "PYTHONUNBUFFERED": "1",
-                    EXIT_WITH_PARENT_ENV: "1",
-                    **(env or {}),
-                },
+                cwd=cwd,
+                env=environment,
             )
         finally:
             if log is not None:
@@ -100,8 +108,8 @@ class Child:
         for line in self.process.stdout:
             if self.url is None and (found := _LISTENING.search(line)):
                 self.url = found.group(1)
-                self.listening.set()
-        self.listening.set()  # EOF: it exited; whoever waits must look at poll()
+                self._listening.set()
+        self._listening.set()  # EOF: it exited; whoever waits must look at poll()
 
     @property
     def pid(self) -> int:
@@ -110,19 +118,23 @@ class Child:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def log_tail(self, lines: int = 1) -> str:
-        """The last ``lines`` lines of its stderr log ("" when there is none)."""
+    def wait(self, timeout: float | None = None) -> int:
+        """Its exit code once it exits (subprocess.TimeoutExpired after ``timeout`` s)."""
+        return self.process.wait(timeout)
+
+    def _last_log_line(self) -> str:
+        """The last line of its stderr log ("" when there is none)."""
         if self.log_path is None:
             return ""
         with contextlib.suppress(OSError):
             text = self.log_path.read_text(encoding="utf-8", errors="replace")
-            return " | ".join(text.strip().splitlines()[-lines:])
+            return " | ".join(text.strip().splitlines()[-1:])
         return ""
 
     def exited_error(self) -> ChildError:
         """The error for a child that exited during start-up: its code and last words."""
         code = self.process.wait()
-        last = self.log_tail()
+        last = self._last_log_line()
         return ChildError(
             f"{self.name} exited during start-up with code {code}" + (f": {last}" if last else "")
         )
@@ -133,7 +145,7 @@ class Child:
         """Wait until it says it listens (its URL), at most ``within`` seconds; every
         ``every`` seconds meanwhile, tell ``progress`` what we are waiting for."""
         began = time.monotonic()
-        while not self.listening.wait(min(every, max(0.0, began + within - time.monotonic()))):
+        while not self._listening.wait(min(every, max(0.0, began + within - time.monotonic()))):
             waited = time.monotonic() - began
             if waited >= within:
                 raise ChildError(
@@ -148,21 +160,16 @@ class Child:
             raise self.exited_error()
         return self.url
 
-    def terminate(self) -> None:
-        if self.alive():
-            with contextlib.suppress(ProcessLookupError):
-                self.process.send_signal(signal.SIGTERM)
-
-    def kill(self) -> None:
-        if self.alive():
-            with contextlib.suppress(ProcessLookupError):
-                self.process.kill()
-
     def stop(self, timeout: float = 10.0) -> None:
-        """SIGTERM, then SIGKILL after ``timeout`` seconds; reaped and closed."""
+        """SIGTERM, then SIGKILL after ``timeout`` seconds; reaped and closed. Idempotent."""
         stop_all([self], timeout)
 
-    def close(self) -> None:
+    def _signal(self, sig: signal.Signals) -> None:
+        if self.alive():
+            with contextlib.suppress(ProcessLookupError):
+                self.process.send_signal(sig)
+
+    def _close(self) -> None:
         """After it exited: reap it, collect the reader, remove a temporary log."""
         self.process.wait()
         self._reader.join(timeout=2.0)
@@ -179,13 +186,13 @@ def stop_all(children: Iterable[Child], timeout: float = 10.0) -> None:
     children = list(children)
     try:
         for child in children:
-            child.terminate()
+            child._signal(signal.SIGTERM)
         deadline = time.monotonic() + timeout
         for child in children:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 child.process.wait(max(0.0, deadline - time.monotonic()))
     finally:
         for child in children:
-            child.kill()
+            child._signal(signal.SIGKILL)
         for child in children:
-            child.close()
+            child._close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from launch import cluster as cluster_module
+from launch import cluster_run
 from launch.cluster import Cluster, ClusterError, ClusterSpec, parse_regions, start_cluster
 from tests.processes import children_of, start_session
 
@@ -126,7 +127,7 @@ def test_a_node_that_cannot_start_is_named_and_the_rest_is_stopped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = my_children()
-    monkeypatch.setattr(cluster_module, "SERVER_MODULE", "server.no_such_node_module")
+    monkeypatch.setattr(cluster_run, "SERVER_MODULE", "server.no_such_node_module")
     spec = ClusterSpec(regions=parse_regions("eu,asia"), standbys=1, log_dir=tmp_path)
     with pytest.raises(ClusterError, match=r"eu-1 exited during start-up with code 1: .*No mod"):
         with start_cluster(spec):
@@ -167,3 +168,31 @@ def test_bad_arguments_are_one_line_and_exit_2() -> None:
     )
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "us-east@na" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"tick_rate": 500}, "tick rate 500 Hz is outside 20-128 Hz"),
+        ({"tick_rate": 19}, "tick rate 19 Hz is outside 20-128 Hz"),
+        ({"matches": 65}, "matches 65 is outside 1-64"),
+        ({"max_players": 0}, "max players 0 is outside 1-65535"),
+        ({"standbys": 9}, "standbys 9 is outside 0-8"),
+        ({"standbys": -1}, "standbys -1 is outside 0-8"),
+    ],
+)
+def test_a_spec_beyond_the_limits_is_refused_in_one_line(
+    settings: dict[str, int], message: str
+) -> None:
+    """The node's limits are the node's (server.limits): what the cluster accepts, every node
+    accepts; standbys are the cluster's own."""
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        ClusterSpec(regions=parse_regions("eu"), **settings)  # type: ignore[arg-type]
+
+
+def test_a_spec_at_the_limits_is_accepted() -> None:
+    spec = ClusterSpec(
+        regions=parse_regions("eu"), standbys=8, matches=64, max_players=65535, tick_rate=128
+    )
+    assert (spec.standbys, spec.matches, spec.max_players, spec.tick_rate) == (8, 64, 65535, 128)
+    assert ClusterSpec(regions=parse_regions("eu"), standbys=0, tick_rate=20).tick_rate == 20
