@@ -4,7 +4,8 @@ Three figures, from the inside out:
 
 * ``policy``: :func:`server.directory.policy.choose` alone over N nodes in 7 regions, with
   RTT maps drawn from the latency matrix plus noise (decisions/s, µs per decision).
-* ``core``: :meth:`Directory.seat` without HTTP: registry views, policy, token, reservation.
+* ``core``: :meth:`server.directory.service.Directory.seat` without HTTP: registry views,
+  policy, token, reservation.
 * ``http``: ``POST /seat`` over loopback against a real ``arena-directory`` subprocess
   (default; ``--in-process`` runs it in this event loop instead), N fake nodes registered
   and heartbeating every 0.5 s, C concurrent clients on one session, bounded by
@@ -36,9 +37,11 @@ import aiohttp
 import numpy as np
 from aiohttp import web
 
-from server.directory.net.app import Directory, DirectoryConfig, create_app
-from server.directory.policy import NoCapacity, NodeView, RegionView, choose
-from server.directory.registry import Heartbeat
+from server.directory.auth import signed_heartbeat
+from server.directory.net.app import create_app
+from server.directory.policy import NodeView, NoPlacement, RegionView, choose
+from server.directory.service import Directory, DirectoryConfig
+from shared.directory import Heartbeat
 from shared.geo import default_matrix, draw_homes
 
 SECRET = "bench-cluster-secret-0123456789"
@@ -105,7 +108,7 @@ def bench_policy(
     done, refused, began = 0, 0, time.perf_counter()
     while time.perf_counter() - began < seconds:
         for rtt in maps[:1000]:
-            if isinstance(choose(views, rtt, now=0.0, slack_ms=40.0), NoCapacity):
+            if isinstance(choose(views, rtt, now=0.0, slack_ms=40.0), NoPlacement):
                 refused += 1
         done += min(len(maps), 1000)
     elapsed = time.perf_counter() - began
@@ -120,9 +123,10 @@ def bench_policy(
 def bench_core(
     nodes: list[Heartbeat], maps: list[dict[str, float]], seconds: float
 ) -> dict[str, Any]:
-    directory = Directory(DirectoryConfig(secret=SECRET.encode(), heartbeat_timeout=60.0))
+    config = DirectoryConfig(secret=SECRET.encode(), heartbeat_timeout=60.0)
+    directory = Directory(config, time.monotonic, time.time)
     for beat in nodes:
-        body, headers = beat.signed(SECRET)
+        body, headers = signed_heartbeat(SECRET, beat)
         assert directory.heartbeat(body, headers["X-Arena-Signature"])[0] == 200
     done, began = 0, time.perf_counter()
     outcomes: dict[int, int] = {}
@@ -209,7 +213,7 @@ async def bench_http(
 
         async def beat_all() -> None:
             for beat in nodes:
-                body, headers = beat.signed(SECRET)
+                body, headers = signed_heartbeat(SECRET, beat)
                 async with session.post(f"{url}/nodes/heartbeat", data=body, headers=headers) as r:
                     if r.status != 200:
                         raise RuntimeError(f"heartbeat refused: {await r.text()}")

@@ -47,6 +47,7 @@ import aiohttp
 import numpy as np
 
 from client_sim.latency import BotParams, Constant, Distribution, LinkProfile, draw_bot
+from shared.directory import ErrorAnswer, MessageError, RegionListing, Seat, SeatRequest
 from shared.geo import (
     GeoError,
     LatencyMatrix,
@@ -63,14 +64,12 @@ __all__ = [
     "DirectoryError",
     "GeoError",
     "NoCapacity",
-    "Seat",
     "draw_geography",
     "fetch_probes",
     "measure_rtts",
     "params_for_region",
     "parse_regions",
     "region_location",
-    "region_rtt",
     "request_seat",
 ]
 
@@ -93,7 +92,7 @@ def region_location(
     return split_region(region, matrix or default_matrix())[1]
 
 
-def region_rtt(home: str, region_location: str, matrix: LatencyMatrix | None = None) -> float:
+def _region_rtt(home: str, region_location: str, matrix: LatencyMatrix | None = None) -> float:
     """Typical RTT in **seconds** from a player at ``home`` to a node at ``region_location``
     (the matrix alone, no per-bot variation)."""
     return (matrix or default_matrix()).rtt_ms(home, region_location) / 1000.0
@@ -122,7 +121,7 @@ class BotHome:
 
     def rtt_to(self, location: str, matrix: LatencyMatrix | None = None) -> float:
         """This bot's modelled RTT (seconds) to a node at ``location``."""
-        return region_rtt(self.home, location, matrix) * self.factor + self.last_mile
+        return _region_rtt(self.home, location, matrix) * self.factor + self.last_mile
 
 
 def _stream(seed: int, index: int) -> np.random.Generator:
@@ -275,47 +274,6 @@ class NoCapacity(DirectoryError):
         self.retry_after = retry_after
 
 
-@dataclass(frozen=True, slots=True)
-class Seat:
-    """Where to play: join ``endpoint`` with ``reservation`` in the join's ``token`` before
-    ``expires_at`` (unix seconds). ``rtt_ms`` is the RTT the bot measured to ``region``;
-    ``best_region``/``best_rtt_ms`` the nearest region in service (``overflow`` when they
-    differ)."""
-
-    player: str
-    region: str
-    node_id: str
-    endpoint: str
-    epoch: int
-    rtt_ms: float
-    best_region: str
-    best_rtt_ms: float
-    overflow: bool
-    reservation: str
-    expires_at: float
-
-    @classmethod
-    def parse(cls, body: object) -> Seat:
-        if not isinstance(body, dict):
-            raise ValueError("the seat is not a JSON object")
-        try:
-            return cls(
-                player=str(body["player"]),
-                region=str(body["region"]),
-                node_id=str(body["node_id"]),
-                endpoint=str(body["endpoint"]),
-                epoch=int(body["epoch"]),
-                rtt_ms=float(body["rtt_ms"]),
-                best_region=str(body["best_region"]),
-                best_rtt_ms=float(body["best_rtt_ms"]),
-                overflow=bool(body["overflow"]),
-                reservation=str(body["reservation"]),
-                expires_at=float(body["expires_at"]),
-            )
-        except (KeyError, TypeError, ValueError) as error:
-            raise ValueError(f"the seat lacks a field or has a bad one: {error}") from None
-
-
 async def _get_json(
     session: aiohttp.ClientSession | None,
     method: str,
@@ -352,14 +310,13 @@ async def fetch_probes(
     """Region -> the probe URL to time, from ``GET /regions`` (regions with a live node)."""
     url = directory_url.rstrip("/") + "/regions"
     status, _, body = await _get_json(session, "GET", url, None, request_timeout)
-    regions = body.get("regions") if isinstance(body, dict) else None
-    if status != 200 or not isinstance(regions, list):
+    if status != 200:
         raise DirectoryError("bad_answer", f"GET {url} answered {status} without a region list")
-    return {
-        str(r["region"]): str(r["probe"])
-        for r in regions
-        if isinstance(r, dict) and r.get("region") and r.get("probe")
-    }
+    try:
+        listing = RegionListing.parse(body)
+    except MessageError as error:
+        raise DirectoryError("bad_answer", f"GET {url}: {error}") from None
+    return listing.probes()
 
 
 async def request_seat(
@@ -376,27 +333,30 @@ async def request_seat(
     not a seat (the directory's one-line message included).
     """
     url = directory_url.rstrip("/") + "/seat"
-    payload = {"player": player, "rtt_ms": dict(rtt_ms)}
+    try:
+        payload = SeatRequest(player, rtt_ms).to_json()
+    except MessageError as error:  # the directory would refuse it the same way
+        raise DirectoryError(error.code, str(error)) from None
     status, retry_after, body = await _get_json(session, "POST", url, payload, request_timeout)
-    answer = body if isinstance(body, dict) else {}
-    code = str(answer.get("error") or "bad_answer")
-    message = str(answer.get("message") or f"POST {url} answered {status}")
+    if status == 200:
+        try:
+            return Seat.parse(body)
+        except MessageError as error:
+            raise DirectoryError("bad_answer", f"POST {url}: {error}") from None
+    try:
+        refusal = ErrorAnswer.parse(body)
+    except MessageError:
+        refusal = ErrorAnswer("bad_answer", f"POST {url} answered {status}")
     if status == 503:
         try:
             retry = float(retry_after or 1.0)
         except ValueError:
             retry = 1.0
-        best, best_region = answer.get("best_rtt_ms"), answer.get("best_region")
         raise NoCapacity(
-            code,
-            message,
-            best_region=best_region if isinstance(best_region, str) else None,
-            best_rtt_ms=float(best) if isinstance(best, int | float) else None,
+            refusal.error,
+            refusal.message,
+            best_region=refusal.best_region,
+            best_rtt_ms=refusal.best_rtt_ms,
             retry_after=retry,
         )
-    if status != 200:
-        raise DirectoryError(code, message)
-    try:
-        return Seat.parse(body)
-    except ValueError as error:
-        raise DirectoryError("bad_answer", str(error)) from None
+    raise DirectoryError(refusal.error, refusal.message)

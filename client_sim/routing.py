@@ -33,7 +33,7 @@ from client_sim.latency import BotParams, LinkProfile
 
 __all__ = ["Route", "route_bots", "routing_figures"]
 
-CONCURRENT_SEATINGS = 32
+_CONCURRENT_SEATINGS = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +101,7 @@ async def route_bots(
         probes = await fetch_probes(directory, session=session)
         if not probes:
             raise DirectoryError("no_region", f"the directory at {directory} knows no live region")
-        gate = asyncio.Semaphore(CONCURRENT_SEATINGS)
+        gate = asyncio.Semaphore(_CONCURRENT_SEATINGS)
 
         async def seat(home: BotHome) -> Route:
             async with gate:

@@ -1,59 +1,49 @@
 """The regional directory: where nodes register and players are told where to play.
 
-Sans-I/O core (import freely, no aiohttp): :mod:`.policy` (the routing decision),
-:mod:`.registry` (nodes, liveness, epochs, outstanding seats), :mod:`.reservations` (signed
-seat tokens and request signatures). The HTTP edge is :mod:`.app` (``create_app``) and the
-command line :mod:`.cli` (``arena-directory``). ``docs/routing.md`` describes the API.
+Sans-I/O core (import freely, no aiohttp, no clock of its own): :mod:`.policy` (the routing
+decision), :mod:`.registry` (nodes, liveness, epochs, outstanding seats), :mod:`.listing`
+(``GET /regions``), :mod:`.reservations` (signed seat tokens; the node's check on join),
+:mod:`.auth` (request signatures), :mod:`.service` (the request logic, ``Directory``) and
+:mod:`.metrics`. The HTTP edge is :mod:`.net.app` (``create_app``) and the command line
+:mod:`.net.cli` (``arena-directory``). The wire messages are :mod:`shared.directory`'s, the
+same classes the bots use; ``docs/routing.md`` describes the API.
 
 A node heartbeats with::
 
     beat = Heartbeat(node_id="eu-1", region="eu", endpoint="ws://10.0.0.5:7777/ws",
                      probe="http://10.0.0.5:7777/health", role="primary", epoch=1,
                      matches=1, players=12, capacity=300)
-    body, headers = beat.signed(secret)        # POST body + X-Arena-Signature
+    body, headers = signed_heartbeat(secret, beat)   # POST body + X-Arena-Signature
 
-and checks a joining player's reservation with ``verify(secret, token, node_id, time.time())``.
+and checks a joining player's reservation with
+``check_reservation(secret, token, node_id, time.time(), player=name, claims=ledger)``.
 """
 
 from __future__ import annotations
 
-from server.directory.policy import (
-    NoCapacity,
-    NodeView,
-    RegionView,
-    Seat,
-    choose,
-    routable_nodes,
-)
-from server.directory.registry import Heartbeat, HeartbeatAck, HeartbeatError, Registry
+from server.directory.auth import DEV_SECRET, SIGNATURE_HEADER, sign, signed_heartbeat
 from server.directory.reservations import (
-    DEV_SECRET,
-    SIGNATURE_HEADER,
+    ClaimLedger,
     Reservation,
     ReservationError,
-    check_signature,
+    check_reservation,
     issue,
-    sign,
     verify,
 )
+from shared.directory import Heartbeat, HeartbeatAck, MessageError
 
 __all__ = [
     "DEV_SECRET",
     "SIGNATURE_HEADER",
+    "ClaimLedger",
     "Heartbeat",
     "HeartbeatAck",
-    "HeartbeatError",
-    "NoCapacity",
-    "NodeView",
-    "RegionView",
-    "Registry",
+    "MessageError",
     "Reservation",
     "ReservationError",
-    "Seat",
-    "check_signature",
-    "choose",
+    "check_reservation",
     "issue",
-    "routable_nodes",
     "sign",
+    "signed_heartbeat",
     "verify",
 ]

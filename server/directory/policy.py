@@ -1,4 +1,6 @@
-"""The routing policy: which region and node a player gets. Pure: plain data in, a decision out.
+"""The routing policy: which region and node a player gets. Pure: plain data in, a decision
+out (a :class:`Placement`, or :class:`NoPlacement` saying why there is none); the directory
+turns a placement into the wire's :class:`~shared.directory.Seat` by adding a reservation.
 
 Rules, in order (``docs/routing.md`` explains why):
 
@@ -24,17 +26,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from shared.directory import Role
+
 __all__ = [
-    "ROLES",
-    "NoCapacity",
+    "NoPlacement",
     "NodeView",
+    "Placement",
     "RegionView",
-    "Seat",
     "choose",
     "routable_nodes",
 ]
-
-ROLES = ("primary", "standby")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +47,7 @@ class NodeView:
     node_id: str
     region: str
     endpoint: str
-    role: Literal["primary", "standby"]
+    role: Role
     epoch: int
     players: int
     capacity: int
@@ -85,7 +86,7 @@ class RegionView:
 
 
 @dataclass(frozen=True, slots=True)
-class Seat:
+class Placement:
     """The decision: a node for the player, and the region it would ideally have had."""
 
     region: str
@@ -102,7 +103,7 @@ class Seat:
 
 
 @dataclass(frozen=True, slots=True)
-class NoCapacity:
+class NoPlacement:
     """No seat. ``reason``: ``full`` (every region within the slack is full) or
     ``no_region`` (none of the measured regions has a routable node)."""
 
@@ -148,8 +149,8 @@ def choose(
     *,
     now: float,
     slack_ms: float,
-) -> Seat | NoCapacity:
-    """The seat the rules above give, or :class:`NoCapacity` saying why there is none."""
+) -> Placement | NoPlacement:
+    """The placement the rules above give, or :class:`NoPlacement` saying why there is none."""
     if not math.isfinite(slack_ms) or slack_ms < 0:
         raise ValueError("slack_ms must be finite and >= 0")
     ranked: list[tuple[float, str, RegionView]] = []
@@ -173,7 +174,7 @@ def choose(
         considered.append(name)
         node = _least_loaded(nodes)
         if node is not None:
-            return Seat(
+            return Placement(
                 region=name,
                 node_id=node.node_id,
                 endpoint=node.endpoint,
@@ -183,5 +184,5 @@ def choose(
                 best_rtt_ms=best[0],
             )
     if best is None:
-        return NoCapacity("no_region")
-    return NoCapacity("full", best[1], best[0], tuple(considered))
+        return NoPlacement("no_region")
+    return NoPlacement("full", best[1], best[0], tuple(considered))

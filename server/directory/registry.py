@@ -21,183 +21,23 @@ choosing) and nothing here reads a clock, sleeps or touches a socket.
 from __future__ import annotations
 
 import itertools
-import json
 import math
-import re
 from collections import deque
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
 
-from server.directory.policy import ROLES, NodeView, RegionView, routable_nodes
-from server.directory.reservations import SIGNATURE_HEADER, sign
+from server.directory.policy import NodeView, RegionView
+from shared.directory import Heartbeat, NodeStatus
 
-__all__ = [
-    "Heartbeat",
-    "HeartbeatAck",
-    "HeartbeatError",
-    "Registry",
-    "region_summary",
-    "regions_summary",
-]
-
-_NODE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-_REGION = re.compile(r"[a-z][a-z0-9_-]{0,31}")
-_RESERVATION_ID = re.compile(r"[0-9a-f]{16}")
-_URL_SCHEMES = {
-    "endpoint": ("ws://", "wss://"),
-    "probe": ("http://", "https://", "ws://", "wss://"),
-}
-_MAX_URL = 256
-_MAX_COUNT = 10_000_000
-_MAX_EPOCH = 2**53
-_MAX_CLAIMED = 4096
-_FIELDS = (
-    "node_id",
-    "region",
-    "endpoint",
-    "probe",
-    "role",
-    "epoch",
-    "matches",
-    "players",
-    "capacity",
-)
-_OPTIONAL = ("group", "claimed")
-
-
-class HeartbeatError(ValueError):
-    """A heartbeat body the directory refuses (400). ``code``: ``malformed`` (not a JSON
-    object) or ``invalid_field`` (the message names the field)."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-def _invalid(message: str) -> HeartbeatError:
-    return HeartbeatError("invalid_field", message)
-
-
-def _count(name: str, value: object, lo: int, hi: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise _invalid(f"{name}: expected an integer, got {type(value).__name__}")
-    if not lo <= value <= hi:
-        raise _invalid(f"{name}: {value} is outside [{lo}, {hi}]")
-    return value
-
-
-def _text(name: str, value: object, pattern: re.Pattern[str], rule: str) -> str:
-    if not isinstance(value, str) or not pattern.fullmatch(value):
-        raise _invalid(f"{name}: {rule}")
-    return value
-
-
-def _url(name: str, value: object) -> str:
-    schemes = _URL_SCHEMES[name]
-    if (
-        not isinstance(value, str)
-        or len(value) > _MAX_URL
-        or not value.startswith(schemes)
-        or not value.split("://", 1)[1].split("/", 1)[0]
-        or any(c.isspace() or not c.isprintable() for c in value)
-    ):
-        raise _invalid(f"{name}: expected a {'/'.join(schemes)} URL of at most {_MAX_URL} chars")
-    return value
+__all__ = ["HeartbeatOutcome", "Registry"]
 
 
 @dataclass(frozen=True, slots=True)
-class Heartbeat:
-    """One ``POST /nodes/heartbeat`` body, validated on construction.
-
-    ``group`` (optional): the node's replication group, for regions that run several
-    primary/standby pairs; empty means "the region". ``claimed`` (optional): ids
-    (:attr:`Reservation.id <server.directory.reservations.Reservation.id>`) of the
-    reservations the node admitted since its previous heartbeat; ``None`` when the node
-    does not report them.
-    """
-
-    node_id: str
-    region: str
-    endpoint: str
-    probe: str
-    role: Literal["primary", "standby"]
-    epoch: int
-    matches: int
-    players: int
-    capacity: int
-    group: str = ""
-    claimed: tuple[str, ...] | None = None
-
-    def __post_init__(self) -> None:
-        _text("node_id", self.node_id, _NODE_ID, "1-64 letters, digits, '.', '_' or '-'")
-        _text("region", self.region, _REGION, "1-32 lowercase letters, digits, '_' or '-'")
-        if self.group:
-            _text("group", self.group, _NODE_ID, "1-64 letters, digits, '.', '_' or '-'")
-        _url("endpoint", self.endpoint)
-        _url("probe", self.probe)
-        if self.role not in ROLES:
-            raise _invalid(f"role: expected 'primary' or 'standby', got {self.role!r}")
-        _count("epoch", self.epoch, 0, _MAX_EPOCH)
-        for name in ("matches", "players", "capacity"):
-            _count(name, getattr(self, name), 0, _MAX_COUNT)
-        if self.claimed is not None:
-            if not isinstance(self.claimed, tuple) or len(self.claimed) > _MAX_CLAIMED:
-                raise _invalid(f"claimed: expected a list of at most {_MAX_CLAIMED} ids")
-            for rid in self.claimed:
-                _text("claimed", rid, _RESERVATION_ID, "ids are 16 lowercase hex digits")
-
-    @classmethod
-    def parse(cls, document: object) -> Heartbeat:
-        """Validate a decoded JSON body; unknown and missing fields are refused."""
-        if not isinstance(document, dict):
-            raise HeartbeatError("malformed", "the heartbeat must be a JSON object")
-        missing = [name for name in _FIELDS if name not in document]
-        if missing:
-            raise _invalid(f"missing field(s): {', '.join(missing)}")
-        unknown = sorted(str(k)[:32] for k in document if k not in _FIELDS + _OPTIONAL)
-        if unknown:
-            raise _invalid(f"unknown field(s): {', '.join(unknown[:8])}")
-        claimed = document.get("claimed")
-        if claimed is not None:
-            if not isinstance(claimed, list):
-                raise _invalid("claimed: expected a list of reservation ids")
-            claimed = tuple(claimed)
-        group = document.get("group", "")
-        if not isinstance(group, str):
-            raise _invalid("group: expected a string")
-        values: dict[str, Any] = {name: document[name] for name in _FIELDS}
-        return cls(**values, group=group, claimed=claimed)
-
-    def to_json(self) -> dict[str, object]:
-        body: dict[str, object] = {name: getattr(self, name) for name in _FIELDS}
-        if self.group:
-            body["group"] = self.group
-        if self.claimed is not None:
-            body["claimed"] = list(self.claimed)
-        return body
-
-    def encode(self) -> bytes:
-        """The compact JSON body to sign (:func:`~.reservations.sign`) and send."""
-        return json.dumps(self.to_json(), separators=(",", ":")).encode()
-
-    def signed(self, secret: bytes | str) -> tuple[bytes, dict[str, str]]:
-        """``(body, headers)`` for ``POST /nodes/heartbeat``, signed with the cluster secret."""
-        body = self.encode()
-        headers = {"Content-Type": "application/json", SIGNATURE_HEADER: sign(secret, body)}
-        return body, headers
-
-    @property
-    def group_key(self) -> str:
-        return self.group or self.region
-
-
-@dataclass(frozen=True, slots=True)
-class HeartbeatAck:
+class HeartbeatOutcome:
     """What a heartbeat changed. ``status``: ``routable`` (a current primary), ``standby``
-    or ``fenced`` (a primary below its group's epoch: it should stop serving)."""
+    or ``fenced`` (a primary below its group's epoch: it should stop serving); the
+    directory answers it as a :class:`~shared.directory.HeartbeatAck`, logs the rest."""
 
-    status: Literal["routable", "standby", "fenced"]
+    status: NodeStatus
     group_epoch: int
     new_node: bool
     previous_group_epoch: int | None
@@ -250,7 +90,7 @@ class Registry:
 
     # -- heartbeats ------------------------------------------------------------------------
 
-    def heartbeat(self, beat: Heartbeat, now: float) -> HeartbeatAck:
+    def heartbeat(self, beat: Heartbeat, now: float) -> HeartbeatOutcome:
         """Record ``beat`` as received at ``now``."""
         self._expire(now)
         previous = self._nodes.get(beat.node_id)
@@ -278,10 +118,10 @@ class Registry:
         self._by_region.setdefault(beat.region, {})[beat.node_id] = node
         self._touch(node)
         if beat.role == "standby":
-            status: Literal["routable", "standby", "fenced"] = "standby"
+            status: NodeStatus = "standby"
         else:
             status = "routable" if beat.epoch >= group.epoch else "fenced"
-        return HeartbeatAck(
+        return HeartbeatOutcome(
             status=status,
             group_epoch=group.epoch,
             new_node=previous is None,
@@ -405,12 +245,6 @@ class Registry:
             self._views = tuple(self._region_views[name] for name in sorted(self._region_views))
         return self._views
 
-    def node(self, node_id: str, now: float) -> NodeView | None:
-        """One stored node's view, or None."""
-        self._expire(now)
-        node = self._nodes.get(node_id)
-        return None if node is None else self._view(node)
-
     @property
     def known(self) -> int:
         """Nodes stored (live or not yet swept)."""
@@ -424,52 +258,3 @@ class Registry:
 
 def _node_id(view: NodeView) -> str:
     return view.node_id
-
-
-def region_summary(region: RegionView, now: float) -> dict[str, object]:
-    """One region for ``GET /regions``: live nodes only, see ``docs/routing.md``."""
-    routable = routable_nodes(region, now)
-    routable_ids = {n.node_id for n in routable}
-    live = [n for n in region.nodes if n.live(now)]
-    standbys = [n for n in live if n.role == "standby"]
-    fenced = [n for n in live if n.role == "primary" and n.node_id not in routable_ids]
-    ordered = sorted(routable, key=lambda n: (-n.epoch, n.node_id))
-    players = sum(n.players for n in routable)
-    reserved = sum(n.reserved for n in routable)
-    capacity = sum(n.capacity for n in routable)
-    probe_nodes = ordered or live
-    return {
-        "region": region.name,
-        "primary": _describe(ordered[0]) if ordered else None,
-        "primaries": [_describe(n) for n in ordered],
-        "standbys": [_describe(n) for n in standbys],
-        "fenced": [_describe(n) for n in fenced],
-        "probe": probe_nodes[0].probe if probe_nodes else None,
-        "probes": sorted({n.probe for n in live}),
-        "players": players,
-        "reserved": reserved,
-        "capacity": capacity,
-        "load": round((players + reserved) / capacity, 4) if capacity else None,
-    }
-
-
-def _describe(node: NodeView) -> dict[str, object]:
-    return {
-        "node_id": node.node_id,
-        "endpoint": node.endpoint,
-        "probe": node.probe,
-        "epoch": node.epoch,
-        "group": node.group_key,
-        "players": node.players,
-        "reserved": node.reserved,
-        "capacity": node.capacity,
-    }
-
-
-def regions_summary(views: Iterable[RegionView], now: float) -> list[dict[str, object]]:
-    """``GET /regions``' list: regions with at least one live node, sorted by name."""
-    return [
-        region_summary(region, now)
-        for region in views
-        if any(node.live(now) for node in region.nodes)
-    ]

@@ -1,51 +1,45 @@
-"""Signed, short-lived seat reservations, and the cluster's request signatures.
+"""Signed, short-lived seat reservations: issued by the directory, checked by the node.
 
 The directory hands a player a *reservation* for one node; the player shows it when it
-joins, and the node checks it with :func:`verify` (no call back to the directory: both
-hold the cluster secret). A token is::
+joins, and the node checks it with :func:`check_reservation` (:func:`verify` underneath; no
+call back to the directory: both hold the cluster secret). A token is::
 
     base64url(payload) "." base64url(HMAC-SHA256(secret, DOMAIN + base64url(payload)))
 
 without padding, where ``payload`` is compact JSON with sorted keys, so the same inputs
 always give the same token (RFC 7515's JWS compact form, minus the header: there is one
-algorithm and no negotiation). ``DOMAIN`` keeps a reservation signature from ever being
-mistaken for a heartbeat signature made with the same secret. Tokens stay under 512
-characters, the ``token`` limit of the join message.
+algorithm and no negotiation). ``DOMAIN`` (``signing.Purpose.RESERVATION``,
+``arena-reservation-v1.``) keeps a reservation signature from ever being mistaken for a
+heartbeat signature made with the same secret. Tokens stay under 512 characters, the
+``token`` limit of the join message. Comparisons are constant-time (:mod:`server.signing`).
 
-Heartbeats are authenticated by :func:`sign`: the hex HMAC-SHA256 of the raw request body,
-sent in the ``X-Arena-Signature`` header. Comparisons are constant-time
-(:func:`hmac.compare_digest`).
+A :class:`ClaimLedger` remembers the reservations a node admitted until its next heartbeat
+has reported them in ``claimed``, so the directory's seat accounting is exact instead of
+inferred from the rise in ``players`` (``docs/routing.md``, "Reservations").
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import hmac
 import json
 import math
 from dataclasses import dataclass
 
+from server import signing
+from shared.directory import MAX_CLAIMED
+
 __all__ = [
-    "DEV_SECRET",
-    "SIGNATURE_HEADER",
-    "TOKEN_MAX_CHARS",
+    "ClaimLedger",
     "Reservation",
     "ReservationError",
-    "check_signature",
+    "check_reservation",
     "issue",
     "reservation_id",
-    "sign",
     "verify",
 ]
 
-SIGNATURE_HEADER = "X-Arena-Signature"
-# The fixed, published secret ``arena-directory --insecure-dev-secret`` uses: for a laptop
-# and tests only. Anyone can forge heartbeats and reservations with it.
-DEV_SECRET = "arena-insecure-development-secret-do-not-deploy"
-TOKEN_MAX_CHARS = 512
-_DOMAIN = b"arena-reservation-v1."
+_TOKEN_MAX_CHARS = 512
 _VERSION = 1
 _SIG_CHARS = 43  # 32 bytes in unpadded base64url
 
@@ -74,13 +68,6 @@ class Reservation:
     expires_at: float
 
 
-def _key(secret: bytes | str) -> bytes:
-    key = secret.encode() if isinstance(secret, str) else bytes(secret)
-    if not key:
-        raise ValueError("the cluster secret must not be empty")
-    return key
-
-
 _B64_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
@@ -95,7 +82,7 @@ def _unb64(text: str) -> bytes:
 
 
 def _mac(key: bytes, payload_b64: str) -> bytes:
-    return hmac.new(key, _DOMAIN + payload_b64.encode("ascii"), hashlib.sha256).digest()
+    return signing.mac(key, signing.Purpose.RESERVATION, payload_b64.encode("ascii"))
 
 
 def issue(
@@ -114,9 +101,9 @@ def issue(
     body = {"exp": round(now + ttl, 3), "n": node_id, "p": player, "r": region, "v": _VERSION}
     payload = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     payload_b64 = _b64(payload.encode("utf-8"))
-    token = f"{payload_b64}.{_b64(_mac(_key(secret), payload_b64))}"
-    if len(token) > TOKEN_MAX_CHARS:
-        raise ValueError(f"reservation token longer than {TOKEN_MAX_CHARS} characters")
+    token = f"{payload_b64}.{_b64(_mac(signing.secret_bytes(secret), payload_b64))}"
+    if len(token) > _TOKEN_MAX_CHARS:
+        raise ValueError(f"reservation token longer than {_TOKEN_MAX_CHARS} characters")
     return token
 
 
@@ -127,8 +114,8 @@ def verify(secret: bytes | str, token: str, node_id: str, now: float) -> Reserva
     ``malformed``, ``bad_signature``, ``wrong_node``, ``expired`` (at ``now >= expires_at``).
     The payload is only parsed after its signature checked out.
     """
-    key = _key(secret)
-    if not isinstance(token, str) or len(token) > TOKEN_MAX_CHARS or token.count(".") != 1:
+    key = signing.secret_bytes(secret)
+    if not isinstance(token, str) or len(token) > _TOKEN_MAX_CHARS or token.count(".") != 1:
         raise ReservationError("malformed", "not a reservation token")
     payload_b64, signature_b64 = token.split(".")
     if not payload_b64 or any(c not in _B64_ALPHABET for c in payload_b64):
@@ -140,7 +127,7 @@ def verify(secret: bytes | str, token: str, node_id: str, now: float) -> Reserva
     if len(signature_b64) != _SIG_CHARS or _b64(signature) != signature_b64:
         raise ReservationError("malformed", "not a reservation token")
     expected = _mac(key, payload_b64)
-    if not hmac.compare_digest(expected, signature):
+    if not signing.matches(expected, signature):
         raise ReservationError("bad_signature", "the reservation's signature does not match")
     try:
         body = json.loads(_unb64(payload_b64).decode("utf-8"))
@@ -156,7 +143,7 @@ def verify(secret: bytes | str, token: str, node_id: str, now: float) -> Reserva
     ):
         raise ReservationError("malformed", "the reservation's payload lacks a field")
     assert isinstance(player, str) and isinstance(node, str) and isinstance(region, str)
-    if not hmac.compare_digest(node.encode(), node_id.encode()):
+    if not signing.matches(node, node_id):
         raise ReservationError("wrong_node", "the reservation is for another node")
     if now >= exp:
         raise ReservationError("expired", "the reservation has expired; ask the directory again")
@@ -170,14 +157,61 @@ def reservation_id(token: str) -> str:
     return _unb64(token.rpartition(".")[2]).hex()[:16]
 
 
-def sign(secret: bytes | str, body: bytes) -> str:
-    """Hex HMAC-SHA256 of a request body: the value of the ``X-Arena-Signature`` header."""
-    return hmac.new(_key(secret), body, hashlib.sha256).hexdigest()
+class ClaimLedger:
+    """Ids of the reservations this node admitted that the directory has not yet heard of.
+
+    :func:`check_reservation` adds to it; the node's heartbeat loop sends the pending ids
+    in ``claimed`` and forgets them only once the directory answered 200, so a lost
+    heartbeat loses no claim (the directory settles an id twice harmlessly).
+    """
+
+    __slots__ = ("_pending",)
+
+    def __init__(self) -> None:
+        self._pending: dict[str, None] = {}  # insertion-ordered set: oldest first
+
+    def add(self, reservation_id: str) -> None:
+        self._pending[reservation_id] = None
+
+    def pending(self) -> tuple[str, ...]:
+        """The oldest :data:`~shared.directory.MAX_CLAIMED` pending ids (the rest go in
+        later beats)."""
+        return tuple(rid for rid, _ in zip(self._pending, range(MAX_CLAIMED), strict=False))
+
+    def settle(self, sent: tuple[str, ...]) -> None:
+        """The directory has these now."""
+        for rid in sent:
+            self._pending.pop(rid, None)
+
+    def __len__(self) -> int:
+        return len(self._pending)
 
 
-def check_signature(secret: bytes | str, body: bytes, signature: str | None) -> bool:
-    """True when ``signature`` is :func:`sign` of ``body``; constant-time."""
-    if not signature:
-        return False
-    expected = sign(secret, body)
-    return hmac.compare_digest(expected.encode(), signature.strip().lower().encode())
+def check_reservation(
+    secret: bytes,
+    token: str,
+    node_id: str,
+    now: float,
+    *,
+    player: str | None = None,
+    claims: ClaimLedger | None = None,
+) -> str | None:
+    """``None`` when ``token`` is a valid reservation for this node at ``now`` (unix seconds),
+    else the code to refuse the join with.
+
+    Codes are :class:`ReservationError`'s (``malformed``, ``bad_signature``, ``wrong_node``,
+    ``expired``) plus ``wrong_player`` when ``player`` is given and the reservation names
+    someone else: a reservation is one player's seat, and a token passed around must not
+    let a second player in. On success the reservation's id is recorded in ``claims`` (for
+    the next heartbeat). The reason stays with the node: the code is all a client needs to
+    learn (ask the directory again).
+    """
+    try:
+        reservation = verify(secret, token, node_id, now)
+    except ReservationError as error:
+        return error.code
+    if player is not None and reservation.player != player:
+        return "wrong_player"
+    if claims is not None:
+        claims.add(reservation.id)
+    return None

@@ -18,19 +18,19 @@ from client_sim.geography import (
     DirectoryError,
     GeoError,
     NoCapacity,
-    Seat,
     draw_geography,
     fetch_probes,
     measure_rtts,
     params_for_region,
     parse_regions,
     region_location,
-    region_rtt,
     request_seat,
 )
 from client_sim.latency import Constant, LinkProfile, draw_bot, parse_distribution
-from server.directory import Heartbeat
-from server.directory.net.app import DIRECTORY, DirectoryConfig, create_app
+from server.directory import signed_heartbeat
+from server.directory.net.app import DIRECTORY, create_app
+from server.directory.service import DirectoryConfig
+from shared.directory import Heartbeat, Seat
 from shared.geo import draw_homes, parse_population, rtt_ms
 
 POPULATION = "na:0.4,eu:0.3,asia:0.2,sa:0.05,oce:0.05"
@@ -74,11 +74,12 @@ def test_bad_spread_and_last_mile_are_one_line_errors() -> None:
 # -- RTT composition ---------------------------------------------------------------------
 
 
-def test_region_rtt_is_the_matrix_in_seconds() -> None:
-    assert region_rtt("eu", "na") == rtt_ms("eu", "na") / 1000.0 == 0.09
-    assert region_rtt("na", "na") == 0.03
+def test_a_typical_bots_rtt_is_the_matrix_in_seconds() -> None:
+    typical = BotHome(index=0, home="eu", factor=1.0)
+    assert typical.rtt_to("na") == rtt_ms("eu", "na") / 1000.0 == 0.09
+    assert BotHome(index=1, home="na", factor=1.0).rtt_to("na") == 0.03
     with pytest.raises(GeoError, match="unknown location"):
-        region_rtt("atlantis", "na")
+        BotHome(index=2, home="atlantis", factor=1.0).rtt_to("na")
 
 
 def test_a_bots_rtt_is_the_matrix_times_its_factor_plus_its_last_mile() -> None:
@@ -255,7 +256,7 @@ async def directory() -> AsyncIterator[tuple[str, Any]]:
     app = create_app(DirectoryConfig(secret=SECRET, heartbeat_timeout=30.0))
     async with serve(app) as url:
         for beat in (node("eu-1", "eu", 1), node("na-1", "na", 10)):
-            body, headers = beat.signed(SECRET)
+            body, headers = signed_heartbeat(SECRET, beat)
             status, _ = app[DIRECTORY].heartbeat(body, headers["X-Arena-Signature"])
             assert status == 200
         yield url, app
@@ -302,3 +303,48 @@ async def test_other_refusals_and_an_absent_directory_are_directory_errors(
     assert down.value.code == "unreachable"
     with pytest.raises(DirectoryError, match="cannot reach the directory"):
         await fetch_probes(absent, request_timeout=1.0)
+
+
+async def test_a_malformed_answer_is_a_one_line_bad_answer() -> None:
+    """A directory (or a proxy in front of it) answering out of schema: the bot says what."""
+
+    async def seat(request: web.Request) -> web.Response:
+        return web.json_response({"player": "alice", "region": "eu"})  # most fields missing
+
+    async def regions(request: web.Request) -> web.Response:
+        return web.json_response({"regions": [{"region": "eu"}], "generated_at": 0})
+
+    async def refused(request: web.Request) -> web.Response:
+        return web.Response(status=502, text="<html>bad gateway</html>")
+
+    app = web.Application()
+    app.router.add_post("/seat", seat)
+    app.router.add_get("/regions", regions)
+    app.router.add_post("/gateway/seat", refused)
+    async with serve(app) as url:
+        with pytest.raises(DirectoryError) as bad_seat:
+            await request_seat(url, "alice", {"eu": 30.0})
+        with pytest.raises(DirectoryError) as bad_listing:
+            await fetch_probes(url)
+        with pytest.raises(DirectoryError) as gateway:
+            await request_seat(f"{url}/gateway", "alice", {"eu": 30.0})
+    assert bad_seat.value.code == "bad_answer"
+    assert "missing field(s): node_id, endpoint" in str(bad_seat.value)
+    assert bad_listing.value.code == "bad_answer"
+    assert "missing field(s): heartbeat_timeout_s" in str(bad_listing.value)
+    assert (gateway.value.code, str(gateway.value)) == (
+        "bad_answer",
+        f"POST {url}/gateway/seat answered 502",
+    )
+    for error in (bad_seat.value, bad_listing.value):
+        assert "\n" not in str(error)
+
+
+async def test_a_request_the_directory_would_refuse_is_refused_without_asking() -> None:
+    absent = f"http://127.0.0.1:{free_port()}"  # nothing listens: nothing was sent
+    with pytest.raises(DirectoryError) as bad:
+        await request_seat(absent, "alice", {"eu": -1.0})
+    assert (bad.value.code, str(bad.value)) == (
+        "invalid_field",
+        "rtt_ms.eu: must be between 0 and 10000 ms",
+    )

@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from server.directory import DEV_SECRET, Heartbeat, sign, verify
+from server.directory import DEV_SECRET, Heartbeat, sign, signed_heartbeat, verify
 from server.directory.net import cli
 
 pytestmark = pytest.mark.integration
@@ -117,7 +117,7 @@ def node(node_id: str, region: str, **changes: Any) -> Heartbeat:
 async def send(
     http: aiohttp.ClientSession, url: str, beat: Heartbeat, secret: str = SECRET
 ) -> tuple[int, dict[str, Any]]:
-    body, headers = beat.signed(secret)
+    body, headers = signed_heartbeat(secret, beat)
     async with http.post(f"{url}/nodes/heartbeat", data=body, headers=headers) as response:
         return response.status, await response.json()
 
@@ -192,7 +192,7 @@ async def test_unauthenticated_and_malformed_requests_are_refused_with_json(
 ) -> None:
     url = directory.url
     beat = node("eu-1", "eu")
-    body, headers = beat.signed(SECRET)
+    body, headers = signed_heartbeat(SECRET, beat)
 
     async def post(path: str, data: bytes, headers: dict[str, str]) -> tuple[int, str]:
         async with http.post(f"{url}{path}", data=data, headers=headers) as response:

@@ -12,16 +12,17 @@ import sys
 
 from aiohttp import web
 
-from server.directory.net.app import DirectoryConfig, create_app
-from server.directory.reservations import DEV_SECRET
+from server.directory.auth import DEV_SECRET
+from server.directory.net.app import create_app
+from server.directory.service import DirectoryConfig
 from server.logs import configure_logging
 from shared.commandline import OneLineParser
 from shared.lifetime import exit_with_parent_if_asked
 
-__all__ = ["MIN_SECRET_CHARS", "main"]
+__all__ = ["main"]
 
 PROG = "arena-directory"
-MIN_SECRET_CHARS = 16
+_MIN_SECRET_CHARS = 16
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -62,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--secret-env",
         default="ARENA_CLUSTER_SECRET",
         metavar="NAME",
-        help=f"environment variable holding the cluster secret (>= {MIN_SECRET_CHARS} chars)",
+        help=f"environment variable holding the cluster secret (>= {_MIN_SECRET_CHARS} chars)",
     )
     parser.add_argument(
         "--insecure-dev-secret",
@@ -86,11 +87,11 @@ def _secret(args: argparse.Namespace) -> tuple[bytes, bool]:
         if args.insecure_dev_secret:
             return DEV_SECRET.encode(), True
         raise ValueError(
-            f"{name} is not set: export the cluster secret (>= {MIN_SECRET_CHARS} characters, "
+            f"{name} is not set: export the cluster secret (>= {_MIN_SECRET_CHARS} characters, "
             "the same on every node) or pass --insecure-dev-secret for local development"
         )
-    if len(value) < MIN_SECRET_CHARS:
-        raise ValueError(f"{name} is shorter than {MIN_SECRET_CHARS} characters; use a longer one")
+    if len(value) < _MIN_SECRET_CHARS:
+        raise ValueError(f"{name} is shorter than {_MIN_SECRET_CHARS} characters; use a longer one")
     return value.encode(), False
 
 

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from server.directory.policy import (
-    NoCapacity,
     NodeView,
+    NoPlacement,
+    Placement,
     RegionView,
-    Seat,
     choose,
     routable_nodes,
 )
@@ -56,15 +56,15 @@ def regions(*nodes: NodeView, fences: dict[str, dict[str, int]] | None = None) -
     return [RegionView(name, tuple(ns), fences.get(name, {})) for name, ns in by_region.items()]
 
 
-def seat(views: list[RegionView], rtt: dict[str, float], slack: float = 40.0) -> Seat:
+def seat(views: list[RegionView], rtt: dict[str, float], slack: float = 40.0) -> Placement:
     decision = choose(views, rtt, now=NOW, slack_ms=slack)
-    assert isinstance(decision, Seat), decision
+    assert isinstance(decision, Placement), decision
     return decision
 
 
-def refusal(views: list[RegionView], rtt: dict[str, float], slack: float = 40.0) -> NoCapacity:
+def refusal(views: list[RegionView], rtt: dict[str, float], slack: float = 40.0) -> NoPlacement:
     decision = choose(views, rtt, now=NOW, slack_ms=slack)
-    assert isinstance(decision, NoCapacity), decision
+    assert isinstance(decision, NoPlacement), decision
     return decision
 
 
@@ -74,7 +74,7 @@ def refusal(views: list[RegionView], rtt: dict[str, float], slack: float = 40.0)
 def test_the_nearest_region_wins() -> None:
     views = regions(node("na-1", "na"), node("eu-1", "eu"), node("asia-1", "asia"))
     decision = seat(views, {"na": 95.0, "eu": 22.5, "asia": 160.0})
-    assert decision == Seat(
+    assert decision == Placement(
         region="eu",
         node_id="eu-1",
         endpoint="ws://eu-1.test:7777/ws",
@@ -136,7 +136,7 @@ def test_the_slack_is_inclusive() -> None:
 def test_no_overflow_beyond_the_slack_even_to_an_empty_region() -> None:
     views = regions(node("eu-1", "eu", players=10), node("na-1", "na"), node("asia-1", "asia"))
     decision = refusal(views, {"eu": 25.0, "na": 90.0, "asia": 160.0}, slack=40.0)
-    assert decision == NoCapacity("full", "eu", 25.0, ("eu",))
+    assert decision == NoPlacement("full", "eu", 25.0, ("eu",))
 
 
 def test_a_zero_slack_never_overflows() -> None:
@@ -163,7 +163,7 @@ def test_standbys_are_never_seated() -> None:
     decision = seat(views, {"eu": 20.0, "na": 90.0})
     assert decision.node_id == "na-1"
     only_standby = regions(node("eu-standby", "eu", role="standby"))
-    assert refusal(only_standby, {"eu": 20.0}) == NoCapacity("no_region")
+    assert refusal(only_standby, {"eu": 20.0}) == NoPlacement("no_region")
 
 
 def test_a_lower_epoch_primary_is_ignored() -> None:
@@ -182,7 +182,7 @@ def test_a_remembered_fence_keeps_a_deposed_primary_out_after_its_successor_died
         node("eu-new", "eu", epoch=4, expires_at=NOW - 1),
         fences={"eu": {"eu": 4}},
     )
-    assert refusal(views, {"eu": 20.0}) == NoCapacity("no_region")
+    assert refusal(views, {"eu": 20.0}) == NoPlacement("no_region")
     assert seat(regions(node("eu-old", "eu", epoch=3)), {"eu": 20.0}).node_id == "eu-old"
 
 
@@ -203,7 +203,7 @@ def test_full_and_zero_capacity_nodes_are_never_seated() -> None:
         node("eu-3", "eu", capacity=0),  # draining
         node("eu-4", "eu", players=12),  # over capacity (reported)
     )
-    assert refusal(views, {"eu": 20.0}) == NoCapacity("full", "eu", 20.0, ("eu",))
+    assert refusal(views, {"eu": 20.0}) == NoPlacement("full", "eu", 20.0, ("eu",))
 
 
 def test_unknown_unmeasured_and_invalid_rtts_are_ignored() -> None:
@@ -212,9 +212,9 @@ def test_unknown_unmeasured_and_invalid_rtts_are_ignored() -> None:
     assert seat(views, {"eu": math.nan, "na": 90.0}).region == "na"
     assert seat(views, {"eu": -1.0, "na": 90.0}).region == "na"
     assert seat(views, {"eu": math.inf, "na": 90.0}).region == "na"
-    assert refusal(views, {"mars": 1.0}) == NoCapacity("no_region")
-    assert refusal(views, {}) == NoCapacity("no_region")
-    assert refusal([], {"eu": 10.0}) == NoCapacity("no_region")
+    assert refusal(views, {"mars": 1.0}) == NoPlacement("no_region")
+    assert refusal(views, {}) == NoPlacement("no_region")
+    assert refusal([], {"eu": 10.0}) == NoPlacement("no_region")
 
 
 def test_a_negative_or_infinite_slack_is_misuse() -> None:
@@ -247,7 +247,7 @@ def _routable_oracle(region: RegionView, now: float) -> list[NodeView]:
     return result
 
 
-def oracle(views: list[RegionView], rtt: dict[str, float], slack: float) -> Seat | NoCapacity:
+def oracle(views: list[RegionView], rtt: dict[str, float], slack: float) -> Placement | NoPlacement:
     """Every eligible (region, node) pair under one sort key; the first wins."""
     measured = {
         r.name: (rtt[r.name], _routable_oracle(r, NOW))
@@ -256,7 +256,7 @@ def oracle(views: list[RegionView], rtt: dict[str, float], slack: float) -> Seat
     }
     in_service = {name: v for name, v in measured.items() if v[1]}
     if not in_service:
-        return NoCapacity("no_region")
+        return NoPlacement("no_region")
     best_rtt, best_name = min((v[0], name) for name, v in in_service.items())
     pairs = [
         (r_rtt, name, (n.players + n.reserved) / n.capacity, n.node_id, n)
@@ -270,9 +270,11 @@ def oracle(views: list[RegionView], rtt: dict[str, float], slack: float) -> Seat
             for r_rtt, name in sorted((v[0], name) for name, v in in_service.items())
             if r_rtt <= best_rtt + slack
         )
-        return NoCapacity("full", best_name, best_rtt, considered)
+        return NoPlacement("full", best_name, best_rtt, considered)
     r_rtt, name, _load, _id, chosen = min(pairs, key=lambda p: p[:4])
-    return Seat(name, chosen.node_id, chosen.endpoint, chosen.epoch, r_rtt, best_name, best_rtt)
+    return Placement(
+        name, chosen.node_id, chosen.endpoint, chosen.epoch, r_rtt, best_name, best_rtt
+    )
 
 
 @st.composite
@@ -329,7 +331,7 @@ def test_invariants_of_every_seat(
         for r in rnd.sample(views, len(views))
     ]
     assert choose(shuffled, rtt, now=NOW, slack_ms=slack) == decision
-    if isinstance(decision, NoCapacity):
+    if isinstance(decision, NoPlacement):
         return
     chosen = next(n for r in views for n in r.nodes if n.node_id == decision.node_id)
     # Never further than best + slack, and the best is the lowest measured RTT in service.

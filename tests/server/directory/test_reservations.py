@@ -1,4 +1,5 @@
-"""Seat reservations: what the directory issues, the node verifies; nothing else passes."""
+"""Seat reservations: what the directory issues, the node verifies and claims; nothing else
+passes."""
 
 from __future__ import annotations
 
@@ -6,21 +7,23 @@ import base64
 import hashlib
 import hmac
 import json
+import time
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from server.directory.reservations import (
-    TOKEN_MAX_CHARS,
+    ClaimLedger,
     Reservation,
     ReservationError,
-    check_signature,
+    check_reservation,
     issue,
     reservation_id,
-    sign,
     verify,
 )
+from shared.directory import MAX_CLAIMED
+from shared.protocol import PROTOCOL_VERSION, JoinMessage
 
 SECRET = b"cluster-secret-for-tests-0123456789"
 NOW = 1_800_000_000.0
@@ -140,7 +143,7 @@ def test_round_trip_and_size_for_every_valid_input(
     player: str, node_id: str, region: str, ttl: float
 ) -> None:
     token = issue(SECRET, player, node_id, region, NOW, ttl)
-    assert len(token) <= TOKEN_MAX_CHARS  # fits the join message's token field
+    assert JoinMessage(v=PROTOCOL_VERSION, token=token).token == token  # fits the join's field
     reservation = verify(SECRET, token, node_id, NOW)
     assert (reservation.player, reservation.node_id, reservation.region) == (
         player,
@@ -152,7 +155,7 @@ def test_round_trip_and_size_for_every_valid_input(
 
 def test_the_longest_inputs_still_fit_the_join_token_field() -> None:
     token = issue(SECRET, "\U0001f600" * 32, "n" * 64, "r" * 32, NOW, 3600.0)
-    assert len(token) <= TOKEN_MAX_CHARS
+    assert JoinMessage(v=PROTOCOL_VERSION, token=token).token == token
 
 
 def test_issue_refuses_misuse() -> None:
@@ -162,15 +165,59 @@ def test_issue_refuses_misuse() -> None:
         issue(b"", "alice", "eu-1", "eu", NOW, 10.0)
 
 
-def test_request_signatures() -> None:
-    body = b'{"node_id":"eu-1"}'
-    signature = sign(SECRET, body)
-    assert signature == hmac.new(SECRET, body, hashlib.sha256).hexdigest()
-    assert sign(SECRET.decode(), body) == signature  # str secrets are their UTF-8 bytes
-    assert check_signature(SECRET, body, signature)
-    assert check_signature(SECRET, body, signature.upper())
-    assert not check_signature(SECRET, body + b" ", signature)
-    assert not check_signature(b"another-secret-0123456789", body, signature)
-    assert not check_signature(SECRET, body, None)
-    assert not check_signature(SECRET, body, "")
-    assert not check_signature(SECRET, body, "é" * 64)
+def test_a_known_token_is_pinned_byte_for_byte() -> None:
+    """Tokens in flight survive an upgrade of the directory or the node: same bytes."""
+    token = issue(SECRET, "alice", "eu-1", "eu", NOW, 10.0)
+    assert token == (
+        "eyJleHAiOjE4MDAwMDAwMTAuMCwibiI6ImV1LTEiLCJwIjoiYWxpY2UiLCJyIjoiZXUiLCJ2IjoxfQ."
+        "cV8fXagE0x9NTSr0dz-6AtewCRiMtzDBjFlRAXuJADw"
+    )
+    assert verify(SECRET, token, "eu-1", NOW).id == "715f1f5da804d31f"
+
+
+# -- the node's side: admitting a player, claiming the seat ----------------------------------
+
+
+def test_check_reservation_admits_a_good_one_and_records_its_claim() -> None:
+    now = time.time()
+    token = issue(SECRET, "alice", "eu-1", "eu", now, 10.0)
+    claims = ClaimLedger()
+    assert check_reservation(SECRET, token, "eu-1", now, player="alice", claims=claims) is None
+    assert claims.pending() == (reservation_id(token),)
+    assert check_reservation(SECRET, token, "eu-1", now + 9.9) is None
+
+
+@pytest.mark.parametrize(
+    ("token_secret", "node", "at", "player", "code"),
+    [
+        (b"another-secret-entirely-0123", "eu-1", 0.0, None, "bad_signature"),
+        (SECRET, "eu-2", 0.0, None, "wrong_node"),
+        (SECRET, "eu-1", 10.01, None, "expired"),
+        (SECRET, "eu-1", 0.0, "mallory", "wrong_player"),
+    ],
+)
+def test_check_reservation_names_the_code_of_a_bad_one(
+    token_secret: bytes, node: str, at: float, player: str | None, code: str
+) -> None:
+    now = time.time()
+    token = issue(token_secret, "alice", "eu-1", "eu", now, 10.0)
+    claims = ClaimLedger()
+    assert check_reservation(SECRET, token, node, now + at, player=player, claims=claims) == code
+    assert len(claims) == 0  # a refused reservation claims nothing
+
+
+@pytest.mark.parametrize("token", ["", "garbage", "a.b.c", "x" * 600])
+def test_check_reservation_calls_garbage_malformed(token: str) -> None:
+    assert check_reservation(SECRET, token, "eu-1", time.time()) == "malformed"
+
+
+def test_the_ledger_sends_the_oldest_ids_first_and_forgets_only_what_was_settled() -> None:
+    claims = ClaimLedger()
+    ids = [f"{i:016x}" for i in range(MAX_CLAIMED + 3)]
+    for rid in ids:
+        claims.add(rid)
+    sent = claims.pending()
+    assert sent == tuple(ids[:MAX_CLAIMED])
+    claims.settle(sent[:10])
+    assert len(claims) == MAX_CLAIMED + 3 - 10
+    assert claims.pending()[0] == ids[10]

@@ -1,4 +1,5 @@
-"""The node's side of the directory, against an in-process directory on a loopback port."""
+"""The node's heartbeat loop, against an in-process directory on a loopback port (the
+reservation check and the claim ledger alone: ``tests/server/directory/test_reservations.py``)."""
 
 from __future__ import annotations
 
@@ -14,15 +15,10 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from server.directory import Heartbeat, issue
-from server.directory.net.app import DirectoryConfig, create_app
-from server.net.registration import (
-    MAX_CLAIMED,
-    ClaimLedger,
-    DirectoryAck,
-    check_reservation,
-    heartbeat_loop,
-)
+from server.directory.net.app import create_app
+from server.directory.service import DirectoryConfig
+from server.net.registration import ClaimLedger, check_reservation, heartbeat_loop
+from shared.directory import Heartbeat, HeartbeatAck
 
 SECRET = b"registration-test-secret-0123456789"
 INTERVAL = 0.05
@@ -133,7 +129,7 @@ async def until(predicate: Any, within: float = 5.0) -> None:
 
 async def test_heartbeats_register_the_node_and_follow_its_state(directory: str) -> None:
     state = {"players": 0}
-    acks: list[DirectoryAck] = []
+    acks: list[HeartbeatAck] = []
 
     def describe() -> Heartbeat:
         return beat(players=state["players"])
@@ -154,7 +150,9 @@ async def test_heartbeats_register_the_node_and_follow_its_state(directory: str)
             return bool((await regions(directory))["eu"]["players"] == 4)
 
         await until(four_players)
-    assert acks and acks[-1] == DirectoryAck(status="routable", group_epoch=1, reserved=0)
+    assert acks and acks[-1] == HeartbeatAck(
+        node_id="eu-1", status="routable", group_epoch=1, reserved=0, heartbeat_timeout_s=5.0
+    )
 
 
 async def test_a_stopped_directory_does_not_end_the_loop_and_a_restarted_one_hears_it(
@@ -204,7 +202,7 @@ async def test_nothing_to_report_and_invalid_descriptions_do_not_end_the_loop(
         if calls["n"] <= 2:
             return None  # still starting
         if calls["n"] <= 5:
-            return beat(region="Not A Region")  # raises HeartbeatError (a ValueError)
+            return beat(region="Not A Region")  # raises MessageError (a ValueError)
         return beat()
 
     async with running(directory_url=directory, describe=describe):
@@ -223,52 +221,7 @@ async def test_the_loop_refuses_a_nonsense_interval() -> None:
         )
 
 
-# -- reservations ------------------------------------------------------------------------
-
-
-def test_check_reservation_admits_a_good_one_and_records_its_claim() -> None:
-    now = time.time()
-    token = issue(SECRET, "alice", "eu-1", "eu", now, 10.0)
-    claims = ClaimLedger()
-    assert check_reservation(SECRET, token, "eu-1", now, player="alice", claims=claims) is None
-    assert len(claims) == 1 and len(claims.pending()[0]) == 16
-    assert check_reservation(SECRET, token, "eu-1", now + 9.9) is None
-
-
-@pytest.mark.parametrize(
-    ("token_secret", "node", "at", "player", "code"),
-    [
-        (b"another-secret-entirely-0123", "eu-1", 0.0, None, "bad_signature"),
-        (SECRET, "eu-2", 0.0, None, "wrong_node"),
-        (SECRET, "eu-1", 10.01, None, "expired"),
-        (SECRET, "eu-1", 0.0, "mallory", "wrong_player"),
-    ],
-)
-def test_check_reservation_names_the_code_of_a_bad_one(
-    token_secret: bytes, node: str, at: float, player: str | None, code: str
-) -> None:
-    now = time.time()
-    token = issue(token_secret, "alice", "eu-1", "eu", now, 10.0)
-    claims = ClaimLedger()
-    assert check_reservation(SECRET, token, node, now + at, player=player, claims=claims) == code
-    assert len(claims) == 0  # a refused reservation claims nothing
-
-
-@pytest.mark.parametrize("token", ["", "garbage", "a.b.c", "x" * 600])
-def test_check_reservation_calls_garbage_malformed(token: str) -> None:
-    assert check_reservation(SECRET, token, "eu-1", time.time()) == "malformed"
-
-
-def test_the_ledger_sends_the_oldest_ids_first_and_forgets_only_what_was_settled() -> None:
-    claims = ClaimLedger()
-    ids = [f"{i:016x}" for i in range(MAX_CLAIMED + 3)]
-    for rid in ids:
-        claims.add(rid)
-    sent = claims.pending()
-    assert sent == tuple(ids[:MAX_CLAIMED])
-    claims.settle(sent[:10])
-    assert len(claims) == MAX_CLAIMED + 3 - 10
-    assert claims.pending()[0] == ids[10]
+# -- claims ------------------------------------------------------------------------------
 
 
 async def test_claimed_reservations_settle_the_directorys_accounting(directory: str) -> None:

@@ -1,0 +1,275 @@
+"""The directory's request logic: a request's bytes or document in, ``(status, JSON body)`` out.
+
+Sans-I/O: the aiohttp edge (:mod:`server.directory.net.app`) only moves bytes to and from
+:class:`Directory`. Two clocks are injected: a monotonic one for liveness and reservation
+accounting, the wall clock for the unix times in tokens and answers. Every error answer is
+an :class:`~shared.directory.ErrorAnswer` whose one-line message never echoes secrets.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from server.directory.auth import SIGNATURE_HEADER, check_signature
+from server.directory.listing import region_summaries
+from server.directory.metrics import DirectoryMetrics
+from server.directory.policy import NoPlacement, choose, routable_nodes
+from server.directory.registry import Registry
+from server.directory.reservations import issue, reservation_id
+from shared.directory import (
+    ErrorAnswer,
+    Heartbeat,
+    HeartbeatAck,
+    MessageError,
+    RegionListing,
+    Seat,
+    SeatRequest,
+)
+
+__all__ = ["Answer", "Directory", "DirectoryConfig"]
+
+log = logging.getLogger("arena.directory")
+
+#: An HTTP status and the JSON document to answer with.
+Answer = tuple[int, dict[str, object]]
+_REJECT_LOG_INTERVAL_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class DirectoryConfig:
+    """``secret``: the cluster secret (heartbeat signatures and reservation tokens)."""
+
+    secret: bytes
+    heartbeat_timeout: float = 1.5
+    reservation_ttl: float = 10.0
+    overflow_slack_ms: float = 40.0
+
+    def __post_init__(self) -> None:
+        if not self.secret:
+            raise ValueError("the cluster secret must not be empty")
+        if not math.isfinite(self.heartbeat_timeout) or not 0 < self.heartbeat_timeout <= 60:
+            raise ValueError("heartbeat timeout must be > 0 and <= 60 seconds")
+        if not math.isfinite(self.reservation_ttl) or not 0 < self.reservation_ttl <= 3600:
+            raise ValueError("reservation TTL must be > 0 and <= 3600 seconds")
+        if not math.isfinite(self.overflow_slack_ms) or not 0 <= self.overflow_slack_ms <= 10_000:
+            raise ValueError("overflow slack must be between 0 and 10000 ms")
+
+
+class Directory:
+    """The directory's state and request logic. ``clock``: monotonic seconds; ``wall``: unix
+    seconds."""
+
+    def __init__(
+        self, config: DirectoryConfig, clock: Callable[[], float], wall: Callable[[], float]
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.wall = wall
+        self.registry = Registry(config.heartbeat_timeout)
+        self.metrics = DirectoryMetrics()
+        self.seats_granted = 0
+        self.seats_refused = 0
+        self.started_at = clock()
+        self._status: dict[str, str] = {}
+        self._reject_logged: dict[tuple[str, str], float] = {}
+
+    # -- heartbeats ------------------------------------------------------------------------
+
+    def heartbeat(self, body: bytes, signature: str | None, remote: str = "-") -> Answer:
+        """Authenticate, validate and record one heartbeat (the raw body, as signed)."""
+        if not signature:
+            return self._refuse(
+                401, "unauthenticated", f"missing {SIGNATURE_HEADER} header", remote
+            )
+        if not check_signature(self.config.secret, body, signature):
+            return self._refuse(
+                401, "bad_signature", f"{SIGNATURE_HEADER} does not match the body", remote
+            )
+        try:
+            beat = Heartbeat.parse(json.loads(body))
+        except (ValueError, UnicodeDecodeError, RecursionError) as error:
+            if isinstance(error, MessageError):
+                return self._refuse(400, error.code, str(error), remote)
+            return self._refuse(400, "malformed", "the body is not valid JSON", remote)
+        outcome = self.registry.heartbeat(beat, self.clock())
+        self.metrics.heartbeats.labels("accepted").inc()
+        context = f"region={beat.region} node={beat.node_id} role={beat.role} epoch={beat.epoch}"
+        if outcome.new_node:
+            log.info(
+                "event=node_registered %s endpoint=%s capacity=%d",
+                context,
+                beat.endpoint,
+                beat.capacity,
+            )
+        previous = outcome.previous_group_epoch
+        if previous is not None and outcome.group_epoch > previous:
+            log.info(
+                "event=epoch_raised %s group=%s previous_epoch=%d",
+                context,
+                beat.group_key,
+                previous,
+            )
+        if self._status.get(beat.node_id) != outcome.status:
+            self._status[beat.node_id] = outcome.status
+            level = logging.WARNING if outcome.status == "fenced" else logging.INFO
+            log.log(
+                level,
+                "event=node_status status=%s group_epoch=%d %s",
+                outcome.status,
+                outcome.group_epoch,
+                context,
+            )
+        ack = HeartbeatAck(
+            node_id=beat.node_id,
+            status=outcome.status,
+            group_epoch=outcome.group_epoch,
+            reserved=outcome.reserved,
+            heartbeat_timeout_s=self.config.heartbeat_timeout,
+        )
+        return 200, ack.to_json()
+
+    def _refuse(self, status: int, code: str, message: str, remote: str) -> Answer:
+        self.metrics.heartbeats.labels(code).inc()
+        now = self.clock()
+        key = (remote, code)
+        if now - self._reject_logged.get(key, -math.inf) >= _REJECT_LOG_INTERVAL_S:
+            self._reject_logged[key] = now
+            log.warning("event=heartbeat_refused remote=%s error=%s", remote, code)
+        return status, ErrorAnswer(code, message).to_json()
+
+    # -- seats -----------------------------------------------------------------------------
+
+    def seat(self, document: object) -> Answer:
+        """Answer one ``POST /seat`` body (already JSON-decoded)."""
+        try:
+            request = SeatRequest.parse(document)
+        except MessageError as error:
+            self.metrics.seat_requests.labels("bad_request").inc()
+            return 400, ErrorAnswer(error.code, str(error)).to_json()
+        config = self.config
+        now = self.clock()
+        decision = choose(
+            self.registry.views(now), request.rtt_ms, now=now, slack_ms=config.overflow_slack_ms
+        )
+        if isinstance(decision, NoPlacement):
+            self.seats_refused += 1
+            return 503, self._no_seat(decision).to_json()
+        wall = self.wall()
+        player = request.player
+        token = issue(
+            config.secret, player, decision.node_id, decision.region, wall, config.reservation_ttl
+        )
+        self.registry.reserve(
+            decision.node_id, reservation_id(token), player, now, config.reservation_ttl
+        )
+        self.seats_granted += 1
+        self.metrics.seat_requests.labels("overflow" if decision.overflow else "granted").inc()
+        log.debug(
+            "event=seat_granted player=%s region=%s node=%s rtt_ms=%.1f best_region=%s",
+            player,
+            decision.region,
+            decision.node_id,
+            decision.rtt_ms,
+            decision.best_region,
+        )
+        seat = Seat(
+            player=player,
+            region=decision.region,
+            node_id=decision.node_id,
+            endpoint=decision.endpoint,
+            epoch=decision.epoch,
+            rtt_ms=decision.rtt_ms,
+            best_region=decision.best_region,
+            best_rtt_ms=decision.best_rtt_ms,
+            overflow=decision.overflow,
+            reservation=token,
+            expires_at=round(wall + config.reservation_ttl, 3),
+        )
+        return 200, seat.to_json()
+
+    def _no_seat(self, decision: NoPlacement) -> ErrorAnswer:
+        if decision.reason == "no_region":
+            self.metrics.seat_requests.labels("no_region").inc()
+            return ErrorAnswer(
+                "no_region",
+                "none of the measured regions has a live primary node; "
+                "GET /regions and measure its probes",
+            )
+        self.metrics.seat_requests.labels("no_capacity").inc()
+        return ErrorAnswer(
+            "no_capacity",
+            f"every region within {self.config.overflow_slack_ms:g} ms of the best "
+            f"({decision.best_region}, {decision.best_rtt_ms:g} ms) is full; retry shortly",
+            decision.best_region,
+            decision.best_rtt_ms,
+        )
+
+    # -- views -----------------------------------------------------------------------------
+
+    def regions(self) -> dict[str, object]:
+        """``GET /regions``."""
+        now = self.clock()
+        listing = RegionListing(
+            regions=region_summaries(self.registry.views(now), now),
+            heartbeat_timeout_s=self.config.heartbeat_timeout,
+            generated_at=round(self.wall(), 3),
+        )
+        return listing.to_json()
+
+    def health(self) -> dict[str, object]:
+        """``GET /health``."""
+        now = self.clock()
+        views = self.registry.views(now)
+        live = [n for r in views for n in r.nodes if n.live(now)]
+        return {
+            "status": "ok",
+            "nodes_known": self.registry.known,
+            "nodes_live": len(live),
+            "regions": sorted({n.region for n in live}),
+            "seats_granted": self.seats_granted,
+            "seats_refused": self.seats_refused,
+            "reservations_outstanding": sum(n.reserved for n in live),
+            "heartbeat_timeout_s": self.config.heartbeat_timeout,
+            "reservation_ttl_s": self.config.reservation_ttl,
+            "overflow_slack_ms": self.config.overflow_slack_ms,
+            "uptime_s": round(now - self.started_at, 3),
+        }
+
+    def refresh_gauges(self) -> None:
+        """Set the per-region gauges from the registry (called on each scrape)."""
+        now = self.clock()
+        self.metrics.nodes_live.clear()
+        self.metrics.reserved.clear()
+        for region in self.registry.views(now):
+            routable = routable_nodes(region, now)
+            live = [n for n in region.nodes if n.live(now)]
+            if not live:
+                continue
+            standbys = sum(1 for n in live if n.role == "standby")
+            gauge = self.metrics.nodes_live
+            gauge.labels(region.name, "routable").set(len(routable))
+            gauge.labels(region.name, "standby").set(standbys)
+            gauge.labels(region.name, "fenced").set(len(live) - standbys - len(routable))
+            self.metrics.reserved.labels(region.name).set(sum(n.reserved for n in routable))
+
+    def sweep(self) -> None:
+        """Forget silent nodes (logged) and stale log throttles."""
+        for beat in self.registry.sweep(self.clock()):
+            self._status.pop(beat.node_id, None)
+            self.metrics.nodes_expired.inc()
+            log.warning(
+                "event=node_expired region=%s node=%s role=%s epoch=%d timeout_s=%g",
+                beat.region,
+                beat.node_id,
+                beat.role,
+                beat.epoch,
+                self.config.heartbeat_timeout,
+            )
+        stale = self.clock() - _REJECT_LOG_INTERVAL_S
+        for key, when in list(self._reject_logged.items()):
+            if when < stale:
+                del self._reject_logged[key]
