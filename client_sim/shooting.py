@@ -61,9 +61,7 @@ class SwarmShooting:
         self._indexed: tuple[SnapshotEvent, ...] = ()
         self._by_player: dict[int, list[SnapshotEvent]] = {}
 
-    def concerning(
-        self, events: tuple[SnapshotEvent, ...], player: int
-    ) -> list[SnapshotEvent]:
+    def concerning(self, events: tuple[SnapshotEvent, ...], player: int) -> list[SnapshotEvent]:
         """The events of a snapshot that name ``player`` (as shooter, victim or respawned).
 
         Every bot of a tick gets the same events object (the decoder shares the snapshot
