@@ -15,67 +15,35 @@ Design (the election recipe of etcd's ``concurrency`` package, reduced to one ke
   only while the key still names this node with the epoch it won, on a lease that the
   keep-alive has not seen expire.
 
-Gateway details (etcd 3.4, ``/v3/``; ``/v3beta/`` is the older alias): keys and values are
-base64; int64 fields are JSON strings; fields with default values are omitted (a failed
-transaction has no ``succeeded``, a range with no match has no ``kvs``, a keep-alive for an
-expired lease has no ``TTL``); ``lease/keepalive`` is a stream that answers
-``{"result": ...}`` once per request object; errors come back as a non-200 status with
-``{"error", "message", "code"}`` where ``code`` is a gRPC status code.
+How the gateway's answers are read is :mod:`server.coordination.etcd_gateway` (sans-I/O).
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
 import logging
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 
 from server.coordination.base import CoordinatorError, CoordinatorUnavailable, LeaderInfo
+from server.coordination.etcd_gateway import (
+    GRPC_NOT_FOUND,
+    ElectionHolder,
+    EtcdRequestError,
+    encoded,
+    gateway_int,
+    holder_from_range,
+    holder_from_txn,
+    read_answer,
+)
 
 __all__ = ["EtcdCoordinator"]
 
 log = logging.getLogger("arena.coordination")
-
-# gRPC status codes etcd's gateway returns in the "code" field of an error body.
-_GRPC_NOT_FOUND = 5
-_GRPC_DEADLINE_EXCEEDED = 4
-_GRPC_UNAVAILABLE = 14
-
-
-class _EtcdRequestError(CoordinatorError):
-    """etcd answered, with an error (``code`` is the gRPC status code, 0 if unknown)."""
-
-    def __init__(self, message: str, *, code: int, status: int) -> None:
-        super().__init__(message)
-        self.code = code
-        self.status = status
-
-
-@dataclass(frozen=True, slots=True)
-class _Holder:
-    """The election key as read from etcd."""
-
-    node: str  # empty when the value is not ours to parse
-    url: str
-    lease: int  # the lease the key is attached to (0: none)
-    create_revision: int
-
-
-def _b64(text: str) -> str:
-    return base64.b64encode(text.encode()).decode("ascii")
-
-
-def _int(value: Any) -> int:
-    """An int64 field of the gateway's JSON (a string, or absent when it is 0)."""
-    if value is None:
-        return 0
-    return int(value)
 
 
 def _region_ok(region: str) -> bool:
@@ -277,7 +245,7 @@ class EtcdCoordinator:
         loop = asyncio.get_running_loop()
         sent = loop.time()
         body = await self._post("lease/grant", {"TTL": str(self.ttl)})
-        lease, ttl = _int(body.get("ID")), _int(body.get("TTL"))
+        lease, ttl = gateway_int(body.get("ID")), gateway_int(body.get("TTL"))
         if not lease or ttl <= 0:
             raise CoordinatorError(f"etcd granted no lease: {body.get('error', 'no ID')}")
         self._lease = lease
@@ -336,7 +304,7 @@ class EtcdCoordinator:
                 log.info("event=keepalive_recovered lease=%x", lease)
             result = body.get("result")
             try:
-                ttl = _int(result.get("TTL")) if isinstance(result, dict) else 0
+                ttl = gateway_int(result.get("TTL")) if isinstance(result, dict) else 0
             except (TypeError, ValueError):
                 ttl = 0  # not an answer we understand: do not count on the lease
             if ttl <= 0:  # the lease is gone: expired, or revoked by a depose
@@ -347,8 +315,8 @@ class EtcdCoordinator:
     async def _revoke(self, lease: int) -> None:
         try:
             await self._post("lease/revoke", {"ID": str(lease)})
-        except _EtcdRequestError as exc:
-            if exc.code != _GRPC_NOT_FOUND:
+        except EtcdRequestError as exc:
+            if exc.code != GRPC_NOT_FOUND:
                 raise  # "requested lease not found": already gone, which is what we want
         if lease == self._lease:
             self._mark_lost(lease, "revoked")
@@ -362,27 +330,33 @@ class EtcdCoordinator:
         for attempt in (1, 2):
             lease = await self._ensure_lease()
             value = json.dumps({"node": node_id, "url": url, "lease": lease}, sort_keys=True)
-            key = _b64(self.key)
+            key = encoded(self.key)
             try:
                 body = await self._post(
                     "kv/txn",
                     {
                         "compare": [{"key": key, "target": "CREATE", "create_revision": "0"}],
                         "success": [
-                            {"request_put": {"key": key, "value": _b64(value), "lease": str(lease)}}
+                            {
+                                "request_put": {
+                                    "key": key,
+                                    "value": encoded(value),
+                                    "lease": str(lease),
+                                }
+                            }
                         ],
                         "failure": [{"request_range": {"key": key}}],
                     },
                 )
-            except _EtcdRequestError as exc:
-                if exc.code == _GRPC_NOT_FOUND and attempt == 1:
+            except EtcdRequestError as exc:
+                if exc.code == GRPC_NOT_FOUND and attempt == 1:
                     self._mark_lost(lease, "lease_expired")  # our lease vanished: new one, again
                     continue
                 raise
             if body.get("succeeded"):
-                epoch = _int(body.get("header", {}).get("revision"))
+                epoch = gateway_int(body.get("header", {}).get("revision"))
             else:
-                holder = self._holder_from_txn(body)
+                holder = holder_from_txn(body)
                 if holder is None or (holder.node, holder.lease) != (node_id, lease):
                     return None
                 epoch = holder.create_revision  # ours already: a retried campaign
@@ -395,7 +369,7 @@ class EtcdCoordinator:
         await self._delete_if(epoch)
 
     async def _delete_if(self, create_revision: int) -> None:
-        key = _b64(self.key)
+        key = encoded(self.key)
         await self._post(
             "kv/txn",
             {
@@ -406,37 +380,11 @@ class EtcdCoordinator:
             },
         )
 
-    async def _read(self) -> _Holder | None:
+    async def _read(self) -> ElectionHolder | None:
         if self._session is None:
             raise RuntimeError("etcd coordinator not started: call start() first")
-        body = await self._post("kv/range", {"key": _b64(self.key)})
-        return self._holder(body.get("kvs"))
-
-    def _holder_from_txn(self, body: dict[str, Any]) -> _Holder | None:
-        for response in body.get("responses") or []:
-            ranged = response.get("response_range")
-            if isinstance(ranged, dict):
-                return self._holder(ranged.get("kvs"))
-        return None
-
-    def _holder(self, kvs: Any) -> _Holder | None:
-        if not kvs:
-            return None
-        kv = kvs[0]
-        node = url = ""
-        try:
-            record = json.loads(base64.b64decode(kv.get("value", "")))
-            if isinstance(record, dict):
-                node = str(record["node"]) if isinstance(record.get("node"), str) else ""
-                url = str(record["url"]) if isinstance(record.get("url"), str) else ""
-        except ValueError:
-            pass
-        return _Holder(
-            node=node,
-            url=url,
-            lease=_int(kv.get("lease")),
-            create_revision=_int(kv.get("create_revision")),
-        )
+        body = await self._post("kv/range", {"key": encoded(self.key)})
+        return holder_from_range(body.get("kvs"))
 
     # -- HTTP -----------------------------------------------------------------------------
 
@@ -453,23 +401,4 @@ class EtcdCoordinator:
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             reason = "timed out" if isinstance(exc, TimeoutError) else type(exc).__name__
             raise CoordinatorUnavailable(f"etcd at {self.endpoint} unreachable: {reason}") from None
-        try:
-            # A streaming endpoint (lease/keepalive) answers one JSON object a line.
-            body = json.loads(text.strip().splitlines()[0]) if text.strip() else {}
-        except ValueError:
-            body = None
-        if not isinstance(body, dict):
-            raise CoordinatorUnavailable(
-                f"etcd at {self.endpoint} answered {path} with something not JSON (HTTP {status})"
-            )
-        error = body.get("error")
-        if status != 200 or error is not None:
-            if isinstance(error, dict):  # streaming endpoints nest the error
-                body = error
-            message = str(body.get("message") or body.get("error") or f"HTTP {status}")
-            raw_code = body.get("code")
-            code = raw_code if isinstance(raw_code, int) else 0
-            if status in (502, 503, 504) or code in (_GRPC_UNAVAILABLE, _GRPC_DEADLINE_EXCEEDED):
-                raise CoordinatorUnavailable(f"etcd at {self.endpoint} unavailable: {message}")
-            raise _EtcdRequestError(f"etcd refused {path}: {message}", code=code, status=status)
-        return body
+        return read_answer(self.endpoint, path, status, text)
