@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from client_sim.latency import BotParams, LinkProfile, LogNormal, draw_population
+from client_sim.latency import BotParams, LinkProfile, LogNormal, draw_bot
 from client_sim.link import MIN_RTO, BotLink, DelayLine, retransmission_timeout
 
 
@@ -158,8 +158,8 @@ def test_both_directions_share_the_bots_rtt() -> None:
 
 def test_population_links_round_trip_statistics() -> None:
     """A drawn bot's ping round trip is its base RTT plus two exponential jitters."""
-    bots = draw_population(4, seed=3, rtt=LogNormal(0.05, 0.3), profile=LinkProfile(jitter_ms=2))
-    for bot in bots:
+    rtt, profile = LogNormal(0.05, 0.3), LinkProfile(jitter_ms=2)
+    for bot in (draw_bot(i, seed=3, rtt=rtt, profile=profile) for i in range(4)):
         link = BotLink.for_bot(bot)
         rtts = []
         for i in range(5000):
