@@ -23,43 +23,72 @@ import functools
 import itertools
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from client_sim import websocket
 from client_sim.clock_sync import ClockSync
 from client_sim.interpolation import SnapshotBuffer
 from client_sim.latency import BotParams
 from client_sim.link import BotLink
+from client_sim.pump import DeliveryPump
 from shared import protocol
 
-if TYPE_CHECKING:
-    from client_sim.swarm import Swarm
-
-__all__ = ["Bot", "FailoverEvent"]
+__all__ = ["Bot", "BotHost", "BotSettings", "FailoverEvent"]
 
 STALL_TIMEOUT_S = 0.5  # no snapshot for this long on a live socket: the primary is gone
 SPARE_WAIT_S = 1.0  # after a loss, how long the parked spare gets to be welcomed
 RECONNECT_BACKOFF_S = 0.05
 SPARE_RETRY_S = 0.5
 RECONNECT_GIVE_UP_S = 15.0
+SYNC_PING_INTERVAL = 0.1  # seconds between pings until the clock is synced
 SENT_FRAMES_KEPT = 1024  # unacknowledged inputs kept for resending (17 s at 60 Hz)
 #: Opening a connection costs a TCP handshake and the WebSocket upgrade: two round trips.
 CONNECT_ROUND_TRIPS = 2
 _CLOSED = b""  # sentinel in the down line: the server closed the connection
 
 
+class BotSettings(Protocol):
+    """The settings a bot reads (the swarm's :class:`~client_sim.swarm.SwarmConfig`)."""
+
+    @property
+    def connect_timeout(self) -> float: ...
+    @property
+    def name_prefix(self) -> str: ...
+    @property
+    def interp_delay(self) -> float: ...
+    @property
+    def ping_interval(self) -> float: ...
+
+
+class BotHost(Protocol):
+    """What a bot needs from the swarm that runs it, and nothing more.
+
+    The swarm owns the one timer for every bot's packets and reads what arrives (game
+    messages concern the whole swarm's arrays); a bot owns its sockets and its link.
+    """
+
+    @property
+    def config(self) -> BotSettings: ...
+    @property
+    def pump(self) -> DeliveryPump: ...
+
+    def deliver(self, bot: Bot, data: bytes) -> None:
+        """A frame reached ``bot`` after its modelled delay: decode it and act on it."""
+
+    def note_error(self, code: str) -> None:
+        """Count an error the report lists (``connect_failed:...`` and the like)."""
+
+
 @dataclass(slots=True)
 class FailoverEvent:
     """One lost primary, seen from one bot."""
 
-    epoch_before: int
     tick_before: int  # the last tick this bot was shown before the loss
     ack_before: int  # the highest input the old primary acknowledged
     lost_at: float  # loop clock: the last snapshot before the loss
     epoch_after: int = -1
     ack_after: int = -1  # the new primary's acknowledged input for this seat (welcome.ack)
     stall_s: float | None = None  # last snapshot before -> first snapshot after
-    via_spare: bool = False
 
     @property
     def resumed(self) -> bool:
@@ -77,32 +106,32 @@ class _Connection:
 class Bot:
     """One bot and its sockets; ``index`` is its row in the swarm's arrays."""
 
-    def __init__(self, index: int, params: BotParams, swarm: Swarm) -> None:
+    def __init__(
+        self, index: int, params: BotParams, swarm: BotHost, url: str, token: str | None = None
+    ) -> None:
+        """``url``: where to play first; ``token``: the seat the directory reserved there."""
         self.index = index
         self.params = params
         self.swarm = swarm
-        self.link = BotLink.for_bot(params)
-        routes = swarm.config.routes
-        # Where to play: the node the directory gave this bot, or the swarm's one node.
-        self.url = routes[index].url if routes else swarm.config.url
-        self.first_token = routes[index].reservation if routes else None
+        self._link = BotLink.for_bot(params)
+        self.url = url
+        self._first_token = token
         self.clock = ClockSync()
         self.snapshots = SnapshotBuffer()
         self.welcome: protocol.WelcomeMessage | None = None
-        self.welcomed_local = 0.0
+        self._welcomed_local = 0.0
         self.latest_tick = -1
         self.epoch = 0
-        self.max_ack = -1
-        self.last_snapshot_at = 0.0  # loop time
+        self._max_ack = -1
+        self._last_snapshot_at = 0.0  # loop time
         self.bytes_down = 0
         self.bytes_up = 0
         self.snapshot_count = 0
         self.inputs_sent = 0
-        self.next_ping = 0.0
-        self.ping_id = 0
+        self.next_ping = 0.0  # local time; the swarm's tick pings once it is reached
+        self._ping_id = 0
         self.failovers: list[FailoverEvent] = []
-        self.connect_failures = 0
-        self.sent_frames: deque[tuple[int, bytes]] = deque(maxlen=SENT_FRAMES_KEPT)
+        self._sent_frames: deque[tuple[int, bytes]] = deque(maxlen=SENT_FRAMES_KEPT)
         self._connections: dict[int, _Connection] = {}
         self._active: int | None = None  # where inputs go: the connection that welcomed us
         self._spare: int | None = None
@@ -124,7 +153,7 @@ class Bot:
         if self.clock.samples:
             return self.clock.server_time(now)
         assert self.welcome is not None
-        return self.welcome.server_time + (now - self.welcomed_local)
+        return self.welcome.server_time + (now - self._welcomed_local)
 
     @property
     def playing(self) -> bool:
@@ -138,11 +167,11 @@ class Bot:
         target = self._active if connection is None else connection
         if target is None:
             return
-        due = self.link.up.schedule(self._loop.time())
+        due = self._link.up.schedule(self._loop.time())
         self.swarm.pump.at(due, self._release_up, (target, frame))
 
     def send_input(self, seq: int, frame: bytes) -> None:
-        self.sent_frames.append((seq, frame))
+        self._sent_frames.append((seq, frame))
         self.send(frame)
         self.inputs_sent += 1
 
@@ -154,7 +183,7 @@ class Bot:
 
     def _arrived(self, connection_id: int, data: bytes) -> None:
         """A frame came off the socket: it reaches the bot when the down line releases it."""
-        due = self.link.down.schedule(self._loop.time())
+        due = self._link.down.schedule(self._loop.time())
         self.swarm.pump.at(due, self._release_down, (connection_id, data))
 
     def _ended(self, connection_id: int) -> None:
@@ -169,6 +198,7 @@ class Bot:
                 connection.closed = True
             self._changed.set()
         else:
+            self.bytes_down += len(data)
             self._delivering = connection_id
             self.swarm.deliver(self, data)
             self._delivering = None
@@ -193,24 +223,22 @@ class Bot:
             # The spare was welcomed before the loss of the old primary was noticed.
             self.failovers.append(
                 FailoverEvent(
-                    self.epoch,
                     self.latest_tick,
-                    self.max_ack,
-                    self.last_snapshot_at,
+                    self._max_ack,
+                    self._last_snapshot_at,
                     welcome.epoch,
                     welcome.ack,
-                    via_spare=True,
                 )
             )
             self._resend_after(welcome.ack)
         self.welcome = welcome
-        self.welcomed_local = self.local_time()
+        self._welcomed_local = self.local_time()
         self.epoch = max(self.epoch, welcome.epoch)
         self._changed.set()
 
     def _resend_after(self, ack: int) -> None:
         """Everything the new primary has not applied goes again, in order."""
-        for seq, frame in list(self.sent_frames):
+        for seq, frame in list(self._sent_frames):
             if seq > ack:
                 self.send(frame)
 
@@ -225,7 +253,13 @@ class Bot:
             self._spare = None
         self._changed.set()
 
-    def snapshot_shown(self, tick: int, ack: int) -> None:
+    def accept_snapshot(self, epoch: int, tick: int, ack: int) -> bool:
+        """Whether the bot shows this snapshot: never one from a deposed primary (a lower
+        epoch), nor one older than the last shown. Once shown, its ``ack`` frees the
+        inputs it covers from the resend buffer."""
+        if epoch < self.epoch or (epoch == self.epoch and tick <= self.latest_tick):
+            return False
+        self.epoch = epoch
         self.latest_tick = tick
         self.snapshot_count += 1
         now = self._loop.time()
@@ -233,11 +267,23 @@ class Bot:
             event = self.failovers[-1]
             if event.epoch_after >= 0:
                 event.stall_s = now - event.lost_at
-        self.last_snapshot_at = now
-        if ack > self.max_ack:
-            self.max_ack = ack
-            while self.sent_frames and self.sent_frames[0][0] <= ack:
-                self.sent_frames.popleft()
+        self._last_snapshot_at = now
+        if ack > self._max_ack:
+            self._max_ack = ack
+            while self._sent_frames and self._sent_frames[0][0] <= ack:
+                self._sent_frames.popleft()
+        return True
+
+    def note_pong(self, pong: protocol.PongMessage) -> None:
+        self.clock.observe(pong.t, pong.server_time, self.local_time())
+
+    def ping(self, local: float) -> None:
+        """Ping at the bot's local time ``local``, and say when the next one is due: a burst
+        until the clock is synced, then the steady interval."""
+        synced = self.clock.synced
+        self.next_ping = local + (self.swarm.config.ping_interval if synced else SYNC_PING_INTERVAL)
+        self._ping_id += 1
+        self.send(protocol.encode(protocol.PingMessage(self._ping_id, local)))
 
     # -- connections -----------------------------------------------------------------------
 
@@ -261,10 +307,8 @@ class Bot:
                     max_size=protocol.MAX_SERVER_FRAME_BYTES,
                 )
         except (OSError, TimeoutError, ValueError) as error:  # ValueError: not a ws URL
-            if self.welcome is None:
+            if self.welcome is None:  # (during a failover, dead nodes are expected)
                 self.swarm.note_error(f"connect_failed:{type(error).__name__}")
-            else:
-                self.connect_failures += 1  # during a failover, dead nodes are expected
             return None
         connection = _Connection(connection_id, url, ws)
         self._connections[connection_id] = connection
@@ -273,7 +317,7 @@ class Bot:
         join = protocol.JoinMessage(
             protocol.PROTOCOL_VERSION,
             f"{config.name_prefix}-{self.params.index}",
-            token=self.welcome.token if self.welcome is not None else self.first_token,
+            token=self.welcome.token if self.welcome is not None else self._first_token,
             interp_delay=config.interp_delay,
         )
         self.send(protocol.encode(join), connection_id)
@@ -292,12 +336,12 @@ class Bot:
         active = self._connections.get(self._active) if self._active is not None else None
         if active is None or active.closed:
             return self._active is not None or self.welcome is not None
-        silent = self._loop.time() - max(self.last_snapshot_at, self.welcomed_at_loop)
+        silent = self._loop.time() - max(self._last_snapshot_at, self._welcomed_at_loop)
         return silent > STALL_TIMEOUT_S
 
     @property
-    def welcomed_at_loop(self) -> float:
-        return self.welcomed_local - self.params.clock_offset
+    def _welcomed_at_loop(self) -> float:
+        return self._welcomed_local - self.params.clock_offset
 
     def needs_attention(self, now: float) -> bool:
         """Whether :meth:`_play` has something to do now (the swarm's watchdog asks)."""
@@ -361,7 +405,7 @@ class Bot:
         if lost is not None:
             self._retire(lost)
         self.failovers.append(
-            FailoverEvent(self.epoch, self.latest_tick, self.max_ack, self.last_snapshot_at)
+            FailoverEvent(self.latest_tick, self._max_ack, self._last_snapshot_at)
         )
         event = self.failovers[-1]
         if self._spare is not None:
@@ -371,7 +415,6 @@ class Bot:
                         self._changed.clear()
                         await self._changed.wait()
             if event.epoch_after >= 0:
-                event.via_spare = True
                 return
         standbys = self.welcome.standbys if self.welcome is not None else ()
         endpoints = list(dict.fromkeys([*standbys, self.url]))

@@ -58,9 +58,6 @@ class DelayLine:
         "_random",
         "_rng",
         "_rto",
-        "_spike",
-        "packets",
-        "spikes",
     )
 
     def __init__(
@@ -93,13 +90,8 @@ class DelayLine:
         self._rng = rng
         self._block = int(block)
         self._extra: list[float] = []
-        self._spike: list[bool] = []
         self._i = self._block  # empty: the first packet refills
         self._last = -math.inf
-        #: Packets scheduled so far.
-        self.packets = 0
-        #: Packets that were "lost" and paid a retransmission timeout.
-        self.spikes = 0
 
     def _refill(self) -> None:
         rng = self._rng
@@ -112,9 +104,6 @@ class DelayLine:
         if self._loss > 0:
             lost = rng.random(n) < self._loss
             extra += lost * self._rto
-            self._spike = lost.tolist()
-        else:
-            self._spike = [False] * n
         self._extra = extra.tolist()
         self._i = 0
 
@@ -126,18 +115,11 @@ class DelayLine:
                 self._refill()
             i = self._i
             due += self._extra[i]
-            if self._spike[i]:
-                self.spikes += 1
             self._i = i + 1
         if due < self._last:
             due = self._last  # TCP: nothing overtakes the packet before it
         self._last = due
-        self.packets += 1
         return due
-
-    @property
-    def one_way(self) -> float:
-        return self._one_way
 
 
 @dataclass(frozen=True, slots=True)

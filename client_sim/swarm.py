@@ -34,9 +34,8 @@ from shared import eventloop, protocol
 from shared.arena_map import ArenaMap, default_map
 from shared.timestep import TickSchedule, run_tick_loop
 
-__all__ = ["Bot", "Swarm", "SwarmConfig", "SwarmResult"]
+__all__ = ["Swarm", "SwarmConfig", "SwarmResult", "run_swarm"]
 
-SYNC_PING_INTERVAL = 0.1  # seconds between pings until the clock is synced
 WATCHDOG_INTERVAL_S = 0.1  # how often the swarm looks for silent primaries and missing spares
 PROGRESS_INTERVAL_S = 1.0
 
@@ -133,7 +132,6 @@ class Swarm:
     # -- what arrives, after its modelled delay ------------------------------------------
 
     def deliver(self, bot: Bot, data: bytes) -> None:
-        bot.bytes_down += len(data)
         try:
             message = self.decoder.decode(data)
         except protocol.ProtocolError as error:
@@ -142,15 +140,14 @@ class Swarm:
         if isinstance(message, protocol.SnapshotMessage):
             self._on_snapshot(bot, message)
         elif isinstance(message, protocol.PongMessage):
-            bot.clock.observe(message.t, message.server_time, bot.local_time())
+            bot.note_pong(message)
         elif isinstance(message, protocol.StandbysMessage):
             bot.standbys_changed(message)
         elif isinstance(message, protocol.WelcomeMessage):
             self._on_welcome(bot, message)
         elif isinstance(message, protocol.ErrorMessage):
-            if message.code == "not_primary" and bot.welcome is not None:
-                bot.connect_failures += 1  # a standby during a failover: try the next node
-            else:
+            # A standby answering during a failover is expected: the bot tries the next node.
+            if message.code != "not_primary" or bot.welcome is None:
                 self.note_error(f"server:{message.code}")
 
     def _on_welcome(self, bot: Bot, welcome: protocol.WelcomeMessage) -> None:
@@ -161,12 +158,10 @@ class Swarm:
             self.welcomed.set()
 
     def _on_snapshot(self, bot: Bot, snapshot: protocol.SnapshotMessage) -> None:
-        if self.predictor is None or snapshot.epoch < bot.epoch:
-            return  # a deposed primary: never accepted
-        if snapshot.epoch == bot.epoch and snapshot.tick <= bot.latest_tick:
-            return
-        bot.epoch = snapshot.epoch
-        bot.snapshot_shown(snapshot.tick, snapshot.ack)
+        if self.predictor is None or not bot.accept_snapshot(
+            snapshot.epoch, snapshot.tick, snapshot.ack
+        ):
+            return  # a deposed primary's, or not newer than what the bot shows
         you = snapshot.you
         if not self.placed[bot.index]:
             self.predictor.place(bot.index, np.array(you[:3]), np.array(you[3:]))
@@ -251,11 +246,7 @@ class Swarm:
             )
             bot.send_input(seq, frame)
             if local >= bot.next_ping:
-                # A burst of pings until the clock is synced, then the steady interval.
-                interval = self.config.ping_interval if bot.clock.synced else SYNC_PING_INTERVAL
-                bot.next_ping = local + interval
-                bot.ping_id += 1
-                bot.send(protocol.encode(protocol.PingMessage(bot.ping_id, local)))
+                bot.ping(local)
 
     def _shoot(
         self, bot: Bot, seq: int, render_time: float
@@ -339,7 +330,7 @@ class Swarm:
         loop = asyncio.get_running_loop()
         self.pump = DeliveryPump(loop)
         self.welcomed = asyncio.Event()
-        self.bots = [Bot(i, params, self) for i, params in enumerate(config.bots)]
+        self.bots = [Bot(i, params, self, *self._seat(i)) for i, params in enumerate(config.bots)]
         stop = asyncio.Event()
         cpu_before, began = time.process_time(), loop.time()
         async with asyncio.TaskGroup() as group:
@@ -379,6 +370,14 @@ class Swarm:
             with contextlib.suppress(asyncio.CancelledError):
                 await ticker
             self._stop_all(stop)
+
+    def _seat(self, index: int) -> tuple[str, str | None]:
+        """Where bot ``index`` plays: the node the directory gave it (with the reserved
+        seat's token), or the swarm's one node."""
+        routes = self.config.routes
+        if routes:
+            return routes[index].url, routes[index].reservation
+        return self.config.url, None
 
     def _stop_all(self, stop: asyncio.Event) -> None:
         stop.set()

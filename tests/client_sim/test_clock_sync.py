@@ -63,10 +63,10 @@ def test_converges_over_the_modelled_link() -> None:
         recv = link.down.schedule(arrive)
         sync.observe(now, arrive - bot.clock_offset, recv)
         seen.append(sync.server_time(recv))
-    assert link.up.spikes + link.down.spikes > 0  # some pongs paid an RTO
     assert sync.target_offset == pytest.approx(OFFSET, abs=0.002)
     assert sync.server_time(now) - now == pytest.approx(OFFSET, abs=0.002)
-    assert max(sync.rtt_samples) > 0.2 and sync.min_rtt == pytest.approx(0.07, abs=0.003)
+    assert max(sync.rtt_samples) > 0.2  # some pongs paid an RTO (200 ms)
+    assert sync.min_rtt == pytest.approx(0.07, abs=0.003)
 
 
 def test_slow_outliers_do_not_drag_the_estimate() -> None:
