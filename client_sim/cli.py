@@ -403,14 +403,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"arena-bots: {error}", file=sys.stderr)
         return 2
     try:
-        report = eventloop.run(run_bots(replace(run), progress=not args.quiet))
+        report = eventloop.run(
+            run_bots(replace(run), progress=not args.quiet), cancel_on=(signal.SIGTERM,)
+        )
     except DirectoryError as error:
         print(f"arena-bots: {error}", file=sys.stderr)
         return 1
     except RuntimeError as error:  # a worker died
         print(f"arena-bots: {error}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):
         print("arena-bots: interrupted", file=sys.stderr)
         return 130
     print(format_summary(report))

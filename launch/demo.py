@@ -17,6 +17,7 @@ import json
 import math
 import os
 import secrets
+import signal
 import subprocess
 import sys
 import tempfile
@@ -207,7 +208,7 @@ def regions_demo(args: argparse.Namespace) -> dict[str, Any]:
             print(f"arena-demo: killing {primary['node_id']} (SIGKILL)", flush=True)
             return [await kill_primary(primary["url"], [standby["url"]], pid=primary["pid"])]
 
-        return eventloop.run(run_bots(run, during=kill_halfway))
+        return eventloop.run(run_bots(run, during=kill_halfway), cancel_on=(signal.SIGTERM,))
 
 
 def publish(report: dict[str, Any], path: str) -> None:
@@ -269,7 +270,7 @@ def single_region_demo(args: argparse.Namespace) -> dict[str, Any]:
             )
             return [outcome]
 
-        return eventloop.run(run_bots(run, during=kill_halfway))
+        return eventloop.run(run_bots(run, during=kill_halfway), cancel_on=(signal.SIGTERM,))
 
 
 def _say(line: str) -> None:
@@ -289,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     except (RuntimeError, ValueError, OSError) as error:
         print(f"arena-demo: {error}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):
         print("arena-demo: interrupted; everything it started was stopped", file=sys.stderr)
         return 130
     publish(report, args.json)

@@ -13,7 +13,8 @@ from it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+import signal
+from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
 __all__ = ["LOOP_NAME", "run", "sleep"]
@@ -29,11 +30,31 @@ except ImportError:  # pragma: no cover - uvloop is a dependency wherever it ins
 LOOP_NAME = "asyncio" if uvloop is None else "uvloop"
 
 
-def run(main: Coroutine[Any, Any, T]) -> T:
-    """Like :func:`asyncio.run`, on uvloop's loop when it is installed."""
+def run(main: Coroutine[Any, Any, T], cancel_on: Sequence[signal.Signals] = ()) -> T:
+    """Like :func:`asyncio.run`, on uvloop's loop when it is installed.
+
+    ``cancel_on``: signals that cancel ``main`` while the loop runs (its clean-up runs, and
+    :class:`asyncio.CancelledError` comes out of this call); the handlers the process had
+    for them before are put back when the loop ends. asyncio does this for SIGINT only,
+    and only when the process did not start with SIGINT ignored (a background job does).
+    """
+
+    async def cancellable() -> T:
+        loop, task = asyncio.get_running_loop(), asyncio.current_task()
+        assert task is not None
+        before = {sig: signal.getsignal(sig) for sig in cancel_on}
+        for sig in cancel_on:
+            loop.add_signal_handler(sig, task.cancel)
+        try:
+            return await main
+        finally:
+            for sig, handler in before.items():
+                loop.remove_signal_handler(sig)
+                signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+
     if uvloop is None:  # pragma: no cover
-        return asyncio.run(main)
-    return uvloop.run(main)
+        return asyncio.run(cancellable())
+    return uvloop.run(cancellable())
 
 
 async def sleep(seconds: float) -> None:

@@ -47,6 +47,9 @@ def exit_with_parent_if_asked(sig: signal.Signals = signal.SIGTERM) -> None:
 
 
 def sigterm_as_interrupt() -> None:
-    """Make SIGTERM do what Ctrl-C does (KeyboardInterrupt in the main thread), so a
-    launcher's ``finally`` blocks stop its children on either; a launcher calls this first."""
+    """Make SIGTERM raise KeyboardInterrupt, as Ctrl-C does, so a launcher's ``finally``
+    blocks stop its children on either; a launcher calls this first. While its event loop
+    runs, :func:`shared.eventloop.run` with ``cancel_on`` turns the signal into a clean
+    cancellation of the main task instead (an exception raised at an arbitrary point of
+    the loop could leave its shutdown waiting)."""
     signal.signal(signal.SIGTERM, signal.default_int_handler)

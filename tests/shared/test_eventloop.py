@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+
+import pytest
 
 from shared import eventloop
 
@@ -35,3 +39,20 @@ def test_a_sleep_on_uvloop_asks_for_a_millisecond_more(monkeypatch) -> None:  # 
     eventloop.run(eventloop.sleep(0.010))
     asyncio.run(eventloop.sleep(0.010))
     assert asked == [0.011, 0.010]
+
+
+def test_a_cancel_on_signal_cancels_the_main_task_and_its_cleanup_runs() -> None:
+    cleaned_up = []
+
+    async def main() -> None:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            await asyncio.sleep(5)
+        finally:
+            cleaned_up.append(True)
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(asyncio.CancelledError):
+        eventloop.run(main(), cancel_on=(signal.SIGTERM,))
+    assert cleaned_up == [True]
+    assert signal.getsignal(signal.SIGTERM) == before
