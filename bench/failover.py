@@ -135,8 +135,6 @@ async def run_one(coordinator: str, kills: int, bots: int) -> dict[str, Any]:
             await region.until_live_standby(standby)
             await asyncio.sleep(1.0)  # let every bot settle on the new primary
             primary = standby
-        for bot in swarm.bots:
-            bot.swarm.config  # noqa: B018  (keep the swarm referenced until the end)
         await asyncio.sleep(1.0)
         play.cancel()
         with contextlib.suppress(asyncio.CancelledError):

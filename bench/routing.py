@@ -176,7 +176,12 @@ async def directory_at(in_process: bool) -> AsyncIterator[tuple[str, int]]:
         "warning",
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
-        env={**os.environ, "ARENA_CLUSTER_SECRET": SECRET, "PYTHONUNBUFFERED": "1"},
+        env={
+            **os.environ,
+            "ARENA_CLUSTER_SECRET": SECRET,
+            "PYTHONUNBUFFERED": "1",
+            "ARENA_EXIT_WITH_PARENT": "1",
+        },
     )
     try:
         assert process.stdout is not None

@@ -1,7 +1,7 @@
 """What the bots decide to press: wander, strafe under fire, seek cover (vectorised).
 
 The brain sees only what a client sees: its own predicted position and, a few times a
-second, the nearest enemy in its interpolated view (``perceive``). Every tick it turns that
+second, the nearest enemy in its interpolated view (``perceive_group``). Every tick it turns that
 into a move vector in world axes (length <= 1), a view yaw/pitch and buttons, for all bots
 in one pass over arrays.
 """
@@ -93,19 +93,6 @@ class Brain:
         lo = self.arena.bounds_min + 1.0
         hi = self.arena.bounds_max - 1.0
         return self.rng.uniform(lo, hi, size=(n, 2))
-
-    def perceive(
-        self, bot: int, own: np.ndarray, enemies: np.ndarray, enemy_ids: np.ndarray, now: float
-    ) -> None:
-        """One bot's glance at enemies' feet ``(K, 3)``: :meth:`perceive_group` for one."""
-        self.perceive_group(
-            np.array([bot]),
-            own[None],
-            enemies[None],
-            enemy_ids,
-            np.ones((1, len(enemies)), dtype=bool),
-            now,
-        )
 
     def perceive_group(
         self,

@@ -39,7 +39,7 @@ from client_sim.swarm import Swarm, SwarmConfig, SwarmResult, run_swarm
 from shared import eventloop
 from shared.commandline import OneLineParser
 from shared.geo import GeoError, parse_population
-from shared.lifetime import exit_with_parent, sigterm_as_interrupt
+from shared.lifetime import exit_with_parent, exit_with_parent_if_asked, sigterm_as_interrupt
 
 __all__ = ["BotRun", "main", "run_bots"]
 
@@ -396,6 +396,7 @@ def write_report(report: dict[str, Any], path: str | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     sigterm_as_interrupt()  # SIGTERM stops the workers like Ctrl-C does
+    exit_with_parent_if_asked()  # a launcher's child (a bench): never outlive it
     args = build_parser().parse_args(argv)
     try:
         run = parse_run(args)

@@ -14,7 +14,9 @@ import enum
 import hashlib
 import hmac
 
-__all__ = ["Purpose", "mac", "matches", "secret_bytes"]
+__all__ = ["SECRET_ENV", "Purpose", "mac", "matches", "secret_bytes"]
+
+SECRET_ENV = "ARENA_CLUSTER_SECRET"  # where every node and directory reads the secret by default
 
 
 class Purpose(enum.Enum):

@@ -12,10 +12,10 @@ import secrets
 
 from server import signing
 from server.replication.messages import ConfigFingerprint, Hello
+from server.signing import SECRET_ENV
 
 __all__ = ["MAX_SKEW_S", "SECRET_ENV", "load_secret", "sign_hello", "verify_hello"]
 
-SECRET_ENV = "ARENA_CLUSTER_SECRET"
 MAX_SKEW_S = 30.0
 
 

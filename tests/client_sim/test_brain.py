@@ -26,6 +26,14 @@ def feet(*points: tuple[float, float]) -> np.ndarray:
     return np.array([[x, y, 0.0] for x, y in points])
 
 
+def perceive(
+    bots: Brain, bot: int, own: np.ndarray, enemies: np.ndarray, ids: np.ndarray, now: float
+) -> None:
+    """One bot's glance at every one of ``enemies`` (all visible): a group of one."""
+    visible = np.ones((1, len(enemies)), dtype=bool)
+    bots.perceive_group(np.array([bot]), own[None], enemies[None], ids, visible, now)
+
+
 def test_an_unknown_behaviour_is_refused() -> None:
     with pytest.raises(ValueError, match="behaviour"):
         brain(behaviour="camp")
@@ -122,7 +130,7 @@ def test_perceive_notes_the_nearest_visible_enemy_in_range() -> None:
     bots = brain(cover_seeking=0.0)
     me = np.array([-26.0, -20.0, 0.0])
     enemies = feet((-26.0, -5.0), (-26.0, -12.0))
-    bots.perceive(0, me, enemies, np.array([11, 12]), now=2.0)
+    perceive(bots, 0, me, enemies, np.array([11, 12]), now=2.0)
     assert bots.has_threat[0] and bots.threat_id[0] == 12
     assert bots.threat[0].tolist() == [-26.0, -12.0, 0.0]
     assert bots.threat_since[0] == 2.0
@@ -131,11 +139,11 @@ def test_perceive_notes_the_nearest_visible_enemy_in_range() -> None:
 def test_perceive_keeps_the_time_a_threat_was_first_seen() -> None:
     bots = brain(cover_seeking=0.0)
     me = np.array([-26.0, -20.0, 0.0])
-    bots.perceive(0, me, feet((-26.0, -12.0)), np.array([12]), now=2.0)
-    bots.perceive(0, me, feet((-25.0, -12.0)), np.array([12]), now=2.5)
+    perceive(bots, 0, me, feet((-26.0, -12.0)), np.array([12]), now=2.0)
+    perceive(bots, 0, me, feet((-25.0, -12.0)), np.array([12]), now=2.5)
     assert bots.threat_since[0] == 2.0
     assert bots.threat[0].tolist() == [-25.0, -12.0, 0.0]  # but follows it
-    bots.perceive(0, me, feet((-25.0, -12.0)), np.array([13]), now=3.0)
+    perceive(bots, 0, me, feet((-25.0, -12.0)), np.array([13]), now=3.0)
     assert bots.threat_since[0] == 3.0  # somebody else
 
 
@@ -143,19 +151,19 @@ def test_perceive_ignores_enemies_behind_a_wall() -> None:
     # The wall from x 4 to 12 at y 8..9 stands between y = 0 and y = 15.
     bots = brain(cover_seeking=0.0)
     me = np.array([8.0, 0.0, 0.0])
-    bots.perceive(0, me, feet((8.0, 15.0)), np.array([5]), now=1.0)
+    perceive(bots, 0, me, feet((8.0, 15.0)), np.array([5]), now=1.0)
     assert not bots.has_threat[0] and bots.threat_id[0] == -1
     # The nearest is hidden, a farther one in the open is seen.
-    bots.perceive(0, me, feet((8.0, 15.0), (20.0, 5.0)), np.array([5, 6]), now=1.0)
+    perceive(bots, 0, me, feet((8.0, 15.0), (20.0, 5.0)), np.array([5, 6]), now=1.0)
     assert bots.has_threat[0] and bots.threat_id[0] == 6
 
 
 def test_perceive_ignores_enemies_out_of_range() -> None:
     bots = brain(cover_seeking=0.0, engage_range=25.0)
     me = np.array([-26.0, -26.0, 0.0])
-    bots.perceive(0, me, feet((-26.0, -0.5)), np.array([5]), now=1.0)  # 25.5 m
+    perceive(bots, 0, me, feet((-26.0, -0.5)), np.array([5]), now=1.0)  # 25.5 m
     assert not bots.has_threat[0]
-    bots.perceive(0, me, feet((-26.0, -1.0)), np.array([5]), now=1.0)  # 25 m exactly
+    perceive(bots, 0, me, feet((-26.0, -1.0)), np.array([5]), now=1.0)  # 25 m exactly
     assert bots.has_threat[0]
 
 
@@ -164,16 +172,16 @@ def test_perceive_only_glances_at_the_three_nearest() -> None:
     me = np.array([8.0, 0.0, 0.0])
     hidden = [(7.0, 15.0), (8.0, 15.0), (9.0, 15.0)]  # behind the wall, nearer
     enemies = feet(*hidden, (8.0, -16.0))  # in the open, farther
-    bots.perceive(0, me, enemies, np.array([1, 2, 3, 4]), now=1.0)
+    perceive(bots, 0, me, enemies, np.array([1, 2, 3, 4]), now=1.0)
     assert not bots.has_threat[0]
 
 
 def test_losing_sight_clears_the_threat_and_cover_mode() -> None:
     bots = brain(cover_seeking=1.0)
     me = np.array([0.0, -3.0, 0.0])
-    bots.perceive(0, me, feet((0.0, -10.0)), np.array([5]), now=1.0)
+    perceive(bots, 0, me, feet((0.0, -10.0)), np.array([5]), now=1.0)
     assert bots.has_threat[0] and bots.in_cover_mode[0]
-    bots.perceive(0, me, np.zeros((0, 3)), np.zeros(0, dtype=np.int64), now=2.0)
+    perceive(bots, 0, me, np.zeros((0, 3)), np.zeros(0, dtype=np.int64), now=2.0)
     assert not bots.has_threat[0] and not bots.in_cover_mode[0]
     assert bots.threat_id[0] == -1
 
@@ -194,7 +202,7 @@ def test_a_new_threat_sends_a_cover_seeker_behind_the_nearest_crate() -> None:
     bots = brain(cover_seeking=1.0)
     me = np.array([0.0, -3.0, 0.0])
     threat = np.array([0.0, -10.0, 0.0])
-    bots.perceive(0, me, threat[None], np.array([5]), now=1.0)
+    perceive(bots, 0, me, threat[None], np.array([5]), now=1.0)
     assert bots.in_cover_mode[0]
     # The crate at the centre (-1..1 square): its far face from the threat.
     assert bots.goal[0].tolist() == [0.0, 1.8]
@@ -204,7 +212,7 @@ def test_a_new_threat_sends_a_cover_seeker_behind_the_nearest_crate() -> None:
 def test_bots_that_do_not_seek_cover_keep_their_goal() -> None:
     bots = brain(cover_seeking=0.0)
     goal = bots.goal.copy()
-    bots.perceive(0, np.array([0.0, -3.0, 0.0]), feet((0.0, -10.0)), np.array([5]), now=1.0)
+    perceive(bots, 0, np.array([0.0, -3.0, 0.0]), feet((0.0, -10.0)), np.array([5]), now=1.0)
     assert bots.goal.tolist() == goal.tolist() and not bots.in_cover_mode[0]
 
 
@@ -213,7 +221,7 @@ def test_a_bot_in_cover_stays_put_while_its_goal_lasts() -> None:
     bots.decide(feet((0.0, -3.0)), 0.0, DT)  # the first decision sets a wander deadline
     deadline = float(bots.goal_deadline[0])
     assert 3.0 <= deadline <= 8.0
-    bots.perceive(0, np.array([0.0, -3.0, 0.0]), feet((0.0, -10.0)), np.array([5]), now=1.0)
+    perceive(bots, 0, np.array([0.0, -3.0, 0.0]), feet((0.0, -10.0)), np.array([5]), now=1.0)
     at_cover = feet((0.0, 1.8))
     ticks = int((deadline - 1.0) * RATE) - 1
     for tick in range(ticks):
@@ -226,6 +234,6 @@ def test_cover_against_a_threat_at_a_grazing_angle_is_behind_a_crate() -> None:
     bots = brain(cover_seeking=1.0)
     me = np.array([3.0, 2.0, 0.0])
     threat = np.array([15.0, -0.3, 0.0])
-    bots.perceive(0, me, threat[None], np.array([5]), now=1.0)
+    perceive(bots, 0, me, threat[None], np.array([5]), now=1.0)
     assert bots.has_threat[0] and bots.in_cover_mode[0]
     assert crate_between(bots.goal[0], threat), bots.goal[0].tolist()

@@ -16,6 +16,7 @@ from server.directory.auth import DEV_SECRET
 from server.directory.net.app import create_app
 from server.directory.service import DirectoryConfig
 from server.logs import configure_logging
+from server.signing import SECRET_ENV
 from shared.commandline import OneLineParser
 from shared.lifetime import exit_with_parent_if_asked
 
@@ -61,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--secret-env",
-        default="ARENA_CLUSTER_SECRET",
+        default=SECRET_ENV,
         metavar="NAME",
         help=f"environment variable holding the cluster secret (>= {_MIN_SECRET_CHARS} chars)",
     )
