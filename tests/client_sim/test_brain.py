@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from client_sim.brain import BEHAVIOURS, PACE_SPEED, Brain
 from shared.arena_map import default_map
 from shared.hitbox import ray_world_entry
+from tests.client_sim.glances import perceive
 
 ARENA = default_map()
 RATE = 60
@@ -24,14 +25,6 @@ def brain(count: int = 1, behaviour: str = "play", seed: int = 0, **kw: float) -
 
 def feet(*points: tuple[float, float]) -> np.ndarray:
     return np.array([[x, y, 0.0] for x, y in points])
-
-
-def perceive(
-    bots: Brain, bot: int, own: np.ndarray, enemies: np.ndarray, ids: np.ndarray, now: float
-) -> None:
-    """One bot's glance at every one of ``enemies`` (all visible): a group of one."""
-    visible = np.ones((1, len(enemies)), dtype=bool)
-    bots.perceive_group(np.array([bot]), own[None], enemies[None], ids, visible, now)
 
 
 def test_an_unknown_behaviour_is_refused() -> None:

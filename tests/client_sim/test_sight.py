@@ -27,6 +27,7 @@ from shared.hitbox import (
     ray_world_entry,
 )
 from shared.weapons import LAUNCHER
+from tests.client_sim.glances import perceive
 
 ARENA = default_map()
 # Rounded to 0.1 mm: scenes, not float corner cases (denormal directions and the like).
@@ -147,7 +148,7 @@ def test_perceiving_as_a_group_is_perceiving_one_by_one(
     alone = Brain(lookers, ARENA, np.random.default_rng(0), cover_seeking=0.0)
     together.perceive_group(np.arange(lookers), own, feet, ids, visible, now=1.0)
     for bot in range(lookers):
-        alone.perceive(bot, own[bot], feet[bot][visible[bot]], ids[visible[bot]], now=1.0)
+        perceive(alone, bot, own[bot], feet[bot][visible[bot]], ids[visible[bot]], now=1.0)
     for name in ("has_threat", "threat_id", "threat", "threat_since", "in_cover_mode"):
         assert getattr(together, name).tolist() == getattr(alone, name).tolist(), name
 
