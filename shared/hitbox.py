@@ -1,6 +1,6 @@
 """The player hitbox model and exact ray tests, shared by the server and the bots.
 
-The server's hit kernels (``server/hitreg``) compute authoritative verdicts with exactly these
+The server's hit kernels (``server/sim/hitreg``) compute authoritative verdicts with exactly these
 shapes and this arithmetic; a bot calls :func:`ray_hit_player` on what it rendered to record
 its own "what I saw" verdict. Keeping one definition is what makes the two comparable.
 
@@ -10,7 +10,7 @@ every hitbox is a vertical capsule given by the heights of its axis segment abov
 and a radius; a sphere is a capsule whose segment has zero length.
 
 Arithmetic contract (why the code below looks the way it does): the NumPy reference in
-``server/hitreg/reference.py`` and the numba kernels must agree bit for bit on random scenes,
+``server/sim/hitreg/reference.py`` and the numba kernels must agree bit for bit on random scenes,
 so every quantity is computed with the same operations in the same order (sums of products
 written out left to right, never ``np.dot``, which may reorder or fuse), divisions are only
 taken where the divisor is non-zero, and ties are broken by rules rather than by luck:

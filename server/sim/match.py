@@ -2,9 +2,10 @@
 
 A tick is: drain the inputs due at T, simulate movement, append snapshot T to history,
 resolve the shots (lag-compensated, :mod:`server.sim.combat`) and encode snapshot T once for
-everybody. The asyncio edge (:mod:`server.net.app`) feeds inputs in
-with their arrival time and sends what :meth:`Match.tick` returns; nothing else writes the
-world. Time is a parameter everywhere: server time is ``tick / tick_rate``.
+everybody. The node's asyncio edge (:mod:`server.net`) feeds inputs in with their arrival
+time (through :class:`server.sim.intake.InputIntake`) and sends what the tick returns
+(:mod:`server.net.sessions`); nothing else writes the world. Time is a parameter
+everywhere: server time is ``tick / tick_rate``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Every node is a real aiohttp app (``server.net.app.create_app``) on 127.0.0.1 on a port the OS
 picked, all in the test's event loop. A node's socket is bound before its config is made,
-as ``server/cli.py`` does, so that its ``public_url`` names its own port. Fake standbys and
+as ``server/net/cli.py`` does, so that its ``public_url`` names its own port. Fake standbys and
 players speak the wire protocol by hand, so the tests can make them misbehave on purpose.
 """
 
@@ -59,7 +59,7 @@ class RunningNode:
         return self.app[NODE]
 
     async def stop(self) -> None:
-        """A graceful stop, as on SIGTERM (``server/cli.py``): the runner's cleanup."""
+        """A graceful stop, as on SIGTERM (``server/net/cli.py``): the runner's cleanup."""
         if not self.stopped:
             self.stopped = True
             await self.runner.cleanup()

@@ -1,4 +1,4 @@
-"""Shots, damage, deaths and respawns: the rules around the hit kernels (server/combat.py).
+"""Shots, damage, deaths and respawns: the rules around the hit kernels (server/sim/combat.py).
 
 Each scene mirrors what ``Match.tick`` does: the world's positions go into the history ring
 as snapshot T, ``Combat.resolve`` judges the queued shots against that history with the
