@@ -52,8 +52,9 @@ class _Count(event.Listener):
         print("bench_compile_event", file=sys.stderr, flush=True)
 
 event.register("numba:compile", _Count())
-sys.argv = ["arena-server", *sys.argv[1:]]
-runpy.run_module("server.net.cli", run_name="__main__")
+module, *arguments = sys.argv[1:]
+sys.argv = ["arena-server", *arguments]
+runpy.run_module(module, run_name="__main__")
 """
 
 
@@ -93,6 +94,14 @@ def _log_lines(log: Path) -> list[str]:
     return []
 
 
+def server_module(checkout: Path) -> str | None:
+    """The module ``arena-server`` runs in ``checkout`` (it moved in the split by layer)."""
+    for module in ("server.net.cli", "server.cli"):
+        if (checkout / (module.replace(".", "/") + ".py")).is_file():
+            return module
+    return None
+
+
 def start_to_ready(checkout: Path, cache: Path) -> dict[str, Any]:
     """Start a node of ``checkout`` on ``cache``; seconds until ready, compile events, CPU.
 
@@ -107,7 +116,8 @@ def start_to_ready(checkout: Path, cache: Path) -> dict[str, Any]:
         began = time.perf_counter()
         node = Child(
             "the node",
-            [sys.executable, "-c", _COUNTING_LAUNCHER, "--port", str(port), "--log-level", "info"],
+            [sys.executable, "-c", _COUNTING_LAUNCHER, str(server_module(checkout))]
+            + ["--port", str(port), "--log-level", "info"],
             env={**env, "ARENA_CLUSTER_SECRET": None},
             cwd=checkout,
             log_path=log,
@@ -206,8 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeat < 1:
         parser.error("--repeat: at least 1")
     for folder in args.baseline:
-        if not (folder / "server" / "cli.py").is_file():
-            parser.error(f"--baseline {folder}: not an Arena checkout (no server/cli.py)")
+        if server_module(folder) is None:
+            parser.error(f"--baseline {folder}: not an Arena checkout (no server/net/cli.py)")
     if args.json is not None and not args.json.parent.is_dir():
         parser.error(f"--json {args.json}: the folder {args.json.parent} does not exist")
     hog = (

@@ -145,8 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
 def start_cluster_process(
     regions: str, tick_rate: int, ready_within: float = READY_WITHIN_S
 ) -> Iterator[dict[str, Any]]:
-    """Run ``arena-cluster`` as a child (client_sim never imports server); yield its JSON
-    once every node of it is ready. Its progress lines go to this terminal."""
+    """Run ``arena-cluster`` as a child (its nodes and directory stop with it); yield its
+    JSON once every node of it is ready. Its progress lines go to this terminal."""
     with tempfile.TemporaryDirectory() as folder:
         described = Path(folder) / "cluster.json"
         command = [sys.executable, "-m", "launch.cluster", "--regions", regions]

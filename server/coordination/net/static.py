@@ -27,13 +27,14 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from server.coordination.base import LeaderInfo
+from server.replication.roles import Role
 
 __all__ = ["PeerHealth", "StaticCoordinator", "decide_campaign", "parse_health"]
 
 log = logging.getLogger("arena.coordination")
 
-#: Roles a node reports in ``/health``.
-ROLES = frozenset({"primary", "standby", "stepping_down"})
+#: Roles a node reports in ``/health`` (a starting one answers 503 until it is ready).
+ROLES = frozenset(role.value for role in Role)
 
 
 @dataclass(frozen=True, slots=True)
