@@ -1,11 +1,18 @@
-"""The layers hold: no import cycle among our modules (the layer contracts themselves are
-import-linter's, run by ``make lint``)."""
+"""The layers hold: no import cycle among our modules, and the layer contracts (import-linter's,
+run by ``make lint``) break on a violation of each."""
 
 from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import grimp
 
 PACKAGES = ("server", "client_sim", "shared", "launch")
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def strongly_connected(graph: grimp.ImportGraph) -> list[set[str]]:
@@ -49,3 +56,35 @@ def test_no_module_takes_part_in_an_import_cycle() -> None:
     graph = grimp.build_graph(*PACKAGES)
     cycles = [sorted(group) for group in strongly_connected(graph) if len(group) > 1]
     assert cycles == []
+
+
+# One deliberate violation of each contract, written into a copy of the tree.
+VIOLATIONS = {
+    "shared imports nothing of ours": ("shared/movement.py", "import server.limits"),
+    "client_sim never imports server": ("client_sim/brain.py", "import server.limits"),
+    "the cores do no I/O: no asyncio, aiohttp or socket": ("server/sim/world.py", "import aiohttp"),
+    "tooling is imported by nothing": ("server/logs.py", "import launch.supervisor"),
+}
+
+
+def test_make_lint_s_contracts_fail_on_a_violation_of_each(tmp_path: Path) -> None:
+    for package in PACKAGES:
+        shutil.copytree(
+            ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    for path, line in VIOLATIONS.values():
+        source = tmp_path / path
+        source.write_text(f"{line}  # a deliberate violation\n" + source.read_text())
+    linted = subprocess.run(
+        [str(Path(sys.executable).with_name("lint-imports")), "--no-cache"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert linted.returncode == 1, linted.stdout + linted.stderr
+    for contract in VIOLATIONS:
+        assert f"{contract} BROKEN" in linted.stdout, linted.stdout
+    assert "0 kept, 4 broken" in linted.stdout
