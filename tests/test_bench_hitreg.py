@@ -1,5 +1,6 @@
-"""bench/hitreg.py: the reference and each kernel are timed in alternation on the same clock,
-and no figure is reported for a backend that disagrees with the reference."""
+"""bench/hitreg.py and bench/interleaved.py: the reference and each kernel are timed in
+alternation on the same clock, and no figure is reported for a backend that disagrees with
+the reference."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bench import hitreg
+from bench import hitreg, interleaved
 from server.sim.hitreg import HitValidator
 
 
@@ -37,8 +38,8 @@ class FakeClocks:
 
     def interleave(
         self, runs: list[Callable[[], None]], rounds: int, min_seconds: float
-    ) -> list[list[hitreg.Timing]]:
-        return hitreg.interleave(
+    ) -> list[list[interleaved.Timing]]:
+        return interleaved.interleave(
             runs, rounds, min_seconds, cpu_clock=lambda: self.cpu, wall_clock=lambda: self.wall
         )
 
@@ -51,8 +52,8 @@ def test_runs_alternate_and_each_keeps_its_median_on_both_clocks() -> None:
     kernel = clocks.call("K", [(0.5, 0.25), (0.25, 0.125), (4.0, 2.0)])
     reference_samples, kernel_samples = clocks.interleave([reference, kernel], 3, 0.0)
     assert clocks.calls == ["R", "K", "R", "K", "R", "K"]
-    assert hitreg.median_timing(reference_samples) == hitreg.Timing(3.0, 3.0)
-    assert hitreg.median_timing(kernel_samples) == hitreg.Timing(0.5, 0.25)
+    assert interleaved.median_timing(reference_samples) == interleaved.Timing(3.0, 3.0)
+    assert interleaved.median_timing(kernel_samples) == interleaved.Timing(0.5, 0.25)
 
 
 def test_a_sample_repeats_short_calls_until_it_fills_min_seconds() -> None:
@@ -60,20 +61,20 @@ def test_a_sample_repeats_short_calls_until_it_fills_min_seconds() -> None:
     short = clocks.call("S", [(0.25, 0.25)] * 8)
     (samples,) = clocks.interleave([short], 2, 1.0)
     assert clocks.calls == ["S"] * 8  # four calls per sample
-    assert samples == [hitreg.Timing(0.25, 0.25)] * 2  # per call, not per sample
+    assert samples == [interleaved.Timing(0.25, 0.25)] * 2  # per call, not per sample
 
 
 def test_one_thread_is_timed_by_cpu_and_the_rest_by_wall() -> None:
-    assert hitreg.clock_for("cpu", 1) == "cpu_seconds"
-    assert hitreg.clock_for("cpu", 2) == "seconds"
-    assert hitreg.clock_for("cuda", 1) == "seconds"  # a GPU's work is no process CPU
+    assert interleaved.clock_for("cpu", 1) == "cpu_seconds"
+    assert interleaved.clock_for("cpu", 2) == "seconds"
+    assert interleaved.clock_for("cuda", 1) == "seconds"  # a GPU's work is no process CPU
 
 
 def test_the_speedup_compares_time_per_shot() -> None:
     """The reference resolves fewer shots: 1 s for 100 shots against 1 s for 1000 is x10."""
-    second = hitreg.Timing(1.0, 2.0)
-    assert hitreg.speedup(second, 100, second, 1000, "cpu_seconds") == 10.0
-    assert hitreg.speedup(hitreg.Timing(1.0, 4.0), 100, second, 1000, "seconds") == 20.0
+    second = interleaved.Timing(1.0, 2.0)
+    assert interleaved.speedup(second, 100, second, 1000, "cpu_seconds") == 10.0
+    assert interleaved.speedup(interleaved.Timing(1.0, 4.0), 100, second, 1000, "seconds") == 20.0
 
 
 def quick_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -96,7 +97,7 @@ def test_a_quick_run_reports_both_clocks_and_positive_speedups(
     assert {row["backend"] for row in rows} >= {"reference", "cpu"}
     for row in rows:
         assert row["cpu_seconds"] > 0 and row["seconds"] > 0
-        assert row["rates_from"] == hitreg.clock_for(row["backend"], row["threads"])
+        assert row["rates_from"] == interleaved.clock_for(row["backend"], row["threads"])
         if row["backend"] == "reference":
             assert row["samples"] % report["rounds"] == 0
         else:
