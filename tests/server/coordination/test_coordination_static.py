@@ -146,8 +146,8 @@ async def test_a_stale_primary_does_not_block(peer: PeerFactory) -> None:
         await me.close()
 
 
-async def test_stepping_down_neither_blocks_nor_competes(peer: PeerFactory) -> None:
-    leaving = await peer("a", "stepping_down", 3, 500)
+async def test_a_starting_peer_neither_blocks_nor_competes(peer: PeerFactory) -> None:
+    leaving = await peer("a", "starting", 3, 500)
     me = await started("z", [leaving])
     try:
         assert await me.campaign(node_id="z", url="u", replicated_tick=1, known_epoch=3) == 4
@@ -232,7 +232,7 @@ peers_strategy = st.lists(
         PeerHealth,
         url=st.just("http://x"),
         node=st.sampled_from(["a", "b", "c", "d", "e"]),
-        role=st.sampled_from(["standby", "stepping_down"]),
+        role=st.sampled_from(["standby", "starting"]),
         epoch=st.integers(0, 20),
         replicated_tick=st.integers(0, 5),
     ),
