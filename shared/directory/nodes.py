@@ -163,14 +163,7 @@ class HeartbeatAck:
         return cls(*(body[name] for name in _ACK_FIELDS))
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "ok": True,
-            "node_id": self.node_id,
-            "status": self.status,
-            "group_epoch": self.group_epoch,
-            "reserved": self.reserved,
-            "heartbeat_timeout_s": self.heartbeat_timeout_s,
-        }
+        return {"ok": True, **{name: getattr(self, name) for name in _ACK_FIELDS}}
 
 
 _ACK_FIELDS = ("node_id", "status", "group_epoch", "reserved", "heartbeat_timeout_s")

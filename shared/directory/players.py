@@ -139,19 +139,7 @@ class Seat:
         return cls(*(body[name] for name in _SEAT_FIELDS))
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "player": self.player,
-            "region": self.region,
-            "node_id": self.node_id,
-            "endpoint": self.endpoint,
-            "epoch": self.epoch,
-            "rtt_ms": self.rtt_ms,
-            "best_region": self.best_region,
-            "best_rtt_ms": self.best_rtt_ms,
-            "overflow": self.overflow,
-            "reservation": self.reservation,
-            "expires_at": self.expires_at,
-        }
+        return {name: getattr(self, name) for name in _SEAT_FIELDS}
 
 
 _SEAT_FIELDS = (
@@ -209,16 +197,7 @@ class NodeSummary:
         return cls(*(body[name] for name in _NODE_FIELDS))
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "node_id": self.node_id,
-            "endpoint": self.endpoint,
-            "probe": self.probe,
-            "epoch": self.epoch,
-            "group": self.group,
-            "players": self.players,
-            "reserved": self.reserved,
-            "capacity": self.capacity,
-        }
+        return {name: getattr(self, name) for name in _NODE_FIELDS}
 
 
 _NODE_FIELDS = ("node_id", "endpoint", "probe", "epoch", "group", "players", "reserved", "capacity")
