@@ -23,22 +23,7 @@ from shared.directory import (
     Seat,
     SeatRequest,
 )
-
-
-def beat(**changes: Any) -> Heartbeat:
-    fields: dict[str, Any] = {
-        "node_id": "eu-1",
-        "region": "eu",
-        "endpoint": "ws://eu-1.test:7777/ws",
-        "probe": "http://eu-1.test:7777/health",
-        "role": "primary",
-        "epoch": 1,
-        "matches": 1,
-        "players": 0,
-        "capacity": 10,
-    }
-    fields.update(changes)
-    return Heartbeat(**fields)
+from tests.shared.heartbeats import beat
 
 
 def body(**changes: Any) -> dict[str, Any]:

@@ -4,8 +4,6 @@ handed out but not yet shown in a heartbeat (the heartbeat's own validation is
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,25 +17,9 @@ from server.directory.policy import (
     routable_nodes,
 )
 from server.directory.registry import Registry
-from shared.directory import Heartbeat
+from tests.shared.heartbeats import beat
 
 TIMEOUT = 1.5
-
-
-def beat(node_id: str = "eu-1", region: str = "eu", **changes: Any) -> Heartbeat:
-    fields: dict[str, Any] = {
-        "node_id": node_id,
-        "region": region,
-        "endpoint": f"ws://{node_id}.test:7777/ws",
-        "probe": f"http://{node_id}.test:7777/health",
-        "role": "primary",
-        "epoch": 1,
-        "matches": 1,
-        "players": 0,
-        "capacity": 10,
-    }
-    fields.update(changes)
-    return Heartbeat(**fields)
 
 
 def view(registry: Registry, node_id: str, now: float) -> NodeView:

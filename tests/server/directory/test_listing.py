@@ -2,29 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from server.directory.listing import region_summaries
 from server.directory.registry import Registry
-from shared.directory import Heartbeat, NodeSummary, RegionListing
+from shared.directory import NodeSummary, RegionListing
+from tests.shared.heartbeats import beat
 
 TIMEOUT = 1.5
-
-
-def beat(node_id: str, region: str = "eu", **changes: Any) -> Heartbeat:
-    fields: dict[str, Any] = {
-        "node_id": node_id,
-        "region": region,
-        "endpoint": f"ws://{node_id}.test:7777/ws",
-        "probe": f"http://{node_id}.test:7777/health",
-        "role": "primary",
-        "epoch": 1,
-        "matches": 1,
-        "players": 0,
-        "capacity": 10,
-    }
-    fields.update(changes)
-    return Heartbeat(**fields)
 
 
 def test_region_summary_lists_primary_standbys_fenced_load_and_probes() -> None:

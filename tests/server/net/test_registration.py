@@ -19,6 +19,7 @@ from server.directory.net.app import create_app
 from server.directory.service import DirectoryConfig
 from server.net.registration import ClaimLedger, check_reservation, heartbeat_loop
 from shared.directory import Heartbeat, HeartbeatAck
+from tests.shared import heartbeats
 
 SECRET = b"registration-test-secret-0123456789"
 INTERVAL = 0.05
@@ -77,19 +78,10 @@ def logs() -> Iterator[_Lines]:
 
 
 def beat(**changes: Any) -> Heartbeat:
-    fields: dict[str, Any] = {
-        "node_id": "eu-1",
-        "region": "eu",
-        "endpoint": "ws://127.0.0.1:9/ws",
-        "probe": "http://127.0.0.1:9/probe",
-        "role": "primary",
-        "epoch": 1,
-        "matches": 1,
-        "players": 0,
-        "capacity": 10,
-    }
-    fields.update(changes)
-    return Heartbeat(**fields)
+    """A heartbeat whose probe the test reads back from the directory's listing."""
+    return heartbeats.beat(
+        **{"endpoint": "ws://127.0.0.1:9/ws", "probe": "http://127.0.0.1:9/probe", **changes}
+    )
 
 
 @contextlib.asynccontextmanager
