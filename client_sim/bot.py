@@ -274,6 +274,11 @@ class Bot:
                 self._sent_frames.popleft()
         return True
 
+    def echo_probe(self, probe: protocol.ProbeMessage) -> None:
+        """Answer the server's probe at once, on the connection it came by: the server
+        measures this bot's round trip from it."""
+        self.send(protocol.encode(protocol.ProbeEchoMessage(probe.id)), self._delivering)
+
     def note_pong(self, pong: protocol.PongMessage) -> None:
         self.clock.observe(pong.t, pong.server_time, self.local_time())
 

@@ -19,9 +19,11 @@ from shared.weapons import EYE_HEIGHT
 
 __all__ = ["BotIntent", "Brain"]
 
-#: "play" wanders, strafes, seeks cover and shoots; "still" and "pace" are targets that
-#: stand or run to and fro and never shoot; "marksman" stands and shoots.
-BEHAVIOURS = ("play", "still", "pace", "marksman")
+#: "play" wanders, strafes, seeks cover and shoots; "still", "pace" and "strafe" are
+#: targets that stand, run to and fro, or dodge side to side reversing every 0.3-0.8 s,
+#: and never shoot; "marksman" stands and shoots.
+BEHAVIOURS = ("play", "still", "pace", "strafe", "marksman")
+TARGET_BEHAVIOURS = ("still", "pace", "strafe")
 SHOOTING_BEHAVIOURS = ("play", "marksman")
 PACE_SPEED = 0.9  # of full speed
 
@@ -83,6 +85,8 @@ class Brain:
         self.threat_id = np.full(count, -1, dtype=np.int64)
         self.threat_since = np.zeros(count)
         self.has_threat = np.zeros(count, dtype=bool)
+        #: Every time a bot first saw an enemy (after not seeing it): (bot, enemy id, time).
+        self.sightings: list[tuple[int, int, float]] = []
         self.cover_points = _cover_points(arena)
         self._move = np.zeros((count, 2))
         self._yaw = np.zeros(count)
@@ -144,6 +148,12 @@ class Brain:
         self.threat_id[watchers] = ids[spotted]
         self.has_threat[watchers] = True
         self.threat_since[watchers[newly]] = now
+        self.sightings += [
+            (bot, enemy, now)
+            for bot, enemy in zip(
+                watchers[newly].tolist(), ids[spotted][newly].tolist(), strict=True
+            )
+        ]
         seeking = np.flatnonzero(newly)
         seeking = seeking[self.rng.random(len(seeking)) < self.cover_seeking]
         self._seek_cover(watchers[seeking], own[spotters[seeking]], now)
@@ -202,12 +212,13 @@ class Brain:
         move = move + np.where(
             strafing[:, None], sideways * np.sin(self.strafe_phase)[:, None], 0.0
         )
-        pacing = self.behaviour == "pace"
-        if pacing or self.behaviour == "still":
-            # Targets for fairness measurements: stand, or run to and fro along x.
+        if self.behaviour in TARGET_BEHAVIOURS:
+            # Targets for fairness measurements: stand, run to and fro along x, or dodge.
             move = np.zeros_like(move)
-            if pacing:
+            if self.behaviour == "pace":
                 move[:, 0] = np.sign(np.sin(self.strafe_phase * 0.5)) * PACE_SPEED
+            elif self.behaviour == "strafe":
+                move[:, 0] = np.sign(np.sin(self.strafe_phase * 2.0)) * PACE_SPEED
         length = np.linalg.norm(move, axis=1)
         # Scale just inside the unit circle: dividing by the norm can land a hair above 1,
         # and the server would clamp that input, costing the prediction its last bit.

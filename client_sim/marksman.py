@@ -7,9 +7,9 @@ hitbox model on exactly what it was rendering, and later pairs it with the serve
 from the snapshot's ``shot`` event. That pairing is the fairness measurement: where client
 and server disagree, somebody saw something the other did not.
 
-Projectiles are judged the same way at the end of their flight: the bot keeps the rendered
-positions of the players near the projectile's path, snapshot by snapshot, and flies the
-projectile through them (:func:`fly_projectile`).
+Projectiles are judged the same way at the end of their flight: the bot keeps every
+snapshot it rendered during the flight and flies the projectile through the players in
+them (:func:`fly_projectile`, :func:`tracked_players`).
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ import numpy as np
 from client_sim.sight import first_hit, segments_within_reach, sight_blocked
 from shared.arena_map import ArenaMap
 from shared.hitbox import HIT_PLAYER, HITBOX_MIN_RADIUS, ray_hit_player
+from shared.protocol import ENTITY_FLAG_ALIVE
 from shared.weapons import EYE_HEIGHT, LAUNCHER, RIFLE, Weapon, aim_direction
 
-__all__ = ["AimSkill", "ShotRecord", "aim_at", "fly_projectile"]
+__all__ = ["AimSkill", "ShotRecord", "aim_at", "fly_projectile", "tracked_players"]
 
 CHEST_HEIGHT = 1.2
 
@@ -51,19 +52,28 @@ class ShotRecord:
 
     seq: int
     weapon: int
-    rtt_ms: float
+    rtt_ms: float  # the bot's measured RTT (pings) when it fired
     client_victim: int  # player id, -1 for no player
     client_hitbox: int
-    view_time: float
+    view_time: float  # the time of the world the bot drew: its claim
     server_result: str | None = None  # "hit", "miss", "world", "rejected"
     server_victim: int = -1
+    link_rtt_ms: float = math.nan  # the RTT the bot's link was configured with
+    eye: tuple[float, float, float] | None = None  # where the bot fired from
+    # From the server's ``shot`` event: the damage dealt, how the view time was decided,
+    # the time judged, the eye it fired from and its RTT estimate of the shooter.
+    server_damage: int = 0
+    server_judged: str | None = None
+    server_view_time: float = math.nan
+    server_origin: tuple[float, float, float] | None = None
+    server_rtt_ms: float = math.nan
     # Projectiles only: what the bot needs to judge the flight once it is over.
     origin: np.ndarray | None = None
     velocity: np.ndarray | None = None
-    candidates: np.ndarray | None = None  # player ids near the path
+    # Every snapshot the bot rendered from the fire frame on, as entity records: any other
+    # player in any of them (one who respawns or joins mid-flight too) may be hit.
     track_times: list[float] = field(default_factory=list)
-    track_positions: list[np.ndarray] = field(default_factory=list)  # (C, 3) per snapshot
-    track_alive: list[np.ndarray] = field(default_factory=list)
+    track_frames: list[np.ndarray] = field(default_factory=list)
 
     @property
     def client_hit(self) -> bool:
@@ -111,23 +121,32 @@ def hitscan_verdict(
     return int(ids[hit.victim]), int(hit.hitbox)
 
 
-def path_candidates(
-    origin: np.ndarray,
-    velocity: np.ndarray,
-    weapon: Weapon,
-    ids: np.ndarray,
-    positions: np.ndarray,
-    present: np.ndarray,
-) -> np.ndarray:
-    """Players who could meet a projectile: near its straight path, allowing for running."""
-    span = velocity * weapon.lifetime
-    length_sq = float(span @ span)
-    relative = positions + (0.0, 0.0, CHEST_HEIGHT) - origin
-    along = np.clip(relative @ span / max(length_sq, 1e-12), 0.0, 1.0)
-    gap = np.linalg.norm(relative - along[:, None] * span, axis=1)
-    drop = 0.5 * weapon.gravity * weapon.lifetime**2
-    reach = 3.0 + 6.0 * weapon.lifetime + drop
-    return ids[present & (gap <= reach)]
+def tracked_players(
+    frames: list[np.ndarray], shooter: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The players of a flight's snapshots (entity records) but the shooter: their ids
+    ``(C,)``, and per snapshot their feet ``(T, C, 3)`` and whether each was there and
+    alive ``(T, C)``.
+
+    The last snapshot is the one that carried the verdict: it shows the players killed in
+    its tick dead, but the server judged that tick's shots before applying them, so a
+    player alive in the snapshot before counts as alive in it (one killed by an earlier
+    shot of that tick is hit for no damage, as the server's event says)."""
+    every = np.unique(np.concatenate([f["id"] for f in frames]).astype(np.int64))
+    ids = every[every != shooter]
+    positions = np.zeros((len(frames), len(ids), 3))
+    alive = np.zeros((len(frames), len(ids)), dtype=bool)
+    for k, records in enumerate(frames):
+        if not len(records) or not len(ids):
+            continue
+        found = np.minimum(np.searchsorted(records["id"], ids), len(records) - 1)
+        here = records["id"][found] == ids
+        rows = records[found]
+        positions[k] = np.column_stack((rows["x"], rows["y"], rows["z"]))
+        alive[k] = here & ((rows["flags"] & ENTITY_FLAG_ALIVE) != 0)
+        if k == len(frames) - 1 and k > 0:
+            alive[k] |= here & alive[k - 1]
+    return ids, positions, alive
 
 
 def fly_projectile(

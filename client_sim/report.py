@@ -7,11 +7,13 @@ reconciliation, bandwidth from the bytes the bots' sockets carried.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from client_sim.bot import FailoverEvent
+from client_sim.fairness import CAUSES, RULE_CAUSES
 from client_sim.shooting import ShotSummary
 from client_sim.swarm import SwarmResult
 
@@ -32,10 +34,21 @@ def shot_figures(shots: list[ShotSummary]) -> dict[str, Any]:
     same victim. ``false_negative_rate``: of the shots the shooter saw hit, the share the
     server called a miss. ``false_positive_rate``: of the shots the shooter saw miss, the
     share the server called a hit.
+
+    ``fair_agreement``: the share of the judged shots that no rule decided (shooter dead,
+    beyond the cap, victim already dead: :mod:`client_sim.fairness`) on which both agree;
+    ``fair_false_negative_rate`` and ``fair_false_positive_rate`` the same two rates over
+    those shots, the second of the server's hits (the share the shooter had seen miss), so
+    that plain misses do not dilute it. ``disagreements_by_cause``: every disagreement,
+    rule outcomes included, by its one cause; ``decided_by_rule``: the judged shots each
+    rule decided, whether or not the two verdicts differed.
     """
     judged = [s for s in shots if s.server_result is not None]
     client_hits = [s for s in judged if s.client_hit]
     client_misses = [s for s in judged if not s.client_hit]
+    fair = [s for s in judged if s.rule is None]
+    fair_client_hits = [s for s in fair if s.client_hit]
+    fair_server_hits = [s for s in fair if s.server_result == "hit"]
     return {
         "fired": len(shots),
         "judged": len(judged),
@@ -50,6 +63,86 @@ def shot_figures(shots: list[ShotSummary]) -> dict[str, Any]:
         "false_positive_rate": _ratio(
             sum(s.server_result == "hit" for s in client_misses), len(client_misses)
         ),
+        "fair_judged": len(fair),
+        "fair_agreement": _ratio(sum(s.cause is None for s in fair), len(fair)),
+        "fair_false_negative_rate": _ratio(
+            sum(s.server_result != "hit" for s in fair_client_hits), len(fair_client_hits)
+        ),
+        "fair_false_positive_rate": _ratio(
+            sum(not s.client_hit for s in fair_server_hits), len(fair_server_hits)
+        ),
+        "disagreements_by_cause": {
+            cause: sum(s.cause == cause for s in judged) for cause in CAUSES
+        },
+        "decided_by_rule": {rule: sum(s.rule == rule for s in judged) for rule in RULE_CAUSES},
+    }
+
+
+def _bucketed(shots: list[ShotSummary], rtt_ms: Callable[[ShotSummary], float]) -> dict[str, Any]:
+    buckets = sorted({_bucket(rtt_ms(s)) for s in shots}, key=_bucket_order)
+    return {
+        bucket: shot_figures([s for s in shots if _bucket(rtt_ms(s)) == bucket])
+        for bucket in buckets
+    }
+
+
+def peekers_advantage(
+    sightings: list[tuple[str, int, int, float]], window_s: float = 1.0
+) -> dict[str, Any]:
+    """How much sooner the one who sees first saw the other, over every pair of players
+    who both saw each other within ``window_s`` (each sighting paired once, nearest first).
+    Each bot looks a few times a second, so each time is known to one perception interval.
+    """
+    onsets: dict[tuple[str, int, int], list[float]] = {}
+    for node, seer, seen, at in sightings:
+        onsets.setdefault((node, seer, seen), []).append(at)
+    gaps: list[float] = []
+    for (node, seer, seen), times in onsets.items():
+        if seer >= seen:
+            continue  # each pair once, from its lower id
+        others = sorted(onsets.get((node, seen, seer), []))
+        used = [False] * len(others)
+        for at in sorted(times):
+            best = None
+            for k, other in enumerate(others):
+                gap = abs(other - at)
+                if (
+                    not used[k]
+                    and gap <= window_s
+                    and (best is None or gap < abs(others[best] - at))
+                ):
+                    best = k
+            if best is not None:
+                used[best] = True
+                gaps.append(abs(others[best] - at))
+    return {
+        "median_ms": _pct(gaps, 50, 1000.0),
+        "p90_ms": _pct(gaps, 90, 1000.0),
+        "pairs": len(gaps),
+    }
+
+
+def behind_cover_by_shooter_rtt(hits: list[tuple[float, bool]]) -> dict[str, Any]:
+    """Hits received and checked, bucketed by the server's RTT estimate of the shooter:
+    how many, and the share that reached a victim already behind cover on its screen."""
+    buckets = sorted({_bucket(rtt) for rtt, _ in hits}, key=_bucket_order)
+    out = {}
+    for bucket in buckets:
+        behind = [cover for rtt, cover in hits if _bucket(rtt) == bucket]
+        out[bucket] = {"hits": len(behind), "behind_cover_rate": _ratio(sum(behind), len(behind))}
+    return out
+
+
+def rtt_agreement(shots: list[ShotSummary]) -> dict[str, Any]:
+    """The server's RTT estimate of each shooter against the bots' own measurement and the
+    link's configured RTT, at the shots where the server had one (medians, ms)."""
+    both = [s for s in shots if s.server_rtt_ms == s.server_rtt_ms]
+    return {
+        "shots": len(both),
+        "server_p50": _pct([s.server_rtt_ms for s in both], 50),
+        "bots_measured_p50": _pct([s.rtt_ms for s in both if s.rtt_ms == s.rtt_ms], 50),
+        "link_p50": _pct([s.link_rtt_ms for s in both], 50),
+        "server_minus_link_p50": _pct([s.server_rtt_ms - s.link_rtt_ms for s in both], 50),
     }
 
 
@@ -135,9 +228,13 @@ def build_report(
     kills: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     after = server_after or {}
-    served = None
+    served = skipped = None
     if server_before is not None and server_after is not None:
         served = int(server_after["tick"]) - int(server_before["tick"])
+        if "ticks_skipped" in server_after:
+            skipped = int(server_after["ticks_skipped"]) - int(
+                server_before.get("ticks_skipped", 0)
+            )
     bot_ticks = max(1, result.swarm_ticks * max(result.connected, 1))
     acked = sum(result.inputs_acked)
     sent = sum(result.inputs_sent)
@@ -153,6 +250,7 @@ def build_report(
             "p50_ms": after.get("tick_ms_p50"),
             "p99_ms": after.get("tick_ms_p99"),
             "overruns": after.get("tick_overruns"),
+            "skipped": skipped,
         },
         "latency_ms": {
             "model": latency_spec,
@@ -185,16 +283,17 @@ def build_report(
         },
         "shots": {
             **shot_figures(result.shots),
-            "by_rtt": {
-                bucket: shot_figures([s for s in result.shots if _bucket(s.rtt_ms) == bucket])
-                for bucket in sorted({_bucket(s.rtt_ms) for s in result.shots}, key=_bucket_order)
-            },
+            "by_rtt": _bucketed(result.shots, lambda s: s.rtt_ms),
+            "by_link_rtt": _bucketed(result.shots, lambda s: s.link_rtt_ms),
             "by_weapon": {
                 name: shot_figures([s for s in result.shots if s.weapon == weapon])
                 for weapon, name in enumerate(("rifle", "launcher"))
             },
             "hits_received": result.hits_received,
             "behind_cover_rate": _ratio(result.hits_behind_cover, result.hits_received),
+            "behind_cover_by_shooter_rtt": behind_cover_by_shooter_rtt(result.hits_checked),
+            "peekers_advantage_ms": peekers_advantage(result.sightings),
+            "rtt_ms": rtt_agreement(result.shots),
             "server": after.get("combat"),
         },
         "failover": failover_figures(result.failovers, kills),
@@ -224,7 +323,7 @@ def format_summary(report: dict[str, Any]) -> str:
         f"bots        {b['connected']}/{b['requested']} connected ({b['workers']} worker(s))",
         f"server      {show(t['served'])} ticks at {show(t['rate_hz'])} Hz, tick p50 "
         f"{show(t['p50_ms'], ' ms')}, p99 {show(t['p99_ms'], ' ms')}, "
-        f"overruns {show(t['overruns'])}",
+        f"overruns {show(t['overruns'])}, skipped {show(t['skipped'])}",
         f"latency     measured RTT p50 {show(lat['rtt_p50'], ' ms')}, p99 "
         f"{show(lat['rtt_p99'], ' ms')} (model {lat['model']})",
         f"prediction  error p50 {show(p['error_p50_m'], ' m')}, p99 {show(p['error_p99_m'], ' m')}",
@@ -240,6 +339,13 @@ def format_summary(report: dict[str, Any]) -> str:
             f"{show(shots['agreement'])}, false negatives {show(shots['false_negative_rate'])}, "
             f"false positives {show(shots['false_positive_rate'])}, behind cover "
             f"{show(shots['behind_cover_rate'])}"
+        )
+        causes = ", ".join(f"{k} {v}" for k, v in shots["disagreements_by_cause"].items() if v)
+        peek = shots["peekers_advantage_ms"]
+        lines.append(
+            f"fairness    fair agreement {show(shots['fair_agreement'])} over "
+            f"{shots['fair_judged']} shots no rule decided; disagreements: {causes or 'none'}; "
+            f"peeker's advantage p50 {show(peek['median_ms'], ' ms')} ({peek['pairs']} pairs)"
         )
     routing = report.get("routing")
     if routing:

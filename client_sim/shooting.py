@@ -8,12 +8,14 @@ is a few per bot per second.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from client_sim.brain import Brain
+from client_sim.fairness import disagreement, rule_outcome
 from client_sim.interpolation import InterpolatedView
 from client_sim.marksman import (
     CHEST_HEIGHT,
@@ -24,7 +26,7 @@ from client_sim.marksman import (
     eye_of,
     fly_projectile,
     hitscan_verdict,
-    path_candidates,
+    tracked_players,
 )
 from client_sim.sight import sight_blocked
 from shared.arena_map import ArenaMap
@@ -41,10 +43,14 @@ class ShotSummary:
     """A finished shot, reduced to what the report needs (picklable, small)."""
 
     weapon: int
-    rtt_ms: float
+    rtt_ms: float  # measured by the bot's pings
     client_hit: bool
     server_result: str | None  # None: no verdict arrived before the run ended
     agrees: bool
+    link_rtt_ms: float = math.nan  # the link's configured RTT
+    rule: str | None = None  # the rule that decided it (client_sim.fairness.RULE_CAUSES)
+    cause: str | None = None  # why the verdicts differ (client_sim.fairness.CAUSES)
+    server_rtt_ms: float = math.nan  # the server's estimate of the shooter's RTT
 
 
 class SwarmShooting:
@@ -58,6 +64,9 @@ class SwarmShooting:
         self.finished: list[ShotSummary] = []
         self.hits_received = 0
         self.hits_behind_cover = 0
+        #: Per hit received and checked: (the server's RTT estimate of its shooter in ms,
+        #: NaN when none; whether the victim was behind cover on its own screen).
+        self.hits_checked: list[tuple[float, bool]] = []
         self._indexed: tuple[SnapshotEvent, ...] = ()
         self._by_player: dict[int, list[SnapshotEvent]] = {}
 
@@ -99,6 +108,7 @@ class SwarmShooting:
         view: InterpolatedView,
         target: int,
         rtt_ms: float,
+        link_rtt_ms: float,
         tick_rate: int,
         history: Callable[[float], list[tuple[float, np.ndarray]]],
     ) -> tuple[float, float, int, float] | None:
@@ -119,7 +129,10 @@ class SwarmShooting:
         )
         self.last_fired[index, weapon.id] = seq
         present = view.alive & (view.ids != me)
-        record = ShotRecord(seq, weapon.id, rtt_ms, -1, 0, view.shown_time)
+        record = ShotRecord(
+            seq, weapon.id, rtt_ms, -1, 0, view.shown_time, link_rtt_ms=link_rtt_ms,
+            eye=(float(eye[0]), float(eye[1]), float(eye[2])),
+        )  # fmt: skip
         if weapon.hitscan:
             record.client_victim, record.client_hitbox = hitscan_verdict(
                 eye, yaw, pitch, view.ids, view.positions, present, self.arena
@@ -127,9 +140,6 @@ class SwarmShooting:
         else:
             record.origin = eye
             record.velocity = aim_direction(yaw, pitch) * weapon.speed
-            record.candidates = path_candidates(
-                eye, record.velocity, weapon, view.ids, view.positions, present
-            )
             for time, records in history(view.shown_time):
                 self._track(record, time, records)
         self.awaiting[index][(seq, weapon.id)] = record
@@ -137,18 +147,9 @@ class SwarmShooting:
 
     @staticmethod
     def _track(record: ShotRecord, time: float, records: np.ndarray) -> None:
-        """Remember where the candidates were drawn in one more snapshot."""
-        assert record.candidates is not None
-        ids = records["id"].astype(np.int64)
-        found = np.minimum(np.searchsorted(ids, record.candidates), max(len(ids) - 1, 0))
-        here = (ids[found] == record.candidates) if len(ids) else np.zeros(0, dtype=bool)
-        positions = np.stack(
-            (records["x"][found], records["y"][found], records["z"][found]), axis=1
-        ).astype(np.float64)
-        alive = here & ((records["flags"][found] & 1) != 0)
+        """Remember one more snapshot rendered during a projectile's flight."""
         record.track_times.append(time)
-        record.track_positions.append(positions)
-        record.track_alive.append(alive)
+        record.track_frames.append(records)
 
     def on_snapshot(
         self,
@@ -166,7 +167,7 @@ class SwarmShooting:
         """
         awaiting = self.awaiting[index]
         for record in awaiting.values():
-            if record.candidates is not None:
+            if record.velocity is not None:
                 self._track(record, time, records)
         respawned = False
         for event in events:
@@ -187,21 +188,29 @@ class SwarmShooting:
     def _settle(self, record: ShotRecord, event: ShotEvent) -> None:
         record.server_result = event.result
         record.server_victim = event.victim
-        if record.candidates is not None and record.track_times:
-            assert record.origin is not None and record.velocity is not None
+        record.server_damage = event.damage
+        record.server_judged = event.judged
+        record.server_view_time = event.view_time
+        record.server_origin = event.origin
+        record.server_rtt_ms = event.shooter_rtt * 1e3 if event.shooter_rtt >= 0 else math.nan
+        if record.velocity is not None and record.track_times:
+            assert record.origin is not None
+            ids, positions, alive = tracked_players(record.track_frames, event.shooter)
+            # Flown from the moment the server spawned it, so that both verdicts judge one
+            # flight (a clamped claim shows up as such, not as a different path).
             candidate, hitbox = fly_projectile(
                 record.origin,
                 record.velocity,
                 LAUNCHER.gravity,
-                record.view_time,
-                record.view_time + LAUNCHER.lifetime,
+                event.view_time,
+                event.view_time + LAUNCHER.lifetime,
                 np.array(record.track_times),
-                np.array(record.track_positions),
-                np.array(record.track_alive),
+                positions,
+                alive,
                 self.arena,
             )
             if candidate >= 0:
-                record.client_victim = int(record.candidates[candidate])
+                record.client_victim = int(ids[candidate])
                 record.client_hitbox = hitbox
         self.finished.append(self._summary(record))
 
@@ -221,19 +230,26 @@ class SwarmShooting:
             return
         shooter_eye = eye_of(view.positions[where[0]])
         chest = own_feet + (0.0, 0.0, CHEST_HEIGHT)
-        blocked = sight_blocked(
-            shooter_eye[None], chest[None], self.arena.box_min, self.arena.box_max
+        blocked = bool(
+            sight_blocked(shooter_eye[None], chest[None], self.arena.box_min, self.arena.box_max)[0]
         )
-        self.hits_behind_cover += int(blocked[0])
+        self.hits_behind_cover += blocked
+        shooter_rtt = event.shooter_rtt * 1e3 if event.shooter_rtt >= 0 else math.nan
+        self.hits_checked.append((shooter_rtt, blocked))
 
     @staticmethod
     def _summary(record: ShotRecord) -> ShotSummary:
+        judged = record.server_result is not None
         return ShotSummary(
             record.weapon,
             record.rtt_ms,
             record.client_hit,
             record.server_result,
-            record.agrees if record.server_result is not None else False,
+            record.agrees if judged else False,
+            record.link_rtt_ms,
+            rule_outcome(record) if judged else None,
+            disagreement(record) if judged else None,
+            record.server_rtt_ms,
         )
 
     def close(self) -> None:

@@ -79,6 +79,9 @@ class SwarmResult:
     shots: list[ShotSummary] = field(default_factory=list)
     hits_received: int = 0
     hits_behind_cover: int = 0
+    hits_checked: list[tuple[float, bool]] = field(default_factory=list)  # (shooter RTT, cover)
+    #: Each time a bot first saw an enemy: (node URL, its player id, the enemy's, loop time).
+    sightings: list[tuple[str, int, int, float]] = field(default_factory=list)
     failovers: list[FailoverEvent] = field(default_factory=list)
 
     def merge(self, other: SwarmResult) -> None:
@@ -95,6 +98,8 @@ class SwarmResult:
             "snapshots",
             "inputs_sent",
             "inputs_acked",
+            "hits_checked",
+            "sightings",
         ):
             getattr(self, name).extend(getattr(other, name))
         self.interpolation_misses += other.interpolation_misses
@@ -139,6 +144,8 @@ class Swarm:
             return
         if isinstance(message, protocol.SnapshotMessage):
             self._on_snapshot(bot, message)
+        elif isinstance(message, protocol.ProbeMessage):
+            bot.echo_probe(message)
         elif isinstance(message, protocol.PongMessage):
             bot.note_pong(message)
         elif isinstance(message, protocol.StandbysMessage):
@@ -191,8 +198,13 @@ class Swarm:
             self.predictor.unscored[bot.index] = not alive
             self.predictor.skip_next[bot.index] = True
 
-    def _render_time(self, bot: Bot) -> float:
-        return max(0.0, bot.server_time() - self.config.interp_delay)
+    @staticmethod
+    def _render_time(bot: Bot, server_now: float | None = None) -> float:
+        """Server time minus the interpolation delay the server granted this bot (the one
+        its claims are judged by)."""
+        assert bot.welcome is not None
+        now = bot.server_time() if server_now is None else server_now
+        return max(0.0, now - bot.welcome.interp_delay)
 
     # -- one tick of the whole swarm -----------------------------------------------------
 
@@ -209,7 +221,6 @@ class Swarm:
         if not len(ready):
             return
         seqs = predictor.apply(ready, intent.move[ready], intent.buttons[ready])
-        interp = self.config.interp_delay
         shooters: set[int] = set()
         if self.config.behaviour in SHOOTING_BEHAVIOURS:
             shooters = set(self.shooting.shooters(ready, self.brain, now, self.tick_rate).tolist())
@@ -228,7 +239,7 @@ class Swarm:
             bot = bots[index]
             local = bot.local_time()
             server_now = bot.server_time(local)
-            render_time = max(0.0, server_now - interp)
+            render_time = self._render_time(bot, server_now)
             if index in shooters:
                 fired = self._shoot(bot, seq, render_time)
                 if fired is not None:
@@ -271,9 +282,14 @@ class Swarm:
             view,
             int(self.brain.threat_id[bot.index]),
             float("nan") if rtt is None else rtt * 1e3,
+            bot.params.rtt * 1e3,
             self.tick_rate,
             bot.snapshots.since,
         )
+
+    def _player_id(self, index: int) -> int:
+        welcome = self.bots[index].welcome
+        return welcome.player_id if welcome is not None else -1
 
     def _teammates(self) -> np.ndarray:
         return np.array([b.welcome.player_id for b in self.bots if b.welcome is not None])
@@ -420,6 +436,12 @@ class Swarm:
             shots=self.shooting.finished,
             hits_received=self.shooting.hits_received,
             hits_behind_cover=self.shooting.hits_behind_cover,
+            hits_checked=self.shooting.hits_checked,
+            sightings=[
+                (self.bots[bot].url, player, enemy, at)
+                for bot, enemy, at in self.brain.sightings
+                if (player := self._player_id(bot)) >= 0
+            ],
             failovers=[event for bot in self.bots for event in bot.failovers],
         )
 

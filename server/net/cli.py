@@ -96,11 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="lag compensation never rewinds further back than this",
     )
     parser.add_argument(
-        "--view-tolerance-ms",
+        "--max-interp-ms",
         type=float,
-        default=50.0,
-        help="a shot's claimed view time further than this from the server's estimate is "
-        "replaced by the estimate",
+        default=100.0,
+        help="the most interpolation delay a client is granted (and so judged by): a client "
+        "asking for more renders, and is judged, this far behind",
     )
     parser.add_argument(
         "--trade-window-ms",
@@ -248,7 +248,7 @@ def warm_cache(backend: str) -> int:
 
 def config_from_args(args: argparse.Namespace) -> NodeConfig:
     """The node's configuration from the command line; ValueError (one line) if it is off."""
-    for flag in ("max_rewind_ms", "view_tolerance_ms", "trade_window_ms", "history_seconds",
+    for flag in ("max_rewind_ms", "max_interp_ms", "trade_window_ms", "history_seconds",
                  "failover_timeout_ms", "ack_timeout_ms"):  # fmt: skip
         value = getattr(args, flag)
         if not math.isfinite(value) or value < 0:
@@ -266,7 +266,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         hitreg_backend=args.hitreg_backend,
         lag_compensation=LagCompensation(
             max_rewind=args.max_rewind_ms / 1000.0,
-            tolerance=args.view_tolerance_ms / 1000.0,
+            max_interp_delay=args.max_interp_ms / 1000.0,
             trade_window=args.trade_window_ms / 1000.0,
         ),
         role=args.role,

@@ -31,6 +31,11 @@ class NodeMetrics:
             buckets=_TICK_BUCKETS,
             registry=r,
         )
+        self.ticks_skipped = Counter(
+            "arena_ticks_skipped",
+            "Ticks not run because a stall made them late (time keeps its pace)",
+            registry=r,
+        )
         self.tick_overruns = Counter(
             "arena_tick_overruns", "Ticks that took longer than the tick period", registry=r
         )

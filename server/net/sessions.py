@@ -6,7 +6,8 @@ has one, or the seat its session token proves is the player's); a standby parks 
 that carries a token (the player's spare connection) until this node leads, then admits
 it at once; everything else is refused with an ``error`` and a close code. Once seated,
 the player's socket is read by a :class:`~server.net.player_stream.PlayerStream`: inputs
-go to the intake, pings are answered at once, anything else is an offence.
+go to the intake, pings are answered at once, echoes of the node's round-trip probes are
+timed, anything else is an offence.
 """
 
 from __future__ import annotations
@@ -27,7 +28,15 @@ from server.replication.roles import Role
 from server.sim.match import MatchFull, PlayerSeat, TickResult
 from server.tokens import TokenError, issue_token, verify_token
 from shared import protocol
-from shared.protocol import ErrorMessage, InputMessage, JoinMessage, PingMessage, PongMessage
+from shared.protocol import (
+    ErrorMessage,
+    InputMessage,
+    JoinMessage,
+    PingMessage,
+    PongMessage,
+    ProbeEchoMessage,
+    ProbeMessage,
+)
 
 __all__ = ["JOIN_TIMEOUT_S", "ORPHAN_GRACE_S", "Sessions"]
 
@@ -121,6 +130,7 @@ class Sessions:
             standbys=node.player_endpoints(),
             ack=seat.inputs.acked,
             match=index,
+            interp_delay=seat.interp_delay,
         )
         # From here on this player's frames are read off the socket by a PlayerStream
         # (taken over before the welcome: a client sends nothing else until it has one).
@@ -279,6 +289,10 @@ class Sessions:
         elif isinstance(message, PingMessage):
             pong = PongMessage(message.id, message.t, node.server_time())
             connection.send(protocol.encode(pong))
+        elif isinstance(message, ProbeEchoMessage):
+            node.matches[connection.match].probes.echo(
+                connection.slot, message.id, node.server_time()
+            )
         else:
             return self.complain(connection, protocol.InvalidField("join: already joined"))
         return False
@@ -299,6 +313,16 @@ class Sessions:
                 dropped += 1
         if dropped:
             self.node.metrics.snapshots_dropped.inc(dropped)
+
+    def probe(self, tick_time: float) -> None:
+        """Send the round-trip probes due with the tick of time ``tick_time`` (a probe's
+        round trip counts from its tick, as a snapshot's age does)."""
+        for match in self.node.matches.matches:
+            slots, ids = match.probes.due(tick_time)
+            for slot, probe_id in zip(slots.tolist(), ids.tolist(), strict=True):
+                connection = self.connections.get((match.index, slot))
+                if connection is not None:
+                    connection.send(protocol.encode(ProbeMessage(probe_id)))
 
     async def announce_standbys(self) -> None:
         """Tell every player the region's current standbys (for their spare connections)."""

@@ -1,10 +1,11 @@
 """The primary's tick, top to bottom: inputs, simulation, replication, publication.
 
 One function does it all in order, so a reader follows a tick without jumping between
-modules: the intake's held inputs are queued; every match advances and its shots are
-judged (:class:`server.sim.matchset.MatchSet`); the tick goes to the standbys; it is shown
-to the players once they hold it (synchronous replication), or when the coordinator
-confirms this node still leads; then the tick's cost is counted.
+modules: ticks the schedule skipped after a stall are noted; the intake's held inputs are
+queued; every match advances and its shots are judged
+(:class:`server.sim.matchset.MatchSet`); the tick goes to the standbys; it is shown to the
+players once they hold it (synchronous replication), or when the coordinator confirms this
+node still leads, with the round-trip probes that are due; then the tick's cost is counted.
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ class Ticker:
     def __init__(self, node: NodeState, sessions: Sessions) -> None:
         self.node = node
         self.sessions = sessions
+        self._skipped = 0  # the schedule's count when last looked at
 
     async def run_tick(self, tick: int) -> None:
         node = self.node
         began = node.clock()
+        self._note_skips()
         node.intake.drain()
         node.metrics.count_inputs(*node.intake.take_tally())
         results = node.matches.tick(tick)
@@ -46,9 +49,7 @@ class Ticker:
         elif synced or await node.coordinator.confirm():
             if not node.stepping_down.is_set():
                 self.sessions.publish(results)
-            sent_at = node.server_time()
-            for match in node.matches.matches:
-                match.mark_sent(tick, sent_at)
+                self.sessions.probe(tick / node.config.tick_rate)
             if "first_tick_at" not in node.failover and "promoted_at" in node.failover:
                 node.failover["first_tick_at"] = time.time()
         else:
@@ -69,3 +70,20 @@ class Ticker:
                 node.stats.period * 1e3,
                 node.log_context,
             )
+
+    def _note_skips(self) -> None:
+        """Count the ticks a stall made the schedule skip, and tell the probes when."""
+        node = self.node
+        schedule = node.schedule
+        skipped, self._skipped = schedule.skipped - self._skipped, schedule.skipped
+        if skipped <= 0 or schedule.last_skip_at is None:
+            return  # none (or a new schedule, after a promotion, counting from 0)
+        node.metrics.ticks_skipped.inc(skipped)
+        for match in node.matches.matches:
+            match.probes.note_skip(schedule.last_skip_at)
+        log.warning(
+            "event=ticks_skipped total=%d at=%.3f %s",
+            schedule.skipped,
+            schedule.last_skip_at or 0.0,
+            node.log_context,
+        )

@@ -146,13 +146,29 @@ class Fenced:
         _int("fenced epoch", self.epoch)
 
 
+def _seat_row(row: Any) -> bool:
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    return (
+        isinstance(row, list)
+        and len(row) == 8
+        and isinstance(row[5], list)
+        and len(row[5]) == 6
+        and all(number(v) for v in (*row[5], row[6], row[7]))
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class MatchState:
-    """One match after a tick, as its components export it: the world's and combat's
-    state, the seats (``[slot, name, interp_delay, acked]``), the tick's events, the join
-    counter, the world's hash; and, in a full state only, the history ring."""
+    """One match after a tick, as its components export it: the tick it follows
+    (``after``: the primary's previous tick, -1 for none; ticks a stall skipped lie
+    between), the world's and combat's state, the seats (``[slot, name, interp_delay,
+    acked, guessed, before_guesses, rtt, spread]``), the tick's events, the join counter,
+    the world's hash; and, in a full state only, the history ring."""
 
     tick: int
+    after: int
     world: Mapping[str, bytes]
     combat: Mapping[str, Any]
     seats: list[list[Any]]
@@ -163,14 +179,18 @@ class MatchState:
 
     def __post_init__(self) -> None:
         _int("match tick", self.tick)
+        _int("match after", self.after, low=-1)
+        if self.after >= self.tick:
+            raise MessageError(f"match tick {self.tick} cannot follow tick {self.after}")
         _int("match joins", self.joins)
         for name in ("world", "combat") + (("history",) if self.history is not None else ()):
             if not isinstance(getattr(self, name), Mapping):
                 raise MessageError(f"match {name} must be a map")
-        if not isinstance(self.seats, list) or not all(
-            isinstance(row, list) and len(row) == 4 for row in self.seats
-        ):
-            raise MessageError("match seats must be [slot, name, interp_delay, acked] rows")
+        if not isinstance(self.seats, list) or not all(_seat_row(row) for row in self.seats):
+            raise MessageError(
+                "match seats must be [slot, name, interp_delay, acked, guessed, "
+                "before_guesses (6 numbers), rtt, spread] rows"
+            )
         if not isinstance(self.events, list) or not all(isinstance(e, dict) for e in self.events):
             raise MessageError("match events must be a list of maps")
         _text("match hash", self.hash)

@@ -59,6 +59,7 @@ def capture_match(match: Match, events: Sequence[SnapshotEvent], full: bool = Fa
     """One match after its latest tick (with its history ring when ``full``)."""
     return MatchState(
         tick=match.tick_number,
+        after=match.previous_tick,
         world=match.world.array_state(),
         combat=match.combat.export_state(),
         seats=match.seat_state(),
@@ -111,7 +112,7 @@ def _restore(match: Match, state: MatchState, epoch: int) -> None:
         raise ReplicationGap(str(error)) from None
     match.restore_seats(state.seats)
     match.joins = state.joins
-    match.tick_number = state.tick
+    match.previous_tick, match.tick_number = state.after, state.tick
     match.epoch = max(match.epoch, epoch)
 
 
@@ -121,8 +122,10 @@ def apply_match(match: Match, state: MatchState, epoch: int) -> None:
         raise ValueError("apply_match takes a tick's state, not a full state")
     if match.history.count and state.tick <= match.history.newest_tick:
         return  # already held (a resend after a reconnect)
-    if state.tick != match.tick_number + 1:
-        raise ReplicationGap(f"record of tick {state.tick} after tick {match.tick_number}")
+    if state.after != match.tick_number:
+        raise ReplicationGap(
+            f"record of tick {state.tick} follows tick {state.after}, not {match.tick_number}"
+        )
     _restore(match, state, epoch)
     world = match.world
     match.history.append(

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from server.sim.hitreg.backend import History, HitscanShots, HitValidator, ProjectileShots
-from server.sim.lagcomp import LagCompensation, ViewTimeVerdict
+from server.sim.lagcomp import LagCompensation, LinkEstimate, ViewTimeVerdict
 from server.sim.replica import ArrayState, StateMismatch
 from server.sim.world import MAX_HEALTH, World
 from shared.hitbox import HIT_PLAYER, HIT_WORLD, HITBOX_DAMAGE_MULTIPLIER
@@ -34,7 +34,7 @@ from shared.protocol import ShotEvent
 from shared.protocol.events import ShotResult
 from shared.weapons import EYE_HEIGHT, RESPAWN_DELAY_S, WEAPONS, Weapon, aim_direction
 
-__all__ = ["Combat", "PendingShot", "ShotBatch", "judge"]
+__all__ = ["Combat", "Judgement", "PendingShot", "ShotBatch", "judge"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +46,19 @@ class PendingShot:
     direction: np.ndarray  # (3,) unit
     claim: float  # the client's view time
     arrival: float  # server time the input arrived
-    rtt: float | None  # the server's estimate of the shooter's RTT then
+    ack_time: float | None  # the time of the newest snapshot the input says it had
+    link: LinkEstimate | None  # the server's measurement of the shooter's link then
     interp_delay: float
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """How a shot's moment was decided, as its ``shot`` event reports it."""
+
+    view_time: float
+    verdict: ViewTimeVerdict
+    origin: np.ndarray  # (3,) where it left the shooter's eye
+    shooter_rtt: float  # the server's RTT estimate of the shooter, -1 without one
 
 
 @dataclass(slots=True)
@@ -59,7 +70,27 @@ class _Projectile:
     velocity: np.ndarray
     time: float  # the time ``position``/``velocity`` belong to
     expire_time: float
-    view_time: float
+    judged: Judgement
+
+    def row(self) -> list[Any]:
+        """This projectile as plain values, for a standby."""
+        judged = self.judged
+        return [
+            self.slot, self.seq, self.weapon.id, self.position.tobytes(),
+            self.velocity.tobytes(), self.time, self.expire_time, judged.view_time,
+            judged.verdict.value, judged.origin.tobytes(), judged.shooter_rtt,
+        ]  # fmt: skip
+
+    @classmethod
+    def from_row(cls, row: list[Any]) -> _Projectile:
+        slot, seq, weapon, position, velocity, time, expire, view, verdict, origin, rtt = row
+        judged = Judgement(
+            float(view), ViewTimeVerdict(verdict), np.frombuffer(origin).copy(), float(rtt)
+        )
+        return cls(
+            int(slot), int(seq), WEAPONS[int(weapon)], np.frombuffer(position).copy(),
+            np.frombuffer(velocity).copy(), float(time), float(expire), judged,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +102,7 @@ class _Outcome:
     kind: int
     victim: int
     hitbox: int
-    view_time: float
+    judged: Judgement
 
 
 class Combat(ArrayState):
@@ -104,30 +135,13 @@ class Combat(ArrayState):
 
     def export_state(self) -> dict[str, Any]:
         """The arrays, and each projectile in flight as a row of plain values."""
-        flights = [
-            [p.slot, p.seq, p.weapon.id, p.position.tobytes(), p.velocity.tobytes(),
-             p.time, p.expire_time, p.view_time]
-            for p in self.flying
-        ]  # fmt: skip
-        return {**self.array_state(), "flying": flights}
+        return {**self.array_state(), "flying": [p.row() for p in self.flying]}
 
     def import_state(self, state: Mapping[str, Any]) -> None:
         """Take over the primary's combat state (no shot is pending between ticks)."""
         arrays = {name: value for name, value in state.items() if name != "flying"}
         try:
-            flying = [
-                _Projectile(
-                    int(slot),
-                    int(seq),
-                    WEAPONS[int(weapon)],
-                    np.frombuffer(position).copy(),
-                    np.frombuffer(velocity).copy(),
-                    float(time),
-                    float(expire),
-                    float(view),
-                )
-                for slot, seq, weapon, position, velocity, time, expire, view in state["flying"]
-            ]
+            flying = [_Projectile.from_row(row) for row in state["flying"]]
         except (KeyError, TypeError, ValueError, IndexError) as error:
             raise StateMismatch(f"combat: projectiles in flight unreadable ({error})") from None
         self.restore_arrays(arrays)
@@ -151,7 +165,8 @@ class Combat(ArrayState):
         pitch: float,
         claim: float,
         arrival: float,
-        rtt: float | None,
+        ack_time: float | None,
+        link: LinkEstimate | None,
         interp_delay: float,
     ) -> None:
         """Queue the shots of one applied input (``buttons`` may hold several weapons)."""
@@ -165,8 +180,11 @@ class Combat(ArrayState):
             direction = aim_direction(yaw, pitch)
             origin = self.world.pos[slot] + (0.0, 0.0, EYE_HEIGHT)
             self.pending.append(
-                PendingShot(slot, seq, weapon, origin, direction, claim, arrival, rtt, interp_delay)
-            )
+                PendingShot(
+                    slot, seq, weapon, origin, direction, claim, arrival, ack_time, link,
+                    interp_delay,
+                )
+            )  # fmt: skip
             self.counters["shots_fired"] += 1
 
     # -- after the tick's snapshot is in the history -------------------------------------
@@ -175,35 +193,32 @@ class Combat(ArrayState):
         """Check this tick's shots (view time, dead shooter) and gather them with the
         projectiles in flight, for the kernels; clears the pending shots."""
         batch = ShotBatch(self, present)
+        period = 1.0 / self.tick_rate
         for shot in self.pending:
             view_time, verdict = self.rules.view_time(
-                shot.claim, shot.arrival, shot.rtt, shot.interp_delay, present
+                shot.claim, shot.arrival, shot.ack_time, shot.link, shot.interp_delay, period
             )
-            if verdict is not ViewTimeVerdict.ACCEPTED:
+            if verdict is not ViewTimeVerdict.CLAIMED:
                 self.counters[f"view_time_{verdict.value}"] += 1
+            rtt = shot.link.rtt if shot.link is not None else -1.0
+            judged = Judgement(view_time, verdict, shot.origin, rtt)
             death = self.death_time[shot.slot]
             if not self.rules.may_fire(view_time, None if np.isnan(death) else float(death)):
                 self.counters["shots_rejected_dead"] += 1
                 batch.events.append(
-                    _shot_event(shot.slot, shot.seq, shot.weapon, "rejected", view_time)
+                    _shot_event(shot.slot, shot.seq, shot.weapon, "rejected", judged)
                 )
             elif shot.weapon.hitscan:
-                batch.hitscan.append((shot, view_time))
+                batch.hitscan.append((shot, judged))
             else:
                 velocity = shot.direction * shot.weapon.speed
                 expire = view_time + shot.weapon.lifetime
                 batch.flying.append(
                     _Projectile(
-                        shot.slot,
-                        shot.seq,
-                        shot.weapon,
-                        shot.origin,
-                        velocity,
-                        view_time,
-                        expire,
-                        view_time,
+                        shot.slot, shot.seq, shot.weapon, shot.origin, velocity, view_time,
+                        expire, judged,
                     )
-                )
+                )  # fmt: skip
         self.pending = []
         batch.flying = self.flying + batch.flying
         self.flying = []
@@ -228,7 +243,7 @@ class Combat(ArrayState):
                         kind,
                         victim,
                         hitbox,
-                        projectile.view_time,
+                        projectile.judged,
                     )
                 )
         outcomes.sort(key=lambda o: (o.time, o.slot, o.seq, o.weapon.id))
@@ -244,15 +259,14 @@ class Combat(ArrayState):
 
     def _apply(self, outcome: _Outcome, tick: int) -> ShotEvent:
         died_at = self.death_time[outcome.slot]
-        if not self.rules.may_fire(outcome.view_time, None if np.isnan(died_at) else died_at):
+        judged = outcome.judged
+        if not self.rules.may_fire(judged.view_time, None if np.isnan(died_at) else died_at):
             # Killed earlier in this tick's story, before the moment this shot was fired.
             self.counters["shots_rejected_dead"] += 1
-            return _shot_event(
-                outcome.slot, outcome.seq, outcome.weapon, "rejected", outcome.view_time
-            )
+            return _shot_event(outcome.slot, outcome.seq, outcome.weapon, "rejected", judged)
         if outcome.kind != HIT_PLAYER:
             result: ShotResult = "world" if outcome.kind == HIT_WORLD else "miss"
-            return _shot_event(outcome.slot, outcome.seq, outcome.weapon, result, outcome.view_time)
+            return _shot_event(outcome.slot, outcome.seq, outcome.weapon, result, judged)
         world, victim = self.world, outcome.victim
         died_at = self.death_time[victim]
         damage, kill = 0, False
@@ -271,7 +285,7 @@ class Combat(ArrayState):
             self.counters["hits_on_dead"] += 1
         self.counters["hits"] += 1
         return _shot_event(
-            outcome.slot, outcome.seq, outcome.weapon, "hit", outcome.view_time,
+            outcome.slot, outcome.seq, outcome.weapon, "hit", judged,
             victim=victim, hitbox=outcome.hitbox, damage=damage, kill=kill,
         )  # fmt: skip
 
@@ -286,9 +300,19 @@ class Combat(ArrayState):
 
 
 def _shot_event(
-    slot: int, seq: int, weapon: Weapon, result: ShotResult, view_time: float, **hit: Any
+    slot: int, seq: int, weapon: Weapon, result: ShotResult, judged: Judgement, **hit: Any
 ) -> ShotEvent:
-    return ShotEvent(slot, seq, weapon.id, result, view_time, **hit)
+    return ShotEvent(
+        slot,
+        seq,
+        weapon.id,
+        result,
+        judged.view_time,
+        judged=judged.verdict.value,
+        origin=tuple(judged.origin.tolist()),
+        shooter_rtt=judged.shooter_rtt,
+        **hit,
+    )
 
 
 @dataclass(slots=True)
@@ -297,7 +321,7 @@ class ShotBatch:
 
     combat: Combat
     present: float
-    hitscan: list[tuple[PendingShot, float]] = field(default_factory=list)
+    hitscan: list[tuple[PendingShot, Judgement]] = field(default_factory=list)
     flying: list[_Projectile] = field(default_factory=list)
     events: list[ShotEvent] = field(default_factory=list)  # decided without a kernel
     outcomes: list[_Outcome] = field(default_factory=list)  # hitscan verdicts
@@ -313,7 +337,7 @@ def judge(batches: list[ShotBatch], history: History, validator: HitValidator) -
 
     ``history`` holds the rings of all the matches (``Combat.match_index`` picks a ring).
     """
-    hitscan = [(b, shot, t) for b in batches for shot, t in b.hitscan]
+    hitscan = [(b, shot, judged) for b in batches for shot, judged in b.hitscan]
     if hitscan:
         result = validator.resolve_hitscan(
             history,
@@ -323,20 +347,20 @@ def judge(batches: list[ShotBatch], history: History, validator: HitValidator) -
                 origin=np.array([s.origin for _, s, _ in hitscan]),
                 direction=np.array([s.direction for _, s, _ in hitscan]),
                 max_range=np.array([s.weapon.max_range for _, s, _ in hitscan]),
-                view_time=np.array([t for _, _, t in hitscan]),
+                view_time=np.array([judged.view_time for _, _, judged in hitscan]),
             ),
         )
-        for i, (batch, shot, t) in enumerate(hitscan):
+        for i, (batch, shot, judged) in enumerate(hitscan):
             batch.outcomes.append(
                 _Outcome(
-                    t,
+                    judged.view_time,
                     shot.slot,
                     shot.seq,
                     shot.weapon,
                     int(result.kind[i]),
                     int(result.victim[i]),
                     int(result.hitbox[i]),
-                    t,
+                    judged,
                 )
             )
     flying = [(b, p) for b in batches for p in b.flying]

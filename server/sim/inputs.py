@@ -8,12 +8,14 @@ say is what it pressed; this module decides which of those claims are usable:
   types).
 * :class:`InputQueues` holds every seat's jitter buffer: it orders a player's inputs by
   sequence number and releases one per tick, so network jitter does not turn into jerky
-  movement. When a player's inputs stop arriving the last one repeats (the usual server
-  behaviour, it keeps a running player running); when they pile up beyond ``max_depth``
-  (a burst after a stall), the surplus is applied in the same tick so the player catches
-  up instead of lagging further behind. A buffer holds at most ``capacity`` inputs.
-* It also keeps each seat's RTT estimate (see :mod:`server.sim.rtt`): the minimum of the last
-  ``rtt_window`` samples.
+  movement. When a player's inputs stop arriving the last one repeats, for at most
+  ``max_guesses`` ticks (the usual server behaviour, it keeps a running player running);
+  but a repeat is only a guess: the tick that next releases a real input first undoes the
+  guesses (the match puts the player back where its last real input left it), so every
+  input a client sent moves its player exactly once, from where the client predicted it,
+  and a shot fires from where its shooter was. When inputs pile up beyond ``max_depth`` (a
+  burst after a stall), the surplus is applied in the same tick so the player catches up
+  instead of lagging further behind. A buffer holds at most ``capacity`` inputs.
 
 Every seat's state is a row of arrays and a tick's inputs go through two serial numba
 kernels, one to queue them and one to release them: at 300 players a Python object per
@@ -30,7 +32,6 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
-from numba.extending import register_jitable
 
 from shared.protocol import InputMessage
 from shared.protocol.inputs import (
@@ -72,10 +73,11 @@ class InputVerdict(enum.Enum):
         return self in (InputVerdict.ACCEPTED, InputVerdict.CLAMPED)
 
 
-# Each seat's row of ``InputQueues._state``.
-_LAST_RECEIVED, _ACKED, _STARVED, _HEAD, _COUNT = range(5)
-# Each seat's row of ``InputQueues._rtt_state``: samples held, the ring's next index.
-_RTT_HELD, _RTT_NEXT = range(2)
+# Each seat's row of ``InputQueues._state``; _GUESSED: ticks guessed since its last input.
+_LAST_RECEIVED, _ACKED, _STARVED, _HEAD, _COUNT, _GUESSED = range(6)
+
+#: What a tick did with each seat, beside the inputs it released (``ReleasedInputs.guess``).
+NO_GUESS, FIRST_GUESS, GUESS, UNDO_GUESSES = range(4)
 # Each queued input: the decoded columns (shared.protocol.inputs), plus its arrival.
 ARRIVAL = len(FLOAT_COLUMNS)
 
@@ -84,37 +86,25 @@ VERDICTS = tuple(InputVerdict)
 _ACCEPTED, _CLAMPED, _STALE, _TOO_FAR_AHEAD, _BAD_ANGLE, _OVERFLOW = range(len(VERDICTS))
 
 
+#: How far past 1 a move's length may lie from rounding alone (a few float64 ulps).
+MOVE_ROUNDING = 1e-12
+
+
 def sanitize_columns(
     move_x: np.ndarray, move_y: np.ndarray, yaw: np.ndarray, pitch: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Clamp what can be clamped, reject what cannot; never trust the client. For each
     input: ``(bad_angle, clamped, move_x, move_y)``, the moves clamped where ``clamped``
-    (onto the unit circle: each component divided by the vector's length)."""
+    (onto the unit circle: each component divided by the vector's length). A move within
+    rounding of the circle is left alone, so that a clamped move offered again (a standby
+    taking over resends) is kept bit for bit."""
     bad_angle = ~((-math.pi <= yaw) & (yaw <= math.pi) & (-HALF_PI <= pitch) & (pitch <= HALF_PI))
     length = np.sqrt(move_x * move_x + move_y * move_y)
-    clamped = (length > 1.0) & ~bad_angle
+    clamped = (length > 1.0 + MOVE_ROUNDING) & ~bad_angle
     if clamped.any():
         scale = np.where(clamped, length, 1.0)
         move_x, move_y = move_x / scale, move_y / scale
     return bad_angle, clamped, move_x, move_y
-
-
-@register_jitable
-def _observe_rtt(
-    ring: np.ndarray, count: np.ndarray, next_at: np.ndarray, low: np.ndarray, s: int, x: float
-) -> None:
-    """One RTT sample for seat ``s``: its window's minimum, kept incrementally."""
-    window = ring.shape[1]
-    evicted = ring[s, next_at[s]] if count[s] == window else np.nan
-    ring[s, next_at[s]] = x
-    next_at[s] = (next_at[s] + 1) % window
-    count[s] = min(count[s] + 1, window)
-    if math.isnan(low[s]) or x <= low[s]:
-        low[s] = x
-    elif evicted == low[s]:  # the minimum left the window: look again
-        low[s] = ring[s, 0]
-        for k in range(1, count[s]):
-            low[s] = min(low[s], ring[s, k])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -122,28 +112,19 @@ def _offer(
     state: np.ndarray,
     pending_ints: np.ndarray,
     pending_floats: np.ndarray,
-    rtt_ring: np.ndarray,
-    rtt_state: np.ndarray,
-    rtt_low: np.ndarray,
     future_window: int,
     slots: np.ndarray,
     ints: np.ndarray,
     floats: np.ndarray,
-    samples: np.ndarray,
     bad_angle: np.ndarray,
     clamped: np.ndarray,
     verdicts: np.ndarray,
 ) -> None:
-    """Queue each row's input (in row order) and record its RTT sample; ``verdicts[i]``
-    is the row's verdict code. ``state`` columns: last received, acked, starved, head,
-    count; ``rtt_state``: samples held, next ring index."""
+    """Queue each row's input (in row order); ``verdicts[i]`` is the row's verdict code.
+    ``state`` columns: last received, acked, starved, head, count, guessed."""
     capacity = pending_ints.shape[1]
     for i in range(len(slots)):
         s = slots[i]
-        if samples[i] >= 0.0:  # (NaN, for an unknown tick, is not)
-            _observe_rtt(
-                rtt_ring, rtt_state[:, _RTT_HELD], rtt_state[:, _RTT_NEXT], rtt_low, s, samples[i]
-            )
         if bad_angle[i]:
             verdicts[i] = _BAD_ANGLE
             continue
@@ -172,18 +153,28 @@ def _release(
     pending_floats: np.ndarray,
     max_depth: int,
     slots: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Release this tick's inputs of each seat in ``slots`` (in that order): one, or none
-    (the last one repeats), or all but ``max_depth - 1`` after a burst. Returns each
-    released input's slot, depth (0: the tick's own input, 1+: catch-up), ints, floats."""
+    (the last one repeats, a guess), or all but ``max_depth - 1`` after a burst. Returns
+    each released input's slot, depth (0: the tick's own input, 1+: catch-up), ints,
+    floats; and per seat of ``slots`` its guess code and the ticks guessed in a row."""
     capacity = pending_ints.shape[1]
     taken = np.zeros(len(slots), np.int64)
+    guess = np.zeros(len(slots), np.int64)
+    guessed = np.zeros(len(slots), np.int64)
     for k in range(len(slots)):
-        count = state[slots[k], _COUNT]
+        s = slots[k]
+        count = state[s, _COUNT]
         if count == 0:
-            state[slots[k], _STARVED] += 1  # starved: the last input repeats
+            state[s, _STARVED] += 1  # starved: the last input repeats, as a guess
+            guess[k] = FIRST_GUESS if state[s, _GUESSED] == 0 else GUESS
+            state[s, _GUESSED] += 1
+            guessed[k] = state[s, _GUESSED]
         else:
             taken[k] = 1 if count == 1 else max(1, count - max_depth + 1)
+            if state[s, _GUESSED] > 0:
+                guess[k] = UNDO_GUESSES
+                state[s, _GUESSED] = 0
     total = 0
     for k in range(len(slots)):
         total += taken[k]
@@ -205,19 +196,25 @@ def _release(
             state[s, _COUNT] -= 1
             state[s, _ACKED] = out_ints[row, SEQ]  # acknowledged: applied to the world
             row += 1
-    return out_slot, out_depth, out_ints, out_floats
+    return out_slot, out_depth, out_ints, out_floats, guess, guessed
 
 
 @dataclass(frozen=True, slots=True)
 class ReleasedInputs:
     """A tick's released inputs, in slot order and each seat's in sequence order.
     ``ints``: seq, tick, ack_tick, buttons; ``floats``: move x, move y, yaw, pitch,
-    view_time, arrival (server time)."""
+    view_time, arrival (server time). ``guess`` and ``guessed`` are per seat released
+    for (in the order asked): :data:`NO_GUESS`, :data:`FIRST_GUESS` (starved: save the
+    player's state before this tick moves it), :data:`GUESS` (starved again),
+    :data:`UNDO_GUESSES` (inputs again: restore the saved state first); and how many
+    ticks in a row it has been guessed."""
 
     slot: np.ndarray
     depth: np.ndarray  # 0: the seat's input for this tick; 1, 2...: catch-up after a burst
     ints: np.ndarray
     floats: np.ndarray
+    guess: np.ndarray
+    guessed: np.ndarray
 
 
 class InputQueues:
@@ -229,17 +226,16 @@ class InputQueues:
         max_depth: int = 4,
         future_window: int = 120,  # two seconds of inputs at 60 Hz; further ahead is a lie
         capacity: int = 64,  # a second of inputs at 60 Hz, after a stall
-        rtt_window: int = 64,
     ) -> None:
         self.max_depth = max_depth
         self.future_window = future_window
-        # Per slot: last received seq, acked seq, starved ticks, ring head, ring count.
-        self._state = np.zeros((slots, 5), dtype=np.int64)
+        # Per slot: last received seq, acked seq, starved ticks, ring head, ring count,
+        # ticks guessed in a row.
+        self._state = np.zeros((slots, 6), dtype=np.int64)
         self._pending_ints = np.zeros((slots, capacity, len(INT_COLUMNS)), dtype=np.int64)
         self._pending_floats = np.zeros((slots, capacity, ARRIVAL + 1), dtype=np.float64)
-        self._rtt_ring = np.zeros((slots, rtt_window), dtype=np.float64)
-        self._rtt_state = np.zeros((slots, 2), dtype=np.int64)  # samples held, next index
-        self._rtt_low = np.full(slots, np.nan)
+        #: Per slot, position and velocity before its first guessed tick (the match's).
+        self.before_guesses = np.zeros((slots, 6), dtype=np.float64)
         for slot in range(slots):
             self.reset(slot)
 
@@ -251,15 +247,32 @@ class InputQueues:
         view.flags.writeable = False
         return view
 
+    @property
+    def guessing(self) -> np.ndarray:
+        """Per slot, whether its last ticks were guesses (no input to release); read-only."""
+        return self._state[:, _GUESSED] > 0
+
     def reset(self, slot: int) -> None:
-        """A new player in ``slot``: nothing received, applied or measured yet."""
-        self._state[slot] = (-1, -1, 0, 0, 0)  # (in _LAST_RECEIVED ... _COUNT order)
-        self._rtt_state[slot] = 0
-        self._rtt_low[slot] = np.nan
+        """A new player in ``slot``: nothing received or applied yet."""
+        self._state[slot] = (-1, -1, 0, 0, 0, 0)  # (in _LAST_RECEIVED ... _GUESSED order)
 
     def restore(self, slot: int, acked: int) -> None:
-        """Continue a seat another node served: inputs up to ``acked`` were applied there."""
+        """Continue a seat another node served: inputs up to ``acked`` were applied there;
+        what is queued here is dropped (its clients resend what was not applied)."""
         self._state[slot, [_LAST_RECEIVED, _ACKED, _HEAD, _COUNT]] = (acked, acked, 0, 0)
+
+    def guesses(self, slot: int) -> tuple[int, list[float]]:
+        """Ticks guessed in a row and the state they started from, for a standby."""
+        return int(self._state[slot, _GUESSED]), self.before_guesses[slot].tolist()
+
+    def restore_guesses(self, slot: int, guessed: int, before: list[float]) -> None:
+        """Hold the guesses another node made, so that their undo here matches its own."""
+        self._state[slot, _GUESSED] = guessed
+        self.before_guesses[slot] = before
+
+    def keep_guesses(self, slot: int) -> None:
+        """The player was moved by the game (a respawn): its guessed ticks stand."""
+        self._state[slot, _GUESSED] = 0
 
     def offer(
         self,
@@ -267,13 +280,12 @@ class InputQueues:
         ints: np.ndarray,
         floats: np.ndarray,
         arrivals: np.ndarray,
-        rtt_samples: np.ndarray,
     ) -> np.ndarray:
         """Queue inputs, rows in arrival order: ``ints`` seq, tick, ack_tick, buttons;
         ``floats`` move x, move y, yaw, pitch, view_time; each with the server time it
         arrived at (lag compensation judges a shot by when it arrived, not by when the
-        buffer released it) and its RTT sample (NaN: none). Returns each row's verdict
-        code (an index into :data:`VERDICTS`)."""
+        buffer released it). Returns each row's verdict code (an index into
+        :data:`VERDICTS`)."""
         bad_angle, clamped, move_x, move_y = sanitize_columns(
             floats[:, MOVE_X], floats[:, MOVE_Y], floats[:, YAW], floats[:, PITCH]
         )
@@ -283,14 +295,10 @@ class InputQueues:
             self._state,
             self._pending_ints,
             self._pending_floats,
-            self._rtt_ring,
-            self._rtt_state,
-            self._rtt_low,
             self.future_window,
             np.ascontiguousarray(slots, dtype=np.int64),
             np.ascontiguousarray(ints, dtype=np.int64),
             queued,
-            np.ascontiguousarray(rtt_samples, dtype=np.float64),
             bad_angle,
             clamped,
             verdicts,
@@ -299,14 +307,15 @@ class InputQueues:
 
     def release(self, slots: np.ndarray) -> ReleasedInputs:
         """This tick's inputs of the seats in ``slots`` (ascending: replicas must agree)."""
-        slot, depth, ints, floats = _release(
-            self._state,
-            self._pending_ints,
-            self._pending_floats,
-            self.max_depth,
-            np.ascontiguousarray(slots, dtype=np.int64),
+        return ReleasedInputs(
+            *_release(
+                self._state,
+                self._pending_ints,
+                self._pending_floats,
+                self.max_depth,
+                np.ascontiguousarray(slots, dtype=np.int64),
+            )
         )
-        return ReleasedInputs(slot, depth, ints, floats)
 
     def seat(self, slot: int) -> SeatInputs:
         return SeatInputs(self, slot)
@@ -315,11 +324,6 @@ class InputQueues:
 
     def starved_ticks(self, slot: int) -> int:
         return int(self._state[slot, _STARVED])
-
-    def rtt_estimate(self, slot: int) -> float | None:
-        """Seconds, or None before the seat's first sample."""
-        low = float(self._rtt_low[slot])
-        return None if math.isnan(low) else low
 
     def pending(self, slot: int) -> list[tuple[InputMessage, float]]:
         """The seat's queued inputs, oldest first, each with its arrival time."""
@@ -351,7 +355,6 @@ def warm_up() -> None:
         np.zeros((1, 4), np.int64),
         np.zeros((1, 5)),
         np.zeros(1),
-        np.zeros(1),
     )
     queues.release(np.zeros(1, np.int64))
 
@@ -371,10 +374,6 @@ class SeatInputs:
     @property
     def starved_ticks(self) -> int:
         return self.queues.starved_ticks(self.slot)
-
-    @property
-    def rtt_estimate(self) -> float | None:
-        return self.queues.rtt_estimate(self.slot)
 
     @property
     def pending(self) -> list[tuple[InputMessage, float]]:

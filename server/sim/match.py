@@ -11,6 +11,7 @@ everywhere: server time is ``tick / tick_rate``.
 from __future__ import annotations
 
 import collections
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,14 +22,16 @@ from server.sim.history import HistoryRing, HistoryStore
 from server.sim.hitreg.backend import History, HitValidator, make_validator
 from server.sim.inputs import (
     ARRIVAL,
+    FIRST_GUESS,
+    UNDO_GUESSES,
     VERDICTS,
     InputQueues,
     InputVerdict,
     ReleasedInputs,
     SeatInputs,
 )
-from server.sim.lagcomp import LagCompensation
-from server.sim.rtt import TickSendLog
+from server.sim.lagcomp import LagCompensation, LinkEstimate
+from server.sim.rtt import RttProbes
 from server.sim.world import World
 from shared import protocol
 from shared.arena_map import ArenaMap
@@ -64,6 +67,9 @@ class MatchConfig:
     max_players: int = 300
     history_seconds: float = 1.0
     input_max_depth: int = 4
+    #: Ticks a starved player's last input is repeated for (a guess, undone when its
+    #: inputs are back); after that it is held still.
+    input_max_guesses: int = 8
     movement: MovementParams = field(default_factory=MovementParams)
     lag_compensation: LagCompensation = field(default_factory=LagCompensation)
 
@@ -78,7 +84,7 @@ class PlayerSeat:
 
     slot: int
     name: str
-    interp_delay: float
+    interp_delay: float  # the delay granted (``LagCompensation.grant_interp_delay``)
     inputs: SeatInputs
 
 
@@ -116,7 +122,8 @@ class Match:
         )
         self.seats: dict[int, PlayerSeat] = {}
         self.tick_number = 0
-        self.sent = TickSendLog()
+        self.previous_tick = -1  # the tick before this one (ticks a stall skipped between)
+        self.probes = RttProbes(config.max_players)
         self.inputs = InputQueues(config.max_players, config.input_max_depth)
         self.counters: collections.Counter[str] = collections.Counter()
         self._events: list[SnapshotEvent] = []
@@ -133,6 +140,7 @@ class Match:
     # -- seats -------------------------------------------------------------------------
 
     def join(self, name: str, interp_delay: float) -> PlayerSeat:
+        """Seat a player who renders ``interp_delay`` behind (granted up to the bound)."""
         slot = self.world.free_slot()
         if slot is None:
             raise MatchFull(f"the match is full ({self.config.max_players} players)")
@@ -140,43 +148,57 @@ class Match:
         self.joins += 1
         self.world.seat(slot, x, y)
         self.combat.seat(slot)
-        seat = PlayerSeat(slot, name, interp_delay, self._new_seat_inputs(slot))
+        granted = self.config.lag_compensation.grant_interp_delay(interp_delay)
+        seat = PlayerSeat(slot, name, granted, self._new_seat_inputs(slot))
         self.seats[slot] = seat
         self._events.append(JoinEvent(slot))
         return seat
 
     def _new_seat_inputs(self, slot: int) -> SeatInputs:
-        """A new player's buffer and RTT window in ``slot``: nothing of the last one's."""
+        """A new player's buffer and round trips in ``slot``: nothing of the last one's."""
         self.inputs.reset(slot)
+        self.probes.reset(slot, self.server_time)
         return self.inputs.seat(slot)
 
     def seat_state(self) -> list[list[Any]]:
-        """Every seat as ``[slot, name, interp_delay, acked]``, for a standby."""
-        return [
-            [slot, seat.name, seat.interp_delay, seat.inputs.acked]
-            for slot, seat in sorted(self.seats.items())
-        ]
+        """Every seat as ``[slot, name, interp_delay, acked, guessed, before_guesses, rtt,
+        spread]`` (rtt -1: not measured yet), for a standby."""
+        rows = []
+        for slot, seat in sorted(self.seats.items()):
+            link = self.probes.estimate(slot)
+            measured = [link.rtt, link.spread] if link is not None else [-1.0, 0.0]
+            rows.append(
+                [slot, seat.name, seat.interp_delay, seat.inputs.acked,
+                 *self.inputs.guesses(slot), *measured]
+            )  # fmt: skip
+        return rows
 
     def restore_seats(self, rows: list[list[Any]]) -> None:
         """Hold exactly the primary's seats: a seat whose player changed starts afresh (its
         buffer and RTT window are the new player's); every seat's ack is the primary's."""
         wanted = {
-            int(slot): (str(name), float(interp), int(acked)) for slot, name, interp, acked in rows
+            int(slot): (str(name), float(interp), int(acked), int(guessed), before, rtt, spread)
+            for slot, name, interp, acked, guessed, before, rtt, spread in rows
         }
         for slot in list(self.seats):
             if slot not in wanted:
                 del self.seats[slot]
-        for slot, (name, interp, acked) in wanted.items():
+                self.probes.forget(slot)
+        for slot, (name, interp, acked, guessed, before, rtt, spread) in wanted.items():
             seat = self.seats.get(slot)
             if seat is None or seat.name != name or seat.interp_delay != interp:
                 seat = PlayerSeat(slot, name, interp, self._new_seat_inputs(slot))
                 self.seats[slot] = seat
-            # A follower applies no inputs itself: its view of each seat's ack is the primary's.
+            # A follower applies no inputs itself: its view of each seat's ack (and of the
+            # ticks it guessed) is the primary's.
             seat.inputs.restore(acked)
+            self.inputs.restore_guesses(slot, guessed, before)
+            self.probes.assume(slot, LinkEstimate(rtt, spread) if rtt >= 0 else None)
 
     def leave(self, slot: int) -> None:
         if self.seats.pop(slot, None) is not None:
             self.world.vacate(slot)
+            self.probes.forget(slot)
             self._events.append(LeaveEvent(slot))
 
     # -- inputs --------------------------------------------------------------------------
@@ -207,10 +229,7 @@ class Match:
         self, slots: np.ndarray, ints: np.ndarray, floats: np.ndarray, arrivals: np.ndarray
     ) -> tuple[np.ndarray, dict[InputVerdict, int]]:
         """Queue the rows; each row's verdict code, and how many of each verdict."""
-        # Each input names the newest tick its client had (ack_tick): arrival minus when
-        # that tick went out is an RTT sample (server.sim.rtt).
-        samples = arrivals - self.sent.sent_at_each(ints[:, ACK_TICK])
-        verdicts = self.inputs.offer(slots, ints, floats, arrivals, samples)
+        verdicts = self.inputs.offer(slots, ints, floats, arrivals)
         counts = np.bincount(verdicts, minlength=len(VERDICTS)).tolist()
         tally = {VERDICTS[code]: count for code, count in enumerate(counts) if count}
         for verdict, count in tally.items():
@@ -219,10 +238,21 @@ class Match:
 
     def _release_inputs(self) -> ReleasedInputs:
         """Set each seat's input for this tick; return every input released (the surplus
-        of a burst too, to catch up on)."""
+        of a burst too, to catch up on). A starved seat's guesses start from a saved
+        state, and a seat whose inputs are back goes back to it before they move it."""
         world = self.world
         seated = np.array(sorted(self.seats), dtype=np.int64)  # replicas must agree on order
         released = self.inputs.release(seated)
+        saved = self.inputs.before_guesses
+        starting = seated[released.guess == FIRST_GUESS]
+        saved[starting, :3], saved[starting, 3:] = world.pos[starting], world.vel[starting]
+        undo = seated[released.guess == UNDO_GUESSES]
+        undo = undo[world.alive[undo]]  # (a player killed meanwhile stays where it fell)
+        if len(undo):
+            world.pos[undo], world.vel[undo] = saved[undo, :3], saved[undo, 3:]
+            self.counters["input_guesses_undone"] += len(undo)
+        held = seated[released.guessed > self.config.input_max_guesses]
+        world.move[held], world.buttons[held] = 0.0, 0
         first = released.depth == 0
         slots = released.slot[first]
         world.move[slots] = released.floats[first, MOVE_X : MOVE_Y + 1]
@@ -252,9 +282,18 @@ class Match:
                 pitch,
                 view_time,
                 arrival,
-                self.inputs.rtt_estimate(slot),
+                self._ack_time(ints[ACK_TICK], arrival),
+                self.probes.estimate(slot),
                 self.seats[slot].interp_delay,
             )
+
+    def _ack_time(self, ack_tick: int, arrival: float) -> float | None:
+        """The time of the newest snapshot an input says its client had, no later than the
+        newest tick due by the input's arrival (None before its first snapshot)."""
+        if ack_tick < 0:
+            return None
+        rate = self.config.tick_rate
+        return min(ack_tick, math.floor(arrival * rate + 1e-6)) / rate
 
     # -- the tick ------------------------------------------------------------------------
 
@@ -276,6 +315,7 @@ class Match:
                 x, y = self.config.arena.spawn_point(self.joins)
                 self.joins += 1
                 self.world.seat(slot, x, y)
+                self.inputs.keep_guesses(slot)  # a respawn is no guess to undo
                 self._events.append(RespawnEvent(slot))
 
     def tick(self, tick: int | None = None) -> TickResult:
@@ -291,6 +331,7 @@ class Match:
 
     def advance(self, tick: int | None = None) -> ShotBatch:
         """Inputs, movement and history for this tick; returns the shots left to judge."""
+        self.previous_tick = self.tick_number
         self.tick_number = self.tick_number + 1 if tick is None else tick
         world = self.world
         self._respawn()
@@ -356,6 +397,10 @@ class Match:
         (the frame is this head + ``result.body``, see :func:`protocol.encode_snapshot`).
         Every seat's head is built at once, for the first client of the tick.
 
+        The state is the one its acknowledged input left: a living player whose last ticks
+        were guesses is sent where it stood before them (they will be undone), so that the
+        client's reconciliation replays its unacknowledged inputs from the right place.
+
         None for a player seated after the tick was computed (a node publishes a tick
         after awaiting its standbys, and joins go on meanwhile): the body does not hold
         that player, whose first snapshot is the next tick's.
@@ -369,10 +414,9 @@ class Match:
             slots = list(seats)
             acks = self.inputs.acked[slots]
             states = np.hstack((world.pos[slots], world.vel[slots]))
+            guessed = self.inputs.guessing[slots] & world.alive[slots]
+            states[guessed] = self.inputs.before_guesses[slots][guessed]
             self._heads = protocol.snapshot_heads(acks, states)
             self._head_at = {s: i * protocol.SNAPSHOT_HEAD_BYTES for i, s in enumerate(slots)}
         at = self._head_at[slot]
         return self._heads[at : at + protocol.SNAPSHOT_HEAD_BYTES]
-
-    def mark_sent(self, tick: int, sent_at: float) -> None:
-        self.sent.record(tick, sent_at)

@@ -1,33 +1,112 @@
-"""The server's own estimate of each client's round-trip time (sans-I/O).
+"""The server's own measurement of each client's round trip: probes (sans-I/O).
 
-Every input names the newest snapshot tick the client had received (``ack_tick``). The
-server remembers when it sent each tick, so ``arrival - sent[ack_tick]`` is one round trip
-plus however long the client held the snapshot before its next input (up to one client
-frame). Queueing and retransmissions only ever add delay, so the minimum over a recent
-window is the estimate (the approach of Quake-era servers, made robust to spikes).
+Every :attr:`RttProbes.interval` each seat is sent a ``probe`` with a fresh id, and its
+client echoes it at once. The time from the tick the probe went out with to the echo's
+arrival is one sample: it holds the client's real latency and nothing the client can
+claim, so a client can only look slower by really answering later. What a client says
+in its inputs (``ack_tick``) is never used for it.
+
+The estimate is robust rather than the minimum: a low percentile of the recent samples is
+the round trip, and a high percentile less that one is the spread (jitter, retransmitted
+packets). A sample that spans ticks skipped after a stall is dropped: the server was not
+reading its sockets meanwhile, so the echo's arrival time says nothing about the link.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-__all__ = ["TickSendLog"]
+from server.sim.lagcomp import LinkEstimate
+
+__all__ = ["RttProbes"]
+
+#: Percentiles of the recent samples: the round trip, and the top of its spread.
+LOW, HIGH = 10.0, 95.0
 
 
-class TickSendLog:
-    """When each recent tick was published, by tick number (a ring)."""
+class RttProbes:
+    """Every seat's probes in flight and recent samples, as arrays indexed by slot."""
 
-    def __init__(self, capacity: int = 512) -> None:
-        self.capacity = capacity
-        self._ticks = np.full(capacity, -1, dtype=np.int64)
-        self._times = np.zeros(capacity, dtype=np.float64)
+    def __init__(
+        self, slots: int, interval: float = 0.25, window: int = 32, in_flight: int = 8
+    ) -> None:
+        self.interval = interval
+        self._due = np.zeros(slots)  # when each seat's next probe goes out
+        self._next_id = np.zeros(slots, dtype=np.int64)
+        self._flight_id = np.full((slots, in_flight), -1, dtype=np.int64)
+        self._flight_sent = np.zeros((slots, in_flight))
+        self._samples = np.zeros((slots, window))
+        self._held = np.zeros(slots, dtype=np.int64)
+        self._next_sample = np.zeros(slots, dtype=np.int64)
+        self._active = np.zeros(slots, dtype=bool)
+        self._assumed = np.full((slots, 2), np.nan)  # another node's estimate, until ours
+        self._last_skip_at = -np.inf
 
-    def record(self, tick: int, sent_at: float) -> None:
-        self._ticks[tick % self.capacity] = tick
-        self._times[tick % self.capacity] = sent_at
+    def reset(self, slot: int, now: float) -> None:
+        """A new player in ``slot`` (or one this node has just taken over): nothing
+        measured yet, the first probe due at once."""
+        self._active[slot] = True
+        self._due[slot] = now
+        self._flight_id[slot] = -1
+        self._held[slot] = 0
+        self._next_sample[slot] = 0
+        self._assumed[slot] = np.nan
 
-    def sent_at_each(self, ticks: np.ndarray) -> np.ndarray:
-        """When each tick went out; NaN where unknown (overwritten, never sent, or -1)."""
-        index = ticks % self.capacity
-        known = (self._ticks[index] == ticks) & (ticks >= 0)
-        return np.where(known, self._times[index], np.nan)
+    def forget(self, slot: int) -> None:
+        """The seat is empty: probe it no more."""
+        self._active[slot] = False
+        self._held[slot] = 0
+
+    def due(self, now: float) -> tuple[np.ndarray, np.ndarray]:
+        """The seats to probe with the tick of time ``now``, and each one's probe id."""
+        slots = np.flatnonzero(self._active & (self._due <= now))
+        if not len(slots):
+            return slots, slots
+        ids = self._next_id[slots].copy()
+        self._next_id[slots] += 1
+        ring = ids % self._flight_id.shape[1]
+        self._flight_id[slots, ring] = ids
+        self._flight_sent[slots, ring] = now
+        self._due[slots] = now + self.interval
+        return slots, ids
+
+    def echo(self, slot: int, probe_id: int, at: float) -> bool:
+        """The echo of probe ``probe_id`` from ``slot`` arrived at ``at``; True when it
+        made a sample (an unknown, repeated or stall-spanning echo does not)."""
+        if not self._active[slot] or probe_id < 0:
+            return False
+        ring = probe_id % self._flight_id.shape[1]
+        if self._flight_id[slot, ring] != probe_id:
+            return False
+        self._flight_id[slot, ring] = -1
+        sent = float(self._flight_sent[slot, ring])
+        if sent <= self._last_skip_at <= at or at < sent:
+            return False
+        window = self._samples.shape[1]
+        self._samples[slot, self._next_sample[slot]] = at - sent
+        self._next_sample[slot] = (self._next_sample[slot] + 1) % window
+        self._held[slot] = min(self._held[slot] + 1, window)
+        return True
+
+    def note_skip(self, at: float) -> None:
+        """Ticks were skipped at ``at`` (server time): echoes of probes sent before it
+        are not samples."""
+        self._last_skip_at = at
+
+    def assume(self, slot: int, estimate: LinkEstimate | None) -> None:
+        """Take the primary's estimate for ``slot`` (a standby's seats), used until this
+        node's own probes have made a sample: a promoted standby judges its players' first
+        shots by the link its predecessor measured, not as links of unknown latency."""
+        self._assumed[slot] = np.nan if estimate is None else (estimate.rtt, estimate.spread)
+
+    def estimate(self, slot: int) -> LinkEstimate | None:
+        """The seat's round trip and spread (before its first sample: the one assumed, if
+        any); None when nothing is known."""
+        held = int(self._held[slot])
+        if not held:
+            rtt, spread = self._assumed[slot].tolist()
+            return None if math.isnan(rtt) else LinkEstimate(rtt, spread)
+        low, high = np.percentile(self._samples[slot, :held], (LOW, HIGH))
+        return LinkEstimate(float(low), float(high - low))

@@ -25,6 +25,7 @@ from shared.protocol.errors import (
     VersionMismatch,
 )
 from shared.protocol.events import (
+    JUDGEMENTS,
     SHOT_RESULTS,
     JoinEvent,
     LeaveEvent,
@@ -50,6 +51,8 @@ from shared.protocol.messages import (
     Message,
     PingMessage,
     PongMessage,
+    ProbeEchoMessage,
+    ProbeMessage,
     ServerMessage,
     SnapshotMessage,
     StandbysMessage,
@@ -76,6 +79,7 @@ from shared.protocol.snapshots import (
 __all__ = [
     "ENTITY_DTYPE",
     "ENTITY_FLAG_ALIVE",
+    "JUDGEMENTS",
     "MAX_CLIENT_FRAME_BYTES",
     "MAX_EPOCH",
     "MAX_SERVER_FRAME_BYTES",
@@ -96,6 +100,8 @@ __all__ = [
     "Message",
     "PingMessage",
     "PongMessage",
+    "ProbeEchoMessage",
+    "ProbeMessage",
     "ProtocolError",
     "RespawnEvent",
     "ServerFrameDecoder",

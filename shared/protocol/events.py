@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from shared.protocol.errors import InvalidField
-from shared.protocol.fields import U32_MAX, flag, integer, number, text
+from shared.protocol.fields import U32_MAX, flag, integer, number, numbers, text
 
 __all__ = [
+    "JUDGEMENTS",
     "SHOT_RESULTS",
     "JoinEvent",
     "LeaveEvent",
@@ -32,6 +33,12 @@ ShotResult = Literal["hit", "miss", "world", "rejected"]
 #: ``hit``: a player (``victim``, ``hitbox``); ``world``: cover; ``miss``: nothing;
 #: ``rejected``: the shooter was dead at the time it fired.
 SHOT_RESULTS: tuple[ShotResult, ...] = ("hit", "miss", "world", "rejected")
+
+Judged = Literal["claimed", "clamped", "capped"]
+#: How the server chose the moment it judged a shot in (``docs/lag-compensation.md``):
+#: ``claimed``: the shooter's own view time; ``clamped``: the nearest time the shooter could
+#: have seen (its claim was outside that); ``capped``: the oldest the rewind cap allows.
+JUDGEMENTS: tuple[Judged, ...] = ("claimed", "clamped", "capped")
 
 _PLAYER = integer(0, 65535)
 
@@ -85,29 +92,38 @@ class RespawnEvent(_Event):
         return self.player == player
 
 
-def _result(name: str, value: object) -> str:
-    if value not in SHOT_RESULTS:
-        raise InvalidField(f"{name}: expected one of {', '.join(SHOT_RESULTS)}")
-    return str(value)
+def _one_of(choices: tuple[str, ...]) -> Callable[[str, object], str]:
+    def check(name: str, value: object) -> str:
+        if value not in choices:
+            raise InvalidField(f"{name}: expected one of {', '.join(choices)}")
+        return str(value)
+
+    return check
 
 
 @dataclass(frozen=True, slots=True)
 class ShotEvent(_Event):
     """A shot judged: the shooter's ``seq`` of the input that fired with ``weapon``, what it
-    hit in the world its shooter saw at ``view_time`` (server time), and the damage done
-    (0 when the victim was already dead in the tick's ordered story)."""
+    hit in the world at ``view_time`` (server time), and the damage done (0 when the victim
+    was already dead in the tick's ordered story). ``judged`` says how ``view_time`` was
+    chosen (:data:`JUDGEMENTS`), ``origin`` where the shot left the shooter's eye and
+    ``shooter_rtt`` the server's estimate of the shooter's round trip (seconds, -1 for
+    none): what a client needs to tell why its own verdict differed."""
 
     KIND = "shot"
     FIELDS = {
         "shooter": _PLAYER,
         "seq": integer(0, U32_MAX),
         "weapon": integer(0, 255),
-        "result": _result,
+        "result": _one_of(SHOT_RESULTS),
         "victim": integer(-1, 65535),
         "hitbox": integer(0, 255),
         "damage": integer(0, 65535),
         "kill": flag,
         "view_time": number(),
+        "judged": _one_of(JUDGEMENTS),
+        "origin": numbers(3, 1e6),
+        "shooter_rtt": number(-1.0, 60.0),
     }
     shooter: int
     seq: int
@@ -118,6 +134,9 @@ class ShotEvent(_Event):
     hitbox: int = 0
     damage: int = 0
     kill: bool = False
+    judged: Judged = "claimed"
+    origin: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    shooter_rtt: float = -1.0
 
     def names(self, player: int) -> bool:
         return self.shooter == player or self.victim == player

@@ -140,6 +140,16 @@ class PingMessage(Message):
 
 
 @dataclass(frozen=True, slots=True)
+class ProbeEchoMessage(Message):
+    """Client -> server, at once on every ``probe``: its ``id`` back (the server's own
+    round-trip measurement, which lag compensation bounds rewinds by)."""
+
+    TYPE = "probe_echo"
+    id: int
+    FIELDS = {"id": integer(0, MAX_TICK)}
+
+
+@dataclass(frozen=True, slots=True)
 class WelcomeMessage(Message):
     """Server -> client, answer to ``join``."""
 
@@ -156,6 +166,7 @@ class WelcomeMessage(Message):
     standbys: tuple[str, ...] = field(default=())
     ack: int = -1
     match: int = 0
+    interp_delay: float = 0.1
     FIELDS = {
         "v": integer(0, 65535),
         "player_id": integer(0, 65535),
@@ -169,6 +180,7 @@ class WelcomeMessage(Message):
         "standbys": texts,
         "ack": integer(-1, U32_MAX),
         "match": integer(0, 65535),
+        "interp_delay": number(0.0, 1.0),
     }
 
 
@@ -223,6 +235,15 @@ class PongMessage(Message):
 
 
 @dataclass(frozen=True, slots=True)
+class ProbeMessage(Message):
+    """Server -> client, a few times a second: echo ``id`` at once (``probe_echo``)."""
+
+    TYPE = "probe"
+    id: int
+    FIELDS = {"id": integer(0, MAX_TICK)}
+
+
+@dataclass(frozen=True, slots=True)
 class ErrorMessage(Message):
     """Server -> client: what was wrong; ``fatal`` means the server closes the socket next."""
 
@@ -233,15 +254,20 @@ class ErrorMessage(Message):
     FIELDS = {"code": text(64), "message": text(256), "fatal": flag}
 
 
-ClientMessage = JoinMessage | InputMessage | PingMessage
-ServerMessage = WelcomeMessage | SnapshotMessage | PongMessage | ErrorMessage | StandbysMessage
+ClientMessage = JoinMessage | InputMessage | PingMessage | ProbeEchoMessage
+ServerMessage = (
+    WelcomeMessage | SnapshotMessage | PongMessage | ProbeMessage | ErrorMessage | StandbysMessage
+)
 
 _CLIENT_TYPES: dict[str, type[Message]] = {
-    m.TYPE: m for m in (JoinMessage, InputMessage, PingMessage)
+    m.TYPE: m for m in (JoinMessage, InputMessage, PingMessage, ProbeEchoMessage)
 }
 _SERVER_TYPES: dict[str, type[Message]] = {
-    m.TYPE: m for m in (WelcomeMessage, SnapshotMessage, PongMessage, ErrorMessage, StandbysMessage)
-}
+    m.TYPE: m
+    for m in (
+        WelcomeMessage, SnapshotMessage, PongMessage, ProbeMessage, ErrorMessage, StandbysMessage,
+    )
+}  # fmt: skip
 
 
 def encode(message: Message) -> bytes:

@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from client_sim.report import build_report, format_summary, shot_figures
+from client_sim.fairness import CAUSES
+from client_sim.report import (
+    behind_cover_by_shooter_rtt,
+    build_report,
+    format_summary,
+    peekers_advantage,
+    shot_figures,
+)
 from client_sim.shooting import ShotSummary
 from client_sim.swarm import SwarmResult
 
@@ -19,18 +26,28 @@ def summary(
     agrees: bool,
     rtt_ms: float = 40.0,
     weapon: int = 0,
+    cause: str | None = None,
+    rule: str | None = None,
+    link_rtt_ms: float = 40.0,
+    server_rtt_ms: float = 42.0,
 ) -> ShotSummary:
-    return ShotSummary(weapon, rtt_ms, client_hit, server_result, agrees)
+    if cause is None and not agrees and server_result is not None:
+        cause = "unexplained"
+    return ShotSummary(
+        weapon, rtt_ms, client_hit, server_result, agrees, link_rtt_ms, rule, cause,
+        server_rtt_ms,
+    )  # fmt: skip
 
 
 MIXED = [
     summary(True, "hit", True),
-    summary(True, "miss", False),  # false negative
+    summary(True, "miss", False, cause="claim_clamped"),  # false negative
     summary(False, "hit", False),  # false positive
     summary(False, "miss", True),
-    summary(False, "rejected", True),
+    summary(False, "rejected", True, rule="shooter_dead"),  # a rule, and they agree
     summary(True, None, False),  # unresolved: no verdict before the end
 ]
+NO_CAUSES = dict.fromkeys(CAUSES, 0)
 
 
 def test_shot_figures_count_and_rate_with_their_documented_denominators() -> None:
@@ -44,7 +61,31 @@ def test_shot_figures_count_and_rate_with_their_documented_denominators() -> Non
         "agreement": 0.6,  # 3 of the 5 judged
         "false_negative_rate": 0.5,  # 1 of the 2 judged client hits
         "false_positive_rate": 0.3333,  # 1 of the 3 judged client misses
+        "fair_judged": 4,  # the rejected shot was the rule's
+        "fair_agreement": 0.5,
+        "fair_false_negative_rate": 0.5,
+        "fair_false_positive_rate": 0.5,  # 1 of the 2 server hits the shooter saw miss
+        "disagreements_by_cause": {**NO_CAUSES, "claim_clamped": 1, "unexplained": 1},
+        "decided_by_rule": {"shooter_dead": 1, "beyond_cap": 0, "victim_already_dead": 0},
     }
+
+
+def test_rule_outcomes_leave_fair_agreement_but_count_among_the_causes() -> None:
+    shots = [
+        summary(True, "hit", True),
+        summary(True, "rejected", False, cause="shooter_dead", rule="shooter_dead"),
+        summary(True, "miss", False, cause="beyond_cap", rule="beyond_cap"),
+        summary(True, "hit", True, cause="victim_already_dead", rule="victim_already_dead"),
+        summary(False, "hit", False, cause="shooter_position"),
+    ]
+    figures = shot_figures(shots)
+    assert (figures["agreement"], figures["fair_judged"], figures["fair_agreement"]) == (
+        0.4, 2, 0.5,
+    )  # fmt: skip
+    assert figures["disagreements_by_cause"] == {
+        **NO_CAUSES, "shooter_dead": 1, "beyond_cap": 1, "victim_already_dead": 1,
+        "shooter_position": 1,
+    }  # fmt: skip
 
 
 def test_a_client_hit_on_the_wrong_victim_is_no_false_negative_but_a_disagreement() -> None:
@@ -96,9 +137,10 @@ def swarm_result(**overrides: Any) -> SwarmResult:
     return result
 
 
-SERVER_BEFORE = {"tick": 1000}
+SERVER_BEFORE = {"tick": 1000, "ticks_skipped": 3}
 SERVER_AFTER = {
     "tick": 1120,
+    "ticks_skipped": 10,
     "tick_rate": 60,
     "tick_ms_p50": 0.4,
     "tick_ms_p99": 1.5,
@@ -137,6 +179,8 @@ STABLE_FIELDS = [
     "shots.false_positive_rate",
     "shots.by_rtt",
     "shots.behind_cover_rate",
+    "shots.fair_agreement",
+    "ticks.skipped",
 ]
 
 
@@ -171,8 +215,15 @@ def test_the_report_keeps_its_stable_field_names_with_measured_values() -> None:
         "shots.false_negative_rate": 0.5,
         "shots.false_positive_rate": 0.3333,
         "shots.behind_cover_rate": 0.25,
+        "shots.fair_agreement": 0.5,
+        "ticks.skipped": 7,
     }
     assert by_rtt == {"0-50ms": shot_figures(MIXED)}
+    assert report["shots"]["by_link_rtt"] == {"0-50ms": shot_figures(MIXED)}
+    assert report["shots"]["rtt_ms"] == {
+        "shots": 6, "server_p50": 42.0, "bots_measured_p50": 40.0, "link_p50": 40.0,
+        "server_minus_link_p50": 2.0,
+    }  # fmt: skip
     assert report["shots"]["server"] == {"kills": 2}
     assert report["inputs"] == {"sent": 240, "acked": 210, "acked_ratio": 0.875}
     json.dumps(report, allow_nan=False)  # plain JSON for machines
@@ -240,6 +291,8 @@ def test_missing_measurements_are_none_not_zero() -> None:
         None,
         None,
         None,
+        None,
+        None,
     ]
     assert report["shots"]["by_rtt"] == {}
     json.dumps(report, allow_nan=False)
@@ -275,3 +328,31 @@ def test_the_summary_never_crashes_without_server_data(shots: list[ShotSummary])
     assert "n/a ticks at n/a Hz" in text
     assert "RTT p50 n/a" in text
     assert ("fired" in text) is bool(shots)
+
+
+def test_shots_are_also_bucketed_by_the_link_s_configured_rtt() -> None:
+    # A busy machine inflates what the bots measure: the link's own RTT tells them apart.
+    shots = [summary(True, "hit", True, rtt_ms=160.0, link_rtt_ms=40.0)]
+    report = full_report(shots=shots)["shots"]
+    assert (list(report["by_rtt"]), list(report["by_link_rtt"])) == (["150-200ms"], ["0-50ms"])
+
+
+def test_the_peeker_s_advantage_pairs_each_pair_s_first_sightings() -> None:
+    sightings = [
+        ("n", 1, 2, 10.0), ("n", 2, 1, 10.25),  # 1 saw 2 first, 250 ms sooner
+        ("n", 3, 4, 20.5), ("n", 4, 3, 20.0),  # 4 first, 500 ms sooner
+        ("n", 1, 2, 30.0),  # never seen back: no pair
+        ("n", 5, 6, 40.0), ("n", 6, 5, 42.0),  # 2 s apart: two separate sightings
+        ("m", 2, 1, 10.0),  # another node's players 1 and 2: other people
+    ]  # fmt: skip
+    figures = peekers_advantage(sightings)
+    assert (figures["pairs"], figures["median_ms"]) == (2, 375.0)
+
+
+def test_hits_behind_cover_are_bucketed_by_the_shooter_s_rtt() -> None:
+    hits = [(30.0, True), (30.0, False), (160.0, True), (math.nan, False)]
+    assert behind_cover_by_shooter_rtt(hits) == {
+        "0-50ms": {"hits": 2, "behind_cover_rate": 0.5},
+        "150-200ms": {"hits": 1, "behind_cover_rate": 1.0},
+        "unknown": {"hits": 1, "behind_cover_rate": 0.0},
+    }

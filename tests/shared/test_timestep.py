@@ -1,4 +1,5 @@
-"""The fixed-timestep loop, driven by a fake clock: no drift, catch-up, re-anchoring."""
+"""The fixed-timestep loop, driven by a fake clock: no drift, catch-up, skipping after a stall,
+and a time that never runs backwards."""
 
 from __future__ import annotations
 
@@ -125,7 +126,7 @@ async def test_sleeps_only_for_the_time_left_until_the_deadline() -> None:
     ]
 
 
-async def test_a_loop_that_is_always_slow_keeps_tick_numbers_and_bounds_its_lag() -> None:
+async def test_a_loop_that_is_always_slow_skips_ticks_and_bounds_its_lag() -> None:
     rate = 64
     fake = FakeTime(0.0)
     schedule = TickSchedule(rate, 0.0, max_lag_ticks=5)
@@ -136,14 +137,15 @@ async def test_a_loop_that_is_always_slow_keeps_tick_numbers_and_bounds_its_lag(
         fake.now += 1.5 / rate
 
     await run_tick_loop(schedule, slow, fake.clock, fake.sleep, max_ticks=100)
-    assert schedule.next_tick == 100  # no tick number is ever skipped
     assert all(seconds == 0 for _, seconds in fake.sleeps)  # never sleeps while behind
     assert schedule.skipped > 0
+    # Every tick number was either run or skipped, and time kept the clock's pace.
+    assert schedule.next_tick == 100 + schedule.skipped
     assert max(lateness) < (schedule.max_lag_ticks + 1) / rate
     assert min(lateness) >= 0.0
 
 
-async def test_a_long_stall_reanchors_instead_of_running_a_burst() -> None:
+async def test_a_long_stall_skips_the_missed_ticks_instead_of_running_a_burst() -> None:
     rate = 64
     period = 1.0 / rate
     fake = FakeTime(0.0)
@@ -151,14 +153,34 @@ async def test_a_long_stall_reanchors_instead_of_running_a_burst() -> None:
     on_tick = Recorder(fake, work={5: 1.0})  # tick 5 stalls the process for a whole second
     await run_tick_loop(schedule, on_tick, fake.clock, fake.sleep, max_ticks=12)
 
-    assert on_tick.ticks == list(range(12))
     lag = rate - 1  # tick 6 was due one period after tick 5, which ended 1 s after it began
     assert schedule.skipped == lag
+    assert schedule.last_skip_at == 5 * period + 1.0
+    # Ticks 6 to 68 never run: the next one is the tick due when the stall ended, at once.
+    assert on_tick.ticks == [*range(6), *range(6 + lag, 12 + lag)]
     assert on_tick.starts[:6] == [n * period for n in range(6)]
-    assert on_tick.starts[6] == 5 * period + 1.0  # runs at once, late by `lag` periods
-    # ...and then the ticks are one period apart again: no burst of 63 ticks.
-    assert on_tick.starts[6:] == [(n + lag) * period for n in range(6, 12)]
-    assert schedule.deadline(7) == (7 + lag) * period
+    # ...and every tick starts at its own deadline again: tick n is time n / rate.
+    assert on_tick.starts[6:] == [n * period for n in range(6 + lag, 12 + lag)]
+    assert schedule.origin == 0.0
+
+
+async def test_time_on_the_schedule_never_runs_backwards_through_stalls() -> None:
+    rate = 60
+    fake = FakeTime(50.0)
+    schedule = TickSchedule(rate, 50.0)
+    seen: list[tuple[float, float]] = []  # (time on the schedule, the tick's time)
+
+    async def tick(n: int) -> None:
+        seen.append((fake.now - schedule.origin, n / rate))
+        fake.now += {7: 0.2, 20: 3.0, 33: 0.07}.get(len(seen), 0.001)
+
+    await run_tick_loop(schedule, tick, fake.clock, fake.sleep, max_ticks=60)
+    now = [t for t, _ in seen]
+    assert now == sorted(now)
+    # A tick never runs before its time, and never more than the catch-up limit after it.
+    late = [t - tick_time for t, tick_time in seen]
+    assert min(late) > -1e-9 and max(late) < (schedule.max_lag_ticks + 1) / rate
+    assert schedule.skipped > 0
 
 
 async def test_a_short_lag_within_the_limit_is_caught_up_not_skipped() -> None:
@@ -197,6 +219,7 @@ def test_claim_counts_only_whole_lagging_periods() -> None:
     assert schedule.claim(0.0) == 0
     assert schedule.claim(3.9 / 64) == 1  # lag int(2.9) = 2: not beyond the limit
     assert schedule.skipped == 0
-    assert schedule.claim(6.0 / 64) == 2  # lag 4 > 2: re-anchor by 4 periods
+    assert schedule.claim(6.0 / 64) == 6  # lag 4 > 2: ticks 2 to 5 are skipped
     assert schedule.skipped == 4
+    assert schedule.last_skip_at == 6.0 / 64
     assert schedule.deadline() == 7.0 / 64

@@ -54,8 +54,8 @@ class Script:
     """Seeded random players; the actions for a tick are derived from the primary's state.
 
     Every input arrives half a tick before the tick that applies it and acknowledges a tick
-    ``lag`` ticks old, so each player's RTT sample is constant. Honest players claim the view
-    time the server expects; liars (when enabled) claim one beyond the tolerance.
+    ``lag`` ticks old. Honest players claim a view time inside the window the server
+    allows; liars (when enabled) claim one 60-300 ms outside it, which the server clamps.
     """
 
     def __init__(self, seed: int, liars: bool = True, prefix: str = "p") -> None:
@@ -148,11 +148,9 @@ def apply_actions(match: Match, actions: list[Action]) -> None:
 
 
 def run_tick(match: Match, actions: list[Action]) -> TickResult:
-    """What the node does on a primary's tick (inputs before, the send log after)."""
+    """What the node does on a primary's tick (inputs first)."""
     apply_actions(match, actions)
-    result = match.tick()
-    match.mark_sent(result.tick, result.server_time)
-    return result
+    return match.tick()
 
 
 def over_the_wire(record: TickRecord | FullState) -> Any:
@@ -199,7 +197,10 @@ def flying(match: Match) -> list[tuple[Any, ...]]:
             p.velocity.tobytes(),
             p.time,
             p.expire_time,
-            p.view_time,
+            p.judged.view_time,
+            p.judged.verdict,
+            p.judged.origin.tobytes(),
+            p.judged.shooter_rtt,
         )
         for p in match.combat.flying
     ]
@@ -210,6 +211,7 @@ def state_of(match: Match) -> dict[str, Any]:
     ring = match.history
     return {
         "tick": match.tick_number,
+        "previous_tick": match.previous_tick,
         "epoch": match.epoch,
         "joins": match.joins,
         **{f"world.{n}": getattr(match.world, n).tobytes() for n in WORLD},
@@ -405,6 +407,20 @@ def test_a_skipped_record_is_a_gap_and_changes_nothing() -> None:
     assert_same(primary, standby)
 
 
+def test_ticks_a_stall_skipped_are_no_gap_and_a_promotion_continues_the_clock() -> None:
+    """After a stall the primary's schedule skips tick numbers (time never runs back): its
+    next record follows the tick it last ran, and the standby takes it."""
+    primary, standby, script, _ = start_following(seed=8, install_at=10)
+    for skip in (0, 5, 0, 30, 1):
+        apply_actions(primary, script.actions(primary))
+        result = primary.tick(primary.tick_number + 1 + skip)
+        replicate(primary, result, standby)
+        assert_same(primary, standby)
+    assert standby.server_time == primary.tick_number / RATE
+    # A promoted standby's next tick is the very next one: no jump of its clock.
+    assert standby.tick().tick == primary.tick_number + 1
+
+
 def test_a_record_far_ahead_is_a_gap() -> None:
     primary, standby, script, _ = start_following(seed=7, install_at=3)
     for _ in range(30):
@@ -448,6 +464,33 @@ def test_a_record_already_held_is_ignored() -> None:
         apply_match(standby, record, EPOCH)
         assert state_of(standby) == held
     assert_same(primary, standby)
+
+
+def test_a_promoted_standby_judges_by_the_links_its_primary_measured() -> None:
+    """The primary's probe estimates travel with the seats: a standby that takes over
+    judges its players' first shots by them, before its own probes have answered."""
+    primary, standby, script, _ = start_following(seed=12, install_at=5)
+    for slot in primary.seats:
+        slots, ids = primary.probes.due(primary.server_time + 1.0)
+        for probed, probe_id in zip(slots.tolist(), ids.tolist(), strict=True):
+            primary.probes.echo(probed, probe_id, primary.server_time + 1.0 + 0.04 + 0.01 * slot)
+    replicate(primary, run_tick(primary, script.actions(primary)), standby)
+    for slot in primary.seats:
+        assert standby.probes.estimate(slot) == primary.probes.estimate(slot) is not None
+
+
+@pytest.mark.parametrize(
+    "row",
+    [["0", "a", 0.1, -1, 0, [0.0] * 6], [0, "a", 0.1, -1, 0, [0.0] * 5, -1.0, 0.0],
+     [0, "a", 0.1, -1, 0, [0.0] * 6, None, 0.0], [0, "a", 0.1, -1, 0, [True] * 6, -1.0, 0.0]],
+    ids=repr,
+)  # fmt: skip
+def test_a_seat_row_of_the_wrong_shape_is_refused(row: list[Any]) -> None:
+    primary = new_match()
+    primary.join("a", 0.1)
+    state = tick_record(primary, primary.tick().events, EPOCH).matches[0]
+    with pytest.raises(messages.MessageError, match="match seats"):
+        dataclasses.replace(state, seats=[row])
 
 
 def test_records_and_full_states_are_not_interchangeable() -> None:

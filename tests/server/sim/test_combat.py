@@ -18,7 +18,7 @@ import pytest
 from server.sim.combat import Combat
 from server.sim.history import HistoryRing
 from server.sim.hitreg import History, HitValidator, make_validator
-from server.sim.lagcomp import LagCompensation
+from server.sim.lagcomp import LagCompensation, LinkEstimate
 from server.sim.world import MAX_HEALTH, World
 from shared.hitbox import (
     HITBOX_DAMAGE_MULTIPLIER,
@@ -45,6 +45,11 @@ NO_BOXES = np.zeros((0, 3))
 @pytest.fixture(scope="module", params=["reference", "cpu"])
 def backend(request: pytest.FixtureRequest) -> str:
     return request.param
+
+
+#: A link slow enough that the view-time window never stands in the way of a claim (the
+#: tests of the window itself pass their own).
+SLOW_LINK = LinkEstimate(1.0, 0.0)
 
 
 class Scene:
@@ -96,10 +101,12 @@ class Scene:
         pitch: float,
         claim: float,
         buttons: int = BUTTON_FIRE,
-        rtt: float | None = None,
+        link: LinkEstimate | None = SLOW_LINK,
         interp_delay: float = 0.1,
         arrival: float | None = None,
+        ack_time: float | None = None,
     ) -> None:
+        """Queue a shot; its input arrives at ``arrival`` (default: now)."""
         present = self.tick / RATE
         self.combat.fire(
             slot,
@@ -109,7 +116,8 @@ class Scene:
             pitch,
             claim,
             present if arrival is None else arrival,
-            rtt,
+            ack_time,
+            link,
             interp_delay,
         )
 
@@ -154,6 +162,8 @@ def shot_event(**fields: Any) -> ShotEvent:
         "damage": 0,
         "kill": False,
         "view_time": 0.0,
+        "origin": (0.0, 0.0, EYE_HEIGHT),  # the duel's shooter stands at the origin
+        "shooter_rtt": SLOW_LINK.rtt,
     }
     return ShotEvent(**{**event, **fields})
 
@@ -269,7 +279,7 @@ def test_fire_rate_is_counted_in_input_sequence_numbers() -> None:
     combat.world.seat(0, 0.0, 0.0)
 
     def shoot(seq: int, buttons: int = BUTTON_FIRE) -> None:
-        combat.fire(0, seq, buttons, 0.0, 0.0, 0.0, 0.0, None, 0.1)
+        combat.fire(0, seq, buttons, 0.0, 0.0, 0.0, 0.0, None, None, 0.1)
 
     shoot(10)
     shoot(11)  # one input later: refused
@@ -284,9 +294,9 @@ def test_fire_rate_is_counted_in_input_sequence_numbers() -> None:
 def test_each_weapon_has_its_own_cooldown() -> None:
     combat = Combat(World(2), RATE, LagCompensation())
     combat.world.seat(0, 0.0, 0.0)
-    combat.fire(0, 0, BUTTON_FIRE | BUTTON_ALT_FIRE, 0.0, 0.0, 0.0, 0.0, None, 0.1)
+    combat.fire(0, 0, BUTTON_FIRE | BUTTON_ALT_FIRE, 0.0, 0.0, 0.0, 0.0, None, None, 0.1)
     assert [(s.seq, s.weapon) for s in combat.pending] == [(0, RIFLE), (0, LAUNCHER)]
-    combat.fire(0, 6, BUTTON_FIRE | BUTTON_ALT_FIRE, 0.0, 0.0, 0.0, 0.0, None, 0.1)
+    combat.fire(0, 6, BUTTON_FIRE | BUTTON_ALT_FIRE, 0.0, 0.0, 0.0, 0.0, None, None, 0.1)
     assert [(s.seq, s.weapon) for s in combat.pending][2:] == [(6, RIFLE)]
     assert combat.counters["shots_rate_limited"] == 1
 
@@ -294,9 +304,9 @@ def test_each_weapon_has_its_own_cooldown() -> None:
 def test_a_new_seat_does_not_inherit_the_previous_owner_s_cooldown() -> None:
     combat = Combat(World(2), RATE, LagCompensation())
     combat.world.seat(0, 0.0, 0.0)
-    combat.fire(0, 100, BUTTON_FIRE, 0.0, 0.0, 0.0, 0.0, None, 0.1)
+    combat.fire(0, 100, BUTTON_FIRE, 0.0, 0.0, 0.0, 0.0, None, None, 0.1)
     combat.seat(0)  # a new player whose sequence numbers start again at 0
-    combat.fire(0, 0, BUTTON_FIRE, 0.0, 0.0, 0.0, 0.0, None, 0.1)
+    combat.fire(0, 0, BUTTON_FIRE, 0.0, 0.0, 0.0, 0.0, None, None, 0.1)
     assert [s.seq for s in combat.pending] == [100, 0]
 
 
@@ -313,34 +323,51 @@ def test_a_shot_leaves_the_shooter_s_eye_along_its_view(backend: str) -> None:
 # -- the view time ------------------------------------------------------------------------------
 
 
-def test_a_claim_beyond_the_rewind_cap_is_clamped_and_counted(backend: str) -> None:
+def test_a_claim_beyond_the_rewind_cap_is_capped_from_the_arrival_and_counted(
+    backend: str,
+) -> None:
     scene = duel(backend)
     scene.record(30)
-    scene.fire(0, 0, *aim((0.0, 0.0), (10.0, 0.0, 1.2)), claim=0.0)
-    (event,) = scene.step()
-    assert event.view_time == 31 / RATE - scene.rules.max_rewind
-    assert event.result == "hit"
-    assert scene.combat.counters["view_time_clamped"] == 1
-    assert scene.combat.counters["view_time_replaced"] == 0
-
-
-def test_a_claim_far_from_the_estimate_is_replaced_and_counted(backend: str) -> None:
-    scene = duel(backend)
-    arrival = 10.5 / RATE
-    scene.fire(0, 0, *aim((0.0, 0.0), (10.0, 0.0, 1.2)), claim=arrival, rtt=0.1, arrival=arrival)
-    (event,) = scene.step()
-    assert event.view_time == arrival - 0.1 / 2.0 - 0.1
-    assert scene.combat.counters["view_time_replaced"] == 1
+    scene.fire(0, 0, *aim((0.0, 0.0), (10.0, 0.0, 1.2)), claim=0.0, arrival=29.5 / RATE)
+    (event,) = scene.step()  # resolved at tick 31: the cap still counts from the arrival
+    assert event.view_time == 29.5 / RATE - scene.rules.max_rewind
+    assert (event.result, event.judged) == ("hit", "capped")
+    assert scene.combat.counters["view_time_capped"] == 1
     assert scene.combat.counters["view_time_clamped"] == 0
 
 
-def test_an_accepted_claim_is_not_counted(backend: str) -> None:
+def test_a_claim_older_than_the_link_allows_is_clamped_and_counted(backend: str) -> None:
     scene = duel(backend)
-    arrival = 10.5 / RATE
-    expected = arrival - 0.05 - 0.1
-    scene.fire(0, 0, 0.0, 0.5, claim=expected + 0.01, rtt=0.1, arrival=arrival)
+    scene.record(20)
+    arrival, link = 20.5 / RATE, LinkEstimate(0.1, 0.0)
+    aim_at = aim((0.0, 0.0), (10.0, 0.0, 1.2))
+    scene.fire(0, 0, *aim_at, claim=0.1, link=link, arrival=arrival)
     (event,) = scene.step()
-    assert event.view_time == expected + 0.01
+    # earliest: arrival - rtt/2 - max(interp, rtt/2), less one tick of slack
+    assert event.view_time == arrival - 0.05 - 0.1 - 1 / RATE
+    assert (event.judged, event.shooter_rtt) == ("clamped", 0.1)
+    assert scene.combat.counters["view_time_clamped"] == 1
+
+
+def test_a_claim_newer_than_the_newest_snapshot_held_is_clamped_to_it(backend: str) -> None:
+    scene = duel(backend)
+    scene.record(20)
+    scene.fire(0, 0, 0.0, 0.5, claim=20 / RATE, ack_time=18 / RATE)
+    (event,) = scene.step()
+    assert (event.view_time, event.judged) == (18 / RATE, "clamped")
+
+
+def test_a_claim_inside_the_window_is_taken_and_not_counted(backend: str) -> None:
+    scene = duel(backend)
+    scene.record(20)
+    arrival, claim = 20.5 / RATE, 0.25  # the window: [20/60 - 0.1 - 1/60, 20/60]
+    scene.fire(
+        0, 0, 0.0, 0.5, claim=claim, link=LinkEstimate(0.1, 0.0), arrival=arrival,
+        ack_time=20 / RATE,
+    )  # fmt: skip
+    (event,) = scene.step()
+    assert (event.view_time, event.judged) == (claim, "claimed")
+    assert event.origin == (0.0, 0.0, EYE_HEIGHT)
     assert not any(k.startswith("view_time_") for k in scene.combat.counters)
 
 
@@ -380,8 +407,11 @@ def test_a_hit_on_a_victim_already_dead_in_the_story_does_no_damage(backend: str
     events = scene.step()
     assert events == [
         shot_event(victim=1, hitbox=HITBOX_HEAD, damage=50, kill=True, view_time=8 / RATE),
-        shot_event(shooter=2, victim=1, hitbox=HITBOX_TORSO, damage=0, view_time=9 / RATE),
-    ]
+        shot_event(
+            shooter=2, victim=1, hitbox=HITBOX_TORSO, damage=0, view_time=9 / RATE,
+            origin=(0.0, 2.0, EYE_HEIGHT),
+        ),
+    ]  # fmt: skip
     assert scene.world.health[1] == 0
     assert scene.combat.death_time[1] == 8 / RATE
     assert scene.combat.counters["hits_on_dead"] == 1
@@ -413,7 +443,11 @@ def test_a_shooter_killed_in_an_earlier_tick_cannot_fire_after_its_death(backend
     scene.step()  # tick 11: slot 1 dies at 9/60
     scene.fire(1, 0, *aim((10.0, 0.0), (0.0, 0.0, 1.62)), claim=10 / RATE)
     events = scene.step()
-    assert events == [shot_event(shooter=1, result="rejected", view_time=10 / RATE)]
+    assert events == [
+        shot_event(
+            shooter=1, result="rejected", view_time=10 / RATE, origin=(10.0, 0.0, EYE_HEIGHT)
+        )
+    ]
     assert scene.world.health[0] == 50 and scene.world.alive[0]
     assert scene.combat.counters["shots_rejected_dead"] == 1
 
@@ -489,7 +523,7 @@ def test_a_projectile_still_flying_continues_next_tick_and_hits_later(backend: s
     height = EYE_HEIGHT + LAUNCHER.speed * math.sin(pitch) * flight - 4.905 * flight**2
     assert 1.0 < height < 1.38  # the torso cylinder's straight part
     claim = 11 / RATE
-    scene.fire(0, 0, 0.0, pitch, claim=claim, buttons=BUTTON_ALT_FIRE)
+    scene.fire(0, 0, 0.0, pitch, claim=claim, buttons=BUTTON_ALT_FIRE, arrival=claim)
     hit_tick = math.ceil((claim + flight) * RATE)
     assert hit_tick == 38
     for tick in range(11, hit_tick):

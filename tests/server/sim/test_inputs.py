@@ -1,4 +1,4 @@
-"""Untrusted inputs: sanitising, the per-player jitter buffers and RTT windows."""
+"""Untrusted inputs: sanitising, the per-player jitter buffers and their guesses."""
 
 from __future__ import annotations
 
@@ -9,7 +9,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from server.sim.inputs import VERDICTS, InputQueues, InputVerdict, sanitize_columns
+from server.sim.inputs import (
+    FIRST_GUESS,
+    GUESS,
+    MOVE_ROUNDING,
+    NO_GUESS,
+    UNDO_GUESSES,
+    VERDICTS,
+    InputQueues,
+    InputVerdict,
+    sanitize_columns,
+)
 from shared.protocol import InputMessage
 
 
@@ -35,25 +45,22 @@ def msg(
 class OneSeat:
     """Slot 0 of an InputQueues, one input at a time."""
 
-    def __init__(
-        self, max_depth: int = 4, future_window: int = 120, capacity: int = 64, rtt_window: int = 64
-    ) -> None:
-        self.queues = InputQueues(1, max_depth, future_window, capacity, rtt_window)
+    def __init__(self, max_depth: int = 4, future_window: int = 120, capacity: int = 64) -> None:
+        self.queues = InputQueues(1, max_depth, future_window, capacity)
+        self.guesses: list[tuple[int, int]] = []  # each take's (guess code, ticks guessed)
 
-    def offer(
-        self, message: InputMessage, arrival: float = 0.0, rtt_sample: float = math.nan
-    ) -> InputVerdict:
+    def offer(self, message: InputMessage, arrival: float = 0.0) -> InputVerdict:
         codes = self.queues.offer(
             np.array([0]),
             np.array([[message.seq, message.tick, message.ack_tick, message.buttons]]),
             np.array([[*message.move, message.yaw, message.pitch, message.view_time]]),
             np.array([arrival]),
-            np.array([rtt_sample]),
         )
         return VERDICTS[int(codes[0])]
 
     def take(self) -> list[InputMessage]:
         released = self.queues.release(np.array([0]))
+        self.guesses.append((int(released.guess[0]), int(released.guessed[0])))
         assert released.depth.tolist() == list(range(len(released.slot)))
         return [
             InputMessage(seq, tick, (mx, my), yaw, pitch, buttons, view, ack)
@@ -106,7 +113,7 @@ def test_moves_within_the_unit_circle_are_accepted_unchanged(move: tuple[float, 
 def test_a_move_longer_than_one_is_clamped_onto_the_unit_circle(mx: float, my: float) -> None:
     length = math.sqrt(mx * mx + my * my)
     verdict, move = sanitize(msg(seq=3, move=(mx, my), yaw=0.5, pitch=0.25, buttons=2))
-    if length <= 1.0:
+    if length <= 1.0 + MOVE_ROUNDING:
         assert (verdict, move) == (InputVerdict.ACCEPTED, (mx, my))
         return
     assert verdict is InputVerdict.CLAMPED and move is not None
@@ -117,6 +124,13 @@ def test_a_move_longer_than_one_is_clamped_onto_the_unit_circle(mx: float, my: f
     seat = OneSeat()
     seat.offer(msg(seq=3, move=(mx, my), yaw=0.5, pitch=0.25, buttons=2))
     assert seat.take() == [msg(seq=3, move=(cx, cy), yaw=0.5, pitch=0.25, buttons=2)]
+
+
+@given(st.floats(-1e6, 1e6), st.floats(-1e6, 1e6))
+def test_a_clamped_move_offered_again_is_kept_bit_for_bit(mx: float, my: float) -> None:
+    _, move = sanitize(msg(move=(mx, my)))
+    assert move is not None
+    assert sanitize(msg(move=move)) == (InputVerdict.ACCEPTED, move)
 
 
 def test_clamping_a_concrete_move() -> None:
@@ -281,12 +295,15 @@ def test_a_restored_seat_continues_after_the_acknowledged_input() -> None:
 
 def test_a_new_player_in_a_slot_starts_afresh() -> None:
     buffer = OneSeat()
-    buffer.offer(msg(5), rtt_sample=0.1)
+    buffer.offer(msg(5))
     buffer.take()
+    buffer.take()  # a guess, left open
     buffer.queues.reset(0)
     seat = buffer.queues.seat(0)
-    assert (seat.acked, seat.starved_ticks, seat.rtt_estimate, seat.pending) == (-1, 0, None, [])
+    assert (seat.acked, seat.starved_ticks, seat.pending) == (-1, 0, [])
     assert buffer.offer(msg(0)) is InputVerdict.ACCEPTED
+    buffer.take()
+    assert buffer.guesses[-1] == (NO_GUESS, 0)  # nothing of the last player's to undo
 
 
 def test_pending_inputs_keep_their_arrival_times() -> None:
@@ -296,21 +313,59 @@ def test_pending_inputs_keep_their_arrival_times() -> None:
     assert [(m.seq, arrival) for m, arrival in buffer.pending] == [(0, 1.25), (1, 1.5)]
 
 
-# -- the RTT window ------------------------------------------------------------------------
+# -- guesses -----------------------------------------------------------------------------
 
 
-@given(st.lists(st.floats(0.0, 2.0), min_size=1, max_size=300), st.integers(1, 64))
-def test_the_estimate_is_the_minimum_of_the_window(samples: list[float], window: int) -> None:
-    seat = OneSeat(rtt_window=window)
-    for i, sample in enumerate(samples):
-        seat.offer(msg(i), rtt_sample=sample)
-        assert seat.queues.rtt_estimate(0) == min(samples[max(0, i + 1 - window) : i + 1])
+def test_a_starved_tick_is_a_guess_and_the_next_real_input_undoes_the_run() -> None:
+    buffer = OneSeat()
+    buffer.offer(msg(0))
+    buffer.take()
+    for _ in range(3):
+        assert buffer.take() == []
+    buffer.offer(msg(1))
+    assert [m.seq for m in buffer.take()] == [1]
+    buffer.take()
+    assert buffer.guesses == [
+        (NO_GUESS, 0),
+        (FIRST_GUESS, 1),
+        (GUESS, 2),
+        (GUESS, 3),
+        (UNDO_GUESSES, 0),
+        (FIRST_GUESS, 1),
+    ]
 
 
-def test_negative_samples_are_ignored_and_nothing_is_known_before_a_sample() -> None:
-    seat = OneSeat()
-    assert seat.queues.rtt_estimate(0) is None
-    seat.offer(msg(0), rtt_sample=-0.1)
-    assert seat.queues.rtt_estimate(0) is None
-    seat.offer(msg(0, yaw=9.0), rtt_sample=0.2)  # a rejected input's sample still counts
-    assert seat.queues.rtt_estimate(0) == 0.2
+def test_before_the_first_input_nothing_is_guessed_from() -> None:
+    buffer = OneSeat()
+    buffer.take()
+    buffer.offer(msg(0))
+    buffer.take()
+    # A player with no input yet stands still: it has nothing to repeat, but the first
+    # real input still closes the run (restoring where it stood is a no-op).
+    assert [code for code, _ in buffer.guesses] == [FIRST_GUESS, UNDO_GUESSES]
+
+
+def test_a_respawned_seat_keeps_what_was_guessed() -> None:
+    buffer = OneSeat()
+    buffer.offer(msg(0))
+    buffer.take()
+    buffer.take()
+    buffer.queues.keep_guesses(0)
+    buffer.offer(msg(1))
+    buffer.take()
+    assert [code for code, _ in buffer.guesses] == [NO_GUESS, FIRST_GUESS, NO_GUESS]
+
+
+def test_a_follower_holds_the_guesses_its_primary_made() -> None:
+    primary, follower = OneSeat(), OneSeat()
+    primary.offer(msg(0))
+    primary.take()
+    primary.take()
+    primary.take()
+    guessed, before = primary.queues.guesses(0)
+    assert guessed == 2
+    follower.queues.seat(0).restore(0)
+    follower.queues.restore_guesses(0, guessed, before)
+    follower.offer(msg(1))
+    follower.take()
+    assert follower.guesses == [(UNDO_GUESSES, 0)]  # the primary's run, undone here

@@ -1,4 +1,4 @@
-"""The view-time rule of lag compensation: believe, replace or clamp a client's claim.
+"""The view-time rule of lag compensation: take, clamp or cap a client's claim.
 
 The figures below are binary fractions (quarters, eighths), so every sum the rule computes
 is exact in float64 and the expectations can be exact.
@@ -6,109 +6,134 @@ is exact in float64 and the expectations can be exact.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from server.sim.lagcomp import LagCompensation, ViewTimeVerdict
+from server.sim.lagcomp import LagCompensation, LinkEstimate, ViewTimeVerdict
 
-# arrival 10, rtt 0.5 (one way 0.25), interpolation delay 0.25: the server expects 9.5.
-RULES = LagCompensation(max_rewind=1.0, tolerance=0.25)
-ARRIVAL, RTT, INTERP, PRESENT = 10.0, 0.5, 0.25, 10.0
-EXPECTED = 9.5
+# Input arrives at 10; its client held the snapshot of 9.75; the link: rtt 0.5, no spread;
+# interp 0.25; one tick 0.125. Earliest: max(9.75 - 0.25, 10 - 0.25 - 0.25) - 0.125.
+RULES = LagCompensation(max_rewind=1.0, max_interp_delay=0.5)
+ARRIVAL, ACK, LINK, INTERP, PERIOD = 10.0, 9.75, LinkEstimate(0.5, 0.0), 0.25, 0.125
+EARLIEST, LATEST = 9.375, 9.75
 
 
-def judge(claim: float, rules: LagCompensation = RULES, rtt: float | None = RTT, **kw: float):
-    args = {"arrival": ARRIVAL, "interp_delay": INTERP, "present": PRESENT, **kw}
-    return rules.view_time(claim, rtt=rtt, **args)
+def judge(
+    claim: float,
+    rules: LagCompensation = RULES,
+    ack_time: float | None = ACK,
+    link: LinkEstimate | None = LINK,
+    **kw: float,
+) -> tuple[float, ViewTimeVerdict]:
+    args = {"arrival": ARRIVAL, "interp_delay": INTERP, "period": PERIOD, **kw}
+    return rules.view_time(claim, ack_time=ack_time, link=link, **args)
 
 
 def test_defaults_follow_the_field() -> None:
     rules = LagCompensation()
-    assert (rules.max_rewind, rules.tolerance, rules.trade_window) == (0.2, 0.05, 0.0)
+    assert (rules.max_rewind, rules.trade_window, rules.max_interp_delay) == (0.2, 0.0, 0.1)
 
 
-@pytest.mark.parametrize("claim", [9.5, 9.625, 9.375, 9.75, 9.25])
-def test_a_claim_within_tolerance_of_the_estimate_is_kept(claim: float) -> None:
-    assert judge(claim) == (claim, ViewTimeVerdict.ACCEPTED)
+def test_the_interpolation_delay_granted_is_bounded() -> None:
+    rules = LagCompensation(max_interp_delay=0.125)
+    assert rules.grant_interp_delay(0.05) == 0.05
+    assert rules.grant_interp_delay(1.0) == 0.125
 
 
-@pytest.mark.parametrize("claim", [9.875, 9.125, 9.2499, 9.7501, 10.0])
-def test_a_claim_beyond_tolerance_is_replaced_by_the_estimate(claim: float) -> None:
-    assert judge(claim) == (EXPECTED, ViewTimeVerdict.REPLACED)
+def test_the_window_runs_from_what_the_client_must_have_held_to_its_newest_snapshot() -> None:
+    assert RULES.window(ARRIVAL, ACK, LINK, INTERP, PERIOD) == (EARLIEST, LATEST)
 
 
-def test_the_estimate_uses_half_the_rtt_and_the_interpolation_delay() -> None:
-    rules = LagCompensation(max_rewind=1.0, tolerance=0.0)
-    # A zero tolerance replaces every claim but the estimate itself: the result shows it.
-    assert judge(0.0, rules, rtt=0.25, interp_delay=0.125) == (9.75, ViewTimeVerdict.REPLACED)
-    assert judge(9.75, rules, rtt=0.25, interp_delay=0.125) == (9.75, ViewTimeVerdict.ACCEPTED)
+@pytest.mark.parametrize("claim", [EARLIEST, 9.5, 9.625, LATEST])
+def test_a_claim_inside_the_window_is_taken_as_it_is(claim: float) -> None:
+    assert judge(claim) == (claim, ViewTimeVerdict.CLAIMED)
 
 
-def test_a_claim_older_than_the_cap_is_clamped_to_it() -> None:
-    assert judge(8.0, rtt=None) == (9.0, ViewTimeVerdict.CLAMPED)
+@pytest.mark.parametrize(
+    ("claim", "clamped"), [(9.25, EARLIEST), (9.0, EARLIEST), (9.875, LATEST), (12.0, LATEST)]
+)
+def test_a_claim_outside_the_window_is_clamped_into_it(claim: float, clamped: float) -> None:
+    assert judge(claim) == (clamped, ViewTimeVerdict.CLAMPED)
 
 
-def test_a_claim_exactly_at_the_cap_is_accepted() -> None:
-    assert judge(9.0, rtt=None) == (9.0, ViewTimeVerdict.ACCEPTED)
+def test_the_spread_the_probes_measured_widens_the_slack() -> None:
+    jittery = LinkEstimate(0.5, 0.125)
+    assert judge(9.25) == (EARLIEST, ViewTimeVerdict.CLAMPED)
+    assert judge(9.25, link=jittery) == (9.25, ViewTimeVerdict.CLAIMED)
 
 
-def test_a_replaced_claim_whose_estimate_is_too_old_is_clamped() -> None:
-    # rtt 2 s: the estimate 10 - 1 - 0.25 = 8.75 lies beyond the 1 s cap.
-    assert judge(8.75 + 0.5, rtt=2.0) == (9.0, ViewTimeVerdict.CLAMPED)
+def test_an_old_ack_does_not_buy_rewind_the_measured_link_does_not_allow() -> None:
+    # The client says its newest snapshot is 2 s old: the probes say its link is 0.5 s.
+    assert judge(8.0, ack_time=8.0) == (EARLIEST, ViewTimeVerdict.CLAMPED)
 
 
-def test_an_accepted_claim_that_is_too_old_is_still_clamped() -> None:
-    # The claim agrees with the (old) estimate but the cap wins.
-    assert judge(8.75, rtt=2.0) == (9.0, ViewTimeVerdict.CLAMPED)
+def test_a_slow_link_with_a_fresh_ack_is_bounded_by_the_ack() -> None:
+    # rtt 1 s but the ack is recent: the ack bound (9.75 - 0.25 - slack) is the later one.
+    assert RULES.window(ARRIVAL, ACK, LinkEstimate(1.0, 0.0), INTERP, PERIOD) == (9.375, 9.75)
+    assert RULES.window(ARRIVAL, 9.0, LinkEstimate(1.0, 0.0), INTERP, PERIOD) == (8.875, 9.0)
 
 
-def test_a_claim_in_the_future_is_cut_to_the_present_and_counted() -> None:
-    assert judge(12.0, rtt=None) == (PRESENT, ViewTimeVerdict.CLAMPED)
-    # Within tolerance of an estimate that is itself in the future (arrival after present).
-    assert judge(10.125, arrival=10.5) == (PRESENT, ViewTimeVerdict.CLAMPED)
+def test_before_any_probe_the_client_is_judged_as_if_it_had_no_latency() -> None:
+    # Not answering probes earns nothing: earliest = arrival - interp - one tick.
+    assert RULES.window(ARRIVAL, None, None, INTERP, PERIOD) == (9.625, ARRIVAL)
+    assert judge(9.625, link=None) == (9.625, ViewTimeVerdict.CLAIMED)
+    assert judge(9.5, link=None) == (9.625, ViewTimeVerdict.CLAMPED)
+    assert judge(8.5, ack_time=8.5, link=None) == (9.625, ViewTimeVerdict.CLAMPED)
 
 
-@pytest.mark.parametrize("claim", [9.0, 9.25, 9.875, 10.0])
-def test_without_an_rtt_the_claim_is_taken_subject_to_the_cap(claim: float) -> None:
-    assert judge(claim, rtt=None) == (claim, ViewTimeVerdict.ACCEPTED)
+def test_the_cap_counts_from_the_arrival() -> None:
+    rules = LagCompensation(max_rewind=0.5)
+    assert judge(9.5, rules) == (9.5, ViewTimeVerdict.CLAIMED)  # exactly at the cap
+    assert judge(9.375, rules) == (9.5, ViewTimeVerdict.CAPPED)
+    assert judge(9.0, rules) == (9.5, ViewTimeVerdict.CAPPED)  # clamped, then capped
 
 
 times = st.floats(-1e4, 1e4, allow_nan=False)
+spans = st.floats(0.0, 2.0, allow_nan=False)
 
 
 @given(
     claim=times,
     arrival=times,
-    rtt=st.none() | st.floats(0.0, 5.0),
-    interp=st.floats(0.0, 1.0),
-    present=st.floats(0.0, 1e4),
-    max_rewind=st.floats(0.0, 2.0),
-    tolerance=st.floats(0.0, 1.0),
+    ack_back=st.none() | spans,
+    link=st.none() | st.builds(LinkEstimate, spans, st.floats(0.0, 0.5)),
+    interp=st.floats(0.0, 5.0),
+    max_rewind=spans,
+    max_interp=st.floats(0.0, 0.25),
+    period=st.floats(1 / 128, 1 / 10),
 )
-def test_the_result_always_lies_between_the_cap_and_the_present(
+def test_no_claim_is_judged_further_back_than_the_link_and_the_rules_allow(
     claim: float,
     arrival: float,
-    rtt: float | None,
+    ack_back: float | None,
+    link: LinkEstimate | None,
     interp: float,
-    present: float,
     max_rewind: float,
-    tolerance: float,
+    max_interp: float,
+    period: float,
 ) -> None:
-    rules = LagCompensation(max_rewind=max_rewind, tolerance=tolerance)
-    time, verdict = rules.view_time(claim, arrival, rtt, interp, present)
-    assert present - max_rewind <= time <= present
-    if verdict is ViewTimeVerdict.CLAMPED:
-        assert time in (present - max_rewind, present)
-    elif verdict is ViewTimeVerdict.REPLACED:
-        assert rtt is not None
-        expected = arrival - rtt / 2.0 - interp
-        assert abs(claim - expected) > tolerance
-        assert time == min(expected, present)
+    """Whatever the client says (any claim, any ack, any interpolation delay asked), the
+    judged time is no older than the cap allows, nor older than the measured link plus the
+    granted interpolation and the slack; and a claim inside the window stands."""
+    rules = LagCompensation(max_rewind=max_rewind, max_interp_delay=max_interp)
+    granted = rules.grant_interp_delay(interp)
+    ack_time = None if ack_back is None else arrival - ack_back
+    time, verdict = rules.view_time(claim, arrival, ack_time, link, granted, period)
+    assert time >= arrival - max_rewind
+    measured = link if link is not None else LinkEstimate(0.0, 0.0)
+    slack = period + measured.spread
+    allowed = max(measured.rtt, measured.rtt / 2.0 + granted) + slack
+    assert time >= arrival - allowed - 1e-9
+    earliest, latest = rules.window(arrival, ack_time, link, granted, period)
+    assert time <= max(latest, arrival - max_rewind)  # nothing newer than it held
+    if earliest <= claim <= latest and claim >= arrival - max_rewind:
+        assert (time, verdict) == (claim, ViewTimeVerdict.CLAIMED)
     else:
-        if rtt is not None:
-            assert abs(claim - (arrival - rtt / 2.0 - interp)) <= tolerance
-        assert time == min(claim, present)
+        assert verdict is not ViewTimeVerdict.CLAIMED
+    assert not math.isnan(time)
 
 
 def test_a_living_shooter_may_always_fire() -> None:

@@ -1,4 +1,4 @@
-"""The authoritative match: seats, ticks, snapshots, untrusted inputs and RTT estimation."""
+"""The authoritative match: seats, ticks, snapshots, untrusted inputs and RTT probes."""
 
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ from hypothesis import strategies as st
 from server.sim.inputs import InputVerdict
 from server.sim.match import Match, MatchConfig, MatchFull
 from shared.arena_map import default_map
+from shared.movement import BUTTON_FIRE
 from shared.protocol import (
     InputMessage,
     InvalidField,
     JoinEvent,
     LeaveEvent,
+    ShotEvent,
     SnapshotMessage,
     decode_client,
     decode_server,
@@ -157,6 +159,21 @@ def test_snapshot_for_decodes_with_tick_ack_and_own_state() -> None:
     assert decode_server(snapshot_for(match, results[-1], other.slot)).ack == -1
 
 
+def test_while_guessed_a_player_is_told_where_its_acknowledged_input_left_it() -> None:
+    match = new_match()
+    seat = match.join("a", 0.1)
+    match.receive_input(seat.slot, msg(0, move=(1.0, 0.0)), 0.0)
+    match.tick()
+    acked_state = np.concatenate((match.world.pos[seat.slot], match.world.vel[seat.slot]))
+    result = match.tick()  # starved: the player runs on, as a guess
+    assert match.world.pos[seat.slot, 0] > acked_state[0]
+    snapshot = decode_server(snapshot_for(match, result, seat.slot))
+    assert isinstance(snapshot, SnapshotMessage) and snapshot.ack == 0
+    assert np.array(snapshot.you).tobytes() == acked_state.tobytes()
+    records = unpack_entities(snapshot.entities)  # the others see the guess
+    assert records["x"][0] == np.float32(match.world.pos[seat.slot, 0])
+
+
 def test_every_client_gets_the_same_body_with_its_own_header() -> None:
     match = new_match()
     a, b = match.join("a", 0.1), match.join("b", 0.1)
@@ -237,6 +254,70 @@ def test_a_burst_of_inputs_is_caught_up_within_one_tick() -> None:
     assert match.world.pos.tobytes() == twin.world.pos.tobytes()
     assert match.world.vel.tobytes() == twin.world.vel.tobytes()
     assert match.world.move[seat.slot].tolist() == list(moves[2])
+
+
+def shot_origins(match: Match) -> list[tuple[float, ...]]:
+    """Tick once; the eyes of the shots it judged."""
+    return [e.origin for e in match.tick().events if isinstance(e, ShotEvent)]
+
+
+def run_until_acked(match: Match, slot: int, seq: int, limit: int = 50) -> list[tuple[float, ...]]:
+    origins: list[tuple[float, ...]] = []
+    for _ in range(limit):
+        if match.seats[slot].inputs.acked >= seq:
+            return origins
+        origins += shot_origins(match)
+    raise AssertionError(f"input {seq} never applied")
+
+
+@pytest.mark.parametrize("late", [1, 3, 8, 12])
+def test_late_inputs_undo_the_guesses_and_the_player_ends_where_its_inputs_put_it(
+    late: int,
+) -> None:
+    """Inputs 3 to 3 + late - 1 arrive ``late`` ticks late, all at once: meanwhile the
+    server guesses (repeats input 2, then holds still), then undoes its guesses; the
+    player ends exactly where a twin that got every input on time ends, and its shot
+    leaves from the same eye."""
+    rng = np.random.default_rng(late)
+    moves = [tuple(rng.uniform(-0.7, 0.7, 2).tolist()) for _ in range(3 + late + 4)]
+    last = len(moves) - 1
+    inputs = [msg(seq, move=move) for seq, move in enumerate(moves)]
+    inputs[last] = msg(last, move=moves[last], buttons=BUTTON_FIRE)
+    match, twin = new_match(), new_match()
+    seat, twin_seat = match.join("a", 0.1), twin.join("a", 0.1)
+    twin_origins = []
+    for message in inputs:
+        twin.receive_input(twin_seat.slot, message, twin.server_time)
+        twin_origins += shot_origins(twin)
+    held, origins = inputs[3 : 3 + late], []
+    for seq, message in enumerate(inputs):
+        if 3 <= seq < 3 + late:
+            origins += shot_origins(match)  # starved: a guess
+            continue
+        if seq == 3 + late:
+            for late_input in held:
+                match.receive_input(seat.slot, late_input, match.server_time)
+        match.receive_input(seat.slot, message, match.server_time)
+        origins += shot_origins(match)
+    origins += run_until_acked(match, seat.slot, last)
+    assert match.counters["input_guesses_undone"] == 1
+    assert len(twin_origins) == 1 and origins == twin_origins
+    assert match.world.pos[seat.slot].tolist() == twin.world.pos[twin_seat.slot].tolist()
+    assert match.world.vel[seat.slot].tolist() == twin.world.vel[twin_seat.slot].tolist()
+
+
+def test_a_player_killed_while_guessed_stays_where_it_fell() -> None:
+    match = new_match()
+    seat = match.join("a", 0.1)
+    match.receive_input(seat.slot, msg(0), match.server_time)
+    match.tick()
+    match.tick()  # a guess
+    match.world.alive[seat.slot] = False  # (as combat does on a kill)
+    fell_at = match.world.pos[seat.slot].tolist()
+    match.receive_input(seat.slot, msg(1), match.server_time)
+    match.tick()
+    assert match.world.pos[seat.slot].tolist() == fell_at
+    assert match.counters["input_guesses_undone"] == 0
 
 
 # -- untrusted input ----------------------------------------------------------------------
@@ -341,45 +422,24 @@ def test_the_client_has_no_way_to_send_a_position() -> None:
 # -- RTT ------------------------------------------------------------------------------------
 
 
-def test_rtt_estimate_is_the_minimum_of_arrival_minus_send_time() -> None:
-    match = new_match()
-    seat = match.join("a", 0.1)
-    assert seat.inputs.rtt_estimate is None
-    sent = {}
-    for _ in range(5):
-        result = match.tick()
-        sent[result.tick] = 10.0 + result.tick / RATE
-        match.mark_sent(result.tick, sent[result.tick])
-    samples = []
-    for seq, (ack_tick, delay) in enumerate([(1, 0.120), (2, 0.080), (4, 0.095), (3, 0.081)]):
-        arrival = sent[ack_tick] + delay
-        match.receive_input(seat.slot, msg(seq, ack_tick=ack_tick), arrival)
-        samples.append(arrival - sent[ack_tick])
-        assert seat.inputs.rtt_estimate == min(samples)
-    assert seat.inputs.rtt_estimate == pytest.approx(0.080)
-
-
-def test_rtt_ignores_unsent_ticks_and_inputs_without_an_ack() -> None:
-    match = new_match()
-    seat = match.join("a", 0.1)
-    match.mark_sent(1, 5.0)
-    match.receive_input(seat.slot, msg(0, ack_tick=-1), 5.1)
-    match.receive_input(seat.slot, msg(1, ack_tick=2), 5.1)  # tick 2 never went out
-    assert seat.inputs.rtt_estimate is None
-    match.receive_input(seat.slot, msg(2, ack_tick=1), 5.25)
-    assert seat.inputs.rtt_estimate == 0.25
-
-
-def test_rtt_is_per_player() -> None:
+def test_a_new_seat_is_probed_at_once_and_its_echoes_make_its_rtt() -> None:
     match = new_match()
     a, b = match.join("a", 0.1), match.join("b", 0.1)
-    match.mark_sent(1, 1.0)
-    match.receive_input(a.slot, msg(0, ack_tick=1), 1.05)
-    match.receive_input(b.slot, msg(0, ack_tick=1), 1.30)
-    assert (a.inputs.rtt_estimate, b.inputs.rtt_estimate) == (
-        pytest.approx(0.05),
-        pytest.approx(0.30),
-    )
+    assert match.probes.estimate(a.slot) is None
+    slots, ids = match.probes.due(1.0)
+    assert slots.tolist() == [a.slot, b.slot]
+    match.probes.echo(a.slot, int(ids[0]), 1.05)
+    match.probes.echo(b.slot, int(ids[1]), 1.30)
+    rtts = [match.probes.estimate(s) for s in (a.slot, b.slot)]
+    assert [r.rtt if r else None for r in rtts] == [pytest.approx(0.05), pytest.approx(0.30)]
+    match.leave(a.slot)
+    assert match.probes.due(10.0)[0].tolist() == [b.slot]  # an empty seat is not probed
+
+
+def test_a_seat_is_granted_at_most_the_largest_interpolation_delay() -> None:
+    match = new_match()
+    assert match.join("modest", 0.05).interp_delay == 0.05
+    assert match.join("greedy", 1.0).interp_delay == match.config.lag_compensation.max_interp_delay
 
 
 def test_rewind_inputs_stay_within_the_server_s_clock() -> None:
@@ -416,8 +476,6 @@ def test_a_batch_of_decoded_inputs_does_what_receiving_each_does(rows: list[tupl
     for match in (one_by_one, batched):
         for name in "abcd":
             match.join(name, 0.1)
-        for tick in range(1, 6):
-            match.mark_sent(tick, tick / RATE)
     expected = []
     for slot, seq, ack, mx, my, yaw, pitch, buttons, late in rows:
         message = InputMessage(seq, seq, (mx, my), yaw, pitch, buttons, 0.5, ack)
@@ -433,6 +491,5 @@ def test_a_batch_of_decoded_inputs_does_what_receiving_each_does(rows: list[tupl
     for slot in range(4):
         a, b = one_by_one.seats[slot], batched.seats[slot]
         assert list(a.inputs.pending) == list(b.inputs.pending)
-        assert a.inputs.rtt_estimate == b.inputs.rtt_estimate
     one_by_one.tick(), batched.tick()
     assert world_state(one_by_one) == world_state(batched)

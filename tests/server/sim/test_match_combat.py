@@ -180,6 +180,7 @@ def test_the_snapshot_carries_the_shot_s_result(backend: str) -> None:
         damage=50,
         kill=False,
         view_time=1 / RATE,
+        origin=tuple((match.world.pos[SHOOTER] + (0.0, 0.0, EYE_HEIGHT)).tolist()),
     )
     assert result.events == [expected]
     for slot in (SHOOTER, VICTIM):

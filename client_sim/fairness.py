@@ -1,0 +1,66 @@
+"""Why a shot's two verdicts differ: the causes the report counts (sans-I/O).
+
+Every finished shot carries what the shooter saw (its claim, its eye, its verdict) and what
+the server's ``shot`` event said (the view time it judged, whether it took the claim, the
+eye it fired from, the damage dealt). A shot *disagrees* when the two verdicts name
+different victims, or when the server's hit did nothing the shooter was shown (its victim
+was already dead). Each disagreement has one cause, the first that applies:
+
+* ``shooter_dead``: the server refused the shot, its shooter was dead at the view time;
+* ``beyond_cap``: the claim was older than the rewind cap;
+* ``victim_already_dead``: an earlier shot in the server's story had killed the victim;
+* ``claim_clamped``: the claim lay outside what the bot could have seen, by the server's
+  measurement of its link, and was judged at another time;
+* ``shooter_position``: the server fired from an eye more than 1 mm away from the bot's;
+* ``unexplained``: none of these, a bug somewhere.
+
+The first three are the game's rules deciding, not unfairness: ``fair_agreement`` leaves
+out the shots they decided.
+"""
+
+from __future__ import annotations
+
+import math
+
+from client_sim.marksman import ShotRecord
+
+__all__ = ["CAUSES", "RULE_CAUSES", "disagreement", "rule_outcome"]
+
+CAUSES = (
+    "claim_clamped",
+    "beyond_cap",
+    "shooter_dead",
+    "victim_already_dead",
+    "shooter_position",
+    "unexplained",
+)
+RULE_CAUSES = ("shooter_dead", "beyond_cap", "victim_already_dead")
+POSITION_TOLERANCE_M = 1e-3
+
+
+def rule_outcome(record: ShotRecord) -> str | None:
+    """The rule that decided this judged shot, None when the geometry alone did."""
+    if record.server_result == "rejected":
+        return "shooter_dead"
+    if record.server_judged == "capped":
+        return "beyond_cap"
+    if record.server_result == "hit" and record.server_damage == 0:
+        return "victim_already_dead"
+    return None
+
+
+def disagreement(record: ShotRecord) -> str | None:
+    """The cause of this judged shot's disagreement (one of :data:`CAUSES`), or None when
+    shooter and server agree."""
+    rule = rule_outcome(record)
+    if record.agrees and rule != "victim_already_dead":
+        return None
+    if rule is not None:
+        return rule
+    if record.server_judged == "clamped":
+        return "claim_clamped"
+    if record.eye is not None and record.server_origin is not None:
+        offset = math.dist(record.eye, record.server_origin)
+        if offset > POSITION_TOLERANCE_M:
+            return "shooter_position"
+    return "unexplained"
