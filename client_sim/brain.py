@@ -31,6 +31,7 @@ CHEST_HEIGHT = 1.2  # where bots look and aim: the torso capsule's middle
 COVER_STANDOFF = PLAYER_RADIUS + 0.4  # how far from a crate's face a bot crouches behind it
 GLANCES = 3  # how many of the nearest enemies a bot checks for a clear line of sight
 COVER_CHOICES = 8  # how many of the nearest cover points a bot considers when it is spotted
+MAX_SIGHTINGS = 200_000  # about 20 minutes of 300 bots playing
 
 
 class BotIntent:
@@ -85,7 +86,8 @@ class Brain:
         self.threat_id = np.full(count, -1, dtype=np.int64)
         self.threat_since = np.zeros(count)
         self.has_threat = np.zeros(count, dtype=bool)
-        #: Every time a bot first saw an enemy (after not seeing it): (bot, enemy id, time).
+        #: Every time a bot first saw an enemy (after not seeing it): (bot, enemy id, time),
+        #: the first MAX_SIGHTINGS of a run (a bounded sample for the peeker's advantage).
         self.sightings: list[tuple[int, int, float]] = []
         self.cover_points = _cover_points(arena)
         self._move = np.zeros((count, 2))
@@ -148,12 +150,9 @@ class Brain:
         self.threat_id[watchers] = ids[spotted]
         self.has_threat[watchers] = True
         self.threat_since[watchers[newly]] = now
-        self.sightings += [
-            (bot, enemy, now)
-            for bot, enemy in zip(
-                watchers[newly].tolist(), ids[spotted][newly].tolist(), strict=True
-            )
-        ]
+        if len(self.sightings) < MAX_SIGHTINGS:
+            seers, seen = watchers[newly].tolist(), ids[spotted][newly].tolist()
+            self.sightings += [(bot, enemy, now) for bot, enemy in zip(seers, seen, strict=True)]
         seeking = np.flatnonzero(newly)
         seeking = seeking[self.rng.random(len(seeking)) < self.cover_seeking]
         self._seek_cover(watchers[seeking], own[spotters[seeking]], now)

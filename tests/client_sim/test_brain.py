@@ -88,6 +88,21 @@ def test_pacing_targets_move_only_along_x_at_pace_speed() -> None:
     assert {-1.0, 1.0} <= directions  # to and fro
 
 
+def test_strafing_targets_dodge_along_x_reversing_often() -> None:
+    bots, pos = engaged("strafe")
+    previous, reversals = None, 0
+    for tick in range(600):  # ten seconds
+        move = bots.decide(pos, tick * DT, DT).move
+        assert move[:, 1].tolist() == [0.0] * 4
+        assert set(np.abs(move[:, 0]).tolist()) <= {PACE_SPEED, 0.0}
+        sign = np.sign(move[:, 0])
+        if previous is not None:
+            reversals += int(np.sum(sign * previous < 0))
+        previous = sign
+    # Each of the 4 reverses every 0.3-0.8 s: 12-33 times in ten seconds.
+    assert 4 * 12 <= reversals <= 4 * 34
+
+
 def test_marksmen_never_move() -> None:
     bots, pos = engaged("marksman")
     for tick in range(120):
@@ -167,6 +182,17 @@ def test_perceive_only_glances_at_the_three_nearest() -> None:
     enemies = feet(*hidden, (8.0, -16.0))  # in the open, farther
     perceive(bots, 0, me, enemies, np.array([1, 2, 3, 4]), now=1.0)
     assert not bots.has_threat[0]
+
+
+def test_each_first_sight_of_an_enemy_is_noted_once() -> None:
+    bots = brain(cover_seeking=0.0)
+    me = np.array([-26.0, -20.0, 0.0])
+    perceive(bots, 0, me, feet((-26.0, -12.0)), np.array([12]), now=2.0)
+    perceive(bots, 0, me, feet((-25.0, -12.0)), np.array([12]), now=2.5)  # still in sight
+    perceive(bots, 0, me, np.zeros((0, 3)), np.zeros(0, dtype=np.int64), now=3.0)  # lost
+    perceive(bots, 0, me, feet((-25.0, -12.0)), np.array([12]), now=3.5)  # seen again
+    perceive(bots, 0, me, feet((-25.0, -12.0)), np.array([13]), now=4.0)  # somebody else
+    assert bots.sightings == [(0, 12, 2.0), (0, 12, 3.5), (0, 13, 4.0)]
 
 
 def test_losing_sight_clears_the_threat_and_cover_mode() -> None:

@@ -1,9 +1,14 @@
 """Lag compensation end to end: what a shooter 150 ms away saw is what the server judged,
-and a client that lies about what it saw gets no more rewind than its link earns."""
+a stalled server's clock never runs back, and a client that lies about what it saw gets no
+more rewind than its link earns."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
+import os
+import signal
 from collections.abc import Iterator
 
 import aiohttp
@@ -12,7 +17,8 @@ import pytest
 from client_sim.latency import LinkProfile, draw_bot, parse_distribution
 from client_sim.marksman import AimSkill
 from client_sim.report import rtt_agreement, shot_figures
-from client_sim.swarm import Swarm, SwarmConfig
+from client_sim.swarm import Swarm, SwarmConfig, SwarmResult
+from launch.chaos import node_health
 from launch.demo import NodeProcess, start_node
 from shared import protocol
 from shared.movement import BUTTON_FIRE
@@ -36,9 +42,15 @@ def wide_cap_node() -> Iterator[NodeProcess]:
 
 
 def _swarm(
-    url: str, count: int, first: int, behaviour: str, skill: AimSkill, team: bool = False
+    url: str,
+    count: int,
+    first: int,
+    behaviour: str,
+    skill: AimSkill,
+    team: bool = False,
+    latency: str = "150ms",
 ) -> Swarm:
-    rtt = parse_distribution("150ms")
+    rtt = parse_distribution(latency)
     profile = LinkProfile(jitter_ms=5.0, loss=0.0)
     bots = tuple(draw_bot(first + i, seed=3, rtt=rtt, profile=profile) for i in range(count))
     return Swarm(
@@ -88,6 +100,69 @@ async def test_shooters_at_150ms_agree_with_the_server(
     # of waiting and the jitter.
     rtts = rtt_agreement(shots)
     assert 145.0 <= rtts["server_p50"] <= 200.0, rtts
+
+
+async def _watch_snapshots(url: str, stop: asyncio.Event) -> list[tuple[int, float]]:
+    """Join as a plain client that answers probes, and note every snapshot's tick and
+    server time until ``stop``."""
+    seen: list[tuple[int, float]] = []
+    async with aiohttp.ClientSession() as session:
+        ws = await session.ws_connect(url)
+        await ws.send_bytes(protocol.encode(protocol.JoinMessage(protocol.PROTOCOL_VERSION, "eye")))
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(0.1):
+                    message = protocol.decode_server((await ws.receive()).data)
+                    if isinstance(message, protocol.ProbeMessage):
+                        echo = protocol.ProbeEchoMessage(message.id)
+                        await ws.send_bytes(protocol.encode(echo))
+                    elif isinstance(message, protocol.SnapshotMessage):
+                        seen.append((message.tick, message.server_time))
+        await ws.close()
+    return seen
+
+
+async def test_a_stalled_node_skips_ticks_and_its_clock_never_runs_back(
+    lagcomp_node: NodeProcess,
+) -> None:
+    """The node is stopped for 0.3 s mid-match (a GC pause, a busy VM): its next tick is the
+    one due at the wall clock's time, the ticks between are skipped and counted, server
+    time stays tick / rate and only moves forward, the round trips it measures stay those
+    of the links, and the shots around the stall are still judged in the world their
+    shooters saw."""
+    skill = AimSkill(error_deg=1.5, reaction_s=0.1, fire_rate_hz=4.0, launcher_share=0.0)
+    url = lagcomp_node.url
+    targets = _swarm(url, 6, 0, "pace", skill, latency="40ms")
+    shooters = _swarm(url, 6, 100, "marksman", skill, team=True, latency="40ms")
+    stop = asyncio.Event()
+
+    async def stall() -> None:
+        await asyncio.sleep(4.0)
+        os.kill(lagcomp_node.process.pid, signal.SIGSTOP)
+        await asyncio.sleep(0.3)  # bots give a node up after 0.5 s of silence
+        os.kill(lagcomp_node.process.pid, signal.SIGCONT)
+
+    async def play() -> list[SwarmResult]:
+        try:
+            return list(await asyncio.gather(targets.run(), shooters.run()))
+        finally:
+            stop.set()
+
+    seen, results, _ = await asyncio.gather(_watch_snapshots(url, stop), play(), stall())
+    health = await node_health(url)
+    assert health is not None and health["ticks_skipped"] >= 8, health
+    ticks = [tick for tick, _ in seen]
+    assert ticks == sorted(set(ticks)), "ticks went back or repeated"
+    assert all(time == tick / 60 for tick, time in seen)
+    assert max(b - a for a, b in itertools.pairwise(ticks)) >= 8  # the skip
+    assert all(not r.failovers for r in results), "a bot gave the node up"
+    shots = results[1].shots
+    figures = shot_figures(shots)
+    assert figures["fair_judged"] >= 50, figures
+    assert figures["fair_agreement"] >= 0.98, figures
+    assert figures["disagreements_by_cause"]["unexplained"] == 0, figures
+    rtts = rtt_agreement(shots)
+    assert 38.0 <= rtts["server_p50"] <= 70.0, rtts  # no sample across the stall
 
 
 LIES = {
