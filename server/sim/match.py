@@ -163,15 +163,15 @@ class Match:
     def seat_state(self) -> list[list[Any]]:
         """Every seat as ``[slot, name, interp_delay, acked, guessed, before_guesses, rtt,
         spread]`` (rtt -1: not measured yet), for a standby."""
-        rows = []
-        for slot, seat in sorted(self.seats.items()):
-            link = self.probes.estimate(slot)
-            measured = [link.rtt, link.spread] if link is not None else [-1.0, 0.0]
-            rows.append(
-                [slot, seat.name, seat.interp_delay, seat.inputs.acked,
-                 *self.inputs.guesses(slot), *measured]
-            )  # fmt: skip
-        return rows
+        slots = sorted(self.seats)
+        links = np.nan_to_num(self.probes.estimates(np.array(slots, dtype=np.int64)), nan=-1.0)
+        return [
+            [slot, seat.name, seat.interp_delay, seat.inputs.acked, *self.inputs.guesses(slot),
+             *link]
+            for slot, seat, link in zip(
+                slots, (self.seats[s] for s in slots), links.tolist(), strict=True
+            )
+        ]  # fmt: skip
 
     def restore_seats(self, rows: list[list[Any]]) -> None:
         """Hold exactly the primary's seats: a seat whose player changed starts afresh (its

@@ -41,7 +41,9 @@ class RttProbes:
         self._held = np.zeros(slots, dtype=np.int64)
         self._next_sample = np.zeros(slots, dtype=np.int64)
         self._active = np.zeros(slots, dtype=bool)
-        self._assumed = np.full((slots, 2), np.nan)  # another node's estimate, until ours
+        #: Per slot (rtt, spread), NaN while unknown: recomputed at each sample, so that
+        #: reading it (every shot, every replicated tick) costs nothing.
+        self._estimate = np.full((slots, 2), np.nan)
         self._last_skip_at = -np.inf
 
     def reset(self, slot: int, now: float) -> None:
@@ -52,12 +54,13 @@ class RttProbes:
         self._flight_id[slot] = -1
         self._held[slot] = 0
         self._next_sample[slot] = 0
-        self._assumed[slot] = np.nan
+        self._estimate[slot] = np.nan
 
     def forget(self, slot: int) -> None:
         """The seat is empty: probe it no more."""
         self._active[slot] = False
         self._held[slot] = 0
+        self._estimate[slot] = np.nan
 
     def due(self, now: float) -> tuple[np.ndarray, np.ndarray]:
         """The seats to probe with the tick of time ``now``, and each one's probe id."""
@@ -87,7 +90,9 @@ class RttProbes:
         window = self._samples.shape[1]
         self._samples[slot, self._next_sample[slot]] = at - sent
         self._next_sample[slot] = (self._next_sample[slot] + 1) % window
-        self._held[slot] = min(self._held[slot] + 1, window)
+        held = self._held[slot] = min(self._held[slot] + 1, window)
+        low, high = np.percentile(self._samples[slot, :held], (LOW, HIGH))
+        self._estimate[slot] = (low, high - low)
         return True
 
     def note_skip(self, at: float) -> None:
@@ -99,14 +104,15 @@ class RttProbes:
         """Take the primary's estimate for ``slot`` (a standby's seats), used until this
         node's own probes have made a sample: a promoted standby judges its players' first
         shots by the link its predecessor measured, not as links of unknown latency."""
-        self._assumed[slot] = np.nan if estimate is None else (estimate.rtt, estimate.spread)
+        if not self._held[slot]:
+            self._estimate[slot] = np.nan if estimate is None else (estimate.rtt, estimate.spread)
 
     def estimate(self, slot: int) -> LinkEstimate | None:
         """The seat's round trip and spread (before its first sample: the one assumed, if
         any); None when nothing is known."""
-        held = int(self._held[slot])
-        if not held:
-            rtt, spread = self._assumed[slot].tolist()
-            return None if math.isnan(rtt) else LinkEstimate(rtt, spread)
-        low, high = np.percentile(self._samples[slot, :held], (LOW, HIGH))
-        return LinkEstimate(float(low), float(high - low))
+        rtt, spread = self._estimate[slot].tolist()
+        return None if math.isnan(rtt) else LinkEstimate(rtt, spread)
+
+    def estimates(self, slots: np.ndarray) -> np.ndarray:
+        """``(len(slots), 2)``: each seat's (rtt, spread), NaN where nothing is known."""
+        return self._estimate[slots]
