@@ -39,7 +39,7 @@ class RttProbes:
     """Every seat's probes in flight and recent samples, as arrays indexed by slot."""
 
     def __init__(
-        self, slots: int, interval: float = 0.5, window: int = 24, in_flight: int = 8
+        self, slots: int, interval: float = 0.25, window: int = 32, in_flight: int = 8
     ) -> None:
         self.interval = interval
         self._due = np.zeros(slots)  # when each seat's next probe goes out
