@@ -39,6 +39,7 @@ from typing import Any
 # Run as a script from anywhere: the project root is the parent of bench/.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from client_sim.brain import TARGET_BEHAVIOURS
 from client_sim.latency import LinkProfile, draw_bot, parse_distribution
 from client_sim.marksman import AimSkill
 from client_sim.report import rtt_agreement, shot_figures
@@ -236,9 +237,10 @@ def _numbers(text: str) -> list[float]:
 
 def _words(text: str) -> list[str]:
     words = [w.strip() for w in text.split(",") if w.strip()]
-    unknown = [w for w in words if w not in ("still", "pace", "strafe")]
+    unknown = [w for w in words if w not in TARGET_BEHAVIOURS]
     if unknown or not words:
-        raise argparse.ArgumentTypeError(f"behaviours are still, pace or strafe, got {text!r}")
+        known = ", ".join(TARGET_BEHAVIOURS)
+        raise argparse.ArgumentTypeError(f"target behaviours are {known}; got {text!r}")
     return words
 
 

@@ -101,20 +101,12 @@ def peekers_advantage(
         if seer >= seen:
             continue  # each pair once, from its lower id
         others = sorted(onsets.get((node, seen, seer), []))
-        used = [False] * len(others)
         for at in sorted(times):
-            best = None
-            for k, other in enumerate(others):
-                gap = abs(other - at)
-                if (
-                    not used[k]
-                    and gap <= window_s
-                    and (best is None or gap < abs(others[best] - at))
-                ):
-                    best = k
-            if best is not None:
-                used[best] = True
-                gaps.append(abs(others[best] - at))
+            near = [o for o in others if abs(o - at) <= window_s]
+            if near:
+                nearest = min(near, key=lambda o: abs(o - at))
+                others.remove(nearest)  # each sighting pairs once
+                gaps.append(abs(nearest - at))
     return {
         "median_ms": _pct(gaps, 50, 1000.0),
         "p90_ms": _pct(gaps, 90, 1000.0),

@@ -165,13 +165,13 @@ class Match:
         spread]`` (rtt -1: not measured yet), for a standby."""
         slots = sorted(self.seats)
         links = np.nan_to_num(self.probes.estimates(np.array(slots, dtype=np.int64)), nan=-1.0)
-        return [
-            [slot, seat.name, seat.interp_delay, seat.inputs.acked, *self.inputs.guesses(slot),
-             *link]
-            for slot, seat, link in zip(
-                slots, (self.seats[s] for s in slots), links.tolist(), strict=True
-            )
-        ]  # fmt: skip
+        rows = []
+        for slot, link in zip(slots, links.tolist(), strict=True):
+            seat = self.seats[slot]
+            guessed, before = self.inputs.guesses(slot)
+            rows.append([slot, seat.name, seat.interp_delay, seat.inputs.acked, guessed, before,
+                         *link])  # fmt: skip
+        return rows
 
     def restore_seats(self, rows: list[list[Any]]) -> None:
         """Hold exactly the primary's seats: a seat whose player changed starts afresh (its
