@@ -84,7 +84,7 @@ class Region:
         async with asyncio.timeout(READY_WITHIN_S):
             while True:
                 health = await node_health(self.url(primary))
-                if health and any(s["state"] == "live" for s in health["standbys"]):
+                if health and any(s["state"] == "in_sync" for s in health["standbys"]):
                     return
                 await asyncio.sleep(0.05)
 

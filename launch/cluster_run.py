@@ -280,13 +280,13 @@ def _until(
 
 
 def _roles_ready(cluster: Cluster, standbys: int) -> bool:
-    """Every node reports its role, and every primary has all its standbys live."""
+    """Every node reports its role, and every primary has all its standbys in sync."""
     for region in cluster.regions.values():
         health = _get_json(region.primary.base_url + "/health")
         if not isinstance(health, dict) or health.get("role") != "primary":
             return False
         links = health.get("standbys") or []
-        if sum(1 for s in links if isinstance(s, dict) and s.get("state") == "live") < standbys:
+        if sum(1 for s in links if isinstance(s, dict) and s.get("state") == "in_sync") < standbys:
             return False
         for node in region.standbys:
             health = _get_json(node.base_url + "/health")

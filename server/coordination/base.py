@@ -65,8 +65,16 @@ class Coordinator(Protocol):
         another node should lead. Callers retry while no leader emerges.
         """
 
+    @property
+    def leading(self) -> bool:
+        """Whether this node holds leadership now (etcd: its key, on a lease kept alive)."""
+
     async def confirm(self) -> bool:
-        """True only if this node still leads at the epoch it won (fail safe: False on error)."""
+        """True only if this node still leads at the epoch it won (fail safe: False on error);
+        asked before a tick that no standby holds is shown."""
+
+    async def step_down(self) -> None:
+        """Give leadership back (etcd: delete the key if it is still ours)."""
 
     async def depose(self, *, node_id: str) -> None:
         """Make sure the (silent) leader ``node_id`` can no longer :meth:`confirm`."""

@@ -167,8 +167,33 @@ def build_parser() -> argparse.ArgumentParser:
     failover.add_argument(
         "--ack-timeout-ms",
         type=float,
-        default=50.0,
-        help="a standby slower than this to acknowledge is dropped to lagging",
+        default=100.0,
+        help="a standby of the commit set slower than this to acknowledge a tick is told it "
+        "is out of sync; the tick waits until it has answered or its link ended (below 3/4 "
+        "of --failover-timeout-ms, the primary's lease)",
+    )
+    failover.add_argument(
+        "--min-standbys",
+        type=int,
+        default=0,
+        help="show no tick while fewer standbys than this hold it (0: a primary whose "
+        "standbys are gone goes on alone, degraded, as /health says; 1: it stops instead)",
+    )
+    failover.add_argument(
+        "--state-dir",
+        default=os.path.join(
+            os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "arena"
+        ),
+        metavar="DIR",
+        help="where a node keeps the epochs it used, so that a restart never repeats one "
+        "(default: %(default)s; systemd: StateDirectory=)",
+    )
+    failover.add_argument(
+        "--journal",
+        default="",
+        metavar="PATH",
+        help="write a JSON line for every tick published and every promotion (what "
+        "arena-chaos torture audits)",
     )
     parser.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error"]
@@ -278,6 +303,9 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         replication=args.replication,
         failover_timeout=args.failover_timeout_ms / 1000.0,
         ack_timeout=args.ack_timeout_ms / 1000.0,
+        min_standbys=args.min_standbys,
+        state_dir=args.state_dir,
+        journal=args.journal,
         directory_url=args.directory,
     )
 

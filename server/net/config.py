@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from server import limits
+from server.replication.commit import LEASE_SHARE
 from server.sim.hitreg.backend import BackendName
 from server.sim.lagcomp import LagCompensation
 from shared.arena_map import ArenaMap, default_map
@@ -32,8 +33,11 @@ class NodeConfig:
     cluster_secret: bytes = b""
     coordinator: str = "static"
     replication: str = "sync"
-    ack_timeout: float = 0.050  # a standby slower than this is dropped to lagging
+    ack_timeout: float = 0.100  # a standby of the commit set slower than this is told it is out
     failover_timeout: float = 0.200  # a primary silent this long is declared dead
+    min_standbys: int = 0  # show no tick while fewer standbys than this are in sync
+    state_dir: str = ""  # where the static coordinator keeps the epochs used ("": memory only)
+    journal: str = ""  # JSON lines of every tick published and every promotion ("": none)
     # Routing.
     directory_url: str = ""  # heartbeat here; admit players with its seat reservations
 
@@ -56,3 +60,18 @@ class NodeConfig:
             raise ValueError("replication must be sync or async")
         if self.ack_timeout <= 0 or self.failover_timeout <= 0:
             raise ValueError("acknowledgement and failover timeouts must be positive")
+        if self.ack_timeout >= self.lease:
+            raise ValueError(
+                f"the acknowledgement bound ({self.ack_timeout * 1000:g} ms) must be below the "
+                f"primary's lease, {LEASE_SHARE:g} of the failover timeout "
+                f"({self.lease * 1000:g} ms)"
+            )
+        if type(self.min_standbys) is not int or not 0 <= self.min_standbys <= 8:
+            raise ValueError("min standbys must be a whole number from 0 to 8")
+
+    @property
+    def lease(self) -> float:
+        """The longest the primary may show a tick after sending it (a standby's hello may
+        ask for less): a standby waits its whole failover timeout after its last
+        acknowledgement before it may campaign, so the primary has fallen silent by then."""
+        return LEASE_SHARE * self.failover_timeout

@@ -31,6 +31,7 @@ __all__ = ["Leadership"]
 log = logging.getLogger("arena.server")
 
 PEER_POLL_S = 0.25
+RETRY_S = 0.1  # between a standby's attempts to find or follow a primary
 
 
 class Leadership:
@@ -63,11 +64,14 @@ class Leadership:
             await node.follower.close()
             await node.hub.close()
             await node.coordinator.close()
+            node.journal.close()
 
     def _become_primary(self, how: RoleEvent, epoch: int, first_tick: int, origin: float) -> None:
         """``origin``: when tick 0 was (or would have been) due, on this node's clock."""
         node = self.node
+        from_epoch = node.matches.epoch
         node.matches.epoch = epoch
+        node.successor_known = False
         node.roles.apply(how)
         node.hub.log_context = node.log_context
         node.schedule = TickSchedule(
@@ -75,6 +79,8 @@ class Leadership:
         )
         node.stepping_down.clear()
         node.leading.set()
+        if how is RoleEvent.PROMOTE:
+            node.journal.promoted(epoch, from_epoch, node.matches.tick_number)
         log.info("event=primary epoch=%d first_tick=%d %s", epoch, first_tick, node.log_context)
 
     async def _lead(self, fence: int | None) -> None:
@@ -104,17 +110,26 @@ class Leadership:
         node = self.node
         node.roles.apply(RoleEvent.STEP_DOWN)
         node.leading.clear()
-        log.warning("event=stepped_down %s", node.log_context)
+        # With no successor, this node still holds every tick it showed: it may lead again.
+        node.follower.eligible = not node.successor_known
+        log.warning(
+            "event=stepped_down successor_known=%s %s",
+            node.successor_known,
+            node.log_context,
+        )
+        await node.coordinator.step_down()
         await self.sessions.close_all("not_primary", "this node is no longer the primary")
         await node.hub.close()
 
     async def _watch_peers(self) -> None:
-        """A primary cut off from its standbys still hears of a newer primary this way."""
+        """A primary cut off from its standbys still hears of a newer primary this way (its
+        lease has stopped it from publishing long before)."""
         node = self.node
         async with aiohttp.ClientSession() as session:
             while True:
                 await asyncio.sleep(PEER_POLL_S)
-                for found in await self._peer_health(session):
+                answers, _silent = await self._peer_health(session)
+                for found in answers:
                     if (
                         found.get("role") == "primary"
                         and int(found.get("epoch", 0)) > node.matches.epoch
@@ -128,43 +143,70 @@ class Leadership:
                         node.request_step_down(int(found["epoch"]))
                 self.sessions.free_orphans()
 
-    async def _peer_health(self, session: aiohttp.ClientSession) -> list[dict[str, Any]]:
+    async def _peer_health(
+        self, session: aiohttp.ClientSession
+    ) -> tuple[list[dict[str, Any]], list[str]]:
+        """The peers' ``/health`` answers, and the peers that may be alive but did not
+        answer in time (a refused connection: nothing listens, so not among them)."""
+        silent: list[str] = []
+
         async def ask(peer: str) -> dict[str, Any] | None:
             try:
                 async with session.get(
                     peer.rstrip("/") + "/health", timeout=aiohttp.ClientTimeout(total=0.2)
                 ) as response:
-                    body = await response.json()
+                    body = await response.json(content_type=None)
                     return {**body, "url": peer} if isinstance(body, dict) else None
+            except aiohttp.ClientConnectorError:
+                return None
             except (aiohttp.ClientError, TimeoutError, ValueError):
+                silent.append(peer)
                 return None
 
         answers = await asyncio.gather(*(ask(peer) for peer in self.node.peer_urls()))
-        return [a for a in answers if a is not None]
+        return [a for a in answers if a is not None], silent
 
-    async def _find_primary(self) -> str | None:
-        """The base URL of the region's primary with the highest epoch, if any answers."""
+    async def _survey(self) -> tuple[str | None, bool]:
+        """The base URL of the region's primary at our epoch or above (if one answers),
+        and whether every peer answered or is plainly gone (none silent)."""
         async with aiohttp.ClientSession() as session:
-            found = [h for h in await self._peer_health(session) if h.get("role") == "primary"]
+            answers, silent = await self._peer_health(session)
+        found = [
+            h
+            for h in answers
+            if h.get("role") == "primary" and int(h.get("epoch", 0)) >= self.node.matches.epoch
+        ]
         if not found:
-            return None
+            return None, not silent
         best = max(found, key=lambda h: int(h.get("epoch", 0)))
-        return str(best["url"])
+        return str(best["url"]), True
 
     async def _stand_by(self) -> int:
-        """Follow the primary; on its silence campaign; return the new epoch once this
-        node leads (its predecessor is to be fenced with it)."""
+        """Follow the primary; when it is gone, campaign if this node is eligible; return
+        the new epoch once this node leads (its predecessor is to be fenced with it).
+
+        The primary is gone when its link fell silent past the lease (a paused, cut-off or
+        dead process), or when the link ended or was refused and no peer leads while none
+        is silent (a killed process, a primary that stepped down, a region of standbys). A
+        node that is not eligible never campaigns: it looks for a primary to catch up from.
+        """
         node = self.node
+        follower = node.follower
         target = node.config.primary_url
         while True:
-            outcome = await node.follower.follow(target)
-            if outcome.reason in ("silent", "closed") and node.follower.last_record_at is not None:
+            outcome = await follower.follow(target)
+            if outcome.reason == "silent" and follower.eligible:
                 epoch = await self._take_over(outcome.primary, outcome.detected_at)
                 if epoch is not None:
                     return epoch
-            else:
-                await asyncio.sleep(0.1)
-            target = await self._find_primary() or target
+            found, all_answered = await self._survey()
+            if found is not None:
+                target = found
+            elif all_answered and follower.eligible and outcome.reason != "silent":
+                epoch = await self._take_over(outcome.primary, outcome.detected_at)
+                if epoch is not None:
+                    return epoch
+            await asyncio.sleep(RETRY_S)
 
     async def _take_over(self, silent_primary: str, detected_at: float) -> int | None:
         """The primary is gone: depose it, campaign, and promote if this node wins (the new
@@ -172,13 +214,14 @@ class Leadership:
         node = self.node
         node.failover = {"detected_at": detected_at, "previous_primary": silent_primary}
         log.warning(
-            "event=primary_silent primary=%s tick=%d %s",
-            silent_primary,
+            "event=primary_gone primary=%s tick=%d %s",
+            silent_primary or "-",
             node.matches.tick_number,
             node.log_context,
         )
         try:
-            await node.coordinator.depose(node_id=silent_primary)
+            if silent_primary:
+                await node.coordinator.depose(node_id=silent_primary)
             epoch = await node.coordinator.campaign(
                 node_id=node.config.node_id,
                 url=node.config.public_url,
@@ -206,6 +249,7 @@ class Leadership:
             resyncs=node.follower.resyncs,
         )
         node.metrics.promotions.inc()
+        node.follower.eligible = False  # a primary now; eligible again only through InSync
         self.sessions.orphan_all()
         self._become_primary(RoleEvent.PROMOTE, epoch, first_tick, origin)
         return epoch

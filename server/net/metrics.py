@@ -66,14 +66,28 @@ class NodeMetrics:
         self.replication_bytes = Counter(
             "arena_replication_bytes", "Bytes of tick records sent to standbys", registry=r
         )
-        self.standby_lagging = Counter(
-            "arena_standby_lagging",
-            "Times a standby missed the acknowledgement bound and was dropped to lagging",
+        self.standby_out_of_sync = Counter(
+            "arena_standby_out_of_sync",
+            "Times a standby of the commit set missed the acknowledgement bound and was told "
+            "it is out of sync (the tick waited until it answered)",
+            registry=r,
+        )
+        self.ticks_stalled = Counter(
+            "arena_ticks_stalled",
+            "Ticks that waited past the acknowledgement bound of a standby of the commit set",
             registry=r,
         )
         self.ticks_unpublished = Counter(
             "arena_ticks_unpublished",
-            "Ticks computed but not shown to players: leadership could not be confirmed",
+            "Ticks computed but not shown to players, by reason (lease_expired: acknowledged "
+            "too late to show safely; halted: fewer standbys in sync than --min-standbys; "
+            "not_leading: the coordinator's lease is gone)",
+            ["reason"],
+            registry=r,
+        )
+        self.degraded = Gauge(
+            "arena_degraded",
+            "1 while this primary shows ticks that no standby holds (no standby in sync)",
             registry=r,
         )
         self.promotions = Counter("arena_promotions", "Times this node became primary", registry=r)

@@ -137,6 +137,11 @@ class Node(NodeState):
             "combat": dict(sorted(combat.items())),
             "replication": c.replication,
             "coordinator": c.coordinator,
+            # Whether this node holds every tick the region showed (a standby that may be
+            # promoted), and whether the primary shows ticks no standby holds.
+            "eligible": self.roles.primary or self.follower.eligible,
+            "degraded": bool(self.roles.primary and self.ticker.degraded),
+            "min_standbys": c.min_standbys,
             "standbys": self.hub.describe(),
             "failover": self.failover,
             "parked_players": self.sessions.parked,

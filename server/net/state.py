@@ -18,8 +18,10 @@ from typing import Any
 from server.coordination.base import Coordinator
 from server.coordination.net import make_coordinator
 from server.net.config import NodeConfig
+from server.net.journal import Journal
 from server.net.metrics import NodeMetrics
 from server.net.registration import ClaimLedger
+from server.replication.commit import CommitSet
 from server.replication.net.follower import Follower
 from server.replication.net.hub import ReplicationHub
 from server.replication.roles import Role, RoleEvent, RoleMachine
@@ -61,9 +63,23 @@ class NodeState:
         self.stats = TickStats(period=1.0 / config.tick_rate)
         self.secret = config.cluster_secret or os.urandom(32)
         self.coordinator: Coordinator = make_coordinator(
-            config.coordinator, node_id=config.node_id, peers=config.peers, region=config.region
+            config.coordinator,
+            node_id=config.node_id,
+            peers=config.peers,
+            region=config.region,
+            state_dir=config.state_dir,
         )
-        self.hub = ReplicationHub(config.ack_timeout, self.metrics, "")
+        self.hub = ReplicationHub(
+            CommitSet(
+                lease=config.lease,
+                ack_timeout=config.ack_timeout,
+                min_standbys=config.min_standbys,
+            ),
+            self.metrics,
+            "",
+            clock,
+        )
+        self.journal = Journal(config.journal, config.node_id)
         #: Seated players' input reads, held for the next tick to decode as one batch.
         self.intake = InputIntake(self.matches)
         self.follower = Follower(
@@ -81,6 +97,8 @@ class NodeState:
         self.failover: dict[str, Any] = {}
         #: Set when this node must stop leading (a higher epoch exists): the lead loop ends.
         self.stepping_down = asyncio.Event()
+        #: Set when a higher epoch than the one this node led at was seen.
+        self.successor_known = False
         #: Set while this node leads (parked joins wait on it).
         self.leading = asyncio.Event()
         self.shutting_down = False
@@ -120,7 +138,10 @@ class NodeState:
         return tuple(peer.rstrip("/") + "/ws" for peer in self.peer_urls())
 
     def request_step_down(self, epoch: int) -> None:
-        """A higher epoch exists: stop publishing at once; the role loop does the rest."""
+        """Stop publishing at once; the role loop does the rest. ``epoch`` above ours: a
+        successor exists (this node's state is no longer the region's)."""
         if epoch > self.matches.epoch or self.roles.primary:
+            if epoch > self.matches.epoch:
+                self.successor_known = True
             self.matches.epoch = max(self.matches.epoch, epoch)
             self.stepping_down.set()

@@ -13,10 +13,12 @@ from __future__ import annotations
 import logging
 import time
 
+from server.logs import Throttle
 from server.net.sessions import Sessions
 from server.net.state import NodeState
 from server.replication import messages
 from server.replication import state as records
+from server.replication.commit import Verdict
 
 __all__ = ["Ticker"]
 
@@ -30,32 +32,47 @@ class Ticker:
         self.node = node
         self.sessions = sessions
         self._skipped = 0  # the schedule's count when last looked at
+        self._withheld = Throttle(5.0)
+        #: Whether the last tick shown was held by no standby (None: none shown yet).
+        self.degraded: bool | None = None
 
     async def run_tick(self, tick: int) -> None:
         node = self.node
+        if node.shutting_down:
+            return  # a stopping primary shows nothing more: its standbys hold all it showed
         began = node.clock()
         self._note_skips()
         node.intake.drain()
         node.metrics.count_inputs(*node.intake.take_tally())
         results = node.matches.tick(tick)
-        synced = False
-        if node.hub.links:
+        wait = node.config.replication == "sync"
+        hub = node.hub
+        if hub.links or hub.commit.members:
             events = [result.events for result in results]
             record = messages.encode(records.capture_tick(node.matches, events, node.matches.epoch))
-            synced = await node.hub.replicate(tick, record, node.config.replication == "sync")
-        fenced = node.hub.fenced_epoch
+            decision = await hub.replicate(tick, record, wait)
+        else:
+            decision = hub.commit.decide(tick, node.clock(), wait=wait)
+        fenced = hub.fenced_epoch
         if fenced is not None and fenced > node.matches.epoch:
             node.request_step_down(fenced)
-        elif synced or await node.coordinator.confirm():
-            if not node.stepping_down.is_set():
-                self.sessions.publish(results)
-                self.sessions.probe(tick / node.config.tick_rate)
+        elif decision.verdict is not Verdict.PUBLISH:
+            self._unpublished(tick, decision.verdict.value)
+        elif decision.deadline is None and not await node.coordinator.confirm():
+            self._unpublished(tick, "not_leading")
+            if not node.coordinator.leading:
+                node.request_step_down(node.matches.epoch)
+        elif decision.deadline is not None and node.clock() >= decision.deadline:
+            self._unpublished(tick, Verdict.LEASE_EXPIRED.value)
+        elif not node.stepping_down.is_set():
+            self._note_degraded(decision.deadline is None and wait)
+            self.sessions.publish(results)
+            self.sessions.probe(tick / node.config.tick_rate)
+            node.journal.published(
+                node.matches.epoch, tick, [r.state_hash for r in results], decision.synced
+            )
             if "first_tick_at" not in node.failover and "promoted_at" in node.failover:
                 node.failover["first_tick_at"] = time.time()
-        else:
-            node.metrics.ticks_unpublished.inc()
-            log.warning("event=leadership_lost tick=%d %s", tick, node.log_context)
-            node.request_step_down(node.matches.epoch)
         duration = node.clock() - began
         node.metrics.flush()
         node.stats.record(duration)
@@ -70,6 +87,36 @@ class Ticker:
                 node.stats.period * 1e3,
                 node.log_context,
             )
+
+    def _unpublished(self, tick: int, reason: str) -> None:
+        node = self.node
+        node.metrics.ticks_unpublished.labels(reason).inc()
+        held = self._withheld.allow(reason)
+        if held is not None:
+            log.warning(
+                "event=tick_unpublished tick=%d reason=%s repeats=%d %s",
+                tick,
+                reason,
+                held,
+                node.log_context,
+            )
+
+    def _note_degraded(self, degraded: bool) -> None:
+        """Log and meter the moves in and out of degraded (no standby holds what is shown)."""
+        if degraded == self.degraded:
+            return
+        self.degraded = degraded
+        node = self.node
+        node.metrics.degraded.set(1 if degraded else 0)
+        if degraded:
+            log.warning(
+                'event=degraded standbys_in_sync=0 hint="players are shown ticks no standby '
+                'holds; a failover now would have no eligible standby" %s',
+                node.log_context,
+            )
+        else:
+            log.info("event=replicated standbys_in_sync=%d %s", len(node.hub.commit.in_sync),
+                     node.log_context)  # fmt: skip
 
     def _note_skips(self) -> None:
         """Count the ticks a stall made the schedule skip, and tell the probes when."""

@@ -33,10 +33,11 @@ def sign_hello(
     fingerprint: ConfigFingerprint,
     url: str,
     now: float,
+    promise: float = 0.0,
 ) -> Hello:
     """A standby's hello, signed now."""
     mac = _hello_mac(secret, node, epoch, now)
-    return Hello(node, epoch, tick, fingerprint, url, now, mac)
+    return Hello(node, epoch, tick, fingerprint, url, now, mac, float(promise))
 
 
 def verify_hello(secret: bytes, hello: Hello, now: float) -> bool:

@@ -6,9 +6,11 @@ wire each is a msgpack map whose ``type`` names the class and whose other keys a
 fields; :func:`encode` and :func:`decode` are the only ways in and out.
 
 Standby to primary: :class:`Hello` (once, first), :class:`Ack` (per record), :class:`Resync`
-(a gap or a hash mismatch: send a full state), :class:`Fenced` (to a deposed primary).
+(a gap, a hash mismatch or an :class:`OutOfSync`: send a full state; the standby is no
+longer eligible for promotion), :class:`Fenced` (to a deposed primary).
 Primary to standby: :class:`StandbyWelcome` or a refusal (:class:`Refused`,
-:class:`NotPrimary`), then a :class:`FullState` and a :class:`TickRecord` per tick.
+:class:`NotPrimary`), then a :class:`FullState` and a :class:`TickRecord` per tick, and the
+commit set's news: :class:`InSync` (waited for from now on) and :class:`OutOfSync`.
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ __all__ = [
     "Fenced",
     "FullState",
     "Hello",
+    "InSync",
     "MatchState",
     "Message",
     "MessageError",
     "NotPrimary",
+    "OutOfSync",
     "Refused",
     "Resync",
     "StandbyWelcome",
@@ -79,6 +83,9 @@ class Hello:
     url: str  # where players reach this standby (announced to them), "" when unknown
     ts: float  # unix time the MAC was made at (a replayed hello is refused when old)
     mac: str
+    #: The standby's promise: it campaigns only after this many seconds without a record
+    #: since its last acknowledgement (the primary's lease from it is shorter); 0: unknown.
+    promise: float = 0.0
 
     def __post_init__(self) -> None:
         _text("hello node", self.node)
@@ -90,6 +97,8 @@ class Hello:
         if not isinstance(self.ts, float) or not math.isfinite(self.ts):
             raise MessageError("hello ts must be a finite float")
         _text("hello mac", self.mac)
+        if not isinstance(self.promise, float) or not 0.0 <= self.promise < 3600.0:
+            raise MessageError("hello promise must be a float of seconds")
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +153,31 @@ class Fenced:
 
     def __post_init__(self) -> None:
         _int("fenced epoch", self.epoch)
+
+
+@dataclass(frozen=True, slots=True)
+class InSync:
+    """The primary waits for this standby from ``tick`` on: it holds every tick shown so far,
+    so from now on it may be promoted (``docs/failover.md``, the commit set)."""
+
+    TYPE: ClassVar[str] = "in_sync"
+    tick: int
+
+    def __post_init__(self) -> None:
+        _int("in_sync tick", self.tick)
+
+
+@dataclass(frozen=True, slots=True)
+class OutOfSync:
+    """The standby missed the acknowledgement bound at ``tick``: the primary goes on without
+    it once it has answered (with a :class:`Resync`), and it may not be promoted until it
+    is in sync again."""
+
+    TYPE: ClassVar[str] = "out_of_sync"
+    tick: int
+
+    def __post_init__(self) -> None:
+        _int("out_of_sync tick", self.tick)
 
 
 def _seat_row(row: Any) -> bool:
@@ -234,12 +268,22 @@ class FullState(_NodeRecord):
 
 
 Message = (
-    Hello | StandbyWelcome | Refused | NotPrimary | Ack | Resync | Fenced | TickRecord | FullState
+    Hello
+    | StandbyWelcome
+    | Refused
+    | NotPrimary
+    | Ack
+    | Resync
+    | Fenced
+    | InSync
+    | OutOfSync
+    | TickRecord
+    | FullState
 )
 _CLASSES: dict[str, type[Any]] = {
     cls.TYPE: cls
-    for cls in (Hello, StandbyWelcome, Refused, NotPrimary, Ack, Resync, Fenced, TickRecord,
-                FullState)
+    for cls in (Hello, StandbyWelcome, Refused, NotPrimary, Ack, Resync, Fenced, InSync,
+                OutOfSync, TickRecord, FullState)
 }  # fmt: skip
 
 

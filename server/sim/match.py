@@ -97,6 +97,7 @@ class TickResult:
     #: Who was seated when the tick was computed: the players the body holds, and so the
     #: players this tick's snapshot goes to (see :meth:`Match.snapshot_head`).
     seats: dict[int, PlayerSeat]
+    state_hash: str = ""  # the world's after the tick (what standbys check, journals keep)
 
 
 class Match:
@@ -376,10 +377,16 @@ class Match:
             world.health[active],
             world.alive[active],
         )
+        state_hash = world.state_hash()
         body = protocol.encode_snapshot_body(
-            self.tick_number, server_time, self.epoch, entities, events
+            self.tick_number,
+            server_time,
+            self.epoch,
+            entities,
+            events,
+            protocol.state_digest(state_hash),
         )
-        return TickResult(self.tick_number, server_time, body, events, dict(self.seats))
+        return TickResult(self.tick_number, server_time, body, events, dict(self.seats), state_hash)
 
     def history_view(self) -> History:
         """This match's ring as the hit kernels' (single-match) history, without copying."""

@@ -66,6 +66,7 @@ from shared.protocol.snapshots import (
     ENTITY_DTYPE,
     ENTITY_FLAG_ALIVE,
     SNAPSHOT_HEAD_BYTES,
+    STATE_DIGEST_BYTES,
     ServerFrameDecoder,
     encode_snapshot,
     encode_snapshot_body,
@@ -73,6 +74,7 @@ from shared.protocol.snapshots import (
     entity_yaw,
     pack_entities,
     snapshot_heads,
+    state_digest,
     unpack_entities,
 )
 
@@ -87,6 +89,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "SHOT_RESULTS",
     "SNAPSHOT_HEAD_BYTES",
+    "STATE_DIGEST_BYTES",
     "U32_MAX",
     "ClientMessage",
     "ErrorMessage",
@@ -125,5 +128,6 @@ __all__ = [
     "entity_yaw",
     "pack_entities",
     "snapshot_heads",
+    "state_digest",
     "unpack_entities",
 ]

@@ -196,6 +196,7 @@ class SnapshotMessage(Message):
     you: tuple[float, ...]
     entities: bytes
     events: tuple[SnapshotEvent, ...] = ()
+    state: bytes = b""  # the world's digest: what an audit checks against the journals
     FIELDS = {
         "tick": integer(0, MAX_TICK),
         "server_time": number(0.0),
@@ -204,6 +205,7 @@ class SnapshotMessage(Message):
         "you": numbers(6, 1e9),
         "entities": binary,
         "events": _snapshot_events,
+        "state": binary,
     }
 
     def to_wire(self) -> dict[str, Any]:
@@ -413,7 +415,7 @@ def _fast_snapshot(raw: dict[Any, Any]) -> SnapshotMessage | None:
     if raw.keys() != _SNAPSHOT_KEYS:
         return None
     tick, server_time, epoch, ack = raw["tick"], raw["server_time"], raw["epoch"], raw["ack"]
-    you, entities, events = raw["you"], raw["entities"], raw["events"]
+    you, entities, events, state = raw["you"], raw["entities"], raw["events"], raw["state"]
     if not (
         type(tick) is int
         and 0 <= tick <= MAX_TICK
@@ -424,6 +426,7 @@ def _fast_snapshot(raw: dict[Any, Any]) -> SnapshotMessage | None:
         and type(ack) is int
         and -1 <= ack <= U32_MAX
         and type(entities) is bytes
+        and type(state) is bytes
         and type(events) is list
         and type(you) is list
         and len(you) == 6
@@ -439,6 +442,7 @@ def _fast_snapshot(raw: dict[Any, Any]) -> SnapshotMessage | None:
         ("you", tuple(you)),
         ("entities", entities),
         ("events", _snapshot_events("snapshot.events", events)),
+        ("state", state),
     ):
         object.__setattr__(message, name, value)
     return message

@@ -26,6 +26,7 @@ __all__ = [
     "ENTITY_DTYPE",
     "ENTITY_FLAG_ALIVE",
     "SNAPSHOT_HEAD_BYTES",
+    "STATE_DIGEST_BYTES",
     "ServerFrameDecoder",
     "encode_snapshot",
     "encode_snapshot_body",
@@ -33,8 +34,18 @@ __all__ = [
     "entity_yaw",
     "pack_entities",
     "snapshot_heads",
+    "state_digest",
     "unpack_entities",
 ]
+
+#: How much of the world's state hash a snapshot carries (the audit's key, not a MAC).
+STATE_DIGEST_BYTES = 8
+
+
+def state_digest(state_hash: str) -> bytes:
+    """The snapshot's ``state`` from a world's hex state hash (its first bytes)."""
+    return bytes.fromhex(state_hash[: 2 * STATE_DIGEST_BYTES])
+
 
 # One entity record in a snapshot, little-endian, packed (26 bytes). Quantisation:
 # velocity as float16 (about 3 significant digits), yaw in [-pi, pi) as uint16 steps of
@@ -99,9 +110,17 @@ def entity_pitch(records: np.ndarray) -> np.ndarray:
 
 
 def encode_snapshot_body(
-    tick: int, server_time: float, epoch: int, entities: bytes, events: Sequence[SnapshotEvent]
+    tick: int,
+    server_time: float,
+    epoch: int,
+    entities: bytes,
+    events: Sequence[SnapshotEvent],
+    state: bytes = b"",
 ) -> bytes:
     """Encode the part of a snapshot that every recipient shares, once per tick.
+
+    ``state``: the world's digest (:data:`STATE_DIGEST_BYTES` of it), so that what a client
+    was shown can be checked against what the region's journals say it published.
 
     The result is a run of msgpack key/value pairs, not a whole value: msgpack is
     concatenative, so a map header followed by these pairs and the per-client pairs is
@@ -115,15 +134,16 @@ def encode_snapshot_body(
         ("epoch", epoch),
         ("entities", entities),
         ("events", [encode_event(event) for event in events]),
+        ("state", state),
     ):
         packer.pack(key)
         packer.pack(value)
     return packer.bytes()
 
 
-_BODY_PAIRS = 6  # type, tick, server_time, epoch, entities, events
+_BODY_PAIRS = 7  # type, tick, server_time, epoch, entities, events, state
 _HEADER_PAIRS = 2  # ack, you
-_MAP_HEADER = bytes([0x80 | (_BODY_PAIRS + _HEADER_PAIRS)])  # msgpack fixmap of 8 pairs
+_MAP_HEADER = bytes([0x80 | (_BODY_PAIRS + _HEADER_PAIRS)])  # msgpack fixmap of 9 pairs
 _ACK_KEY = msgpack.packb("ack")
 _YOU_KEY_AND_ARRAY = msgpack.packb("you") + bytes([0x96])  # then a fixarray of 6 floats
 _YOU_FLOATS = struct.Struct(">B d B d B d B d B d B d")  # each float64 tagged 0xcb
@@ -253,4 +273,5 @@ class ServerFrameDecoder:
         put(message, "you", you)
         put(message, "entities", template.entities)
         put(message, "events", template.events)
+        put(message, "state", template.state)
         return message

@@ -71,8 +71,9 @@ async def test_claim_campaign_depose_and_fencing(coordinators: Factory) -> None:
     assert await b.confirm() is True
     assert await a.leader() == ("b", "http://b", epoch_b)
 
-    # a is fenced: it cannot confirm, not now and not later (its keep-alive runs meanwhile).
-    assert await a.confirm() is False
+    # a is fenced: its next keep-alive finds the lease revoked, and it confirms no more
+    # (no request per tick: confirm reads what the keep-alive learnt).
+    await wait_until(lambda: _refuses(a), limit=1.5)
     await asyncio.sleep(1.2)
     assert await a.confirm() is False
     assert a._lease_lost  # the keep-alive saw the revoked lease
@@ -103,14 +104,33 @@ async def test_claim_initial_when_another_leads_is_a_clear_error(coordinators: F
     assert await b.leader() == ("a", "http://a", epoch)
 
 
-async def test_restarted_primary_replaces_its_own_stale_lease(coordinators: Factory) -> None:
+async def test_restarted_primary_waits_out_its_own_stale_lease(coordinators: Factory) -> None:
     old = await coordinators()
     first = await old.claim_initial(node_id="a", url="http://a")
     await old.close(release=False)  # the process died; its lease still runs for up to 2 s
     new = await coordinators()
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    # It does not take the key over (a standby holding the match would campaign the moment
+    # the key goes, and must win over this empty node): it waits for the lease to expire.
     second = await new.claim_initial(node_id="a", url="http://a")
+    assert loop.time() - began > 0.5
     assert second > first
     assert await new.confirm() is True
+
+
+async def test_a_restart_finds_the_standby_that_took_over(coordinators: Factory) -> None:
+    old, standby = await coordinators(), await coordinators()
+    first = await old.claim_initial(node_id="a", url="http://a")
+    await old.close(release=False)
+    await standby.depose(node_id="a")
+    taken = await standby.campaign(
+        node_id="b", url="http://b", replicated_tick=9, known_epoch=first
+    )
+    assert taken is not None
+    new = await coordinators()
+    with pytest.raises(CoordinatorError, match="already has a leader: node 'b'"):
+        await new.claim_initial(node_id="a", url="http://a")
 
 
 async def test_closing_the_leader_releases_the_key(coordinators: Factory) -> None:
@@ -143,6 +163,10 @@ async def _no_leader(c: EtcdCoordinator) -> bool:
     return await c.leader() is None
 
 
+async def _refuses(c: EtcdCoordinator) -> bool:
+    return await c.confirm() is False
+
+
 async def test_a_leader_whose_keepalive_stalls_cannot_confirm(coordinators: Factory) -> None:
     # A keep-alive slower than the TTL (a starved or paused process) loses the lease.
     a = await coordinators(keepalive_interval=5.0)
@@ -161,7 +185,8 @@ async def test_etcd_stopped(etcd_process: EtcdProcess) -> None:
         await a.claim_initial(node_id="a", url="http://a")
         assert await a.confirm() is True
         etcd_process.stop()
-        assert await a.confirm() is False
+        # Its keep-alive fails; once a whole TTL passed without one, it confirms no more.
+        await wait_until(lambda: _refuses(a), limit=3.5)
         with pytest.raises(CoordinatorUnavailable, match="unreachable") as info:
             await b.campaign(node_id="b", url="http://b", replicated_tick=0, known_epoch=1)
         assert "\n" not in str(info.value)

@@ -58,7 +58,7 @@ async def until_live_standby(primary: NodeProcess) -> None:
     async with asyncio.timeout(READY_S):
         while True:
             health = await node_health(primary.url)
-            if health and any(s["state"] == "live" for s in health["standbys"]):
+            if health and any(s["state"] == "in_sync" for s in health["standbys"]):
                 return
             await asyncio.sleep(0.05)
 

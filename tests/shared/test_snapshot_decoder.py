@@ -185,7 +185,7 @@ def test_garbage_raises_what_decode_server_raises(frame: bytes) -> None:
 def frame_with_head(ack_bytes: bytes, you_bytes: bytes, body: bytes) -> bytes:
     """A snapshot frame laid out like encode_snapshot's, with hand-written encodings."""
     return (
-        bytes([0x88])
+        bytes([0x89])
         + msgpack.packb("ack")
         + ack_bytes
         + msgpack.packb("you")

@@ -159,25 +159,30 @@ class EtcdCoordinator:
 
     async def claim_initial(self, *, node_id: str, url: str) -> int:
         epoch = await self._acquire(node_id, url)
-        if epoch is None:
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + self.ttl + 1.0
+        while epoch is None and loop.time() < give_up:
             holder = await self._read()
-            if holder is not None and (holder.node, holder.url) == (node_id, url):
-                # A previous run of this very node, whose lease has not expired yet.
-                log.info(
-                    "event=stale_self_lease region=%s node=%s lease=%x",
-                    self.region,
-                    node_id,
-                    holder.lease,
-                )
-                await self._revoke(holder.lease)
-                epoch = await self._acquire(node_id, url)
-            if epoch is None:
-                who = await self.leader()
-                shown = f"node {who[0]!r} at {who[1]} (epoch {who[2]})" if who else "another node"
-                raise CoordinatorError(
-                    f"region {self.region!r} already has a leader: {shown}; "
-                    "start this node as a standby"
-                )
+            if holder is None or (holder.node, holder.url) != (node_id, url):
+                break
+            # A previous run of this very node, whose lease has not expired yet: wait for it
+            # rather than take it over, so that a standby holding the match (which
+            # campaigns the moment the key goes) wins over this fresh, empty node.
+            log.info(
+                "event=stale_self_lease region=%s node=%s lease=%x",
+                self.region,
+                node_id,
+                holder.lease,
+            )
+            await asyncio.sleep(0.25)
+            epoch = await self._acquire(node_id, url)
+        if epoch is None:
+            who = await self.leader()
+            shown = f"node {who[0]!r} at {who[1]} (epoch {who[2]})" if who else "another node"
+            raise CoordinatorError(
+                f"region {self.region!r} already has a leader: {shown}; "
+                "start this node as a standby"
+            )
         log.info(
             "event=claim_initial coordinator=etcd region=%s node=%s epoch=%d",
             self.region,
@@ -186,34 +191,31 @@ class EtcdCoordinator:
         )
         return epoch
 
-    async def confirm(self) -> bool:
+    @property
+    def leading(self) -> bool:
+        """Whether this node still holds the key, as far as its keep-alive knows."""
         leading = self._leading
-        if leading is None or self._lease_lost or self._lease != leading[2]:
-            return False
-        if asyncio.get_running_loop().time() >= self._lease_deadline:
-            return False  # not kept alive for a whole TTL: the lease may be gone
-        try:
-            holder = await self._read()
-        except CoordinatorError as exc:
-            log.warning("event=confirm_failed coordinator=etcd reason=%s", exc)
-            return False  # fail safe: no publishing without confirmation
-        node, epoch, lease = leading
-        if holder is None or (holder.node, holder.create_revision, holder.lease) != (
-            node,
-            epoch,
-            lease,
-        ):
-            if self._leading == leading:
-                self._leading = None
-                log.warning(
-                    "event=leadership_lost coordinator=etcd region=%s node=%s epoch=%d "
-                    "reason=key_changed",
-                    self.region,
-                    node,
-                    epoch,
-                )
-            return False
-        return True
+        return (
+            leading is not None
+            and not self._lease_lost
+            and self._lease == leading[2]
+            and asyncio.get_running_loop().time() < self._lease_deadline
+        )
+
+    async def confirm(self) -> bool:
+        # No request per tick: a degraded primary (no standby in sync) may publish while
+        # its lease, kept alive every half second, holds. Nobody else is eligible to take
+        # the key from it meanwhile (docs/failover.md).
+        return self.leading
+
+    async def step_down(self) -> None:
+        """Give the key back (if it is still ours), so the next campaign finds it free."""
+        leading, self._leading = self._leading, None
+        if leading is not None and not self._lease_lost:
+            try:
+                await self._delete_if(leading[1])
+            except CoordinatorError as exc:
+                log.warning("event=step_down_release_failed coordinator=etcd reason=%s", exc)
 
     async def depose(self, *, node_id: str) -> None:
         holder = await self._read()

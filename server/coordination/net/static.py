@@ -7,12 +7,14 @@ standbys that see the same peers reach the same verdict:
    blocks the campaign (a paused or dead primary simply does not answer within the timeout);
 2. among the reachable standbys and this node, the highest ``replicated_tick`` wins, then the
    lowest node id;
-3. the winner's epoch is ``max(known_epoch, every epoch seen) + 1``.
+3. the winner's epoch is ``max(known_epoch, every epoch seen, every epoch this node ever
+   used) + 1``; the epochs used are kept on disk (:mod:`server.coordination.epochs`).
 
-Limits, stated plainly: the static coordinator cannot tell a dead primary from a partitioned
-one, and it cannot stop a partitioned primary from publishing. Under a network partition both
-sides can believe they lead; whoever meets both resolves it by the higher epoch. ``confirm``
-therefore cannot verify anything and answers from this node's own record.
+Only a node that is *eligible* (it holds every tick shown: it is in the primary's commit
+set) campaigns, and only once the primary's lease from it has run out, so a paused,
+partitioned or deposed primary has gone silent by itself before anyone takes over
+(``docs/failover.md``). A node that ended up with a live primary's ``/health`` answering
+while it campaigned simply follows it again.
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from server.coordination.base import LeaderInfo
+from server.coordination.base import CoordinatorError, LeaderInfo
+from server.coordination.epochs import EpochStore
 from server.replication.roles import Role
 
-__all__ = ["PeerHealth", "StaticCoordinator", "decide_campaign", "parse_health"]
+__all__ = ["PeerHealth", "PeerPoll", "StaticCoordinator", "decide_campaign", "parse_health"]
 
 log = logging.getLogger("arena.coordination")
 
@@ -46,6 +49,7 @@ class PeerHealth:
     role: str
     epoch: int
     replicated_tick: int
+    eligible: bool = True  # a standby that holds every tick shown (may be promoted)
 
     def __post_init__(self) -> None:
         if not self.node:
@@ -68,7 +72,12 @@ def parse_health(url: str, body: object) -> PeerHealth:
     epoch, tick = body.get("epoch"), body.get("replicated_tick")
     if type(epoch) is not int or type(tick) is not int:
         raise ValueError("peer health: 'epoch' and 'replicated_tick' must be integers")
-    return PeerHealth(url=url, node=node, role=role, epoch=epoch, replicated_tick=tick)
+    eligible = body.get("eligible", True)
+    if type(eligible) is not bool:
+        raise ValueError("peer health: 'eligible' must be true or false")
+    return PeerHealth(
+        url=url, node=node, role=role, epoch=epoch, replicated_tick=tick, eligible=eligible
+    )
 
 
 def decide_campaign(
@@ -76,13 +85,14 @@ def decide_campaign(
 ) -> int | None:
     """The static election rule over the peers that answered in time (sans-I/O).
 
+    The caller is eligible (it holds every tick shown); only eligible standbys compete.
     Returns this node's new epoch when it wins, ``None`` when another node should lead.
     """
     seen = [p for p in peers if p.node != node_id]
     if any(p.role == "primary" and p.epoch >= known_epoch for p in seen):
         return None  # the primary is alive after all
     candidates = [(replicated_tick, node_id)]
-    candidates += [(p.replicated_tick, p.node) for p in seen if p.role == "standby"]
+    candidates += [(p.replicated_tick, p.node) for p in seen if p.role == "standby" and p.eligible]
     _, winner = min(candidates, key=lambda c: (-c[0], c[1]))
     if winner != node_id:
         return None
@@ -102,16 +112,33 @@ def _check_peer_url(url: str) -> str:
     return url.rstrip("/")
 
 
+@dataclass(frozen=True, slots=True)
+class PeerPoll:
+    """One round of ``/health`` questions: who answered, and who may be alive but did not
+    answer in time (a refused connection means nothing listens there: not counted)."""
+
+    answered: list[PeerHealth]
+    silent: list[str]
+
+
 class StaticCoordinator:
     """Leader election among peers that know each other's base URLs.
 
     ``peers`` may include this node's own URL: answers naming ``node_id`` are ignored.
     ``timeout`` bounds every round of ``/health`` requests (they run concurrently).
+    ``epochs`` keeps the highest epoch this node used across restarts.
     """
 
     kind = "static"
 
-    def __init__(self, node_id: str, peers: Sequence[str], *, timeout: float = 0.1) -> None:
+    def __init__(
+        self,
+        node_id: str,
+        peers: Sequence[str],
+        *,
+        timeout: float = 0.1,
+        epochs: EpochStore | None = None,
+    ) -> None:
         if not node_id:
             raise ValueError("empty node id: every node of a region needs its own id")
         if not math.isfinite(timeout) or timeout <= 0:
@@ -119,11 +146,17 @@ class StaticCoordinator:
         self.node_id = node_id
         self.peers: tuple[str, ...] = tuple(dict.fromkeys(_check_peer_url(u) for u in peers))
         self.timeout = timeout
+        self.epochs = epochs or EpochStore("", "", node_id)
         self._session: aiohttp.ClientSession | None = None
         self._leading: tuple[str, int] | None = None  # (url, epoch) once this node won
 
+    @property
+    def leading(self) -> bool:
+        return self._leading is not None
+
     async def start(self) -> None:
         if self._session is None:
+            self.epochs.load()  # a damaged file stops the node here, with one line
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=0),
                 timeout=aiohttp.ClientTimeout(total=self.timeout),
@@ -142,7 +175,7 @@ class StaticCoordinator:
         epoch = decide_campaign(
             node_id=node_id,
             replicated_tick=replicated_tick,
-            known_epoch=known_epoch,
+            known_epoch=max(known_epoch, self.epochs.load()),
             peers=peers,
         )
         log.info(
@@ -157,17 +190,21 @@ class StaticCoordinator:
             epoch if epoch is not None else "-",
         )
         if epoch is not None:
+            self.epochs.save(epoch)
             self._leading = (url, epoch)
         return epoch
 
     async def confirm(self) -> bool:
-        # Static cannot verify anything: a partitioned primary would answer True as well.
-        # This only says that this node won leadership through this coordinator.
+        # Static has nobody to ask: a degraded primary (no standby in sync) publishes on
+        # its own record, which is safe because no other node is eligible to take over.
         return self._leading is not None
 
+    async def step_down(self) -> None:
+        self._leading = None
+
     async def depose(self, *, node_id: str) -> None:
-        # Nothing to revoke: the silent primary keeps believing it leads until it meets a
-        # higher epoch (see the module docstring).
+        # Nothing to revoke: the silent primary's lease from its standbys has expired
+        # before any of them campaigns (docs/failover.md).
         return None
 
     async def leader(self) -> LeaderInfo | None:
@@ -181,40 +218,61 @@ class StaticCoordinator:
         return node, url, epoch
 
     async def claim_initial(self, *, node_id: str, url: str) -> int:
-        peers = await self.poll_peers()
-        epoch = max([0, *(p.epoch for p in peers if p.node != node_id)]) + 1
-        live = [p for p in peers if p.role == "primary" and p.node != node_id]
-        if live:
+        """Lead a new match, unless the region already has one: a peer that leads, or a
+        peer that holds a match (it may take over; this node would start an empty one)."""
+        poll = await self.poll()
+        others = [p for p in poll.answered if p.node != node_id]
+        for p in others:
+            if p.role == "primary":
+                raise CoordinatorError(
+                    f"region already has a primary: node {p.node!r} at {p.url} (epoch "
+                    f"{p.epoch}); start this node as a standby (--role standby --primary "
+                    f"{p.url})"
+                )
+            if p.replicated_tick > 0:
+                raise CoordinatorError(
+                    f"node {p.node!r} at {p.url} holds the region's match (tick "
+                    f"{p.replicated_tick}); start this node as a standby so it can take over"
+                )
+        if poll.silent:
+            # Bound but not answering: starting (launchers bind first), or paused. A paused
+            # primary's lease has run out, and it steps down on meeting our higher epoch.
             log.warning(
-                "event=claim_over_live_primary coordinator=static node=%s other=%s "
-                "other_epoch=%d epoch=%d",
+                "event=claim_with_silent_peer coordinator=static node=%s peer=%s",
                 node_id,
-                live[0].node,
-                live[0].epoch,
-                epoch,
+                poll.silent[0],
             )
+        epoch = max([self.epochs.load(), *(p.epoch for p in others)]) + 1
+        self.epochs.save(epoch)
         self._leading = (url, epoch)
         return epoch
 
     async def poll_peers(self) -> list[PeerHealth]:
         """Ask every peer's ``/health`` at once; those that fail or are late are left out."""
+        return (await self.poll()).answered
+
+    async def poll(self) -> PeerPoll:
+        """Ask every peer's ``/health`` at once (see :class:`PeerPoll`)."""
         session = self._session
         if session is None:
             raise RuntimeError("static coordinator not started: call start() first")
         results: list[PeerHealth | None] = [None] * len(self.peers)
+        silent: list[str] = []
 
         async def ask(i: int, url: str) -> None:
             try:
                 async with asyncio.timeout(self.timeout):
                     async with session.get(url + "/health") as response:
-                        if response.status != 200:
-                            raise ValueError(f"HTTP {response.status}")
                         body = await response.json(content_type=None)
                 results[i] = parse_health(url, body)
+            except aiohttp.ClientConnectorError:
+                pass  # nothing listens there: no node to count
             except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
+                silent.append(url)
                 log.debug("event=peer_unanswered peer=%s reason=%s", url, type(exc).__name__)
 
         async with asyncio.TaskGroup() as group:
             for i, url in enumerate(self.peers):
                 group.create_task(ask(i, url))
-        return [r for r in results if r is not None and r.node != self.node_id]
+        answered = [r for r in results if r is not None and r.node != self.node_id]
+        return PeerPoll(answered, silent)

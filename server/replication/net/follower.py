@@ -3,8 +3,10 @@
 The follower connects to the primary's ``/replicate`` with an authenticated hello,
 installs the full state it receives, then applies and acknowledges every tick record. Tick
 records double as heartbeats: if none arrives for ``silence_timeout`` (200 ms by default at
-60 Hz: twelve missed ticks), or the link breaks, the primary is declared gone and
-:meth:`Follower.follow` returns so the node can campaign.
+60 Hz: twelve missed ticks) after its last acknowledgement, or the link breaks, the primary
+is declared gone and :meth:`Follower.follow` returns so the node can campaign, if it is
+*eligible*: in the primary's commit set (``InSync``), not told it is out (``OutOfSync``),
+without a gap since.
 
 After a promotion the old link is kept open by :meth:`Follower.fence`: if the old primary
 was only paused and comes back, its next record is answered with the new epoch, and it
@@ -29,6 +31,9 @@ from server.sim.matchset import MatchSet
 __all__ = ["FollowOutcome", "Follower"]
 
 log = logging.getLogger("arena.replication")
+
+#: Closing a link to a dead primary must not wait for the closing handshake it never sends.
+LINK_TIMEOUT = aiohttp.ClientWSTimeout(ws_receive=None, ws_close=0.5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +66,11 @@ class Follower:
         self.last_record_at: float | None = None
         self.last_hash = ""  # the primary's state hash of the last record applied
         self.resyncs = 0
+        #: Whether this node holds every tick the region has shown: told ``InSync`` by the
+        #: primary it follows (or it led itself and stepped down with no successor). Only
+        #: an eligible node may be promoted.
+        self.eligible = False
+        self._resyncing = False
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self._session: aiohttp.ClientSession | None = None
         self._refusals = Throttle()
@@ -88,12 +98,22 @@ class Follower:
             )
 
     async def follow(self, primary_url: str) -> FollowOutcome:
-        """Follow ``primary_url`` (``http://host:port``) until it is gone or refuses us."""
+        """Follow ``primary_url`` (``http://host:port``) until it is gone or refuses us.
+
+        The previous link (if any) stays open until the new one is welcomed: until then
+        the old primary still counts this standby in its commit set, and it stays
+        eligible for promotion with what it holds.
+        """
+        if not primary_url:
+            return FollowOutcome("refused", time.time(), self.primary_id, self.matches.epoch)
         self._session = self._session or aiohttp.ClientSession()
         url = primary_url.rstrip("/") + "/replicate"
+        previous = self._ws
         try:
-            self._ws = await self._session.ws_connect(url, max_msg_size=64 << 20, autoping=True)
-        except (aiohttp.ClientError, OSError) as error:
+            ws = await self._session.ws_connect(
+                url, max_msg_size=64 << 20, autoping=True, timeout=LINK_TIMEOUT
+            )
+        except (aiohttp.ClientError, OSError, TimeoutError) as error:
             log.info(
                 "event=replication_connect_failed url=%s error=%s %s",
                 url,
@@ -101,7 +121,7 @@ class Follower:
                 self.log_context(),
             )
             return FollowOutcome("refused", time.time(), self.primary_id, self.matches.epoch)
-        ws = self._ws
+        self._ws = ws
         hello = sign_hello(
             self.secret,
             node=self.node_id,
@@ -110,11 +130,14 @@ class Follower:
             fingerprint=state.config_fingerprint(self.matches),
             url=self.public_url,
             now=time.time(),
+            promise=self.silence_timeout,
         )
         await ws.send_bytes(messages.encode(hello))
+        silent_after = self.clock() + self.silence_timeout
         while True:
             try:
-                message = await ws.receive(timeout=self.silence_timeout)
+                # (aiohttp reads a timeout of 0 as none at all)
+                message = await ws.receive(timeout=max(1e-3, silent_after - self.clock()))
             except TimeoutError:
                 return FollowOutcome("silent", time.time(), self.primary_id, self.matches.epoch)
             if message.type is not aiohttp.WSMsgType.BINARY:
@@ -126,7 +149,12 @@ class Follower:
                 log.warning("event=replication_garbage error=%s %s", error, self.log_context())
                 continue
             if isinstance(record, messages.StandbyWelcome):
+                # The primary replaced our old link: what we hold no longer counts.
                 self.primary_id = record.node
+                self._lose_eligibility("welcomed")
+                if previous is not None and previous is not ws:
+                    await previous.close()
+                    previous = None
                 continue
             if isinstance(record, messages.Refused | messages.NotPrimary):
                 if isinstance(record, messages.Refused):
@@ -136,7 +164,18 @@ class Follower:
                     self._log_refusal("not_primary")
                     self.matches.epoch = max(self.matches.epoch, record.epoch)
                     reason = "not_primary"
+                await ws.close()
+                self._ws = previous
                 return FollowOutcome(reason, time.time(), self.primary_id, self.matches.epoch)
+            if isinstance(record, messages.InSync):
+                if record.tick == self.matches.tick_number + 1 and not self._resyncing:
+                    self.eligible = True
+                    log.info("event=in_sync tick=%d %s", record.tick, self.log_context())
+                continue
+            if isinstance(record, messages.OutOfSync):
+                self._lose_eligibility("out_of_sync")
+                await self._ask_full_state(ws)
+                continue
             if not isinstance(record, messages.TickRecord | messages.FullState):
                 continue
             if record.epoch < self.matches.epoch:
@@ -145,13 +184,20 @@ class Follower:
                 return FollowOutcome(
                     "fenced_primary", time.time(), self.primary_id, self.matches.epoch
                 )
+            if self._resyncing and isinstance(record, messages.TickRecord):
+                # Waiting for the full state asked for; the primary is alive (waiting
+                # longer to campaign is always safe).
+                silent_after = self.clock() + self.silence_timeout
+                continue
             try:
                 state.apply(self.matches, record)
             except (state.ReplicationGap, state.HashMismatch) as problem:
                 self.resyncs += 1
                 log.warning("event=replication_resync reason=%s %s", problem, self.log_context())
-                await ws.send_bytes(messages.encode(messages.Resync()))
+                self._lose_eligibility("gap")
+                await self._ask_full_state(ws)
                 continue
+            self._resyncing = False
             received = self.clock()
             self.last_record_at = received
             self.last_hash = "/".join(match.hash for match in record.matches)
@@ -159,6 +205,18 @@ class Follower:
             if self.origin_estimate is None or origin < self.origin_estimate:
                 self.origin_estimate = origin  # the least-delayed record is the best anchor
             await ws.send_bytes(messages.encode(messages.Ack(self.matches.tick_number)))
+            # Our promise: no campaign before this ack + the silence timeout (the primary's
+            # lease from this ack ends earlier).
+            silent_after = self.clock() + self.silence_timeout
+
+    def _lose_eligibility(self, why: str) -> None:
+        if self.eligible:
+            log.info("event=not_eligible reason=%s %s", why, self.log_context())
+        self.eligible = False
+
+    async def _ask_full_state(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self._resyncing = True
+        await ws.send_bytes(messages.encode(messages.Resync()))
 
     async def fence(self, epoch: int) -> None:
         """After our promotion: answer anything the old primary still sends with our epoch."""

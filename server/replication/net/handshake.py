@@ -80,4 +80,5 @@ class StandbyDoor:
         await node.hub.serve(
             link,
             lambda: messages.encode(state.capture_full(node.matches, node.matches.epoch)),
+            hello.promise,
         )

@@ -1,32 +1,39 @@
-"""The primary's end of replication: one link per standby, acknowledgements per tick.
+"""The primary's end of replication: one link per standby, and the commit set's edge.
 
-Each tick the primary sends its record to every standby and, in synchronous mode, waits
-(at most ``ack_timeout``) until every *live* standby has acknowledged it before it shows
-the tick to any player. A standby that misses the bound is dropped to *lagging*: logged,
-counted and no longer waited for, until it acknowledges a tick in time again. A new link
-starts *catching up* with a full state and is waited for once it has acknowledged one.
+Each tick the primary queues its record on every link and, in synchronous mode, waits
+until every member of the commit set (:mod:`server.replication.commit`) acknowledged it
+before the tick may be shown, and then only until the lease that those acknowledgements
+granted runs out. A member that misses the acknowledgement bound is told so
+(``OutOfSync``) and waited for until it has answered or its link ended: logged, counted,
+visible in ``/health``; never a silent fallback.
 
-Writes never wait for a slow standby either: if its socket buffer is full the link is
-closed, and the standby reconnects and receives a full state.
+No send ever blocks the tick: each link has its own writer task and a bounded outbox.
+When a standby reads too slowly (paused, or cut off) the queued records are dropped; the
+standby sees the gap and asks for a full state, which takes it out of the set.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 from aiohttp import WSMsgType, web
 
 from server.net.metrics import NodeMetrics
 from server.replication import messages
+from server.replication.commit import CommitSet, Decision, Verdict
 
-__all__ = ["ReplicationHub", "StandbyLink"]
+__all__ = ["OUTBOX_BYTES", "ReplicationHub", "StandbyLink"]
 
 log = logging.getLogger("arena.replication")
+
+#: Records queued for one standby before they are dropped (about 400 ticks at 300 players).
+OUTBOX_BYTES = 16 << 20
 
 
 @dataclass(slots=True)
@@ -34,121 +41,174 @@ class StandbyLink:
     node: str
     ws: web.WebSocketResponse
     transport: asyncio.BaseTransport | None
-    state: str = "catching_up"  # then "live"; "lagging" after a missed bound
-    acked_tick: int = -1
-    lag_events: int = 0
+    outbox: collections.deque[tuple[bool, bytes]] = field(default_factory=collections.deque)
+    queued_bytes: int = 0
+    records_dropped: int = 0
+    _ready: asyncio.Event = field(default_factory=asyncio.Event)
 
-    def has_room(self, size: int) -> bool:
-        # (uvloop's transports implement asyncio's interface without deriving from it)
+    def post(self, data: bytes, *, record: bool = False) -> None:
+        """Queue ``data`` for the writer; records (not control messages) are dropped
+        when the standby does not read them."""
+        if record and self.queued_bytes + len(data) > OUTBOX_BYTES:
+            kept = collections.deque(item for item in self.outbox if not item[0])
+            self.records_dropped += len(self.outbox) - len(kept)
+            self.outbox = kept
+            self.queued_bytes = sum(len(item[1]) for item in kept)
+        self.outbox.append((record, data))
+        self.queued_bytes += len(data)
+        self._ready.set()
+
+    def drop_records(self) -> None:
+        """A full state is on its way: the records queued before it are of no use."""
+        self.outbox = collections.deque(item for item in self.outbox if not item[0])
+        self.queued_bytes = sum(len(item[1]) for item in self.outbox)
+
+    async def write(self) -> None:
+        """The link's one write path (runs as long as the link)."""
+        while True:
+            await self._ready.wait()
+            self._ready.clear()
+            while self.outbox:
+                _, data = self.outbox.popleft()
+                self.queued_bytes -= len(data)
+                await self.ws.send_bytes(data)
+
+    def abort(self) -> None:
+        """End the link now, without the closing handshake a dead peer never answers."""
         transport = cast(asyncio.WriteTransport | None, self.transport)
-        if transport is None or transport.is_closing():
-            return False
-        _low, high = transport.get_write_buffer_limits()
-        return transport.get_write_buffer_size() + size <= max(high, 4 * size)
+        if transport is not None and not transport.is_closing():
+            transport.abort()
 
 
 class ReplicationHub:
-    def __init__(self, ack_timeout: float, metrics: NodeMetrics, log_context: str) -> None:
-        self.ack_timeout = ack_timeout
+    def __init__(
+        self,
+        commit: CommitSet,
+        metrics: NodeMetrics,
+        log_context: str,
+        clock: Callable[[], float],
+    ) -> None:
+        self.commit = commit
         self.metrics = metrics
         self.log_context = log_context
+        self.clock = clock
         self.links: dict[str, StandbyLink] = {}
         self.fenced_epoch: int | None = None
         self._progress = asyncio.Event()
 
     def describe(self) -> list[dict[str, object]]:
+        links = self.links
         return [
             {
-                "node": link.node,
-                "state": link.state,
-                "acked_tick": link.acked_tick,
-                "lag_events": link.lag_events,
+                **entry,
+                "queued_bytes": links[str(entry["node"])].queued_bytes
+                if entry["node"] in links
+                else 0,
             }
-            for link in self.links.values()
+            for entry in self.commit.describe()
         ]
 
-    async def serve(self, link: StandbyLink, full_state: Callable[[], bytes]) -> None:
+    async def serve(
+        self, link: StandbyLink, full_state: Callable[[], bytes], promise: float = 0.0
+    ) -> None:
         """Run one standby's link: send it the full state, then read its acknowledgements
-        (and send a full state again whenever it asks for one to repair a gap)."""
+        (and send a full state again whenever it asks for one)."""
         previous = self.links.pop(link.node, None)
         if previous is not None:
-            await previous.ws.close()
+            previous.abort()
         self.links[link.node] = link
+        self.commit.join(link.node, promise)
         log.info("event=standby_connected standby=%s %s", link.node, self.log_context)
+        writer = asyncio.create_task(self._write(link), name=f"replicate-to-{link.node}")
         try:
-            await link.ws.send_bytes(full_state())
-            async for message in link.ws:
-                if message.type is not WSMsgType.BINARY:
-                    continue
-                try:
-                    reply = messages.decode(message.data)
-                except messages.MessageError:
-                    continue  # an authenticated standby of another version: its loss
-                if isinstance(reply, messages.Ack):
-                    link.acked_tick = max(link.acked_tick, reply.tick)
-                    self._progress.set()
-                elif isinstance(reply, messages.Resync):
-                    link.state = "catching_up"
-                    await link.ws.send_bytes(full_state())
-                elif isinstance(reply, messages.Fenced):
-                    self.fenced_epoch = max(self.fenced_epoch or 0, reply.epoch)
-                    self._progress.set()
+            link.post(full_state())
+            await self._read(link, full_state)
         finally:
+            writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await writer
             if self.links.get(link.node) is link:
                 del self.links[link.node]
+                self.commit.leave(link.node)
             log.info("event=standby_disconnected standby=%s %s", link.node, self.log_context)
             self._progress.set()
 
-    async def replicate(self, tick: int, record: bytes, wait: bool) -> bool:
-        """Send tick ``tick`` to every standby; with ``wait``, until the live ones acked it.
-
-        True when at least one standby is live and every live standby acknowledged the
-        tick: the tick is safe to publish. False otherwise (the caller then needs the
-        coordinator's confirmation that it still leads).
-        """
-        for link in list(self.links.values()):
-            if link.state == "lagging" and link.acked_tick >= tick - 1:
-                link.state = "live"  # it kept up with the previous tick: wait for it again
-                log.info("event=standby_live standby=%s %s", link.node, self.log_context)
-            elif link.state == "catching_up" and link.acked_tick >= 0:
-                link.state = "live"
-            if not link.has_room(len(record)):
-                log.warning("event=standby_overflow standby=%s %s", link.node, self.log_context)
-                await link.ws.close()
-                continue
-            await link.ws.send_bytes(record)
-            self.metrics.replication_bytes.inc(len(record))
-        live = [link for link in self.links.values() if link.state == "live"]
-        if not wait or not live:
-            return bool(live)
+    async def _write(self, link: StandbyLink) -> None:
         try:
-            async with asyncio.timeout(self.ack_timeout):
-                while self.fenced_epoch is None and any(
-                    link.acked_tick < tick and not link.ws.closed for link in live
-                ):
-                    self._progress.clear()
+            await link.write()
+        except (ConnectionError, RuntimeError) as error:  # the link closed under us
+            log.info(
+                "event=standby_link_failed standby=%s error=%s %s",
+                link.node,
+                type(error).__name__,
+                self.log_context,
+            )
+            link.abort()
+
+    async def _read(self, link: StandbyLink, full_state: Callable[[], bytes]) -> None:
+        async for message in link.ws:
+            if message.type is not WSMsgType.BINARY:
+                continue
+            try:
+                reply = messages.decode(message.data)
+            except messages.MessageError:
+                continue  # an authenticated standby of another version: its loss
+            if isinstance(reply, messages.Ack):
+                self.commit.acked(link.node, reply.tick)
+            elif isinstance(reply, messages.Resync):
+                self.commit.resynced(link.node)
+                log.info("event=standby_resync standby=%s %s", link.node, self.log_context)
+                link.drop_records()
+                link.post(full_state())
+            elif isinstance(reply, messages.Fenced):
+                self.fenced_epoch = max(self.fenced_epoch or 0, reply.epoch)
+            self._progress.set()
+
+    async def replicate(self, tick: int, record: bytes, wait: bool) -> Decision:
+        """Send tick ``tick`` to every standby; with ``wait``, until the commit set holds
+        it or has said what else to do. The decision says whether (and until when) the
+        tick may be shown."""
+        for node in self.commit.admissions(tick):
+            self.links[node].post(messages.encode(messages.InSync(tick)))
+            log.info("event=standby_in_sync standby=%s tick=%d %s", node, tick, self.log_context)
+        for link in self.links.values():
+            link.post(record, record=True)
+            self.metrics.replication_bytes.inc(len(record))
+        self.commit.sent(tick, self.clock())
+        stalled = False
+        while True:
+            decision = self.commit.decide(tick, self.clock(), wait=wait)
+            for node in decision.late:
+                self._tell_out_of_sync(node, tick)
+            if decision.verdict is not Verdict.WAIT or self.fenced_epoch is not None:
+                return decision
+            if not stalled:
+                stalled = True
+                self.metrics.ticks_stalled.inc()
+            self._progress.clear()
+            timeout = None if decision.wake_at is None else decision.wake_at - self.clock()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
                     await self._progress.wait()
-        except TimeoutError:
-            pass
-        synced = True
-        for link in live:
-            if link.acked_tick < tick:
-                synced = False
-                if link.state == "live" and not link.ws.closed:
-                    link.state = "lagging"
-                    link.lag_events += 1
-                    self.metrics.standby_lagging.inc()
-                    log.warning(
-                        "event=standby_lagging standby=%s tick=%d acked=%d %s",
-                        link.node,
-                        tick,
-                        link.acked_tick,
-                        self.log_context,
-                    )
-        return synced and self.fenced_epoch is None
+
+    def _tell_out_of_sync(self, node: str, tick: int) -> None:
+        member = self.commit.members[node]
+        self.metrics.standby_out_of_sync.inc()
+        log.warning(
+            "event=standby_out_of_sync standby=%s tick=%d acked=%d "
+            'decision="waiting until it answers or its link ends" %s',
+            node,
+            tick,
+            member.acked_tick,
+            self.log_context,
+        )
+        link = self.links.get(node)
+        if link is not None:
+            link.post(messages.encode(messages.OutOfSync(tick)))
 
     async def close(self) -> None:
         for link in list(self.links.values()):
-            with contextlib.suppress(Exception):
-                await link.ws.close()
+            link.abort()
         self.links.clear()
+        for node in list(self.commit.members):
+            self.commit.leave(node)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -136,7 +135,8 @@ async def primary_and_standby(
         node_id="alpha",
         role="primary",
         peers=(standby_bound[1],),
-        ack_timeout=0.25,  # room for a loaded test machine; lagging has its own test
+        ack_timeout=0.25,  # room for a loaded test machine; lateness has its own test
+        failover_timeout=0.5,
     )
     standby = await nodes.start(
         standby_bound,
@@ -179,7 +179,7 @@ async def standby_state(session: aiohttp.ClientSession, primary: str, node: str)
 
 async def until_live(session: aiohttp.ClientSession, primary: str, node: str) -> None:
     async def live() -> bool:
-        return await standby_state(session, primary, node) == "live"
+        return await standby_state(session, primary, node) == "in_sync"
 
     await until(live, f"{node} is a live standby of {primary}")
 
@@ -262,6 +262,7 @@ class FakeStandby:
     node: str = "fake"
     secret: bytes = SECRET
     acking: bool = True
+    answer_out_of_sync: bool = False  # ask for a full state when told it is out
     fence_epoch: int | None = None  # answer the next tick record with this epoch
     fenced_tick: int | None = None
     last_acked: int = -1
@@ -290,6 +291,8 @@ class FakeStandby:
                 continue
             record = msgpack.unpackb(message.data, raw=False)
             self.received.append(record)
+            if record.get("type") == "out_of_sync" and self.answer_out_of_sync:
+                await self.ws.send_bytes(msgpack.packb({"type": "resync"}))
             if record.get("type") != "ticks":
                 continue
             if self.fence_epoch is not None and self.fenced_tick is None:
@@ -333,7 +336,7 @@ async def test_a_standby_follows_the_primary_tick_by_tick() -> None:
         await until(advanced, "the standby follows 30 more ticks")
         (link,) = (await health(session, primary.url))["standbys"]
         assert link["node"] == "beta"
-        assert link["state"] == "live"
+        assert link["state"] == "in_sync"
         assert link["acked_tick"] > followed["tick"]
         # The primary learnt where the standby is, and tells players.
         assert primary.node.player_endpoints() == (standby.url + "/ws",)
@@ -406,12 +409,14 @@ async def test_a_follower_with_a_wrong_secret_reports_that_it_was_refused() -> N
         assert outcome.reason == "refused"
 
 
-async def test_a_standby_that_stops_acknowledging_is_marked_lagging_and_the_primary_goes_on(
+async def test_a_late_standby_is_waited_for_until_it_knows_it_is_out_then_the_primary_goes_on(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="arena")
     async with cluster() as (nodes, session):
-        primary = await nodes.start(bind(), node_id="alpha", role="primary", ack_timeout=0.25)
+        primary = await nodes.start(
+            bind(), node_id="alpha", role="primary", ack_timeout=0.1, failover_timeout=0.5
+        )
         player = Player(session)
         fake = FakeStandby(session, primary)
         try:
@@ -420,38 +425,97 @@ async def test_a_standby_that_stops_acknowledging_is_marked_lagging_and_the_prim
             await fake.connect()
             async with background(player.read()), background(fake.run()):
                 await until_live(session, primary.url, "fake")
+                assert [r["tick"] for r in fake.received if r["type"] == "in_sync"]
                 registry = primary.node.metrics.registry
-                lagged_before = registry.get_sample_value("arena_standby_lagging_total")
                 fake.acking = False
                 stopped_after = fake.last_acked
 
-                async def lagging() -> bool:
-                    return await standby_state(session, primary.url, "fake") == "lagging"
+                def told() -> list[int]:
+                    return [r["tick"] for r in fake.received if r["type"] == "out_of_sync"]
 
-                await until(lagging, "the primary marks the silent standby lagging")
-                # It waited one ack bound, on the first tick that was not acknowledged.
-                marks = [
-                    (int(found[1]), int(found[2]))
-                    for line in log_lines(caplog, "standby_lagging")
-                    if (found := re.search(r"standby=fake tick=(\d+) acked=(\d+)", line))
-                ]
-                assert marks[-1] == (stopped_after + 1, stopped_after)
+                async def told_out() -> bool:
+                    return bool(told())
 
-                # It keeps ticking and publishing on the static coordinator's confirmation.
-                await player.until_snapshot(lambda s: s.tick >= stopped_after + 60)
+                await until(told_out, "the primary tells the silent standby it is out")
+                assert told() == [stopped_after + 1]
+                assert await standby_state(session, primary.url, "fake") == "leaving"
+                await asyncio.sleep(0.5)  # it waits: no tick the standby lacks is shown
+                assert max(s.tick for s in player.snapshots) <= stopped_after
+                assert registry.get_sample_value("arena_standby_out_of_sync_total") == 1
+                assert registry.get_sample_value("arena_ticks_stalled_total") >= 1
+                assert (await health(session, primary.url))["degraded"] is False
+                marks = log_lines(caplog, "standby_out_of_sync")
+                assert f"tick={stopped_after + 1} acked={stopped_after}" in marks[-1]
+
+                # The standby answers (it asks for a full state): it knows it is out, so
+                # the primary goes on without it, degraded, and says so.
+                fake.answer_out_of_sync = True
+                await fake.ws.send_bytes(msgpack.packb({"type": "resync"}))  # type: ignore[union-attr]
+                await player.until_snapshot(lambda s: s.tick >= stopped_after + 30)
                 ticks = [s.tick for s in player.snapshots]
                 assert ticks == sorted(set(ticks))
-                assert stopped_after + 1 in ticks  # the tick it waited for was published too
-                assert registry.get_sample_value("arena_ticks_unpublished_total") == 0
-                lagged = registry.get_sample_value("arena_standby_lagging_total")
-                assert lagged == lagged_before + 1  # and no longer waited for
-                assert (await health(session, primary.url))["role"] == "primary"
+                found = await health(session, primary.url)
+                assert found["degraded"] is True and found["role"] == "primary"
+                assert found["standbys"][0]["state"] == "catching_up"
+                assert log_lines(caplog, "degraded")
 
-                # Acknowledging again makes it live again.
+                # Acknowledging again, it catches up and is waited for again.
                 fake.acking = True
                 await until_live(session, primary.url, "fake")
-                (link,) = (await health(session, primary.url))["standbys"]
-                assert link["lag_events"] == lagged_before + 1
+
+                async def replicated() -> bool:
+                    return (await health(session, primary.url))["degraded"] is False
+
+                await until(replicated, "the primary is no longer degraded")
+        finally:
+            await player.close()
+            await fake.close()
+
+
+async def test_a_standby_whose_link_ends_is_dropped_at_once() -> None:
+    async with cluster() as (nodes, session):
+        primary = await nodes.start(
+            bind(), node_id="alpha", role="primary", ack_timeout=0.1, failover_timeout=0.5
+        )
+        player = Player(session)
+        fake = FakeStandby(session, primary)
+        try:
+            assert isinstance(await player.join(primary.url), protocol.WelcomeMessage)
+            await fake.connect()
+            async with background(player.read()):
+                async with background(fake.run()):
+                    await until_live(session, primary.url, "fake")
+                    fake.acking = False
+                    stopped_after = fake.last_acked
+                    await fake.close()  # the standby's process is gone
+                await player.until_snapshot(lambda s: s.tick >= stopped_after + 30)
+                found = await health(session, primary.url)
+                assert found["standbys"] == [] and found["degraded"] is True
+        finally:
+            await player.close()
+
+
+async def test_with_min_standbys_nothing_is_shown_without_one() -> None:
+    async with cluster() as (nodes, session):
+        primary = await nodes.start(
+            bind(), node_id="alpha", role="primary", min_standbys=1, failover_timeout=0.5
+        )
+        player = Player(session)
+        fake = FakeStandby(session, primary)
+        try:
+            assert isinstance(await player.join(primary.url), protocol.WelcomeMessage)
+            async with background(player.read()):
+                await asyncio.sleep(0.3)
+                assert player.snapshots == []
+                registry = primary.node.metrics.registry
+                halted = registry.get_sample_value(
+                    "arena_ticks_unpublished_total", {"reason": "halted"}
+                )
+                assert halted is not None and halted > 0
+                await fake.connect()
+                async with background(fake.run()):
+                    await player.until_snapshot(lambda s: True)
+                    assert min(s.tick for s in player.snapshots) > fake.received[1]["tick"] - 2
         finally:
             await player.close()
             await fake.close()
