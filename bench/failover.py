@@ -37,7 +37,7 @@ from launch.demo import NodeProcess, start_node
 from launch.supervisor import READY_WITHIN_S
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.integration.etcd import running_etcd
+from launch.etcd_local import running_etcd
 
 
 def free_port() -> int:

@@ -246,6 +246,7 @@ class Bot:
         """The primary names a new set of standbys: move the spare if it is elsewhere."""
         if self.welcome is None or message.epoch < self.epoch:
             return
+        self.epoch = message.epoch  # told of it: snapshots of older epochs are refused now
         self.welcome = dataclasses.replace(self.welcome, standbys=message.urls)
         spare = self._connections.get(self._spare) if self._spare is not None else None
         if spare is not None and spare.url not in message.urls:

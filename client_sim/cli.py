@@ -67,6 +67,7 @@ class BotRun:
     behaviour: str = "play"
     directory: str = ""  # seat the bots through this arena-directory instead of --server
     population: str = DEFAULT_POPULATION
+    record: str = ""  # a folder: every snapshot each bot accepted (arena-chaos torture)
 
     def profile(self) -> LinkProfile:
         return LinkProfile(
@@ -100,6 +101,7 @@ class BotRun:
                 skill=self.skill,
                 behaviour=self.behaviour,
                 routes=tuple(route_shares[w]),
+                record=self.record,
             )
             for w, share in enumerate(shares)
             if share
@@ -330,6 +332,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --directory: the bots' home locations (default: %(default)s)",
     )
     parser.add_argument("--json", metavar="PATH", help="also write the report as JSON here")
+    parser.add_argument(
+        "--record",
+        default="",
+        metavar="DIR",
+        help="write, per bot, a JSON line for every snapshot it accepted (epoch, tick, world "
+        "hash, ack) into this folder: what arena-chaos torture audits",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     return parser
 
@@ -369,7 +378,10 @@ def parse_run(args: argparse.Namespace) -> BotRun:
         behaviour=args.behaviour,
         directory=args.directory,
         population=args.population,
+        record=args.record,
     )
+    if args.record and not Path(args.record).is_dir():
+        raise ValueError(f"--record {args.record}: not a folder (create it first)")
     parse_population(run.population)
     run.swarm_configs()  # parses the distributions now, so errors surface before connecting
     check_writable(args.json, "--json")

@@ -28,6 +28,7 @@ from client_sim.latency import BotParams
 from client_sim.marksman import AimSkill
 from client_sim.prediction import SwarmPredictor
 from client_sim.pump import DeliveryPump
+from client_sim.recording import SnapshotRecorder
 from client_sim.routing import Route
 from client_sim.shooting import ShotSummary, SwarmShooting
 from shared import eventloop, protocol
@@ -56,6 +57,7 @@ class SwarmConfig:
     behaviour: str = "play"
     team: bool = False  # bots of this swarm never aim at each other
     routes: tuple[Route, ...] = ()  # per bot, when the directory seated them
+    record: str = ""  # a folder: every accepted snapshot, per bot (client_sim.recording)
 
 
 @dataclass(slots=True)
@@ -130,6 +132,7 @@ class Swarm:
         self._entities: bytes = b""
         self._records = protocol.unpack_entities(b"")
         self.welcomed: asyncio.Event
+        self.recorder = SnapshotRecorder(config.record) if config.record else None
 
     def note_error(self, code: str) -> None:
         self.errors[code] = self.errors.get(code, 0) + 1
@@ -169,6 +172,10 @@ class Swarm:
             snapshot.epoch, snapshot.tick, snapshot.ack
         ):
             return  # a deposed primary's, or not newer than what the bot shows
+        if self.recorder is not None:
+            self.recorder.accepted(
+                bot.params.index, snapshot.epoch, snapshot.tick, snapshot.state, snapshot.ack
+            )
         you = snapshot.you
         if not self.placed[bot.index]:
             self.predictor.place(bot.index, np.array(you[:3]), np.array(you[3:]))
@@ -349,10 +356,14 @@ class Swarm:
         self.bots = [Bot(i, params, self, *self._seat(i)) for i, params in enumerate(config.bots)]
         stop = asyncio.Event()
         cpu_before, began = time.process_time(), loop.time()
-        async with asyncio.TaskGroup() as group:
-            for bot in self.bots:
-                group.create_task(bot.run(stop))
-            group.create_task(self._drive(stop, progress))
+        try:
+            async with asyncio.TaskGroup() as group:
+                for bot in self.bots:
+                    group.create_task(bot.run(stop))
+                group.create_task(self._drive(stop, progress))
+        finally:
+            if self.recorder is not None:
+                self.recorder.close()
         self.pump.close()
         self.shooting.close()
         result = self._result(loop.time() - began, time.process_time() - cpu_before)

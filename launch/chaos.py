@@ -4,7 +4,9 @@ For people who run their own nodes on one machine: the node's ``/health`` names 
 id, so ``arena-chaos kill --node http://127.0.0.1:7777`` SIGKILLs it, then waits for one of
 the ``--watch`` nodes to report itself primary at a higher epoch and prints what happened
 (as JSON with ``--json``). ``pause`` stops the process (SIGSTOP) for a while and resumes it
-(SIGCONT): the split-brain drill, after which the old primary must step down.
+(SIGCONT): the split-brain drill, after which the old primary must step down. ``torture``
+runs a region of its own through many of both under bots and audits the result
+(:mod:`launch.torture`).
 """
 
 from __future__ import annotations
@@ -14,54 +16,17 @@ import asyncio
 import json
 import math
 import os
-import random
 import signal
 import sys
 import time
 from typing import Any
 
-import aiohttp
-
 from client_sim.cli import check_writable
 from client_sim.latency import LatencySpecError, parse_duration
+from launch.health import HEALTH_WITHIN_S, base_url, node_health
 from shared.commandline import OneLineParser
 
 __all__ = ["base_url", "kill_primary", "main", "node_health", "wait_for_new_primary"]
-
-#: How long to keep asking a node's /health before saying it does not answer.
-HEALTH_WITHIN_S = 30.0
-
-
-def base_url(url: str) -> str:
-    """``ws://h:p/ws`` or ``http://h:p/…`` -> ``http://h:p``."""
-    scheme, _, rest = url.partition("://")
-    host = rest.split("/", 1)[0]
-    return f"{'https' if scheme in ('wss', 'https') else 'http'}://{host}"
-
-
-async def node_health(url: str, within: float = 10.0) -> dict[str, Any] | None:
-    """The node's ``/health`` (also a 503's body: a node that is not ready yet), retried
-    with backoff and jitter until ``within`` seconds have passed; None if none came. One
-    short try is not enough on a busy machine, where a node can take a second to answer."""
-    deadline = time.monotonic() + within
-    pause = 0.05
-    async with aiohttp.ClientSession() as session:
-        while True:
-            remaining = deadline - time.monotonic()
-            try:
-                async with session.get(
-                    base_url(url) + "/health",
-                    timeout=aiohttp.ClientTimeout(total=max(0.05, min(remaining, 3.0))),
-                ) as response:
-                    body = await response.json(content_type=None)
-                    if isinstance(body, dict):
-                        return body
-            except (aiohttp.ClientError, TimeoutError, ValueError):
-                pass
-            if time.monotonic() + pause >= deadline:
-                return None
-            await asyncio.sleep(pause * random.uniform(0.5, 1.5))
-            pause = min(pause * 2, 1.0)
 
 
 async def wait_for_new_primary(
@@ -131,8 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Kill or pause an Arena node running on this machine (its /health gives "
         "the process id) and report the failover.",
     )
-    parser.add_argument("action", choices=["kill", "pause"], help="SIGKILL, or SIGSTOP+SIGCONT")
-    parser.add_argument("--node", required=True, metavar="URL", help="the node to hit")
+    parser.add_argument(
+        "action",
+        choices=["kill", "pause", "torture"],
+        help="kill: SIGKILL --node; pause: SIGSTOP it, then SIGCONT; torture: run a region "
+        "of its own under bots through kills and pauses, and audit every tick they accepted",
+    )
+    parser.add_argument("--node", metavar="URL", help="the node to hit (kill, pause)")
     parser.add_argument(
         "--watch",
         action="append",
@@ -150,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds to wait for a new primary (default: 10)",
     )
     parser.add_argument("--json", metavar="PATH", help="also write the outcome as JSON")
+    from launch import torture  # (here: torture starts nodes the way the demo does)
+
+    torture.add_arguments(parser)
     return parser
 
 
@@ -167,6 +140,9 @@ async def _run(args: argparse.Namespace, pause: float) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.action != "torture" and not args.node:
+        print(f"arena-chaos: {args.action} needs --node URL", file=sys.stderr)
+        return 2
     try:
         pause = parse_duration(args.pause_for, label="--for")
         if not (math.isfinite(args.timeout) and args.timeout > 0):
@@ -175,6 +151,10 @@ def main(argv: list[str] | None = None) -> int:
     except (LatencySpecError, ValueError) as error:
         print(f"arena-chaos: {error}", file=sys.stderr)
         return 2
+    if args.action == "torture":
+        from launch.torture import torture
+
+        return torture(args)
     try:
         outcome = asyncio.run(_run(args, pause))
     except (RuntimeError, ProcessLookupError, PermissionError) as error:

@@ -11,6 +11,7 @@ from server.coordination.base import (
     CoordinatorError,
     CoordinatorUnavailable,
     LeaderInfo,
+    RegionTaken,
     parse_coordinator_spec,
 )
 
@@ -19,5 +20,6 @@ __all__ = [
     "CoordinatorError",
     "CoordinatorUnavailable",
     "LeaderInfo",
+    "RegionTaken",
     "parse_coordinator_spec",
 ]

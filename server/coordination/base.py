@@ -26,6 +26,7 @@ __all__ = [
     "CoordinatorError",
     "CoordinatorUnavailable",
     "LeaderInfo",
+    "RegionTaken",
     "parse_coordinator_spec",
 ]
 
@@ -39,6 +40,15 @@ class CoordinatorError(Exception):
 
 class CoordinatorUnavailable(CoordinatorError):
     """The coordinator's backing service cannot be reached (or did not answer in time)."""
+
+
+class RegionTaken(CoordinatorError):
+    """``claim_initial`` found the region led, or its match held, by another node: this
+    node should follow ``primary_url`` (its base URL, "" when unknown) instead."""
+
+    def __init__(self, message: str, primary_url: str) -> None:
+        super().__init__(message)
+        self.primary_url = primary_url
 
 
 @runtime_checkable

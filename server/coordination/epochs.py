@@ -32,6 +32,18 @@ class EpochStore:
         self._highest = max(self._highest, int(text))
         return self._highest
 
+    def check_writable(self) -> None:
+        """Fail now, with one line, rather than at the first promotion."""
+        if self.path is None:
+            return
+        folder = self.path.parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise ValueError(f"state dir {folder}: cannot create it ({error.strerror})") from None
+        if not os.access(folder, os.W_OK):
+            raise ValueError(f"state dir {folder}: not writable (--state-dir)")
+
     def save(self, epoch: int) -> None:
         """Record ``epoch`` (kept only if higher), durably, before the caller uses it."""
         if epoch <= self.load():

@@ -31,6 +31,8 @@ class Journal:
         self._file: IO[str] | None = open(path, "a", encoding="utf-8") if path else None
 
     def published(self, epoch: int, tick: int, state_hashes: list[str], synced: bool) -> None:
+        if self._file is None:
+            return
         digest = "/".join(protocol.state_digest(h).hex() for h in state_hashes)
         self._write(
             {"node": self.node, "epoch": epoch, "tick": tick, "hash": digest, "synced": synced}

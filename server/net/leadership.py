@@ -19,7 +19,7 @@ from typing import Any
 
 import aiohttp
 
-from server.coordination.base import CoordinatorError
+from server.coordination.base import CoordinatorError, RegionTaken
 from server.net.sessions import Sessions
 from server.net.state import NodeState
 from server.net.ticker import Ticker
@@ -41,6 +41,7 @@ class Leadership:
         self.node = node
         self.sessions = sessions
         self.ticker = ticker
+        self._follow_first = ""  # a claim found this primary: follow it first
 
     async def run(self, became_ready: asyncio.Event) -> None:
         """Claim or follow, then lead or follow for as long as the app runs."""
@@ -49,10 +50,7 @@ class Leadership:
         try:
             fence: int | None = None  # after a promotion: the epoch to fence the old one with
             if node.config.role == "primary":
-                epoch = await node.coordinator.claim_initial(
-                    node_id=node.config.node_id, url=node.config.public_url
-                )
-                self._become_primary(RoleEvent.CLAIM, epoch, first_tick=1, origin=node.clock())
+                await self._claim()
             became_ready.set()
             while True:
                 if node.role is Role.PRIMARY:
@@ -66,6 +64,26 @@ class Leadership:
             await node.coordinator.close()
             node.journal.close()
 
+    async def _claim(self) -> None:
+        """Lead a new match, or, when the region already has one (a restart after a
+        takeover, as systemd does), follow its primary instead of starting an empty one."""
+        node = self.node
+        try:
+            epoch = await node.coordinator.claim_initial(
+                node_id=node.config.node_id, url=node.config.public_url
+            )
+        except RegionTaken as taken:
+            log.warning(
+                'event=joining_as_standby primary=%s reason="%s" %s',
+                taken.primary_url or "-",
+                taken,
+                node.log_context,
+            )
+            node.roles.apply(RoleEvent.FOLLOW)
+            self._follow_first = taken.primary_url
+            return
+        self._become_primary(RoleEvent.CLAIM, epoch, first_tick=1, origin=node.clock())
+
     def _become_primary(self, how: RoleEvent, epoch: int, first_tick: int, origin: float) -> None:
         """``origin``: when tick 0 was (or would have been) due, on this node's clock."""
         node = self.node
@@ -78,6 +96,7 @@ class Leadership:
             node.config.tick_rate, origin + first_tick / node.config.tick_rate, first_tick
         )
         node.stepping_down.clear()
+        node.hub.fenced_epoch = None  # a fence from the last time this node led is old news
         node.leading.set()
         if how is RoleEvent.PROMOTE:
             node.journal.promoted(epoch, from_epoch, node.matches.tick_number)
@@ -192,7 +211,7 @@ class Leadership:
         """
         node = self.node
         follower = node.follower
-        target = node.config.primary_url
+        target = self._follow_first or node.config.primary_url
         while True:
             outcome = await follower.follow(target)
             if outcome.reason == "silent" and follower.eligible:

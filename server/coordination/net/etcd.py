@@ -29,7 +29,12 @@ from typing import Any
 
 import aiohttp
 
-from server.coordination.base import CoordinatorError, CoordinatorUnavailable, LeaderInfo
+from server.coordination.base import (
+    CoordinatorError,
+    CoordinatorUnavailable,
+    LeaderInfo,
+    RegionTaken,
+)
 from server.coordination.etcd_gateway import (
     GRPC_NOT_FOUND,
     ElectionHolder,
@@ -179,9 +184,10 @@ class EtcdCoordinator:
         if epoch is None:
             who = await self.leader()
             shown = f"node {who[0]!r} at {who[1]} (epoch {who[2]})" if who else "another node"
-            raise CoordinatorError(
+            raise RegionTaken(
                 f"region {self.region!r} already has a leader: {shown}; "
-                "start this node as a standby"
+                "start this node as a standby",
+                who[1] if who else "",
             )
         log.info(
             "event=claim_initial coordinator=etcd region=%s node=%s epoch=%d",

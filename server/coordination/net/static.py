@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from server.coordination.base import CoordinatorError, LeaderInfo
+from server.coordination.base import CoordinatorError, LeaderInfo, RegionTaken
 from server.coordination.epochs import EpochStore
 from server.replication.roles import Role
 
@@ -136,7 +136,7 @@ class StaticCoordinator:
         node_id: str,
         peers: Sequence[str],
         *,
-        timeout: float = 0.1,
+        timeout: float = 0.05,
         epochs: EpochStore | None = None,
     ) -> None:
         if not node_id:
@@ -156,7 +156,11 @@ class StaticCoordinator:
 
     async def start(self) -> None:
         if self._session is None:
-            self.epochs.load()  # a damaged file stops the node here, with one line
+            try:  # a damaged file or a folder we cannot write stops the node, with one line
+                self.epochs.load()
+                self.epochs.check_writable()
+            except (OSError, ValueError) as error:
+                raise CoordinatorError(str(error)) from None
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=0),
                 timeout=aiohttp.ClientTimeout(total=self.timeout),
@@ -224,15 +228,17 @@ class StaticCoordinator:
         others = [p for p in poll.answered if p.node != node_id]
         for p in others:
             if p.role == "primary":
-                raise CoordinatorError(
+                raise RegionTaken(
                     f"region already has a primary: node {p.node!r} at {p.url} (epoch "
                     f"{p.epoch}); start this node as a standby (--role standby --primary "
-                    f"{p.url})"
+                    f"{p.url})",
+                    p.url,
                 )
             if p.replicated_tick > 0:
-                raise CoordinatorError(
+                raise RegionTaken(
                     f"node {p.node!r} at {p.url} holds the region's match (tick "
-                    f"{p.replicated_tick}); start this node as a standby so it can take over"
+                    f"{p.replicated_tick}); start this node as a standby so it can take over",
+                    p.url,
                 )
         if poll.silent:
             # Bound but not answering: starting (launchers bind first), or paused. A paused

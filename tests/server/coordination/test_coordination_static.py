@@ -6,6 +6,7 @@ import asyncio
 import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +15,8 @@ from aiohttp.test_utils import TestServer
 from hypothesis import given
 from hypothesis import strategies as st
 
-from server.coordination import Coordinator, parse_coordinator_spec
+from server.coordination import Coordinator, CoordinatorError, parse_coordinator_spec
+from server.coordination.epochs import EpochStore
 from server.coordination.net import EtcdCoordinator, StaticCoordinator, make_coordinator
 from server.coordination.net.static import PeerHealth, decide_campaign, parse_health
 
@@ -207,6 +209,56 @@ async def test_claim_initial(peer: PeerFactory, closed_port_url: str) -> None:
         assert await behind.claim_initial(node_id="a", url="http://a") == 42
     finally:
         await behind.close()
+
+
+async def test_claim_initial_over_a_live_primary_or_a_held_match_is_refused(
+    peer: PeerFactory,
+) -> None:
+    live = await peer("b", "primary", 3, 500)
+    holder = await peer("c", "standby", 3, 480)
+    for other, message in ((live, "already has a primary: node 'b'"), (holder, "holds the region")):
+        claimant = await started("a", [other])
+        try:
+            with pytest.raises(CoordinatorError, match=message) as info:
+                await claimant.claim_initial(node_id="a", url="http://a")
+            assert "\n" not in str(info.value) and "standby" in str(info.value)
+            assert await claimant.confirm() is False
+        finally:
+            await claimant.close()
+
+
+async def test_epochs_used_are_never_claimed_again_after_a_restart(
+    closed_port_url: str, tmp_path: Path
+) -> None:
+    for expected in (1, 2, 3):  # the same node, restarted with nobody else around
+        node = StaticCoordinator("a", [closed_port_url], epochs=EpochStore(str(tmp_path), "r", "a"))
+        await node.start()
+        try:
+            assert await node.claim_initial(node_id="a", url="http://a") == expected
+        finally:
+            await node.close()
+    node = StaticCoordinator("a", [closed_port_url], epochs=EpochStore(str(tmp_path), "r", "a"))
+    await node.start()
+    try:  # and a campaign goes above them too
+        assert await node.campaign(node_id="a", url="u", replicated_tick=1, known_epoch=0) == 4
+    finally:
+        await node.close()
+
+
+async def test_a_standby_that_is_not_eligible_never_wins(peer: PeerFactory) -> None:
+    ahead = await peer(
+        "b",
+        "standby",
+        3,
+        0,
+        body={"node": "b", "role": "standby", "epoch": 3, "replicated_tick": 900,
+              "eligible": False},
+    )  # fmt: skip
+    me = await started("a", [ahead])
+    try:  # b holds more ticks, but not every tick shown: a, which does, leads
+        assert await me.campaign(node_id="a", url="u", replicated_tick=100, known_epoch=3) == 4
+    finally:
+        await me.close()
 
 
 async def test_depose_is_a_no_op(peer: PeerFactory) -> None:

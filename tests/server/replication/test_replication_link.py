@@ -693,3 +693,17 @@ async def test_a_token_with_a_non_ascii_mac_is_refused_as_invalid() -> None:
         finally:
             await player.close()
             await intruder.close()
+
+
+async def test_a_node_started_as_primary_in_a_led_region_joins_as_a_standby() -> None:
+    # What systemd does to a killed primary after its standby took over: it starts it again
+    # with the same arguments. It must not start a second, empty match.
+    async with cluster() as (nodes, session):
+        primary, _standby = await primary_and_standby(nodes)
+        late = await nodes.start(
+            bind(), node_id="gamma", role="primary", peers=(primary.url,), failover_timeout=0.5
+        )
+        found = await health(session, late.url)
+        assert found["role"] == "standby" and found["epoch"] <= 1
+        await until_live(session, primary.url, "gamma")
+        assert (await health(session, primary.url))["role"] == "primary"

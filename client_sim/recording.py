@@ -1,0 +1,42 @@
+"""``arena-bots --record DIR``: what every bot was shown, for an audit to check.
+
+One file per bot, ``DIR/bot-0007.jsonl``, one JSON line per snapshot the bot accepted:
+
+    {"bot": 7, "epoch": 3, "tick": 1201, "hash": "9f3c…", "ack": 118, "t": 1764…}
+
+``hash`` is the world digest the snapshot carried (the node's journal has the same one for
+the tick it published), ``ack`` the input the snapshot acknowledged, ``t`` the wall clock
+at acceptance. ``arena-chaos torture`` checks every line against the lineage the surviving
+primary continued: a tick a bot was shown and the region then lost is a broken promise.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import IO
+
+__all__ = ["SnapshotRecorder"]
+
+
+class SnapshotRecorder:
+    """Appends each bot's accepted snapshots to its own file in ``folder``."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = Path(folder)
+        self._files: dict[int, IO[str]] = {}
+
+    def accepted(self, bot: int, epoch: int, tick: int, state: bytes, ack: int) -> None:
+        handle = self._files.get(bot)
+        if handle is None:
+            handle = open(self.folder / f"bot-{bot:04d}.jsonl", "a", encoding="utf-8")
+            self._files[bot] = handle
+        handle.write(
+            f'{{"bot":{bot},"epoch":{epoch},"tick":{tick},"hash":"{state.hex()}",'
+            f'"ack":{ack},"t":{time.time():.4f}}}\n'
+        )
+
+    def close(self) -> None:
+        for handle in self._files.values():
+            handle.close()
+        self._files.clear()

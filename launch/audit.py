@@ -1,0 +1,256 @@
+"""The failover audit: every tick a client accepted, checked against the surviving lineage.
+
+Sans-I/O: plain functions over the nodes' journals (``arena-server --journal``), the bots'
+records (``arena-bots --record``) and the faults a run made. The *lineage* is the history
+the last primary carries: its own ticks, and before its promotion the ticks of the epoch it
+was promoted from up to the tick it held, and so on back to the first claim. A tick a bot
+accepted is *kept* when the lineage has that tick with the same world hash, *lost*
+otherwise: the region showed it, then continued from a world without it.
+
+Nothing here trusts a node's own accounting: the numbers come from what the bots saw and
+what the journals say each node published, and when.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "Accepted",
+    "Fault",
+    "Promotion",
+    "Published",
+    "audit",
+    "lineage",
+    "read_journal",
+    "read_record",
+]
+
+
+#: How long after a fault ended its stall is looked for.
+STALL_WINDOW_S = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    node: str
+    epoch: int
+    tick: int
+    hash: str
+    synced: bool
+    t: float
+
+
+@dataclass(frozen=True, slots=True)
+class Promotion:
+    node: str
+    epoch: int
+    from_epoch: int
+    from_tick: int
+    t: float
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    bot: int
+    epoch: int
+    tick: int
+    hash: str
+    ack: int
+    t: float
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    kind: str  # "kill" | "pause" | "partition"
+    node: str
+    start: float  # wall clock
+    end: float  # SIGCONT, healing; = start for a kill
+    epoch: int  # the primary's epoch when it was hit
+
+
+@dataclass(slots=True)
+class _Journals:
+    published: list[Published] = field(default_factory=list)
+    promotions: list[Promotion] = field(default_factory=list)
+
+
+def read_journal(lines: Iterable[str]) -> tuple[list[Published], list[Promotion]]:
+    """A journal's entries; a torn last line (the node was killed mid-write) is skipped."""
+    found = _Journals()
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if entry.get("event") == "promoted":
+            found.promotions.append(
+                Promotion(
+                    entry["node"],
+                    entry["epoch"],
+                    entry["from_epoch"],
+                    entry["from_tick"],
+                    entry["t"],
+                )
+            )
+        elif "tick" in entry:
+            found.published.append(
+                Published(
+                    entry["node"],
+                    entry["epoch"],
+                    entry["tick"],
+                    entry["hash"],
+                    entry["synced"],
+                    entry["t"],
+                )
+            )
+    return found.published, found.promotions
+
+
+def read_record(lines: Iterable[str]) -> list[Accepted]:
+    """A bot's record (``arena-bots --record``); a torn last line is skipped."""
+    accepted = []
+    for line in lines:
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        accepted.append(Accepted(e["bot"], e["epoch"], e["tick"], e["hash"], e["ack"], e["t"]))
+    return accepted
+
+
+def lineage(published: list[Published], promotions: list[Promotion]) -> dict[int, frozenset[str]]:
+    """Tick -> the world hashes the surviving primary's history has for it (one per match,
+    as the journals join them with ``/``)."""
+    if not published:
+        return {}
+    by_epoch: dict[int, dict[int, str]] = defaultdict(dict)
+    for p in published:
+        by_epoch[p.epoch][p.tick] = p.hash
+    promoted = {p.epoch: p for p in promotions}
+    epoch = max(by_epoch.keys() | promoted.keys())
+    kept: dict[int, frozenset[str]] = {}
+    upto: int | None = None  # ticks of this epoch above this one were not continued
+    while True:
+        for tick, digest in by_epoch.get(epoch, {}).items():
+            if (upto is None or tick <= upto) and tick not in kept:
+                kept[tick] = frozenset(digest.split("/"))
+        step = promoted.get(epoch)
+        if step is None:
+            return kept
+        epoch, upto = step.from_epoch, step.from_tick
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    return round(float(np.percentile(values, q)), 1) if values else None
+
+
+def audit(
+    published: list[Published],
+    promotions: list[Promotion],
+    accepted: dict[int, list[Accepted]],
+    faults: list[Fault],
+    *,
+    ended_at: float,
+    spurious_within: float = 3.0,
+) -> dict[str, Any]:
+    """The audit's figures (see ``docs/failover.md``, "The audit")."""
+    kept = lineage(published, promotions)
+    lost_ticks = 0
+    inputs_lost = 0
+    for records in accepted.values():
+        lost = [a for a in records if a.hash not in kept.get(a.tick, frozenset())]
+        lost_ticks += len(lost)
+        if lost:
+            last_lost = max(a.tick for a in lost)
+            kept_acks = [
+                a.ack
+                for a in records
+                if a.tick <= last_lost and a.hash in kept.get(a.tick, frozenset())
+            ]
+            inputs_lost += max(0, max(a.ack for a in lost) - max(kept_acks, default=-1))
+    # A deposed primary: one that published after a higher epoch was promoted.
+    promoted_at = sorted((p.t, p.epoch) for p in promotions)
+
+    def deposed(p: Published) -> bool:
+        return any(t < p.t and epoch > p.epoch for t, epoch in promoted_at)
+
+    after_successor = [p for p in published if deposed(p)]
+    stale = {(p.epoch, p.tick, p.hash) for p in after_successor}
+    accepted_stale = sum(
+        1 for records in accepted.values() for a in records if (a.epoch, a.tick, a.hash) in stale
+    )
+    reused = {
+        epoch for epoch, nodes in _nodes_by_epoch(published, promotions).items() if len(nodes) > 1
+    }
+    times = sorted(p.t for p in published)
+    gaps = np.diff(times) if len(times) > 1 else np.zeros(0)
+    spurious = [
+        p
+        for p in promotions
+        if not any(f.start - 0.1 <= p.t <= f.end + spurious_within for f in faults)
+    ]
+    stalls, lost_bots = _stalls(accepted, faults, ended_at)
+    return {
+        "kills": sum(1 for f in faults if f.kind == "kill"),
+        "pauses": sum(1 for f in faults if f.kind == "pause"),
+        "partitions": sum(1 for f in faults if f.kind == "partition"),
+        "promotions": len(promotions),
+        "spurious_promotions": len(spurious),
+        "epochs_reused": sorted(reused),
+        "ticks_published": len(published),
+        "ticks_published_unsynced": sum(1 for p in published if not p.synced),
+        "bots": len(accepted),
+        "acked_ticks": sum(len(r) for r in accepted.values()),
+        "acked_ticks_lost": lost_ticks,
+        "inputs_lost": inputs_lost,
+        "published_by_deposed_primary": len(after_successor),
+        "published_by_deposed_primary_accepted": accepted_stale,
+        "longest_without_primary_ms": round(float(gaps.max()) * 1000, 1) if gaps.size else None,
+        "stall_ms_p50": _percentile(stalls, 50),
+        "stall_ms_p99": _percentile(stalls, 99),
+        "stall_ms_max": round(max(stalls), 1) if stalls else None,
+        "bots_lost": lost_bots,
+    }
+
+
+def _nodes_by_epoch(published: list[Published], promotions: list[Promotion]) -> dict[int, set[str]]:
+    nodes: dict[int, set[str]] = defaultdict(set)
+    for tick in published:
+        nodes[tick.epoch].add(tick.node)
+    for promotion in promotions:
+        nodes[promotion.epoch].add(promotion.node)
+    return nodes
+
+
+def _stalls(
+    accepted: dict[int, list[Accepted]], faults: list[Fault], ended_at: float
+) -> tuple[list[float], int]:
+    """Per fault and bot: the longest gap between accepted snapshots from half a second
+    before the fault to :data:`STALL_WINDOW_S` after it ended (or the next fault; ms: what
+    the player felt, modelled latency included); and the bots that accepted nothing in the
+    run's last 3 s."""
+    stalls = []
+    lost = 0
+    ordered = sorted(faults, key=lambda f: f.start)
+    windows = [
+        (f.start - 0.5, min(f.end + STALL_WINDOW_S, ordered[i + 1].start))
+        if i + 1 < len(ordered)
+        else (f.start - 0.5, f.end + STALL_WINDOW_S)
+        for i, f in enumerate(ordered)
+    ]
+    for records in accepted.values():
+        times = np.array(sorted(a.t for a in records))
+        if times.size == 0 or times[-1] < ended_at - 3.0:
+            lost += 1
+        for began, ended in windows:
+            around = times[(times >= began) & (times <= ended)]
+            if around.size > 1:
+                stalls.append(float(np.diff(around).max()) * 1000)
+    return stalls, lost

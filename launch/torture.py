@@ -1,0 +1,335 @@
+"""``arena-chaos torture``: a region under bots, through kills and pauses, then an audit.
+
+Two nodes (static, or etcd from Debian's package when ``--coordinator etcd``) on ports
+picked at start, each writing its journal; ``arena-bots --record`` plays on them
+throughout. The faults come in a shuffled order, each once the region is healthy again (a
+primary with a standby in sync): SIGKILL the primary (the killed node comes back on its
+port as a standby), or SIGSTOP it for 1-10 s and SIGCONT it. Then everything stops and
+:func:`launch.audit.audit` checks every tick a bot accepted against the lineage the last
+primary carries. The report (JSON) says what was done and what was lost.
+
+A partition of the primary from its standby needs network namespaces; this tool does not
+make one (the report says so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from launch.audit import Fault, audit, read_journal, read_record
+from launch.demo import NodeProcess, start_node
+from launch.etcd_local import EtcdUnavailable, running_etcd
+from launch.health import node_health
+
+__all__ = ["add_arguments", "torture"]
+
+HEALTHY_WITHIN_S = 30.0  # the region must have a primary with a standby in sync again
+SETTLE_S = 1.0  # between faults, once healthy
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("torture")
+    group.add_argument("--coordinator", default="static", help="static, etcd (start one) "
+                       "or etcd://HOST:PORT (default: static)")  # fmt: skip
+    group.add_argument("--replication", default="sync", choices=["sync", "async"])
+    group.add_argument("--bots", type=int, default=40, help="bots playing (default: 40)")
+    group.add_argument("--kills", type=int, default=20, help="SIGKILLs of the primary")
+    group.add_argument("--pauses", type=int, default=10, help="SIGSTOPs of the primary")
+    group.add_argument("--pause-min", type=float, default=1.0, help="seconds (default: 1)")
+    group.add_argument("--pause-max", type=float, default=10.0, help="seconds (default: 10)")
+    group.add_argument("--seed", type=int, default=1, help="the faults' order and pauses")
+    group.add_argument("--hog", action="store_true", help="keep one core busy meanwhile")
+    group.add_argument("--out", metavar="DIR", help="keep journals, records and logs here")
+
+
+class _Region:
+    """Two nodes on fixed ports that take turns being primary."""
+
+    def __init__(self, coordinator: str, replication: str, folder: Path, env: dict[str, str]):
+        self.coordinator = coordinator
+        self.replication = replication
+        self.folder = folder
+        self.env = env
+        self.names = ("a", "b")
+        self.ports = {name: _free_port() for name in self.names}
+        self.nodes: dict[str, NodeProcess] = {}
+        self._stacks: dict[str, contextlib.ExitStack] = {}
+
+    def url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self.ports[name]}"
+
+    def other(self, name: str) -> str:
+        return self.names[1 - self.names.index(name)]
+
+    def start(self, name: str, follow: str | None) -> None:
+        args = [
+            "--port", str(self.ports[name]), "--node-id", name,
+            "--coordinator", self.coordinator, "--replication", self.replication,
+            "--peer", self.url(self.other(name)),
+            "--journal", str(self.folder / f"journal-{name}.jsonl"),
+            "--state-dir", str(self.folder / "state"),
+        ]  # fmt: skip
+        if follow is not None:
+            args += ["--role", "standby", "--primary", self.url(follow)]
+        stack = contextlib.ExitStack()
+        self.nodes[name] = stack.enter_context(start_node(*args, env=self.env))
+        self._stacks[name] = stack
+
+    def reap(self, name: str) -> None:
+        stack = self._stacks.pop(name, None)
+        self.nodes.pop(name, None)
+        if stack is not None:
+            stack.close()
+
+    def close(self) -> None:
+        for name in list(self._stacks):
+            self.reap(name)
+
+    async def primary(self) -> tuple[str, dict[str, Any]] | None:
+        found = []
+        for name in self.names:
+            if name in self.nodes:
+                health = await node_health(self.url(name), within=0.5)
+                if health is not None and health.get("role") == "primary":
+                    found.append((int(health["epoch"]), name, health))
+        if not found:
+            return None
+        _, name, health = max(found)
+        return name, health
+
+    async def healthy(self, within: float = HEALTHY_WITHIN_S) -> tuple[str, dict[str, Any]]:
+        """The primary, once it has a standby in sync."""
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            found = await self.primary()
+            if found is not None and any(
+                s.get("state") == "in_sync" for s in found[1].get("standbys", [])
+            ):
+                return found
+            await asyncio.sleep(0.1)
+        raise RuntimeError(f"the region had no primary with a standby in sync for {within:g} s")
+
+
+def _faults(args: argparse.Namespace, rng: random.Random) -> list[tuple[str, float]]:
+    plan = [("kill", 0.0)] * args.kills + [
+        ("pause", rng.uniform(args.pause_min, args.pause_max)) for _ in range(args.pauses)
+    ]
+    rng.shuffle(plan)
+    return plan
+
+
+@contextlib.contextmanager
+def _coordinator(spec: str) -> Iterator[str]:
+    if spec == "etcd":
+        with running_etcd() as etcd:
+            yield etcd.endpoint
+    else:
+        yield spec
+
+
+@contextlib.contextmanager
+def _hog(enabled: bool) -> Iterator[None]:
+    if not enabled:
+        yield
+        return
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield
+    finally:
+        hog.kill()
+        hog.wait()
+
+
+async def _run_faults(
+    region: _Region, plan: list[tuple[str, float]], say: Callable[[str], None]
+) -> list[Fault]:
+    faults: list[Fault] = []
+    for number, (kind, seconds) in enumerate(plan, 1):
+        name, health = await region.healthy()
+        await asyncio.sleep(SETTLE_S)
+        node = region.nodes[name]
+        epoch = int(health["epoch"])
+        began = time.time()
+        if kind == "kill":
+            os.kill(node.process.pid, signal.SIGKILL)
+            faults.append(Fault("kill", name, began, began, epoch))
+            await asyncio.to_thread(region.reap, name)
+            successor = await _successor(region, epoch)
+            say(f"kill {number}/{len(plan)}: {name} (epoch {epoch}) -> {successor}")
+            await asyncio.to_thread(region.start, name, successor)
+        else:
+            os.kill(node.process.pid, signal.SIGSTOP)
+            try:
+                await asyncio.sleep(seconds)
+            finally:
+                os.kill(node.process.pid, signal.SIGCONT)
+            faults.append(Fault("pause", name, began, time.time(), epoch))
+            found = await region.primary()
+            now = f"{found[0]} (epoch {found[1]['epoch']})" if found else "none yet"
+            say(f"pause {number}/{len(plan)}: {name} for {seconds:.1f} s; primary now {now}")
+    await region.healthy()
+    return faults
+
+
+async def _successor(region: _Region, above: int, within: float = 10.0) -> str:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        found = await region.primary()
+        if found is not None and int(found[1]["epoch"]) > above:
+            return found[0]
+        await asyncio.sleep(0.02)
+    raise RuntimeError(f"no standby took over within {within:g} s of the kill")
+
+
+def _start_bots(region: _Region, args: argparse.Namespace, folder: Path, duration: float) -> Any:
+    records = folder / "bots"
+    records.mkdir(exist_ok=True)
+    log = open(folder / "bots.log", "a", encoding="utf-8")
+    command = [
+        sys.executable, "-m", "client_sim.cli",
+        "--server", region.url("a").replace("http", "ws", 1) + "/ws",
+        "--count", str(args.bots), "--duration", str(duration),
+        "--record", str(records), "--json", str(folder / "bots.json"), "--quiet",
+    ]  # fmt: skip
+    process = subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+    log.close()
+    return process
+
+
+def _stop(process: Any) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _read_all(folder: Path) -> tuple[list[Any], list[Any], dict[int, list[Any]]]:
+    published, promotions = [], []
+    for path in sorted(folder.glob("journal-*.jsonl")):
+        more, promoted = read_journal(path.read_text(encoding="utf-8").splitlines())
+        published += more
+        promotions += promoted
+    accepted = {}
+    for path in sorted((folder / "bots").glob("bot-*.jsonl")):
+        records = read_record(path.read_text(encoding="utf-8").splitlines())
+        if records:
+            accepted[records[0].bot] = records
+    return published, promotions, accepted
+
+
+async def _torture(args: argparse.Namespace, folder: Path, say: Callable[[str], None]) -> dict:
+    rng = random.Random(args.seed)
+    plan = _faults(args, rng)
+    env = {"ARENA_CLUSTER_SECRET": secrets.token_hex(16)}
+    os.environ["ARENA_NODE_LOGS"] = str(folder / "logs")
+    load_before = os.getloadavg()
+    with _coordinator(args.coordinator) as spec, _hog(args.hog):
+        region = _Region(spec, args.replication, folder, env)
+        try:
+            await asyncio.to_thread(region.start, "a", None)
+            await asyncio.to_thread(region.start, "b", "a")
+            await region.healthy()
+            budget = sum(8.0 if kind == "kill" else seconds + 6.0 for kind, seconds in plan)
+            bots = _start_bots(region, args, folder, budget + 60.0)
+            try:
+                await asyncio.sleep(4.0)  # every bot seated, clocks synced
+                say(f"{args.bots} bots playing; {len(plan)} faults to go")
+                faults = await _run_faults(region, plan, say)
+                await asyncio.sleep(3.0)
+                ended_at = time.time()
+            finally:
+                await asyncio.to_thread(_stop, bots)
+            last = await region.primary()
+            if last is not None:  # the standby first: stopping the primary is no failover
+                await asyncio.to_thread(region.reap, region.other(last[0]))
+        finally:
+            await asyncio.to_thread(region.close)
+    published, promotions, accepted = _read_all(folder)
+    figures = audit(published, promotions, accepted, faults, ended_at=ended_at)
+    bots_report = (
+        json.loads((folder / "bots.json").read_text()) if (folder / "bots.json").exists() else {}
+    )
+    return {
+        "tool": "arena-chaos torture",
+        "coordinator": "etcd" if spec.startswith("etcd") else "static",
+        "replication": args.replication,
+        "bots": args.bots,
+        "hog": args.hog,
+        "seed": args.seed,
+        "machine": {
+            "cpus": os.cpu_count(),
+            "loadavg_before": [round(x, 2) for x in load_before],
+            "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+        },
+        "partition": "not made: this tool has no network namespaces to cut a link with",
+        "audit": figures,
+        "faults": [asdict(f) for f in faults],
+        "bots_connected": bots_report.get("bots", {}).get("connected"),
+        "folder": str(folder),
+    }
+
+
+def torture(args: argparse.Namespace) -> int:
+    """Run the torture (see the module); print the report; 1 if a guarantee broke."""
+    for flag in ("bots", "kills", "pauses"):
+        if getattr(args, flag) < 0 or (flag == "bots" and args.bots < 1):
+            print(f"arena-chaos: --{flag} must be a positive count", file=sys.stderr)
+            return 2
+    if not 0 < args.pause_min <= args.pause_max <= 60:
+        print("arena-chaos: need 0 < --pause-min <= --pause-max <= 60", file=sys.stderr)
+        return 2
+    if args.out:
+        folder = Path(args.out)
+        folder.mkdir(parents=True, exist_ok=True)
+    else:
+        folder = Path(tempfile.mkdtemp(prefix="arena-torture-"))
+
+    def say(line: str) -> None:
+        print(f"arena-chaos: {line}", file=sys.stderr, flush=True)
+
+    say(f"journals, records and logs in {folder}")
+    try:
+        report = asyncio.run(_torture(args, folder, say))
+    except (RuntimeError, EtcdUnavailable) as error:
+        say(f"{str(error).splitlines()[0]} (logs in {folder})")
+        return 1
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.json:
+        Path(args.json).write_text(text + "\n", encoding="utf-8")
+    figures = report["audit"]
+    broken = figures["acked_ticks_lost"] or figures["published_by_deposed_primary_accepted"]
+    say(
+        f"audit: {figures['acked_ticks']} acked bot-ticks, {figures['acked_ticks_lost']} lost, "
+        f"{figures['inputs_lost']} inputs lost, {figures['published_by_deposed_primary']} "
+        f"published by a deposed primary ({figures['published_by_deposed_primary_accepted']} "
+        f"accepted); {figures['promotions']} promotions ({figures['spurious_promotions']} "
+        f"spurious); stall p99 {figures['stall_ms_p99']} ms; longest without a primary "
+        f"{figures['longest_without_primary_ms']} ms; {figures['bots_lost']} bots lost"
+    )
+    return 1 if broken and args.replication == "sync" else 0
