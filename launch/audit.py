@@ -14,6 +14,7 @@ what the journals say each node published, and when.
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -175,11 +176,20 @@ def audit(
                 if a.tick <= last_lost and a.hash in kept.get(a.tick, frozenset())
             ]
             inputs_lost += max(0, max(a.ack for a in lost) - max(kept_acks, default=-1))
-    # A deposed primary: one that published after a higher epoch was promoted.
+    # A deposed primary: one that published after a higher epoch was promoted. When it
+    # published is bounded by its journal line (written after the sends) and by the first
+    # bot that accepted the tick: a node paused between its sends and its journal line
+    # wrote the line late, but the bots had the tick before.
     promoted_at = sorted((p.t, p.epoch) for p in promotions)
+    first_seen: dict[tuple[int, int, str], float] = {}
+    for records in accepted.values():
+        for a in records:
+            key = (a.epoch, a.tick, a.hash)
+            first_seen[key] = min(a.t, first_seen.get(key, math.inf))
 
     def deposed(p: Published) -> bool:
-        return any(t < p.t and epoch > p.epoch for t, epoch in promoted_at)
+        sent_by = min(p.t, first_seen.get((p.epoch, p.tick, p.hash), math.inf))
+        return any(t < sent_by and epoch > p.epoch for t, epoch in promoted_at)
 
     after_successor = [p for p in published if deposed(p)]
     stale = {(p.epoch, p.tick, p.hash) for p in after_successor}

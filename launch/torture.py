@@ -37,7 +37,7 @@ from launch.demo import NodeProcess, start_node
 from launch.etcd_local import EtcdUnavailable, running_etcd
 from launch.health import node_health
 
-__all__ = ["add_arguments", "torture"]
+__all__ = ["add_arguments", "run_torture", "torture"]
 
 HEALTHY_WITHIN_S = 30.0  # the region must have a primary with a standby in sync again
 SETTLE_S = 1.0  # between faults, once healthy
@@ -242,7 +242,10 @@ def _read_all(folder: Path) -> tuple[list[Any], list[Any], dict[int, list[Any]]]
     return published, promotions, accepted
 
 
-async def _torture(args: argparse.Namespace, folder: Path, say: Callable[[str], None]) -> dict:
+async def run_torture(
+    args: argparse.Namespace, folder: Path, say: Callable[[str], None]
+) -> dict[str, Any]:
+    """One torture run (the options of ``arena-chaos torture``) in ``folder``: the report."""
     rng = random.Random(args.seed)
     plan = _faults(args, rng)
     env = {"ARENA_CLUSTER_SECRET": secrets.token_hex(16)}
@@ -314,7 +317,7 @@ def torture(args: argparse.Namespace) -> int:
 
     say(f"journals, records and logs in {folder}")
     try:
-        report = asyncio.run(_torture(args, folder, say))
+        report = asyncio.run(run_torture(args, folder, say))
     except (RuntimeError, EtcdUnavailable) as error:
         say(f"{str(error).splitlines()[0]} (logs in {folder})")
         return 1

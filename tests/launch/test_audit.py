@@ -66,6 +66,16 @@ def test_ticks_published_after_a_successor_exists_are_counted_and_if_seen_so_too
     assert figures["ticks_published_unsynced"] == 1
 
 
+def test_a_journal_line_written_late_does_not_make_a_tick_late() -> None:
+    # Paused between its sends and its journal line: the line says 0.3, but a bot had the
+    # tick at 0.15, before the promotion at 0.2.
+    published, promotions = region()
+    late_line = Published("a", 1, 9, "x9", True, 0.3)
+    accepted = {0: [Accepted(0, 1, 9, "x9", 0, 0.15)]}
+    figures = audit([*published[:8], late_line], promotions, accepted, [], ended_at=1.0)
+    assert figures["published_by_deposed_primary"] == 0
+
+
 def test_an_epoch_two_nodes_used_is_reported() -> None:
     published, promotions = region()
     again = run_of(1, "c", range(1, 3), 5.0, "z")  # a restart that claimed epoch 1 again

@@ -140,6 +140,9 @@ class Follower:
                 message = await ws.receive(timeout=max(1e-3, silent_after - self.clock()))
             except TimeoutError:
                 return FollowOutcome("silent", time.time(), self.primary_id, self.matches.epoch)
+            # Anything from the primary shows it alive: waiting longer before a campaign is
+            # always safe (a full state at 300 players can take a while to arrive).
+            silent_after = self.clock() + self.silence_timeout
             if message.type is not aiohttp.WSMsgType.BINARY:
                 reason = "closed" if self.primary_id else "refused"
                 return FollowOutcome(reason, time.time(), self.primary_id, self.matches.epoch)
@@ -185,10 +188,7 @@ class Follower:
                     "fenced_primary", time.time(), self.primary_id, self.matches.epoch
                 )
             if self._resyncing and isinstance(record, messages.TickRecord):
-                # Waiting for the full state asked for; the primary is alive (waiting
-                # longer to campaign is always safe).
-                silent_after = self.clock() + self.silence_timeout
-                continue
+                continue  # waiting for the full state asked for
             try:
                 state.apply(self.matches, record)
             except (state.ReplicationGap, state.HashMismatch) as problem:
