@@ -55,6 +55,7 @@ class Promotion:
     from_epoch: int
     from_tick: int
     t: float
+    hash: str = ""  # the world it took over at from_tick (its predecessor may not have noted it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +70,7 @@ class Accepted:
 
 @dataclass(frozen=True, slots=True)
 class Fault:
-    kind: str  # "kill" | "pause" | "partition"
+    kind: str  # "kill" | "pause" | "partition" (of the primary) | "kill_standby"
     node: str
     start: float  # wall clock
     end: float  # SIGCONT, healing; = start for a kill
@@ -98,6 +99,7 @@ def read_journal(lines: Iterable[str]) -> tuple[list[Published], list[Promotion]
                     entry["from_epoch"],
                     entry["from_tick"],
                     entry["t"],
+                    entry.get("hash", ""),
                 )
             )
         elif "tick" in entry:
@@ -145,6 +147,10 @@ def lineage(published: list[Published], promotions: list[Promotion]) -> dict[int
         step = promoted.get(epoch)
         if step is None:
             return kept
+        if step.hash and step.from_tick not in kept:
+            # A predecessor killed between showing its last tick and noting it: the
+            # successor holds that tick all the same.
+            kept[step.from_tick] = frozenset(step.hash.split("/"))
         epoch, upto = step.from_epoch, step.from_tick
 
 
@@ -201,16 +207,18 @@ def audit(
     }
     times = sorted(p.t for p in published)
     gaps = np.diff(times) if len(times) > 1 else np.zeros(0)
+    on_primary = [f for f in faults if f.kind != "kill_standby"]
     spurious = [
         p
         for p in promotions
-        if not any(f.start - 0.1 <= p.t <= f.end + spurious_within for f in faults)
+        if not any(f.start - 0.1 <= p.t <= f.end + spurious_within for f in on_primary)
     ]
     stalls, lost_bots = _stalls(accepted, faults, ended_at)
     return {
         "kills": sum(1 for f in faults if f.kind == "kill"),
         "pauses": sum(1 for f in faults if f.kind == "pause"),
         "partitions": sum(1 for f in faults if f.kind == "partition"),
+        "standby_kills": sum(1 for f in faults if f.kind == "kill_standby"),
         "promotions": len(promotions),
         "spurious_promotions": len(spurious),
         "epochs_reused": sorted(reused),

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,11 +77,16 @@ def start_node(
     ready_within: float = READY_WITHIN_S,
     env: dict[str, str] | None = None,
     progress: Progress | None = None,
+    prefix: Sequence[str] = (),
 ) -> Iterator[NodeProcess]:
     """Run ``arena-server --port 0 ARGS`` until the block ends; yields once it is ready
     (its kernels compiled or loaded). Its log goes to ``$ARENA_NODE_LOGS/<node-id>.log``
-    when that is set (else a temporary file, quoted if it fails to start)."""
-    command = [sys.executable, "-m", "server.net.cli", "--host", "127.0.0.1", "--port", "0", *args]
+    when that is set (else a temporary file, quoted if it fails to start). ``prefix``: a
+    command to run it under (``ip netns exec NAME``)."""
+    command = [
+        *prefix, sys.executable, "-m", "server.net.cli", "--host", "127.0.0.1", "--port", "0",
+        *args,
+    ]  # fmt: skip
     log_dir = os.environ.get("ARENA_NODE_LOGS")
     node_id = args[args.index("--node-id") + 1] if "--node-id" in args else "node"
     child = Child(

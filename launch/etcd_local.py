@@ -79,8 +79,9 @@ def _answers(url: str) -> bool:
 
 
 @contextlib.contextmanager
-def running_etcd(binary: str | None = None) -> Iterator[EtcdProcess]:
-    """Start an etcd, yield it once it is healthy, and always stop it and delete its data."""
+def running_etcd(binary: str | None = None, host: str = "127.0.0.1") -> Iterator[EtcdProcess]:
+    """Start an etcd on ``host``, yield it once it is healthy, and always stop it and delete
+    its data."""
     binary = binary or find_etcd()
     if binary is None:
         raise EtcdUnavailable("etcd is not installed (apt-get install etcd-server)")
@@ -90,7 +91,7 @@ def running_etcd(binary: str | None = None) -> Iterator[EtcdProcess]:
             client, peer = _free_port(), _free_port()
             if client == peer:
                 continue
-            url, peer_url = f"http://127.0.0.1:{client}", f"http://127.0.0.1:{peer}"
+            url, peer_url = f"http://{host}:{client}", f"http://{host}:{peer}"
             data_dir = workdir / f"data-{client}"
             log_path = workdir / f"etcd-{client}.log"
             with open(log_path, "wb") as log_file:

@@ -4,12 +4,14 @@ Two nodes (static, or etcd from Debian's package when ``--coordinator etcd``) on
 picked at start, each writing its journal; ``arena-bots --record`` plays on them
 throughout. The faults come in a shuffled order, each once the region is healthy again (a
 primary with a standby in sync): SIGKILL the primary (the killed node comes back on its
-port as a standby), or SIGSTOP it for 1-10 s and SIGCONT it. Then everything stops and
-:func:`launch.audit.audit` checks every tick a bot accepted against the lineage the last
-primary carries. The report (JSON) says what was done and what was lost.
+port as a standby), SIGSTOP it for 1-10 s and SIGCONT it, or SIGKILL its standby. Then
+everything stops and :func:`launch.audit.audit` checks every tick a bot accepted against
+the lineage the last primary carries. The report (JSON) says what was done and what was lost.
 
-A partition of the primary from its standby needs network namespaces; this tool does not
-make one (the report says so).
+With root and ``ip netns`` (:mod:`launch.netns`) each node runs in a network namespace of
+its own and ``--partitions`` cuts the primary off from its standby alone for
+``--partition-for`` seconds, the bots still reaching both; elsewhere the report says why
+there was no partition.
 """
 
 from __future__ import annotations
@@ -32,10 +34,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from launch import netns
 from launch.audit import Fault, audit, read_journal, read_record
 from launch.demo import NodeProcess, start_node
 from launch.etcd_local import EtcdUnavailable, running_etcd
 from launch.health import node_health
+from launch.netns import Namespaces
 
 __all__ = ["add_arguments", "run_torture", "torture"]
 
@@ -57,8 +61,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--bots", type=int, default=40, help="bots playing (default: 40)")
     group.add_argument("--kills", type=int, default=20, help="SIGKILLs of the primary")
     group.add_argument("--pauses", type=int, default=10, help="SIGSTOPs of the primary")
+    group.add_argument(
+        "--standby-kills", type=int, default=2, help="SIGKILLs of the standby (default: 2)"
+    )
     group.add_argument("--pause-min", type=float, default=1.0, help="seconds (default: 1)")
     group.add_argument("--pause-max", type=float, default=10.0, help="seconds (default: 10)")
+    group.add_argument(
+        "--partitions",
+        type=int,
+        default=1,
+        help="cuts of the primary from its standby alone, clients still reaching both "
+        "(default: 1; needs root and ip netns: skipped, and said, elsewhere)",
+    )
+    group.add_argument("--partition-for", type=float, default=8.0, help="seconds (default: 8)")
     group.add_argument("--seed", type=int, default=1, help="the faults' order and pauses")
     group.add_argument("--hog", action="store_true", help="keep one core busy meanwhile")
     group.add_argument("--out", metavar="DIR", help="keep journals, records and logs here")
@@ -67,8 +82,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 class _Region:
     """Two nodes on fixed ports that take turns being primary."""
 
-    def __init__(self, coordinator: str, replication: str, folder: Path, env: dict[str, str]):
+    def __init__(
+        self,
+        coordinator: str,
+        replication: str,
+        folder: Path,
+        env: dict[str, str],
+        spaces: Namespaces | None,
+    ):
         self.coordinator = coordinator
+        self.spaces = spaces
         self.replication = replication
         self.folder = folder
         self.env = env
@@ -77,15 +100,18 @@ class _Region:
         self.nodes: dict[str, NodeProcess] = {}
         self._stacks: dict[str, contextlib.ExitStack] = {}
 
+    def host(self, name: str) -> str:
+        return "127.0.0.1" if self.spaces is None else self.spaces.addresses[name]
+
     def url(self, name: str) -> str:
-        return f"http://127.0.0.1:{self.ports[name]}"
+        return f"http://{self.host(name)}:{self.ports[name]}"
 
     def other(self, name: str) -> str:
         return self.names[1 - self.names.index(name)]
 
     def start(self, name: str, follow: str | None) -> None:
         args = [
-            "--port", str(self.ports[name]), "--node-id", name,
+            "--host", self.host(name), "--port", str(self.ports[name]), "--node-id", name,
             "--coordinator", self.coordinator, "--replication", self.replication,
             "--peer", self.url(self.other(name)),
             "--journal", str(self.folder / f"journal-{name}.jsonl"),
@@ -94,7 +120,8 @@ class _Region:
         if follow is not None:
             args += ["--role", "standby", "--primary", self.url(follow)]
         stack = contextlib.ExitStack()
-        self.nodes[name] = stack.enter_context(start_node(*args, env=self.env))
+        prefix = () if self.spaces is None else self.spaces.prefix(name)
+        self.nodes[name] = stack.enter_context(start_node(*args, env=self.env, prefix=prefix))
         self._stacks[name] = stack
 
     def reap(self, name: str) -> None:
@@ -132,18 +159,22 @@ class _Region:
         raise RuntimeError(f"the region had no primary with a standby in sync for {within:g} s")
 
 
-def _faults(args: argparse.Namespace, rng: random.Random) -> list[tuple[str, float]]:
+def _faults(
+    args: argparse.Namespace, rng: random.Random, partitions: int
+) -> list[tuple[str, float]]:
     plan = [("kill", 0.0)] * args.kills + [
         ("pause", rng.uniform(args.pause_min, args.pause_max)) for _ in range(args.pauses)
     ]
+    plan += [("partition", args.partition_for)] * partitions
+    plan += [("kill_standby", 0.0)] * args.standby_kills
     rng.shuffle(plan)
     return plan
 
 
 @contextlib.contextmanager
-def _coordinator(spec: str) -> Iterator[str]:
+def _coordinator(spec: str, host: str) -> Iterator[str]:
     if spec == "etcd":
-        with running_etcd() as etcd:
+        with running_etcd(host=host) as etcd:
             yield etcd.endpoint
     else:
         yield spec
@@ -179,6 +210,29 @@ async def _run_faults(
             successor = await _successor(region, epoch)
             say(f"kill {number}/{len(plan)}: {name} (epoch {epoch}) -> {successor}")
             await asyncio.to_thread(region.start, name, successor)
+        elif kind == "kill_standby":
+            standby = region.other(name)
+            os.kill(region.nodes[standby].process.pid, signal.SIGKILL)
+            faults.append(Fault("kill_standby", standby, began, began, epoch))
+            await asyncio.to_thread(region.reap, standby)
+            await asyncio.sleep(0.5)  # the primary carries on alone, degraded
+            found = await region.primary()
+            now = f"{found[0]} (epoch {found[1]['epoch']})" if found else "none"
+            say(f"standby kill {number}/{len(plan)}: {standby}; primary now {now}")
+            await asyncio.to_thread(region.start, standby, name)
+        elif kind == "partition":
+            assert region.spaces is not None
+            standby = region.other(name)
+            region.spaces.cut(name, standby)
+            try:
+                await asyncio.sleep(seconds)
+            finally:
+                region.spaces.heal(name, standby)
+            faults.append(Fault("partition", name, began, time.time(), epoch))
+            found = await region.primary()
+            now = f"{found[0]} (epoch {found[1]['epoch']})" if found else "none yet"
+            say(f"partition {number}/{len(plan)}: {name} cut from {standby} for {seconds:g} s; "
+                f"primary now {now}")  # fmt: skip
         else:
             os.kill(node.process.pid, signal.SIGSTOP)
             try:
@@ -247,17 +301,25 @@ async def run_torture(
 ) -> dict[str, Any]:
     """One torture run (the options of ``arena-chaos torture``) in ``folder``: the report."""
     rng = random.Random(args.seed)
-    plan = _faults(args, rng)
+    why_not = netns.unavailable() if args.partitions else "none asked for (--partitions 0)"
+    plan = _faults(args, rng, args.partitions if why_not is None else 0)
+    if why_not is not None and args.partitions:
+        say(f"no partition: {why_not}")
     env = {"ARENA_CLUSTER_SECRET": secrets.token_hex(16)}
     os.environ["ARENA_NODE_LOGS"] = str(folder / "logs")
     load_before = os.getloadavg()
-    with _coordinator(args.coordinator) as spec, _hog(args.hog):
-        region = _Region(spec, args.replication, folder, env)
+    with contextlib.ExitStack() as stack:
+        spaces = stack.enter_context(netns.isolated(("a", "b"))) if why_not is None else None
+        spec = stack.enter_context(
+            _coordinator(args.coordinator, "127.0.0.1" if spaces is None else spaces.host)
+        )
+        stack.enter_context(_hog(args.hog))
+        region = _Region(spec, args.replication, folder, env, spaces)
         try:
             await asyncio.to_thread(region.start, "a", None)
             await asyncio.to_thread(region.start, "b", "a")
             await region.healthy()
-            budget = sum(8.0 if kind == "kill" else seconds + 6.0 for kind, seconds in plan)
+            budget = sum(8.0 if "kill" in kind else seconds + 6.0 for kind, seconds in plan)
             bots = _start_bots(region, args, folder, budget + 60.0)
             try:
                 await asyncio.sleep(4.0)  # every bot seated, clocks synced
@@ -289,7 +351,9 @@ async def run_torture(
             "loadavg_before": [round(x, 2) for x in load_before],
             "loadavg_after": [round(x, 2) for x in os.getloadavg()],
         },
-        "partition": "not made: this tool has no network namespaces to cut a link with",
+        "partition": f"{args.partitions} x {args.partition_for:g} s in network namespaces"
+        if why_not is None
+        else f"not made: {why_not}",
         "audit": figures,
         "faults": [asdict(f) for f in faults],
         "bots_connected": bots_report.get("bots", {}).get("connected"),
@@ -299,9 +363,10 @@ async def run_torture(
 
 def torture(args: argparse.Namespace) -> int:
     """Run the torture (see the module); print the report; 1 if a guarantee broke."""
-    for flag in ("bots", "kills", "pauses"):
+    for flag in ("bots", "kills", "pauses", "partitions", "standby_kills"):
         if getattr(args, flag) < 0 or (flag == "bots" and args.bots < 1):
-            print(f"arena-chaos: --{flag} must be a positive count", file=sys.stderr)
+            print(f"arena-chaos: --{flag.replace('_', '-')} must be a positive count",
+                  file=sys.stderr)  # fmt: skip
             return 2
     if not 0 < args.pause_min <= args.pause_max <= 60:
         print("arena-chaos: need 0 < --pause-min <= --pause-max <= 60", file=sys.stderr)

@@ -5,9 +5,11 @@ the surviving primary continued, with the same world hash. The journal says what
 showed and when, so the audit does not have to trust the nodes' own accounting:
 
     {"node": "a", "epoch": 3, "tick": 1200, "hash": "9f…", "synced": true, "t": 1764…}
-    {"event": "promoted", "node": "b", "epoch": 4, "from_epoch": 3, "from_tick": 1203, "t": …}
+    {"event": "promoted", "node": "b", "epoch": 4, "from_epoch": 3, "from_tick": 1203,
+     "hash": "41…", "t": …}
 
-``hash`` is the world's state digest the snapshot carries (per match, joined with ``/``);
+``hash`` is the world's state digest the snapshot carries (per match, joined with ``/``;
+a promotion's is the world it took over, at ``from_tick``);
 ``synced`` says whether a standby held the tick when it was shown; ``t`` is the wall clock.
 Lines are flushed as written, so a killed node's journal ends with its last tick.
 """
@@ -38,7 +40,13 @@ class Journal:
             {"node": self.node, "epoch": epoch, "tick": tick, "hash": digest, "synced": synced}
         )
 
-    def promoted(self, epoch: int, from_epoch: int, from_tick: int) -> None:
+    def promoted(
+        self, epoch: int, from_epoch: int, from_tick: int, state_hashes: list[str]
+    ) -> None:
+        """``state_hashes``: the world this node holds at ``from_tick``, the tick its
+        predecessor may have shown and been killed before it could note it."""
+        if self._file is None:
+            return
         self._write(
             {
                 "event": "promoted",
@@ -46,6 +54,7 @@ class Journal:
                 "epoch": epoch,
                 "from_epoch": from_epoch,
                 "from_tick": from_tick,
+                "hash": "/".join(protocol.state_digest(h).hex() for h in state_hashes),
             }
         )
 

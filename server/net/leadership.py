@@ -99,7 +99,12 @@ class Leadership:
         node.hub.fenced_epoch = None  # a fence from the last time this node led is old news
         node.leading.set()
         if how is RoleEvent.PROMOTE:
-            node.journal.promoted(epoch, from_epoch, node.matches.tick_number)
+            node.journal.promoted(
+                epoch,
+                from_epoch,
+                node.matches.tick_number,
+                [m.world.state_hash() for m in node.matches.matches],
+            )
         log.info("event=primary epoch=%d first_tick=%d %s", epoch, first_tick, node.log_context)
 
     async def _lead(self, fence: int | None) -> None:

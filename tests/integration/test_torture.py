@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from launch import netns
 from launch.chaos import main
 from tests.integration.etcd import etcd_binary
 
@@ -26,15 +27,15 @@ def test_a_small_torture_loses_nothing(
     code = main(
         [
             "torture", "--coordinator", coordinator, "--bots", "6", "--kills", "2",
-            "--pauses", "1", "--pause-min", "1", "--pause-max", "1.5",
-            "--out", str(tmp_path / "run"), "--json", str(report_path),
+            "--pauses", "1", "--pause-min", "1", "--pause-max", "1.5", "--standby-kills", "1",
+            "--partitions", "0", "--out", str(tmp_path / "run"), "--json", str(report_path),
         ]
     )  # fmt: skip
     progress = capsys.readouterr().err
     assert code == 0, progress
     report = json.loads(report_path.read_text())
     figures = report["audit"]
-    assert (figures["kills"], figures["pauses"]) == (2, 1)
+    assert (figures["kills"], figures["pauses"], figures["standby_kills"]) == (2, 1, 1)
     assert figures["promotions"] >= 3
     assert figures["acked_ticks"] > 1000
     assert figures["acked_ticks_lost"] == 0
@@ -46,6 +47,27 @@ def test_a_small_torture_loses_nothing(
     assert "audit:" in progress and "0 lost" in progress
     journals = sorted(p.name for p in (tmp_path / "run").glob("journal-*.jsonl"))
     assert journals == ["journal-a.jsonl", "journal-b.jsonl"]
+
+
+@pytest.mark.skipif(netns.unavailable() is not None, reason="no network namespaces here")
+def test_a_partition_of_the_primary_from_its_standby_loses_nothing(tmp_path: Path) -> None:
+    report_path = tmp_path / "report.json"
+    code = main(
+        [
+            "torture", "--bots", "6", "--kills", "0", "--pauses", "0", "--standby-kills", "0",
+            "--partitions", "1", "--partition-for", "2",
+            "--out", str(tmp_path / "run"), "--json", str(report_path),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    report = json.loads(report_path.read_text())
+    figures = report["audit"]
+    assert figures["partitions"] == 1 and report["partition"].startswith("1 x 2 s")
+    # The standby took over; the cut-off primary showed nothing meanwhile, then stepped down.
+    assert figures["promotions"] == 1 and figures["spurious_promotions"] == 0
+    assert figures["acked_ticks_lost"] == 0
+    assert figures["published_by_deposed_primary"] == 0
+    assert figures["bots_lost"] == 0
 
 
 def test_torture_refuses_bad_counts(capsys: pytest.CaptureFixture[str]) -> None:

@@ -50,6 +50,14 @@ def test_a_tick_the_region_lost_counts_with_the_inputs_it_acknowledged() -> None
     assert figures["promotions"] == 1 and figures["spurious_promotions"] == 1  # no fault
 
 
+def test_the_tick_a_killed_primary_showed_but_never_noted_is_kept() -> None:
+    published, _ = region()
+    unnoted = [p for p in published if p.tick != 8]  # killed right after showing tick 8
+    promotions = [Promotion("b", 2, 1, 8, 0.2, "x8")]
+    accepted = {0: seen(0, (1, 8, "x8", 4))}
+    assert audit(unnoted, promotions, accepted, [], ended_at=1.0)["acked_ticks_lost"] == 0
+
+
 def test_a_world_that_differs_at_the_same_tick_is_lost_too() -> None:
     published, promotions = region()
     accepted = {0: seen(0, (2, 12, "not-y12", 0))}
