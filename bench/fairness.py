@@ -24,14 +24,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import itertools
 import json
 import os
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +44,7 @@ from client_sim.shooting import ShotSummary
 from client_sim.swarm import Swarm, SwarmConfig, SwarmResult
 from launch.chaos import node_health
 from launch.demo import start_node
+from launch.supervisor import cpu_hog
 
 __all__ = ["main"]
 
@@ -138,20 +136,6 @@ def _figures(shots: list[ShotSummary]) -> dict[str, Any]:
         "decided_by_rule": figures["decided_by_rule"],
         "rtt_ms_estimates": rtt_agreement(shots),
     }
-
-
-@contextlib.contextmanager
-def cpu_hog(enabled: bool) -> Iterator[None]:
-    """One process spinning on a core for the duration of the block."""
-    if not enabled:
-        yield
-        return
-    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        yield
-    finally:
-        hog.kill()
-        hog.wait()
 
 
 async def run_grid(url: str, cells: list[Cell], label: str) -> dict[str, Any]:

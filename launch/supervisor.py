@@ -28,10 +28,11 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from shared.lifetime import EXIT_WITH_PARENT_ENV
@@ -196,3 +197,18 @@ def stop_all(children: Iterable[Child], timeout: float = 10.0) -> None:
             child._signal(signal.SIGKILL)
         for child in children:
             child._close()
+
+
+@contextlib.contextmanager
+def cpu_hog(enabled: bool = True) -> Iterator[None]:
+    """One process spinning on a core for the duration of the block (the benches' and
+    ``arena-chaos torture --hog``'s busy machine); killed and reaped after it."""
+    if not enabled:
+        yield
+        return
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield
+    finally:
+        hog.kill()
+        hog.wait()

@@ -40,6 +40,7 @@ from launch.demo import NodeProcess, start_node
 from launch.etcd_local import EtcdUnavailable, running_etcd
 from launch.health import node_health
 from launch.netns import Namespaces
+from launch.supervisor import cpu_hog
 
 __all__ = ["add_arguments", "run_torture", "torture"]
 
@@ -180,19 +181,6 @@ def _coordinator(spec: str, host: str) -> Iterator[str]:
         yield spec
 
 
-@contextlib.contextmanager
-def _hog(enabled: bool) -> Iterator[None]:
-    if not enabled:
-        yield
-        return
-    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        yield
-    finally:
-        hog.kill()
-        hog.wait()
-
-
 async def _run_faults(
     region: _Region, plan: list[tuple[str, float]], say: Callable[[str], None]
 ) -> list[Fault]:
@@ -313,7 +301,7 @@ async def run_torture(
         spec = stack.enter_context(
             _coordinator(args.coordinator, "127.0.0.1" if spaces is None else spaces.host)
         )
-        stack.enter_context(_hog(args.hog))
+        stack.enter_context(cpu_hog(args.hog))
         region = _Region(spec, args.replication, folder, env, spaces)
         try:
             await asyncio.to_thread(region.start, "a", None)

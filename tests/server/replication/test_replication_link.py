@@ -409,116 +409,114 @@ async def test_a_follower_with_a_wrong_secret_reports_that_it_was_refused() -> N
         assert outcome.reason == "refused"
 
 
+@contextlib.asynccontextmanager
+async def primary_with_player_and_fake(
+    nodes: Nodes, session: aiohttp.ClientSession, **options: Any
+) -> AsyncIterator[tuple[RunningNode, Player, FakeStandby]]:
+    """A primary (lateness tests' timings), a player seated on it, a fake standby not yet
+    connected; both closed at the end."""
+    primary = await nodes.start(
+        bind(), node_id="alpha", role="primary", **{"failover_timeout": 0.5, **options}
+    )
+    player = Player(session)
+    fake = FakeStandby(session, primary)
+    try:
+        assert isinstance(await player.join(primary.url), protocol.WelcomeMessage)
+        yield primary, player, fake
+    finally:
+        await player.close()
+        await fake.close()
+
+
 async def test_a_late_standby_is_waited_for_until_it_knows_it_is_out_then_the_primary_goes_on(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="arena")
-    async with cluster() as (nodes, session):
-        primary = await nodes.start(
-            bind(), node_id="alpha", role="primary", ack_timeout=0.1, failover_timeout=0.5
-        )
-        player = Player(session)
-        fake = FakeStandby(session, primary)
-        try:
-            welcome = await player.join(primary.url)
-            assert isinstance(welcome, protocol.WelcomeMessage)
-            await fake.connect()
-            async with background(player.read()), background(fake.run()):
-                await until_live(session, primary.url, "fake")
-                assert [r["tick"] for r in fake.received if r["type"] == "in_sync"]
-                registry = primary.node.metrics.registry
-                fake.acking = False
-                stopped_after = fake.last_acked
+    async with (
+        cluster() as (nodes, session),
+        primary_with_player_and_fake(nodes, session, ack_timeout=0.1) as (primary, player, fake),
+    ):
+        await fake.connect()
+        async with background(player.read()), background(fake.run()):
+            await until_live(session, primary.url, "fake")
+            assert [r["tick"] for r in fake.received if r["type"] == "in_sync"]
+            registry = primary.node.metrics.registry
+            fake.acking = False
+            stopped_after = fake.last_acked
 
-                def told() -> list[int]:
-                    return [r["tick"] for r in fake.received if r["type"] == "out_of_sync"]
+            def told() -> list[int]:
+                return [r["tick"] for r in fake.received if r["type"] == "out_of_sync"]
 
-                async def told_out() -> bool:
-                    return bool(told())
+            async def told_out() -> bool:
+                return bool(told())
 
-                await until(told_out, "the primary tells the silent standby it is out")
-                assert told() == [stopped_after + 1]
-                assert await standby_state(session, primary.url, "fake") == "leaving"
-                await asyncio.sleep(0.5)  # it waits: no tick the standby lacks is shown
-                assert max(s.tick for s in player.snapshots) <= stopped_after
-                assert registry.get_sample_value("arena_standby_out_of_sync_total") == 1
-                assert registry.get_sample_value("arena_ticks_stalled_total") >= 1
-                assert (await health(session, primary.url))["degraded"] is False
-                marks = log_lines(caplog, "standby_out_of_sync")
-                assert f"tick={stopped_after + 1} acked={stopped_after}" in marks[-1]
+            await until(told_out, "the primary tells the silent standby it is out")
+            assert told() == [stopped_after + 1]
+            assert await standby_state(session, primary.url, "fake") == "leaving"
+            await asyncio.sleep(0.5)  # it waits: no tick the standby lacks is shown
+            assert max(s.tick for s in player.snapshots) <= stopped_after
+            assert registry.get_sample_value("arena_standby_out_of_sync_total") == 1
+            assert registry.get_sample_value("arena_ticks_stalled_total") >= 1
+            assert (await health(session, primary.url))["degraded"] is False
+            marks = log_lines(caplog, "standby_out_of_sync")
+            assert f"tick={stopped_after + 1} acked={stopped_after}" in marks[-1]
 
-                # The standby answers (it asks for a full state): it knows it is out, so
-                # the primary goes on without it, degraded, and says so.
-                fake.answer_out_of_sync = True
-                await fake.ws.send_bytes(msgpack.packb({"type": "resync"}))  # type: ignore[union-attr]
-                await player.until_snapshot(lambda s: s.tick >= stopped_after + 30)
-                ticks = [s.tick for s in player.snapshots]
-                assert ticks == sorted(set(ticks))
-                found = await health(session, primary.url)
-                assert found["degraded"] is True and found["role"] == "primary"
-                assert found["standbys"][0]["state"] == "catching_up"
-                assert log_lines(caplog, "degraded")
+            # The standby answers (it asks for a full state): it knows it is out, so
+            # the primary goes on without it, degraded, and says so.
+            fake.answer_out_of_sync = True
+            await fake.ws.send_bytes(msgpack.packb({"type": "resync"}))  # type: ignore[union-attr]
+            await player.until_snapshot(lambda s: s.tick >= stopped_after + 30)
+            ticks = [s.tick for s in player.snapshots]
+            assert ticks == sorted(set(ticks))
+            found = await health(session, primary.url)
+            assert found["degraded"] is True and found["role"] == "primary"
+            assert found["standbys"][0]["state"] == "catching_up"
+            assert log_lines(caplog, "degraded")
 
-                # Acknowledging again, it catches up and is waited for again.
-                fake.acking = True
-                await until_live(session, primary.url, "fake")
+            # Acknowledging again, it catches up and is waited for again.
+            fake.acking = True
+            await until_live(session, primary.url, "fake")
 
-                async def replicated() -> bool:
-                    return (await health(session, primary.url))["degraded"] is False
+            async def replicated() -> bool:
+                return (await health(session, primary.url))["degraded"] is False
 
-                await until(replicated, "the primary is no longer degraded")
-        finally:
-            await player.close()
-            await fake.close()
+            await until(replicated, "the primary is no longer degraded")
 
 
 async def test_a_standby_whose_link_ends_is_dropped_at_once() -> None:
-    async with cluster() as (nodes, session):
-        primary = await nodes.start(
-            bind(), node_id="alpha", role="primary", ack_timeout=0.1, failover_timeout=0.5
-        )
-        player = Player(session)
-        fake = FakeStandby(session, primary)
-        try:
-            assert isinstance(await player.join(primary.url), protocol.WelcomeMessage)
-            await fake.connect()
-            async with background(player.read()):
-                async with background(fake.run()):
-                    await until_live(session, primary.url, "fake")
-                    fake.acking = False
-                    stopped_after = fake.last_acked
-                    await fake.close()  # the standby's process is gone
-                await player.until_snapshot(lambda s: s.tick >= stopped_after + 30)
-                found = await health(session, primary.url)
-                assert found["standbys"] == [] and found["degraded"] is True
-        finally:
-            await player.close()
+    async with (
+        cluster() as (nodes, session),
+        primary_with_player_and_fake(nodes, session, ack_timeout=0.1) as (primary, player, fake),
+    ):
+        await fake.connect()
+        async with background(player.read()):
+            async with background(fake.run()):
+                await until_live(session, primary.url, "fake")
+                fake.acking = False
+                stopped_after = fake.last_acked
+                await fake.close()  # the standby's process is gone
+            await player.until_snapshot(lambda s: s.tick >= stopped_after + 30)
+            found = await health(session, primary.url)
+            assert found["standbys"] == [] and found["degraded"] is True
 
 
 async def test_with_min_standbys_nothing_is_shown_without_one() -> None:
-    async with cluster() as (nodes, session):
-        primary = await nodes.start(
-            bind(), node_id="alpha", role="primary", min_standbys=1, failover_timeout=0.5
-        )
-        player = Player(session)
-        fake = FakeStandby(session, primary)
-        try:
-            assert isinstance(await player.join(primary.url), protocol.WelcomeMessage)
-            async with background(player.read()):
-                await asyncio.sleep(0.3)
-                assert player.snapshots == []
-                registry = primary.node.metrics.registry
-                halted = registry.get_sample_value(
-                    "arena_ticks_unpublished_total", {"reason": "halted"}
-                )
-                assert halted is not None and halted > 0
-                await fake.connect()
-                async with background(fake.run()):
-                    await player.until_snapshot(lambda s: True)
-                    assert min(s.tick for s in player.snapshots) > fake.received[1]["tick"] - 2
-        finally:
-            await player.close()
-            await fake.close()
+    async with (
+        cluster() as (nodes, session),
+        primary_with_player_and_fake(nodes, session, min_standbys=1) as (primary, player, fake),
+    ):
+        async with background(player.read()):
+            await asyncio.sleep(0.3)
+            assert player.snapshots == []
+            registry = primary.node.metrics.registry
+            halted = registry.get_sample_value(
+                "arena_ticks_unpublished_total", {"reason": "halted"}
+            )
+            assert halted is not None and halted > 0
+            await fake.connect()
+            async with background(fake.run()):
+                await player.until_snapshot(lambda s: True)
+                assert min(s.tick for s in player.snapshots) > fake.received[1]["tick"] - 2
 
 
 async def test_a_fenced_primary_steps_down_and_publishes_nothing_more() -> None:
