@@ -253,7 +253,7 @@ def _start_bots(region: _Region, args: argparse.Namespace, folder: Path, duratio
         sys.executable, "-m", "client_sim.cli",
         "--server", region.url("a").replace("http", "ws", 1) + "/ws",
         "--count", str(args.bots), "--duration", str(duration),
-        "--record", str(records), "--json", str(folder / "bots.json"), "--quiet",
+        "--record", str(records), "--quiet",
     ]  # fmt: skip
     process = subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
     log.close()
@@ -324,9 +324,6 @@ async def run_torture(
             await asyncio.to_thread(region.close)
     published, promotions, accepted = _read_all(folder)
     figures = audit(published, promotions, accepted, faults, ended_at=ended_at)
-    bots_report = (
-        json.loads((folder / "bots.json").read_text()) if (folder / "bots.json").exists() else {}
-    )
     return {
         "tool": "arena-chaos torture",
         "coordinator": "etcd" if spec.startswith("etcd") else "static",
@@ -344,7 +341,7 @@ async def run_torture(
         else f"not made: {why_not}",
         "audit": figures,
         "faults": [asdict(f) for f in faults],
-        "bots_connected": bots_report.get("bots", {}).get("connected"),
+        "bots_connected": figures["bots"],  # bots shown at least one snapshot
         "folder": str(folder),
     }
 

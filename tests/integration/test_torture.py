@@ -43,7 +43,7 @@ def test_a_small_torture_loses_nothing(
     assert figures["published_by_deposed_primary_accepted"] == 0
     assert figures["epochs_reused"] == []
     assert figures["bots_lost"] == 0
-    assert report["coordinator"] == coordinator
+    assert report["coordinator"] == coordinator and report["bots_connected"] == 6
     assert "audit:" in progress and "0 lost" in progress
     journals = sorted(p.name for p in (tmp_path / "run").glob("journal-*.jsonl"))
     assert journals == ["journal-a.jsonl", "journal-b.jsonl"]
