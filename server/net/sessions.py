@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import math
 import time
 
 import aiohttp
@@ -299,12 +300,17 @@ class Sessions:
 
     # -- everyone -------------------------------------------------------------------------
 
-    def publish(self, results: list[TickResult]) -> None:
+    def publish(self, results: list[TickResult], until: float = math.inf) -> bool:
         """Each seated player's snapshot of this tick; never waits (a full socket misses
-        this one, the next is newer anyway)."""
+        this one, the next is newer anyway). ``until``: the lease, checked before every
+        send, so a node frozen in the middle of a tick sends nothing once it has run out.
+        False when it ran out before the last player."""
         matches = self.node.matches.matches
+        clock = self.node.clock
         dropped = 0
         for (index, slot), connection in list(self.connections.items()):
+            if clock() >= until:
+                return False
             result = results[index]
             head = matches[index].snapshot_head(result, slot)
             if head is None:
@@ -313,6 +319,7 @@ class Sessions:
                 dropped += 1
         if dropped:
             self.node.metrics.snapshots_dropped.inc(dropped)
+        return True
 
     def probe(self, tick_time: float) -> None:
         """Send the round-trip probes due with the tick of time ``tick_time`` (a probe's

@@ -11,6 +11,7 @@ node still leads, with the round-trip probes that are due; then the tick's cost 
 from __future__ import annotations
 
 import logging
+import math
 import time
 
 from server.logs import Throttle
@@ -66,7 +67,9 @@ class Ticker:
             self._unpublished(tick, Verdict.LEASE_EXPIRED.value)
         elif not node.stepping_down.is_set():
             self._note_degraded(decision.deadline is None and wait)
-            self.sessions.publish(results)
+            until = math.inf if decision.deadline is None else decision.deadline
+            if not self.sessions.publish(results, until):
+                self._unpublished(tick, Verdict.LEASE_EXPIRED.value)  # (some were sent)
             self.sessions.probe(tick / node.config.tick_rate)
             node.journal.published(
                 node.matches.epoch, tick, [r.state_hash for r in results], decision.synced
