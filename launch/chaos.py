@@ -94,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="arena-chaos",
         description="Kill or pause an Arena node running on this machine (its /health gives "
-        "the process id) and report the failover.",
+        "the process id) and report the failover; or torture a region of its own and audit "
+        "what its players were shown (docs/failover.md).",
     )
     parser.add_argument(
         "action",

@@ -58,10 +58,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("torture")
     group.add_argument("--coordinator", default="static", help="static, etcd (start one) "
                        "or etcd://HOST:PORT (default: static)")  # fmt: skip
-    group.add_argument("--replication", default="sync", choices=["sync", "async"])
+    group.add_argument(
+        "--replication",
+        default="sync",
+        choices=["sync", "async"],
+        help="the nodes' replication mode (default: sync; async's losses are reported)",
+    )
     group.add_argument("--bots", type=int, default=40, help="bots playing (default: 40)")
-    group.add_argument("--kills", type=int, default=20, help="SIGKILLs of the primary")
-    group.add_argument("--pauses", type=int, default=10, help="SIGSTOPs of the primary")
+    group.add_argument("--kills", type=int, default=20, help="SIGKILLs of the primary (default: 20)")
+    group.add_argument("--pauses", type=int, default=10, help="SIGSTOPs of the primary (default: 10)")
     group.add_argument(
         "--standby-kills", type=int, default=2, help="SIGKILLs of the standby (default: 2)"
     )
@@ -75,9 +80,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: 1; needs root and ip netns: skipped, and said, elsewhere)",
     )
     group.add_argument("--partition-for", type=float, default=8.0, help="seconds (default: 8)")
-    group.add_argument("--seed", type=int, default=1, help="the faults' order and pauses")
+    group.add_argument(
+        "--seed", type=int, default=1, help="the faults' order and pauses (default: 1)"
+    )
     group.add_argument("--hog", action="store_true", help="keep one core busy meanwhile")
-    group.add_argument("--out", metavar="DIR", help="keep journals, records and logs here")
+    group.add_argument(
+        "--out",
+        metavar="DIR",
+        help="keep the journals, the bots' records and the logs here (default: a new "
+        "temporary folder, named at the start)",
+    )
 
 
 class _Region:
