@@ -65,8 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the nodes' replication mode (default: sync; async's losses are reported)",
     )
     group.add_argument("--bots", type=int, default=40, help="bots playing (default: 40)")
-    group.add_argument("--kills", type=int, default=20, help="SIGKILLs of the primary (default: 20)")
-    group.add_argument("--pauses", type=int, default=10, help="SIGSTOPs of the primary (default: 10)")
+    group.add_argument("--kills", type=int, default=20, help="primary SIGKILLs (default: 20)")
+    group.add_argument("--pauses", type=int, default=10, help="primary SIGSTOPs (default: 10)")
     group.add_argument(
         "--standby-kills", type=int, default=2, help="SIGKILLs of the standby (default: 2)"
     )
