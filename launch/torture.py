@@ -41,6 +41,7 @@ from launch.etcd_local import EtcdUnavailable, running_etcd
 from launch.health import node_health
 from launch.netns import Namespaces
 from launch.supervisor import cpu_hog
+from shared import eventloop
 
 __all__ = ["add_arguments", "run_torture", "torture"]
 
@@ -379,10 +380,16 @@ def torture(args: argparse.Namespace) -> int:
 
     say(f"journals, records and logs in {folder}")
     try:
-        report = asyncio.run(run_torture(args, folder, say))
+        # SIGTERM and Ctrl-C cancel the run: nodes, bots, etcd and namespaces are removed.
+        report = eventloop.run(
+            run_torture(args, folder, say), cancel_on=(signal.SIGTERM, signal.SIGINT)
+        )
     except (RuntimeError, EtcdUnavailable) as error:
         say(f"{str(error).splitlines()[0]} (logs in {folder})")
         return 1
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        say(f"interrupted (journals, records and logs so far in {folder})")
+        return 130
     text = json.dumps(report, indent=2)
     print(text)
     if args.json:

@@ -300,17 +300,19 @@ class Sessions:
 
     # -- everyone -------------------------------------------------------------------------
 
-    def publish(self, results: list[TickResult], until: float = math.inf) -> bool:
+    def publish(self, results: list[TickResult], until: float = math.inf) -> tuple[int, int]:
         """Each seated player's snapshot of this tick; never waits (a full socket misses
         this one, the next is newer anyway). ``until``: the lease, checked before every
         send, so a node frozen in the middle of a tick sends nothing once it has run out.
-        False when it ran out before the last player."""
+        Returns (players sent to, players withheld from because the lease ran out)."""
         matches = self.node.matches.matches
         clock = self.node.clock
-        dropped = 0
-        for (index, slot), connection in list(self.connections.items()):
+        dropped = sent = 0
+        seated = list(self.connections.items())
+        for (index, slot), connection in seated:
             if clock() >= until:
-                return False
+                return sent, len(seated) - sent
+            sent += 1
             result = results[index]
             head = matches[index].snapshot_head(result, slot)
             if head is None:
@@ -319,7 +321,7 @@ class Sessions:
                 dropped += 1
         if dropped:
             self.node.metrics.snapshots_dropped.inc(dropped)
-        return True
+        return sent, 0
 
     def probe(self, tick_time: float) -> None:
         """Send the round-trip probes due with the tick of time ``tick_time`` (a probe's

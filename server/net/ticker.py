@@ -68,12 +68,14 @@ class Ticker:
         elif not node.stepping_down.is_set():
             self._note_degraded(decision.deadline is None and wait)
             until = math.inf if decision.deadline is None else decision.deadline
-            if not self.sessions.publish(results, until):
-                self._unpublished(tick, Verdict.LEASE_EXPIRED.value)  # (some were sent)
+            sent, withheld = self.sessions.publish(results, until)
+            if withheld:  # frozen mid-tick: the lease ran out between two players
+                self._unpublished(tick, Verdict.LEASE_EXPIRED.value)
             self.sessions.probe(tick / node.config.tick_rate)
-            node.journal.published(
-                node.matches.epoch, tick, [r.state_hash for r in results], decision.synced
-            )
+            if sent or not withheld:
+                node.journal.published(
+                    node.matches.epoch, tick, [r.state_hash for r in results], decision.synced
+                )
             if "first_tick_at" not in node.failover and "promoted_at" in node.failover:
                 node.failover["first_tick_at"] = time.time()
         duration = node.clock() - began
