@@ -43,7 +43,7 @@ from client_sim.report import rtt_agreement, shot_figures
 from client_sim.shooting import ShotSummary
 from client_sim.swarm import Swarm, SwarmConfig, SwarmResult
 from launch.chaos import node_health
-from launch.demo import start_node
+from launch.nodes import start_node
 from launch.supervisor import cpu_hog
 
 __all__ = ["main"]

@@ -32,7 +32,7 @@ from typing import Any
 
 import aiohttp
 
-from launch.demo import start_node
+from launch.nodes import start_node
 from launch.supervisor import Child
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")

@@ -23,6 +23,7 @@ from typing import Any
 
 from client_sim.cli import check_writable
 from client_sim.latency import LatencySpecError, parse_duration
+from launch import torture
 from launch.health import HEALTH_WITHIN_S, base_url, node_health
 from shared.commandline import OneLineParser
 
@@ -121,8 +122,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds to wait for a new primary (default: 10)",
     )
     parser.add_argument("--json", metavar="PATH", help="also write the outcome as JSON")
-    from launch import torture  # (here: torture starts nodes the way the demo does)
-
     torture.add_arguments(parser)
     return parser
 
@@ -153,9 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"arena-chaos: {error}", file=sys.stderr)
         return 2
     if args.action == "torture":
-        from launch.torture import torture
-
-        return torture(args)
+        return torture.torture(args)
     try:
         outcome = asyncio.run(_run(args, pause))
     except (RuntimeError, ProcessLookupError, PermissionError) as error:

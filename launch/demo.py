@@ -15,14 +15,12 @@ import asyncio
 import contextlib
 import json
 import math
-import os
 import secrets
 import signal
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +34,8 @@ from client_sim.cli import (
 )
 from client_sim.latency import LatencySpecError
 from client_sim.report import format_summary
-from launch.chaos import base_url, kill_primary
+from launch.chaos import kill_primary
+from launch.nodes import start_node
 from launch.supervisor import READY_WITHIN_S, Child, ChildError
 from server import limits
 from server.replication.auth import SECRET_ENV  # how arena-server takes the region's secret
@@ -45,75 +44,9 @@ from shared.commandline import OneLineParser
 from shared.geo import GeoError, default_matrix, parse_population, parse_regions
 from shared.lifetime import sigterm_as_interrupt
 
-__all__ = ["NodeProcess", "main", "running_node", "start_node"]
+__all__ = ["main"]
 
 Progress = Callable[[str], None]
-
-
-class NodeProcess:
-    """A node running as a child process, and the URL it listens on."""
-
-    def __init__(self, child: Child, url: str) -> None:
-        self._child = child
-        self.url = url
-
-    @property
-    def process(self) -> subprocess.Popen[str]:
-        return self._child.process
-
-    @property
-    def base_url(self) -> str:
-        """``http://host:port``: what peers and ``/health`` use."""
-        return base_url(self.url)
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """SIGTERM (the node closes its sockets cleanly), then SIGKILL if it hangs."""
-        self._child.stop(timeout)
-
-
-@contextlib.contextmanager
-def start_node(
-    *args: str,
-    ready_within: float = READY_WITHIN_S,
-    env: dict[str, str] | None = None,
-    progress: Progress | None = None,
-    prefix: Sequence[str] = (),
-) -> Iterator[NodeProcess]:
-    """Run ``arena-server --port 0 ARGS`` until the block ends; yields once it is ready
-    (its kernels compiled or loaded). Its log goes to ``$ARENA_NODE_LOGS/<node-id>.log``
-    when that is set (else a temporary file, quoted if it fails to start). ``prefix``: a
-    command to run it under (``ip netns exec NAME``)."""
-    command = [
-        *prefix, sys.executable, "-m", "server.net.cli", "--host", "127.0.0.1", "--port", "0",
-        *args,
-    ]  # fmt: skip
-    log_dir = os.environ.get("ARENA_NODE_LOGS")
-    node_id = args[args.index("--node-id") + 1] if "--node-id" in args else "node"
-    child = Child(
-        node_id, command, env=env, log_path=Path(log_dir) / f"{node_id}.log" if log_dir else None
-    )
-    try:
-        yield NodeProcess(child, child.wait_ready(ready_within, progress))
-    finally:
-        child.stop()
-
-
-@contextlib.asynccontextmanager
-async def running_node(
-    *args: str, env: dict[str, str] | None = None, ready_within: float = READY_WITHIN_S
-) -> AsyncIterator[NodeProcess]:
-    """:func:`start_node` for a coroutine: the node starts and stops in a thread, so the
-    event loop (bots that play on it included) never freezes while a node boots or stops.
-    (The thread is the executor's, which outlives the node: a child dies with the thread
-    that started it.)"""
-    stack = contextlib.ExitStack()
-    node = await asyncio.to_thread(
-        stack.enter_context, start_node(*args, env=env, ready_within=ready_within)
-    )
-    try:
-        yield node
-    finally:
-        await asyncio.to_thread(stack.close)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -36,10 +36,10 @@ from typing import Any
 
 from launch import netns
 from launch.audit import Fault, audit, read_journal, read_record
-from launch.demo import NodeProcess, start_node
 from launch.etcd_local import EtcdUnavailable, running_etcd
 from launch.health import node_health
 from launch.netns import Namespaces
+from launch.nodes import NodeProcess, start_node
 from launch.supervisor import cpu_hog
 from shared import eventloop
 

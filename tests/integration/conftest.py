@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from launch.demo import NodeProcess, start_node
+from launch.nodes import NodeProcess, start_node
 
 
 @pytest.fixture

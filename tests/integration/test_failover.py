@@ -17,7 +17,7 @@ from client_sim.latency import LinkProfile, draw_bot, parse_distribution
 from client_sim.report import failover_figures
 from client_sim.swarm import Swarm, SwarmConfig, SwarmResult
 from launch.chaos import kill_primary, node_health, wait_for_new_primary
-from launch.demo import NodeProcess, running_node, start_node
+from launch.nodes import NodeProcess, running_node, start_node
 from launch.supervisor import READY_WITHIN_S
 from shared import protocol
 from tests.integration.etcd import etcd_url  # noqa: F401  (the fixture, for the etcd variant)

@@ -19,7 +19,7 @@ from client_sim.marksman import AimSkill
 from client_sim.report import rtt_agreement, shot_figures
 from client_sim.swarm import Swarm, SwarmConfig, SwarmResult
 from launch.chaos import node_health
-from launch.demo import NodeProcess, start_node
+from launch.nodes import NodeProcess, start_node
 from shared import protocol
 from shared.movement import BUTTON_FIRE
 

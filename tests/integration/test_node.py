@@ -15,7 +15,7 @@ import pytest
 
 from client_sim.latency import LinkProfile, draw_bot, parse_distribution
 from client_sim.swarm import Swarm, SwarmConfig
-from launch.demo import NodeProcess
+from launch.nodes import NodeProcess
 from shared import protocol
 
 pytestmark = pytest.mark.integration

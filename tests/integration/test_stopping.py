@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from launch.demo import NodeProcess
+from launch.nodes import NodeProcess
 from tests.processes import Session, start_session
 
 pytestmark = pytest.mark.integration
