@@ -4,8 +4,11 @@ One function does it all in order, so a reader follows a tick without jumping be
 modules: ticks the schedule skipped after a stall are noted; the intake's held inputs are
 queued; every match advances and its shots are judged
 (:class:`server.sim.matchset.MatchSet`); the tick goes to the standbys; it is shown to the
-players once they hold it (synchronous replication), or when the coordinator confirms this
-node still leads, with the round-trip probes that are due; then the tick's cost is counted.
+players once the commit set holds it and only while the lease those acknowledgements
+granted lasts (synchronous replication, :mod:`server.replication.commit`), or, with no
+standby in sync, while the coordinator says this node still leads; with the round-trip
+probes that are due, and a journal line; then the tick's cost is counted. A tick that is
+not shown is counted by reason, never silently.
 """
 
 from __future__ import annotations
