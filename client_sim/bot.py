@@ -21,6 +21,8 @@ import contextlib
 import dataclasses
 import functools
 import itertools
+import math
+import random
 from collections import deque
 from dataclasses import dataclass
 from typing import Protocol
@@ -35,11 +37,14 @@ from shared import protocol
 
 __all__ = ["Bot", "BotHost", "BotSettings", "FailoverEvent"]
 
-STALL_TIMEOUT_S = 0.5  # no snapshot for this long on a live socket: the primary is gone
+STALL_TIMEOUT_S = 0.5  # no snapshot for this long on a live socket: a stall; probe the node
+PROBE_TIMEOUT_S = 1.0  # a probe unanswered this long (plus two round trips): the node is gone
+STALL_GIVE_UP_S = 5.0  # answering probes but showing nothing this long: look elsewhere
 SPARE_WAIT_S = 1.0  # after a loss, how long the parked spare gets to be welcomed
-RECONNECT_BACKOFF_S = 0.05
+RECONNECT_BACKOFF_S = 0.05  # the first pause between attempts; doubled up to the cap, jittered
+RECONNECT_BACKOFF_MAX_S = 2.0
 SPARE_RETRY_S = 0.5
-RECONNECT_GIVE_UP_S = 15.0
+RECONNECT_GIVE_UP_S = 60.0  # no node of the region answered at all for this long: give up
 SYNC_PING_INTERVAL = 0.1  # seconds between pings until the clock is synced
 SENT_FRAMES_KEPT = 1024  # unacknowledged inputs kept for resending (17 s at 60 Hz)
 #: Opening a connection costs a TCP handshake and the WebSocket upgrade: two round trips.
@@ -141,6 +146,10 @@ class Bot:
         self._next_spare_at = 0.0
         self._closing: set[asyncio.Task[None]] = set()
         self._loop = asyncio.get_running_loop()
+        self._probe_at: float | None = None  # loop time of the stall's probe (a ping)
+        self._pong_at = -math.inf  # loop time of the last pong
+        self._jitter = random.Random(params.index)
+        self.stalls = 0  # stalls ridden out with a probe rather than a failover
 
     def local_time(self) -> float:
         """This bot's own clock: the true one plus the modelled offset."""
@@ -281,6 +290,7 @@ class Bot:
         self.send(protocol.encode(protocol.ProbeEchoMessage(probe.id)), self._delivering)
 
     def note_pong(self, pong: protocol.PongMessage) -> None:
+        self._pong_at = self._loop.time()
         self.clock.observe(pong.t, pong.server_time, self.local_time())
 
     def ping(self, local: float) -> None:
@@ -338,12 +348,28 @@ class Bot:
                 return url
         return None
 
-    def _lost_active(self) -> bool:
+    def _stall(self) -> str:
+        """``ok``, ``probe`` (a stall: ask the node whether it is alive before leaving it)
+        or ``lost``. A slow node is not a dead one: the bot leaves only on evidence, a closed
+        socket, a probe unanswered, or nothing shown for :data:`STALL_GIVE_UP_S`; a standby
+        that took over says so itself, by welcoming the spare (:meth:`welcomed`)."""
         active = self._connections.get(self._active) if self._active is not None else None
         if active is None or active.closed:
-            return self._active is not None or self.welcome is not None
-        silent = self._loop.time() - max(self._last_snapshot_at, self._welcomed_at_loop)
-        return silent > STALL_TIMEOUT_S
+            lost = self._active is not None or self.welcome is not None
+            return "lost" if lost else "ok"
+        now = self._loop.time()
+        quiet_since = max(self._last_snapshot_at, self._welcomed_at_loop)
+        silent = now - quiet_since
+        if silent <= STALL_TIMEOUT_S:
+            return "ok"
+        if silent > STALL_GIVE_UP_S:
+            return "lost"
+        probe = self._probe_at
+        if probe is None or probe < quiet_since:
+            return "probe"
+        if self._pong_at >= probe:  # it answered: alive, only slow; ask again in a while
+            return "probe" if now - probe > PROBE_TIMEOUT_S else "ok"
+        return "lost" if now - probe > PROBE_TIMEOUT_S + 2 * self.params.rtt else "ok"
 
     @property
     def _welcomed_at_loop(self) -> float:
@@ -355,7 +381,7 @@ class Bot:
             return False  # connecting: _play is awake already, or waits for the close
         if self._spare is None and now >= self._next_spare_at and self._standby_url():
             return True
-        return self._lost_active()
+        return self._stall() != "ok"
 
     def wake(self) -> None:
         self._changed.set()
@@ -400,7 +426,12 @@ class Bot:
             if spare is None and now >= self._next_spare_at and (url := self._standby_url()):
                 self._next_spare_at = now + SPARE_RETRY_S
                 self._spare = await self._open(url)
-            if self._lost_active():
+            state = self._stall()
+            if state == "probe":
+                self._probe_at = self._loop.time()
+                self.stalls += 1
+                self.ping(self.local_time())
+            elif state == "lost":
                 await self._fail_over(stop)
                 give_up_at = self._loop.time() + RECONNECT_GIVE_UP_S
 
@@ -425,11 +456,13 @@ class Bot:
         standbys = self.welcome.standbys if self.welcome is not None else ()
         endpoints = list(dict.fromkeys([*standbys, self.url]))
         give_up = self._loop.time() + RECONNECT_GIVE_UP_S
+        backoff = RECONNECT_BACKOFF_S
         for url in itertools.cycle(endpoints):
             if stop.is_set() or self._loop.time() > give_up:
                 return
             attempt = await self._open(url)
             if attempt is not None:
+                give_up = self._loop.time() + RECONNECT_GIVE_UP_S  # the region lives on
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(4 * self.params.rtt + 0.5):
                         while event.epoch_after < 0 and not self._connections[attempt].closed:
@@ -438,4 +471,6 @@ class Bot:
                 if event.epoch_after >= 0:
                     return
                 self._retire(attempt)
-            await asyncio.sleep(RECONNECT_BACKOFF_S)
+            # Capped exponential backoff with jitter: a region's bots do not come back as one.
+            await asyncio.sleep(backoff * self._jitter.uniform(0.5, 1.5))
+            backoff = min(2 * backoff, RECONNECT_BACKOFF_MAX_S)

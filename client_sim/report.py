@@ -288,7 +288,11 @@ def build_report(
             "rtt_ms": rtt_agreement(result.shots),
             "server": after.get("combat"),
         },
-        "failover": failover_figures(result.failovers, kills),
+        "failover": {
+            **failover_figures(result.failovers, kills),
+            # A stall (no snapshot for 0.5 s) probed and ridden out: no failover, no reconnect.
+            "stalls_ridden_out": result.stalls,
+        },
         "bot_process": {
             "cpu_s": round(result.cpu_s, 3),
             "cpu_us_per_bot_tick": round(result.cpu_s / bot_ticks * 1e6, 2),

@@ -85,6 +85,7 @@ class SwarmResult:
     #: Each time a bot first saw an enemy: (node URL, its player id, the enemy's, loop time).
     sightings: list[tuple[str, int, int, float]] = field(default_factory=list)
     failovers: list[FailoverEvent] = field(default_factory=list)
+    stalls: int = 0  # stalls the bots rode out with a probe instead of failing over
 
     def merge(self, other: SwarmResult) -> None:
         self.requested += other.requested
@@ -109,6 +110,7 @@ class SwarmResult:
         self.hits_received += other.hits_received
         self.hits_behind_cover += other.hits_behind_cover
         self.failovers.extend(other.failovers)
+        self.stalls += other.stalls
         for code, count in other.errors.items():
             self.errors[code] = self.errors.get(code, 0) + count
 
@@ -454,6 +456,7 @@ class Swarm:
                 if (player := self._player_id(bot)) >= 0
             ],
             failovers=[event for bot in self.bots for event in bot.failovers],
+            stalls=sum(bot.stalls for bot in self.bots),
         )
 
 

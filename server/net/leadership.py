@@ -125,15 +125,25 @@ class Leadership:
         await self._leave_leadership()
 
     async def _fence(self, epoch: int) -> None:
+        node = self.node
         try:
-            await self.node.follower.fence(epoch)
+            alive = await node.follower.fence(epoch)
         except Exception as error:
-            log.info("event=fence_failed error=%s %s", type(error).__name__, self.node.log_context)
+            log.info("event=fence_failed error=%s %s", type(error).__name__, node.log_context)
+            return
+        if alive:  # the primary we took over from was only slow, paused or cut off
+            node.metrics.promotions_spurious.inc()
+            log.warning(
+                "event=spurious_promotion previous=%s %s",
+                node.failover.get("previous_primary", "-"),
+                node.log_context,
+            )
 
     async def _leave_leadership(self) -> None:
         node = self.node
         node.roles.apply(RoleEvent.STEP_DOWN)
         node.leading.clear()
+        node.metrics.standbys_in_sync.set(0)
         # With no successor, this node still holds every tick it showed: it may lead again.
         node.follower.eligible = not node.successor_known
         log.warning(

@@ -91,6 +91,17 @@ class NodeMetrics:
             registry=r,
         )
         self.promotions = Counter("arena_promotions", "Times this node became primary", registry=r)
+        self.promotions_spurious = Counter(
+            "arena_promotions_spurious",
+            "Promotions over a primary that turned out alive (it spoke after the takeover: "
+            "slow, paused or cut off, not dead)",
+            registry=r,
+        )
+        self.standbys_in_sync = Gauge(
+            "arena_region_standbys",
+            "Standbys in sync with this primary (alert on 0: a failover now has nobody to promote)",
+            registry=r,
+        )
         self.joins_refused = Counter(
             "arena_joins_refused", "Joins refused, by reason", ["reason"], registry=r
         )

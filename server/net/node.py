@@ -143,6 +143,10 @@ class Node(NodeState):
             "degraded": bool(self.roles.primary and self.ticker.degraded),
             "min_standbys": c.min_standbys,
             "standbys": self.hub.describe(),
+            "standbys_in_sync": len(self.hub.commit.in_sync) if self.roles.primary else 0,
+            # A standby: how long a silence of its primary must last before it campaigns
+            # (its promise, or longer when the records have been irregular).
+            "failover_wait_ms": round(self.follower.detector.wait() * 1000, 1),
             "failover": self.failover,
             "parked_players": self.sessions.parked,
             "pid": os.getpid(),

@@ -57,6 +57,7 @@ class Ticker:
             decision = await hub.replicate(tick, record, wait)
         else:
             decision = hub.commit.decide(tick, node.clock(), wait=wait)
+        node.metrics.standbys_in_sync.set(len(hub.commit.in_sync))
         fenced = hub.fenced_epoch
         if fenced is not None and fenced > node.matches.epoch:
             node.request_step_down(fenced)

@@ -192,6 +192,11 @@ async def split_brain(env: dict[str, str], *extra: str) -> None:
         assert shown, "the watcher saw no snapshot before the pause"
         assert all(seen_epoch == epoch for seen_epoch, _ in shown)
         assert max(tick for _, tick in shown) < first_new_tick
+        # The new primary counts its promotion as spurious: the old one was alive after all.
+        async with aiohttp.ClientSession() as session:
+            async with session.get(standby.base_url + "/metrics") as response:
+                metrics = await response.text()
+        assert "arena_promotions_spurious_total 1.0" in metrics
 
 
 async def test_a_paused_primary_steps_down_and_never_publishes_the_new_range(

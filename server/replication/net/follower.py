@@ -26,6 +26,7 @@ import aiohttp
 from server.logs import Throttle
 from server.replication import messages, state
 from server.replication.auth import sign_hello
+from server.replication.detector import SilenceDetector
 from server.sim.matchset import MatchSet
 
 __all__ = ["FollowOutcome", "Follower"]
@@ -58,6 +59,8 @@ class Follower:
         self.node_id = node_id
         self.secret = secret
         self.silence_timeout = silence_timeout
+        #: How long a silence must last (never less than ``silence_timeout``, our promise).
+        self.detector = SilenceDetector(silence_timeout)
         self.clock = clock
         self.log_context = log_context
         self.primary_id = ""
@@ -133,6 +136,7 @@ class Follower:
             promise=self.silence_timeout,
         )
         await ws.send_bytes(messages.encode(hello))
+        self.detector.reset()
         silent_after = self.clock() + self.silence_timeout
         while True:
             try:
@@ -141,8 +145,11 @@ class Follower:
             except TimeoutError:
                 return FollowOutcome("silent", time.time(), self.primary_id, self.matches.epoch)
             # Anything from the primary shows it alive: waiting longer before a campaign is
-            # always safe (a full state at 300 players can take a while to arrive).
-            silent_after = self.clock() + self.silence_timeout
+            # always safe (a full state at 300 players can take a while to arrive), and how
+            # much longer follows the rhythm the records kept lately.
+            arrived = self.clock()
+            self.detector.arrived(arrived)
+            silent_after = arrived + self.detector.wait()
             if message.type is not aiohttp.WSMsgType.BINARY:
                 reason = "closed" if self.primary_id else "refused"
                 return FollowOutcome(reason, time.time(), self.primary_id, self.matches.epoch)
@@ -206,8 +213,8 @@ class Follower:
                 self.origin_estimate = origin  # the least-delayed record is the best anchor
             await ws.send_bytes(messages.encode(messages.Ack(self.matches.tick_number)))
             # Our promise: no campaign before this ack + the silence timeout (the primary's
-            # lease from this ack ends earlier).
-            silent_after = self.clock() + self.silence_timeout
+            # lease from this ack ends earlier); the detector may ask for longer.
+            silent_after = self.clock() + self.detector.wait()
 
     def _lose_eligibility(self, why: str) -> None:
         if self.eligible:
@@ -218,18 +225,22 @@ class Follower:
         self._resyncing = True
         await ws.send_bytes(messages.encode(messages.Resync()))
 
-    async def fence(self, epoch: int) -> None:
-        """After our promotion: answer anything the old primary still sends with our epoch."""
+    async def fence(self, epoch: int) -> bool:
+        """After our promotion: answer anything the old primary still sends with our epoch.
+        True when it did send something: it was alive, and the promotion was spurious."""
         ws = self._ws
         if ws is None or ws.closed:
-            return
+            return False
+        spoke = False
         with contextlib.suppress(aiohttp.ClientError, ConnectionError):
             async for message in ws:
                 if message.type is aiohttp.WSMsgType.BINARY:
                     await ws.send_bytes(messages.encode(messages.Fenced(epoch)))
                     log.info("event=fenced_old_primary epoch=%d %s", epoch, self.log_context())
+                    spoke = True
                     break
         await ws.close()
+        return spoke
 
     async def close(self) -> None:
         if self._ws is not None:

@@ -1,0 +1,50 @@
+"""A bot tells a slow node from a dead one before it fails over."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+from client_sim.bot import PROBE_TIMEOUT_S, STALL_GIVE_UP_S, STALL_TIMEOUT_S, Bot
+from client_sim.latency import draw_bot, parse_distribution
+from shared import protocol
+
+
+def seated_bot() -> Bot:
+    params = draw_bot(0, seed=1, rtt=parse_distribution("40ms"))
+    bot = Bot(0, params, SimpleNamespace(config=None, pump=None), "ws://a/ws")  # type: ignore[arg-type]
+    bot.welcome = protocol.WelcomeMessage(1, 0, 60, 10, 0.2, "tok", "arena", "eu", 3)
+    bot._welcomed_local = -1e9  # long ago
+    bot._connections[0] = SimpleNamespace(closed=False, url="ws://a/ws")  # type: ignore[assignment]
+    bot._active = 0
+    return bot
+
+
+async def test_a_stall_is_probed_before_anything_else() -> None:
+    bot = seated_bot()
+    now = asyncio.get_running_loop().time()
+    bot._last_snapshot_at = now - STALL_TIMEOUT_S / 2
+    assert bot._stall() == "ok"
+    bot._last_snapshot_at = now - STALL_TIMEOUT_S - 0.1
+    assert bot._stall() == "probe" and bot.needs_attention(now)
+    bot._probe_at = now  # probe sent: wait for its answer
+    assert bot._stall() == "ok"
+
+
+async def test_an_answered_probe_keeps_the_bot_a_dead_one_moves_it() -> None:
+    bot = seated_bot()
+    now = asyncio.get_running_loop().time()
+    bot._last_snapshot_at = now - 2.0
+    bot._probe_at = now - PROBE_TIMEOUT_S - 2 * bot.params.rtt - 0.1
+    assert bot._stall() == "lost"  # unanswered: gone
+    bot._pong_at = bot._probe_at + 0.01
+    assert bot._stall() == "probe"  # answered: alive, only slow; asked again
+    bot._last_snapshot_at = now - STALL_GIVE_UP_S - 0.1
+    assert bot._stall() == "lost"  # answering, but showing nothing for too long
+
+
+async def test_a_closed_socket_is_evidence_enough() -> None:
+    bot = seated_bot()
+    bot._last_snapshot_at = asyncio.get_running_loop().time()
+    bot._connections[0].closed = True
+    assert bot._stall() == "lost"
