@@ -53,7 +53,10 @@ class Ticker:
         hub = node.hub
         if hub.links or hub.commit.members:
             events = [result.events for result in results]
-            record = messages.encode(records.capture_tick(node.matches, events, node.matches.epoch))
+            hashes = [result.state_hash for result in results]
+            record = messages.encode(
+                records.capture_tick(node.matches, events, node.matches.epoch, hashes)
+            )
             decision = await hub.replicate(tick, record, wait)
         else:
             decision = hub.commit.decide(tick, node.clock(), wait=wait)

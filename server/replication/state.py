@@ -55,8 +55,11 @@ def config_fingerprint(matches: Match | MatchSet) -> ConfigFingerprint:
     )
 
 
-def capture_match(match: Match, events: Sequence[SnapshotEvent], full: bool = False) -> MatchState:
-    """One match after its latest tick (with its history ring when ``full``)."""
+def capture_match(
+    match: Match, events: Sequence[SnapshotEvent], full: bool = False, state_hash: str = ""
+) -> MatchState:
+    """One match after its latest tick (with its history ring when ``full``); ``state_hash``:
+    the world's hash when the caller has it already (the tick just computed it)."""
     return MatchState(
         tick=match.tick_number,
         after=match.previous_tick,
@@ -65,21 +68,26 @@ def capture_match(match: Match, events: Sequence[SnapshotEvent], full: bool = Fa
         seats=match.seat_state(),
         joins=match.joins,
         events=[encode_event(event) for event in events],
-        hash=match.world.state_hash(),
+        hash=state_hash or match.world.state_hash(),
         history=match.history.export_state() if full else None,
     )
 
 
 def capture_tick(
-    matches: MatchSet, events: Sequence[Sequence[SnapshotEvent]], epoch: int
+    matches: MatchSet,
+    events: Sequence[Sequence[SnapshotEvent]],
+    epoch: int,
+    state_hashes: Sequence[str] = (),
 ) -> TickRecord:
-    """One tick of every match of a node, as one record."""
+    """One tick of every match of a node, as one record; ``state_hashes``: each match's
+    world hash as the tick left it (computed once, for the snapshots)."""
+    hashes = list(state_hashes) or [""] * len(matches.matches)
     return TickRecord(
         epoch=epoch,
         tick=matches.tick_number,
         matches=tuple(
-            capture_match(match, match_events)
-            for match, match_events in zip(matches.matches, events, strict=True)
+            capture_match(match, match_events, state_hash=digest)
+            for match, match_events, digest in zip(matches.matches, events, hashes, strict=True)
         ),
     )
 
