@@ -195,21 +195,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _watch(cluster: Cluster, say: Progress) -> int:
-    """Until interrupted: report children that exit (a drill may kill a primary on purpose;
-    the others go on). The cluster is useless without its directory: that one ends it."""
-    reported: set[int] = set()
+    """Until interrupted: restart every node that exits (a drill may kill a primary on
+    purpose; the restarted node comes back as a standby, so the region keeps its standby
+    count). The cluster is useless without its directory: that one ends it."""
     while True:
         time.sleep(0.5)
         if (code := cluster.directory_exit_code) is not None:
             say(f"the directory exited (code {code}); stopping the cluster")
             return 1
-        for node in cluster.nodes():
-            if node.pid not in reported and (code := node.exit_code) is not None:
-                reported.add(node.pid)
-                say(
-                    f"{node.node_id} ({node.region}, started as {node.role}) exited with code "
-                    f"{code}"
-                )
+        for node, code in cluster.heal():
+            say(
+                f"{node.node_id} ({node.region}, started as {node.role}) exited with code "
+                f"{code}; restarted (restart {node.restarts}, pid {node.pid})"
+            )
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import secrets
 import socket
 import sys
@@ -55,6 +56,8 @@ HOST = "127.0.0.1"
 #: The module the nodes run (``python -m``): ``arena-server``.
 SERVER_MODULE = "server.net.cli"
 _POLL_S = 0.1
+#: A node that keeps exiting is restarted at most this often (a bad flag must not spin).
+RESTART_BACKOFF_S = 2.0
 
 Progress = Callable[[str], None]
 
@@ -72,6 +75,9 @@ class ClusterNode:
     role: str
     port: int
     _child: Child = field(repr=False)
+    _command: list[str] = field(default_factory=list, repr=False)
+    restarts: int = 0
+    restarted_at: float = -math.inf  # monotonic
 
     @property
     def base_url(self) -> str:
@@ -94,6 +100,15 @@ class ClusterNode:
 
     def describe(self) -> dict[str, Any]:
         return {"node_id": self.node_id, "url": self.base_url, "ws": self.ws_url, "pid": self.pid}
+
+    def restart(self, spec: ClusterSpec, env: Mapping[str, str]) -> None:
+        """Start it again, same command, same port. One started as a primary finds its
+        region led (or its match held) by another node and joins as a standby; a standby
+        finds the region's primary among its peers."""
+        self._child.stop(0.0)  # reaped
+        self._child = _start_child(spec, self.node_id, self._command, env)
+        self.restarts += 1
+        self.restarted_at = time.monotonic()
 
 
 @dataclass(slots=True)
@@ -121,6 +136,21 @@ class Cluster:
     secret: bytes = field(repr=False)
     _directory: Child = field(repr=False)
     _stopped: bool = field(default=False, repr=False)
+    _spec: ClusterSpec | None = field(default=None, repr=False)
+    _env: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    def heal(self) -> list[tuple[ClusterNode, int]]:
+        """Restart every node that exited, so each region keeps its standbys after a
+        takeover; the nodes restarted, with the exit codes they had."""
+        if self._stopped or self._spec is None:
+            return []
+        healed = []
+        for node in self.nodes():
+            soon = time.monotonic() - node.restarted_at < RESTART_BACKOFF_S
+            if (code := node.exit_code) is not None and not soon:
+                node.restart(self._spec, self._env)
+                healed.append((node, code))
+        return healed
 
     @property
     def directory_pid(self) -> int:
@@ -365,12 +395,12 @@ def start_cluster(spec: ClusterSpec, progress: Progress | None = None) -> Iterat
                 child = _start_child(spec, node_id, command, env)
                 children.append(child)
                 role = "primary" if i == 0 else "standby"
-                started.append(ClusterNode(node_id, region.name, role, port, child))
+                started.append(ClusterNode(node_id, region.name, role, port, child, command))
             regions[region.name] = RegionNodes(
                 region.name, region.location, started[0], tuple(started[1:])
             )
         cluster = started_cluster = Cluster(
-            directory_url, regions, register, secret.encode(), directory
+            directory_url, regions, register, secret.encode(), directory, _spec=spec, _env=env
         )
         _await_listening(children[1:], spec, deadline)
         say(f"every node listens ({time.monotonic() - began:.1f} s); waiting for the roles")

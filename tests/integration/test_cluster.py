@@ -197,3 +197,25 @@ def test_a_spec_at_the_limits_is_accepted() -> None:
     )
     assert (spec.standbys, spec.matches, spec.max_players, spec.tick_rate) == (8, 64, 65535, 128)
     assert ClusterSpec(regions=parse_regions("eu"), standbys=0, tick_rate=20).tick_rate == 20
+
+
+def test_a_killed_node_is_restarted_and_the_region_has_its_standby_again(tmp_path: Path) -> None:
+    spec = ClusterSpec(regions=parse_regions("eu"), standbys=1, log_dir=tmp_path, register=False)
+    with start_cluster(spec) as cluster:
+        region = cluster.regions["eu"]
+        first, second = region.primary, region.standbys[0]
+        assert cluster.heal() == []  # nobody died
+        os.kill(first.pid, signal.SIGKILL)
+        until(lambda: (health(second.base_url) or {}).get("role") == "primary")
+        until(lambda: first.exit_code is not None)
+        (healed,) = cluster.heal()
+        assert healed[0] is first and first.restarts == 1
+        # Started again as it was (--role primary), it finds the region led and follows.
+
+        def standby_again() -> bool:
+            found = health(second.base_url) or {}
+            return [s["state"] for s in found.get("standbys", [])] == ["in_sync"]
+
+        until(standby_again, within=60.0)
+        assert (health(first.base_url) or {}).get("role") == "standby"
+        assert (health(second.base_url) or {}).get("standbys_in_sync") == 1
