@@ -198,7 +198,10 @@ async def bench() -> dict[str, Any]:
         },
     }
     rewind = ("--max-rewind-ms", f"{ARGS.max_rewind_ms:g}")
-    with start_node("--log-level", "warning", *rewind, progress=log) as node:
+    # Seats freed at once: the cells share one node, and a departed bot must not linger as
+    # a target for the next cell's marksmen.
+    grace = ("--seat-grace-s", "0")
+    with start_node("--log-level", "warning", *rewind, *grace, progress=log) as node:
         url = node.url
         report["quiet"] = await run_grid(url, cells, "quiet")
         report["machine"]["load_1m_after_quiet"] = round(os.getloadavg()[0], 2)

@@ -189,6 +189,14 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: %(default)s; systemd: StateDirectory=)",
     )
     failover.add_argument(
+        "--seat-grace-s",
+        type=float,
+        default=30.0,
+        help="how long a seat waits for its player after the connection dropped or the "
+        "node took over: the player's token resumes it here or on whichever node leads "
+        "then (default: 30; 0 frees it at once)",
+    )
+    failover.add_argument(
         "--journal",
         default="",
         metavar="PATH",
@@ -274,7 +282,7 @@ def warm_cache(backend: str) -> int:
 def config_from_args(args: argparse.Namespace) -> NodeConfig:
     """The node's configuration from the command line; ValueError (one line) if it is off."""
     for flag in ("max_rewind_ms", "max_interp_ms", "trade_window_ms", "history_seconds",
-                 "failover_timeout_ms", "ack_timeout_ms"):  # fmt: skip
+                 "failover_timeout_ms", "ack_timeout_ms", "seat_grace_s"):  # fmt: skip
         value = getattr(args, flag)
         if not math.isfinite(value) or value < 0:
             raise ValueError(f"--{flag.replace('_', '-')} must be a finite number >= 0")
@@ -306,6 +314,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         min_standbys=args.min_standbys,
         state_dir=args.state_dir,
         journal=args.journal,
+        seat_grace=args.seat_grace_s,
         directory_url=args.directory,
     )
 

@@ -38,6 +38,7 @@ class NodeConfig:
     min_standbys: int = 0  # show no tick while fewer standbys than this are in sync
     state_dir: str = ""  # where the static coordinator keeps the epochs used ("": memory only)
     journal: str = ""  # JSON lines of every tick published and every promotion ("": none)
+    seat_grace: float = 30.0  # a seat whose player is gone waits this long for its token
     # Routing.
     directory_url: str = ""  # heartbeat here; admit players with its seat reservations
 
@@ -66,6 +67,8 @@ class NodeConfig:
                 f"primary's lease, {LEASE_SHARE:g} of the failover timeout "
                 f"({self.lease * 1000:g} ms)"
             )
+        if not 0 <= self.seat_grace <= 3600:
+            raise ValueError("the seat grace must be from 0 to 3600 seconds")
         if type(self.min_standbys) is not int or not 0 <= self.min_standbys <= 8:
             raise ValueError("min standbys must be a whole number from 0 to 8")
 

@@ -39,12 +39,11 @@ from shared.protocol import (
     ProbeMessage,
 )
 
-__all__ = ["JOIN_TIMEOUT_S", "ORPHAN_GRACE_S", "Sessions"]
+__all__ = ["JOIN_TIMEOUT_S", "Sessions"]
 
 log = logging.getLogger("arena.server")
 
 JOIN_TIMEOUT_S = 5.0
-ORPHAN_GRACE_S = 10.0  # a seat whose player has not come back after a failover is freed
 
 Seated = tuple[int, int]  # (match, slot)
 
@@ -162,8 +161,9 @@ class Sessions:
                 del self.connections[key]
                 if node.role is Role.PRIMARY and not node.shutting_down:
                     # A node that shuts down keeps its seats: the standby that takes over
-                    # gives them back to the players who come back with their tokens.
-                    node.matches[index].leave(seat.slot)
+                    # gives them back to the players who come back with their tokens. A
+                    # dropped connection keeps its seat for the grace period too.
+                    self._orphan(index, seat.slot)
             node.metrics.players.set(node.matches.player_count)
             log.info("event=player_left match=%d player=%d %s", index, seat.slot, node.log_context)
 
@@ -353,13 +353,23 @@ class Sessions:
     # -- seats kept through a failover ----------------------------------------------------
 
     def orphan_all(self) -> None:
-        """After a takeover: every seat waits up to ORPHAN_GRACE_S for its player."""
-        now = time.monotonic()
+        """After a takeover: every seat waits up to ``--seat-grace-s`` for its player."""
         self._orphaned_since = {}
         for match in self.node.matches.matches:
-            for slot, seat in match.seats.items():
-                seat.inputs.restore(seat.inputs.acked)
-                self._orphaned_since[(match.index, slot)] = now
+            for slot in list(match.seats):
+                self._orphan(match.index, slot)
+
+    def _orphan(self, index: int, slot: int) -> None:
+        """Keep the seat for its player's token (at once freed with no grace): its inputs
+        not yet applied are dropped, the player resends what its welcome's ``ack`` lacks."""
+        match = self.node.matches[index]
+        if self.node.config.seat_grace <= 0:
+            match.leave(slot)
+            return
+        seat = match.seats.get(slot)
+        if seat is not None:
+            seat.inputs.restore(seat.inputs.acked)
+            self._orphaned_since[(index, slot)] = time.monotonic()
 
     def free_orphans(self) -> None:
         """Free the seats whose players did not come back in time."""
@@ -368,7 +378,7 @@ class Sessions:
             match, slot = self.node.matches[key[0]], key[1]
             if key in self.connections or slot not in match.seats:
                 del self._orphaned_since[key]
-            elif now - since > ORPHAN_GRACE_S:
+            elif now - since > self.node.config.seat_grace:
                 del self._orphaned_since[key]
                 match.leave(slot)
                 log.info(

@@ -705,3 +705,27 @@ async def test_a_node_started_as_primary_in_a_led_region_joins_as_a_standby() ->
         assert found["role"] == "standby" and found["epoch"] <= 1
         await until_live(session, primary.url, "gamma")
         assert (await health(session, primary.url))["role"] == "primary"
+
+
+async def test_a_dropped_player_keeps_its_seat_for_the_grace_period() -> None:
+    async with cluster() as (nodes, session):
+        primary = await nodes.start(bind(), node_id="alpha", role="primary", seat_grace=0.5)
+        player, back, late = Player(session), Player(session), Player(session)
+        try:
+            welcome = await player.join(primary.url)
+            assert isinstance(welcome, protocol.WelcomeMessage)
+            async with background(player.read()):
+                await player.send_inputs(range(10))
+                await player.until_snapshot(lambda s: s.ack == 9)
+            await player.close()  # the connection drops (a Wi-Fi hiccup, a crashed client)
+            again = await back.join(primary.url, "ada", welcome.token)
+            assert isinstance(again, protocol.WelcomeMessage), again
+            assert (again.player_id, again.ack) == (welcome.player_id, 9)
+            await back.close()
+            await asyncio.sleep(1.0)  # past the grace (freed by the primary's peer watch)
+            refusal = await late.join(primary.url, "ada", welcome.token)
+            assert isinstance(refusal, protocol.ErrorMessage)
+            assert refusal.code == "invalid_token"
+        finally:
+            for one in (player, back, late):
+                await one.close()
