@@ -146,10 +146,8 @@ class Follower:
                 return FollowOutcome("silent", time.time(), self.primary_id, self.matches.epoch)
             # Anything from the primary shows it alive: waiting longer before a campaign is
             # always safe (a full state at 300 players can take a while to arrive), and how
-            # much longer follows the rhythm the records kept lately.
-            arrived = self.clock()
-            self.detector.arrived(arrived)
-            silent_after = arrived + self.detector.wait()
+            # much longer follows the rhythm the tick records kept lately.
+            silent_after = self.clock() + self.detector.wait()
             if message.type is not aiohttp.WSMsgType.BINARY:
                 reason = "closed" if self.primary_id else "refused"
                 return FollowOutcome(reason, time.time(), self.primary_id, self.matches.epoch)
@@ -206,6 +204,10 @@ class Follower:
                 continue
             self._resyncing = False
             received = self.clock()
+            if isinstance(record, messages.FullState):
+                self.detector.reset()  # the wait for it is no part of the ticks' rhythm
+            else:
+                self.detector.arrived(received)
             self.last_record_at = received
             self.last_hash = "/".join(match.hash for match in record.matches)
             origin = received - self.matches.server_time
