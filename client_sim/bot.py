@@ -215,8 +215,16 @@ class Bot:
     # -- what the swarm tells the bot ------------------------------------------------------
 
     def welcomed(self, welcome: protocol.WelcomeMessage) -> None:
-        """A welcome arrived: the first one, or the new primary's after a failover."""
+        """A welcome arrived: the first one, or the new primary's after a failover. One from
+        an epoch below the highest this bot was told of comes from a deposed primary (cut
+        off, not yet told): that connection is dropped, and nothing else changes."""
         source = self._delivering
+        if self.welcome is not None and welcome.epoch < self.epoch:
+            if source is not None and source != self._active:
+                if source == self._spare:
+                    self._spare = None
+                self._retire(source)
+            return
         if source is not None and source != self._active:
             old = self._active
             self._active = source  # inputs go to whoever welcomed us last

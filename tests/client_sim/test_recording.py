@@ -41,3 +41,18 @@ async def test_a_bot_told_of_a_newer_epoch_refuses_the_older_one() -> None:
     assert bot.accept_snapshot(4, 12, -1)
     bot.standbys_changed(protocol.StandbysMessage(("ws://c",), 2))  # an old one: ignored
     assert bot.welcome.standbys == ("ws://a",) and bot.epoch == 4
+
+
+async def test_a_welcome_from_a_deposed_primary_changes_nothing() -> None:
+    params = draw_bot(0, seed=1, rtt=parse_distribution("40ms"))
+    host = SimpleNamespace(config=None, pump=None)
+    bot = Bot(0, params, host, "ws://127.0.0.1:1/ws")  # type: ignore[arg-type]
+    new = protocol.WelcomeMessage(1, 0, 60, 10, 0.2, "tok", "arena", "eu", 4, ("ws://a",))
+    bot.welcome, bot.epoch, bot._active = new, 4, 1
+    # The spare reached the old primary, cut off from the region and not told yet.
+    bot._spare = 2
+    bot._delivering = 2
+    stale = protocol.WelcomeMessage(1, 0, 60, 9, 0.2, "tok", "arena", "eu", 3, ("ws://b",))
+    bot.welcomed(stale)
+    assert bot._active == 1 and bot.welcome is new and bot.epoch == 4
+    assert bot._spare is None  # dropped: a spare there is of no use
