@@ -20,6 +20,7 @@ from typing import Any
 import aiohttp
 
 from server.coordination.base import CoordinatorError, RegionTaken
+from server.coordination.net.peers import ask_peers
 from server.net.sessions import Sessions
 from server.net.state import NodeState
 from server.net.ticker import Ticker
@@ -31,6 +32,7 @@ __all__ = ["Leadership"]
 log = logging.getLogger("arena.server")
 
 PEER_POLL_S = 0.25
+PEER_TIMEOUT_S = 0.2  # a peer's /health answer counts only this soon
 RETRY_S = 0.1  # between a standby's attempts to find or follow a primary
 
 
@@ -180,25 +182,10 @@ class Leadership:
     async def _peer_health(
         self, session: aiohttp.ClientSession
     ) -> tuple[list[dict[str, Any]], list[str]]:
-        """The peers' ``/health`` answers, and the peers that may be alive but did not
-        answer in time (a refused connection: nothing listens, so not among them)."""
-        silent: list[str] = []
-
-        async def ask(peer: str) -> dict[str, Any] | None:
-            try:
-                async with session.get(
-                    peer.rstrip("/") + "/health", timeout=aiohttp.ClientTimeout(total=0.2)
-                ) as response:
-                    body = await response.json(content_type=None)
-                    return {**body, "url": peer} if isinstance(body, dict) else None
-            except aiohttp.ClientConnectorError:
-                return None
-            except (aiohttp.ClientError, TimeoutError, ValueError):
-                silent.append(peer)
-                return None
-
-        answers = await asyncio.gather(*(ask(peer) for peer in self.node.peer_urls()))
-        return [a for a in answers if a is not None], silent
+        """The peers' ``/health`` answers (each with its ``url``), and the peers that may be
+        alive but did not answer in time (a refused connection: nothing listens)."""
+        answers, silent = await ask_peers(session, self.node.peer_urls(), PEER_TIMEOUT_S)
+        return [{**body, "url": url} for url, body in answers], silent
 
     async def _survey(self) -> tuple[str | None, bool]:
         """The base URL of the region's primary at our epoch or above (if one answers),

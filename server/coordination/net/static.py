@@ -19,7 +19,6 @@ while it campaigned simply follows it again.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 from collections.abc import Iterable, Sequence
@@ -30,6 +29,7 @@ import aiohttp
 
 from server.coordination.base import CoordinatorError, LeaderInfo, RegionTaken
 from server.coordination.epochs import EpochStore
+from server.coordination.net.peers import ask_peers
 from server.replication.roles import Role
 
 __all__ = ["PeerHealth", "PeerPoll", "StaticCoordinator", "decide_campaign", "parse_health"]
@@ -262,23 +262,15 @@ class StaticCoordinator:
         session = self._session
         if session is None:
             raise RuntimeError("static coordinator not started: call start() first")
-        results: list[PeerHealth | None] = [None] * len(self.peers)
-        silent: list[str] = []
-
-        async def ask(i: int, url: str) -> None:
+        answers, silent = await ask_peers(session, self.peers, self.timeout)
+        answered = []
+        for url, body in answers:
             try:
-                async with asyncio.timeout(self.timeout):
-                    async with session.get(url + "/health") as response:
-                        body = await response.json(content_type=None)
-                results[i] = parse_health(url, body)
-            except aiohttp.ClientConnectorError:
-                pass  # nothing listens there: no node to count
-            except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
+                found = parse_health(url, body)
+            except ValueError as exc:
                 silent.append(url)
-                log.debug("event=peer_unanswered peer=%s reason=%s", url, type(exc).__name__)
-
-        async with asyncio.TaskGroup() as group:
-            for i, url in enumerate(self.peers):
-                group.create_task(ask(i, url))
-        answered = [r for r in results if r is not None and r.node != self.node_id]
+                log.debug("event=peer_unanswered peer=%s reason=%s", url, exc)
+                continue
+            if found.node != self.node_id:
+                answered.append(found)
         return PeerPoll(answered, silent)

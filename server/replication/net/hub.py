@@ -43,23 +43,20 @@ class StandbyLink:
     transport: asyncio.BaseTransport | None
     outbox: collections.deque[tuple[bool, bytes]] = field(default_factory=collections.deque)
     queued_bytes: int = 0
-    records_dropped: int = 0
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
 
     def post(self, data: bytes, *, record: bool = False) -> None:
         """Queue ``data`` for the writer; records (not control messages) are dropped
-        when the standby does not read them."""
+        when the standby does not read them (it sees the gap and asks for a full state)."""
         if record and self.queued_bytes + len(data) > OUTBOX_BYTES:
-            kept = collections.deque(item for item in self.outbox if not item[0])
-            self.records_dropped += len(self.outbox) - len(kept)
-            self.outbox = kept
-            self.queued_bytes = sum(len(item[1]) for item in kept)
+            self.drop_records()
         self.outbox.append((record, data))
         self.queued_bytes += len(data)
         self._ready.set()
 
     def drop_records(self) -> None:
-        """A full state is on its way: the records queued before it are of no use."""
+        """Forget the queued records (control messages stay): a full state is on its way,
+        or the standby stopped reading."""
         self.outbox = collections.deque(item for item in self.outbox if not item[0])
         self.queued_bytes = sum(len(item[1]) for item in self.outbox)
 
