@@ -12,6 +12,13 @@ When that standby is promoted it welcomes the bot on the spare at once, so the b
 connection set-up during a failover: it switches its inputs to the spare and resends every
 input the new primary had not acknowledged. Without a spare (or if it does not answer), it
 tries the region's nodes one after the other. Each lost primary is a :class:`FailoverEvent`.
+
+The session token is the bot's claim on its seat: the primary renews it while the bot plays
+(a ``token`` message; the spare is parked again with the new one), and a node that refuses
+it (``invalid_token``: the seat was freed, the token ran out, or the node resumed a state
+without the seat) has said it will never work again: the bot's next join asks for a new
+seat, and the bot counts a seat lost. A ``seat_in_use`` refusal keeps the token (the node
+has not yet noticed the bot's old connection go).
 """
 
 from __future__ import annotations
@@ -94,10 +101,12 @@ class FailoverEvent:
     epoch_after: int = -1
     ack_after: int = -1  # the new primary's acknowledged input for this seat (welcome.ack)
     stall_s: float | None = None  # last snapshot before -> first snapshot after
+    seat_lost: bool = False  # the token was refused: the bot came back in a new seat
 
     @property
     def resumed(self) -> bool:
-        return self.stall_s is not None
+        """Back in its own seat, playing (a bot that took a new seat lost its own)."""
+        return self.stall_s is not None and not self.seat_lost
 
 
 @dataclass(slots=True)
@@ -106,6 +115,7 @@ class _Connection:
     url: str
     ws: websocket.WebSocketClient
     closed: bool = False  # the close has reached the bot (through the down line)
+    token: str | None = None  # what its join carried (None: it asked for a new seat)
 
 
 class Bot:
@@ -120,7 +130,9 @@ class Bot:
         self.swarm = swarm
         self._link = BotLink.for_bot(params)
         self.url = url
-        self._first_token = token
+        # What the next join carries: the directory's reservation, then the seat's session
+        # token (renewed by the primary); None once refused: a new seat.
+        self._token = token
         self.clock = ClockSync()
         self.snapshots = SnapshotBuffer()
         self.welcome: protocol.WelcomeMessage | None = None
@@ -150,6 +162,7 @@ class Bot:
         self._pong_at = -math.inf  # loop time of the last pong
         self._jitter = random.Random(params.index)
         self.stalls = 0  # stalls ridden out with a probe rather than a failover
+        self.seats_lost = 0  # seats whose token a node refused (the bot took a new one)
 
     def local_time(self) -> float:
         """This bot's own clock: the true one plus the modelled offset."""
@@ -214,17 +227,27 @@ class Bot:
 
     # -- what the swarm tells the bot ------------------------------------------------------
 
-    def welcomed(self, welcome: protocol.WelcomeMessage) -> None:
+    def welcomed(self, welcome: protocol.WelcomeMessage) -> bool:
         """A welcome arrived: the first one, or the new primary's after a failover. One from
         an epoch below the highest this bot was told of comes from a deposed primary (cut
-        off, not yet told): that connection is dropped, and nothing else changes."""
+        off, not yet told): that connection is dropped, and nothing else changes. True when
+        it seats the bot anew, after its seat was lost (what the swarm knew of the old seat
+        no longer holds)."""
         source = self._delivering
         if self.welcome is not None and welcome.epoch < self.epoch:
             if source is not None and source != self._active:
                 if source == self._spare:
                     self._spare = None
                 self._retire(source)
-            return
+            return False
+        joined = self._connections.get(source) if source is not None else None
+        # Welcomed on a join without a token after our token was refused: another seat.
+        reseated = self.welcome is not None and joined is not None and joined.token is None
+        if reseated:
+            self._sent_frames.clear()  # the lost seat's inputs: none of them is resent
+            if self._spare is not None and self._spare != source:
+                self._retire(self._spare)  # parked with the lost seat's token
+                self._spare = None
         if source is not None and source != self._active:
             old = self._active
             self._active = source  # inputs go to whoever welcomed us last
@@ -235,6 +258,7 @@ class Bot:
         if self.welcome is not None and self.failovers and self.failovers[-1].epoch_after < 0:
             event = self.failovers[-1]
             event.epoch_after, event.ack_after = welcome.epoch, welcome.ack
+            event.seat_lost = reseated
             self._resend_after(welcome.ack)
         elif self.welcome is not None and welcome.epoch > self.epoch:
             # The spare was welcomed before the loss of the old primary was noticed.
@@ -245,19 +269,44 @@ class Bot:
                     self._last_snapshot_at,
                     welcome.epoch,
                     welcome.ack,
+                    seat_lost=reseated,
                 )
             )
             self._resend_after(welcome.ack)
         self.welcome = welcome
+        self._token = welcome.token
         self._welcomed_local = self.local_time()
         self.epoch = max(self.epoch, welcome.epoch)
         self._changed.set()
+        return reseated
 
     def _resend_after(self, ack: int) -> None:
         """Everything the new primary has not applied goes again, in order."""
         for seq, frame in list(self._sent_frames):
             if seq > ack:
                 self.send(frame)
+
+    def token_renewed(self, message: protocol.TokenMessage) -> None:
+        """The primary renewed our session token: joins carry this one from now on, and the
+        spare, parked with the old one (which would run out there), is parked again."""
+        if self._delivering != self._active:
+            return  # (a connection on its way out: not the node we play on)
+        self._token = message.token
+        if self._spare is not None:
+            self._retire(self._spare)
+            self._spare = None
+            self._changed.set()
+
+    def token_refused(self) -> None:
+        """A node refused the token our join carried (``invalid_token``): it will never be
+        accepted again, so the next join asks for a new seat. A refused token we no longer
+        use (a spare parked before a renewal) changes nothing."""
+        joined = self._connections.get(self._delivering) if self._delivering is not None else None
+        if joined is None or joined.token is None or joined.token != self._token:
+            return
+        self._token = None
+        if self.welcome is not None:
+            self.seats_lost += 1
 
     def standbys_changed(self, message: protocol.StandbysMessage) -> None:
         """The primary names a new set of standbys: move the spare if it is elsewhere."""
@@ -319,7 +368,7 @@ class Bot:
             closing.add_done_callback(self._closing.discard)
 
     async def _open(self, url: str) -> int | None:
-        """Connect to ``url`` and send a join (with our token once we have one)."""
+        """Connect to ``url`` and send a join (with our token, while we hold one)."""
         config = self.swarm.config
         connection_id = next(self._ids)
         try:
@@ -338,17 +387,20 @@ class Bot:
         self._connections[connection_id] = connection
         # The handshake happened at loopback speed; the modelled link charges its round trips.
         await asyncio.sleep(CONNECT_ROUND_TRIPS * self.params.rtt)
+        connection.token = self._token
         join = protocol.JoinMessage(
             protocol.PROTOCOL_VERSION,
             f"{config.name_prefix}-{self.params.index}",
-            token=self.welcome.token if self.welcome is not None else self._first_token,
+            token=connection.token,
             interp_delay=config.interp_delay,
         )
         self.send(protocol.encode(join), connection_id)
         return connection_id
 
     def _standby_url(self) -> str | None:
-        if self.welcome is None or self._active is None:
+        """Where to park a spare; None without a token (a standby parks only a join that
+        carries one)."""
+        if self.welcome is None or self._active is None or self._token is None:
             return None
         current = self._connections[self._active].url if self._active in self._connections else ""
         for url in self.welcome.standbys:

@@ -38,6 +38,7 @@ class SwarmPredictor:
         self.vel = np.zeros((count, 3))
         self.next_seq = np.zeros(count, dtype=np.int64)  # sequence number of the next input
         self.acked = np.full(count, -1, dtype=np.int64)
+        self.first_seq = np.zeros(count, dtype=np.int64)  # the first input of the seat
         # Ring of sent inputs and of the state predicted right after each, by seq % history.
         self.sent_move = np.zeros((count, history, 2))
         self.sent_buttons = np.zeros((count, history), dtype=np.int64)
@@ -56,8 +57,10 @@ class SwarmPredictor:
         self.errors: list[np.ndarray] = []
 
     def place(self, bot: int, pos: np.ndarray, vel: np.ndarray) -> None:
-        """Start predicting ``bot`` from a state the server gave (its first snapshot)."""
+        """Start predicting ``bot`` from a state the server gave (its first snapshot in a
+        seat): inputs sent before belong to a seat it lost, and are never replayed."""
         self.pos[bot], self.vel[bot] = pos, vel
+        self.first_seq[bot] = self.next_seq[bot]
 
     def authoritative(self, bot: int, ack: int, you: tuple[float, ...]) -> None:
         """Record the server's state of ``bot`` after input ``ack`` (from a snapshot)."""
@@ -98,7 +101,7 @@ class SwarmPredictor:
         self.vel[bots] = self._auth_vel[bots]
         alive = ~self.unscored[bots]  # the server does not move the dead: nothing to replay
         bots, ack = bots[alive], ack[alive]
-        first = ack + 1
+        first = np.maximum(ack + 1, self.first_seq[bots])
         pending = self.next_seq[bots] - first
         for offset in range(int(pending.max(initial=0))):
             replaying = bots[pending > offset]

@@ -6,7 +6,11 @@ One file per bot, ``DIR/bot-0007.jsonl``, one JSON line per snapshot the bot acc
 
 ``hash`` is the world digest the snapshot carried (the node's journal has the same one for
 the tick it published), ``ack`` the input the snapshot acknowledged, ``t`` the wall clock
-at acceptance. ``arena-chaos torture`` checks every line against the lineage the surviving
+at acceptance. Every welcome is a line too (the first, and each one after a reconnect or a
+failover: the same ``player`` is a seat resumed, another one a seat lost):
+
+    {"bot": 7, "event": "welcome", "epoch": 3, "player": 12, "ack": 118, "t": 1764…}
+ ``arena-chaos torture`` checks every line against the lineage the surviving
 primary continued: a tick a bot was shown and the region then lost is a broken promise.
 """
 
@@ -27,14 +31,23 @@ class SnapshotRecorder:
         self._files: dict[int, IO[str]] = {}
 
     def accepted(self, bot: int, epoch: int, tick: int, state: bytes, ack: int) -> None:
+        self._file(bot).write(
+            f'{{"bot":{bot},"epoch":{epoch},"tick":{tick},"hash":"{state.hex()}",'
+            f'"ack":{ack},"t":{time.time():.4f}}}\n'
+        )
+
+    def welcomed(self, bot: int, epoch: int, player: int, ack: int) -> None:
+        self._file(bot).write(
+            f'{{"bot":{bot},"event":"welcome","epoch":{epoch},"player":{player},'
+            f'"ack":{ack},"t":{time.time():.4f}}}\n'
+        )
+
+    def _file(self, bot: int) -> IO[str]:
         handle = self._files.get(bot)
         if handle is None:
             handle = open(self.folder / f"bot-{bot:04d}.jsonl", "a", encoding="utf-8")
             self._files[bot] = handle
-        handle.write(
-            f'{{"bot":{bot},"epoch":{epoch},"tick":{tick},"hash":"{state.hex()}",'
-            f'"ack":{ack},"t":{time.time():.4f}}}\n'
-        )
+        return handle
 
     def close(self) -> None:
         for handle in self._files.values():

@@ -292,6 +292,9 @@ def build_report(
             **failover_figures(result.failovers, kills),
             # A stall (no snapshot for 0.5 s) probed and ridden out: no failover, no reconnect.
             "stalls_ridden_out": result.stalls,
+            # A token refused (seat freed, token expired, a state without the seat): the
+            # bot played on in a new seat.
+            "seats_lost": result.seats_lost,
         },
         "bot_process": {
             "cpu_s": round(result.cpu_s, 3),
@@ -360,7 +363,8 @@ def format_summary(report: dict[str, Any]) -> str:
             f"resumed, {failover['bots_lost']} lost; stall p50 "
             f"{show(failover['stall_ms_p50'], ' ms')}, p99 {show(failover['stall_ms_p99'], ' ms')}"
             f", max {show(failover['stall_ms_max'], ' ms')}; acked ticks lost "
-            f"{show(failover['acked_ticks_lost'])}, inputs lost {failover['inputs_lost']}"
+            f"{show(failover['acked_ticks_lost'])}, inputs lost {failover['inputs_lost']}, "
+            f"seats lost {failover['seats_lost']}"
         )
     if report["errors"]:
         lines.append("errors      " + ", ".join(f"{k}={v}" for k, v in report["errors"].items()))

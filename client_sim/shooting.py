@@ -252,6 +252,14 @@ class SwarmShooting:
             record.server_rtt_ms,
         )
 
+    def new_seat(self, index: int) -> None:
+        """Bot ``index`` lost its seat and took another: its shots still awaiting a verdict
+        never get one (reported unresolved, as at the end), and the new seat spawns alive."""
+        awaiting = self.awaiting[index]
+        self.finished.extend(self._summary(record) for record in awaiting.values())
+        awaiting.clear()
+        self.alive[index] = True
+
     def close(self) -> None:
         """End of run: shots still awaiting a verdict are reported as unresolved."""
         for awaiting in self.awaiting:

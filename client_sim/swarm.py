@@ -86,6 +86,7 @@ class SwarmResult:
     sightings: list[tuple[str, int, int, float]] = field(default_factory=list)
     failovers: list[FailoverEvent] = field(default_factory=list)
     stalls: int = 0  # stalls the bots rode out with a probe instead of failing over
+    seats_lost: int = 0  # seats whose token a node refused: the bot played on in a new one
 
     def merge(self, other: SwarmResult) -> None:
         self.requested += other.requested
@@ -111,6 +112,7 @@ class SwarmResult:
         self.hits_behind_cover += other.hits_behind_cover
         self.failovers.extend(other.failovers)
         self.stalls += other.stalls
+        self.seats_lost += other.seats_lost
         for code, count in other.errors.items():
             self.errors[code] = self.errors.get(code, 0) + count
 
@@ -155,19 +157,35 @@ class Swarm:
             bot.note_pong(message)
         elif isinstance(message, protocol.StandbysMessage):
             bot.standbys_changed(message)
+        elif isinstance(message, protocol.TokenMessage):
+            bot.token_renewed(message)
         elif isinstance(message, protocol.WelcomeMessage):
             self._on_welcome(bot, message)
         elif isinstance(message, protocol.ErrorMessage):
+            if message.code == "invalid_token":
+                bot.token_refused()
             # A standby answering during a failover is expected: the bot tries the next node.
             if message.code != "not_primary" or bot.welcome is None:
                 self.note_error(f"server:{message.code}")
 
     def _on_welcome(self, bot: Bot, welcome: protocol.WelcomeMessage) -> None:
-        bot.welcomed(welcome)
+        if bot.welcomed(welcome):
+            self._new_seat(bot.index)
+        if self.recorder is not None and bot.welcome is welcome:  # (not a deposed node's)
+            self.recorder.welcomed(bot.params.index, welcome.epoch, welcome.player_id, welcome.ack)
         if self.predictor is None:
             self.tick_rate = welcome.tick_rate
             self.predictor = SwarmPredictor(self.count, self.config.arena, welcome.tick_rate)
             self.welcomed.set()
+
+    def _new_seat(self, index: int) -> None:
+        """Bot ``index`` plays on in a new seat (its token was refused; its player id may
+        differ): predicted afresh from its first snapshot there, alive, and what it fired
+        from the old seat will never be judged."""
+        assert self.predictor is not None  # (a bot that had a seat was welcomed before)
+        self.placed[index] = False
+        self.predictor.unscored[index] = False
+        self.shooting.new_seat(index)
 
     def _on_snapshot(self, bot: Bot, snapshot: protocol.SnapshotMessage) -> None:
         if self.predictor is None or not bot.accept_snapshot(
@@ -457,6 +475,7 @@ class Swarm:
             ],
             failovers=[event for bot in self.bots for event in bot.failovers],
             stalls=sum(bot.stalls for bot in self.bots),
+            seats_lost=sum(bot.seats_lost for bot in self.bots),
         )
 
 

@@ -13,6 +13,7 @@ what the journals say each node published, and when.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections import defaultdict
@@ -27,6 +28,7 @@ __all__ = [
     "Fault",
     "Promotion",
     "Published",
+    "Welcome",
     "audit",
     "lineage",
     "read_journal",
@@ -56,6 +58,7 @@ class Promotion:
     from_tick: int
     t: float
     hash: str = ""  # the world it took over at from_tick (its predecessor may not have noted it)
+    resumed: bool = False  # from a checkpoint (every node had died), not from a live standby
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +72,20 @@ class Accepted:
 
 
 @dataclass(frozen=True, slots=True)
+class Welcome:
+    bot: int
+    epoch: int
+    player: int  # the seat: the same one after a reconnect is a seat resumed
+    ack: int
+    t: float
+
+
+@dataclass(frozen=True, slots=True)
 class Fault:
-    kind: str  # "kill" | "pause" | "partition" (of the primary) | "kill_standby"
+    kind: str  # "kill" | "pause" | "partition" (of the primary) | "kill_standby" | "kill_both"
     node: str
     start: float  # wall clock
-    end: float  # SIGCONT, healing; = start for a kill
+    end: float  # SIGCONT, healing; = start for a kill; a kill_both's: its first node restarted
     epoch: int  # the primary's epoch when it was hit
 
 
@@ -91,7 +103,7 @@ def read_journal(lines: Iterable[str]) -> tuple[list[Published], list[Promotion]
             entry = json.loads(line)
         except ValueError:
             continue
-        if entry.get("event") == "promoted":
+        if entry.get("event") in ("promoted", "resumed"):
             found.promotions.append(
                 Promotion(
                     entry["node"],
@@ -100,6 +112,7 @@ def read_journal(lines: Iterable[str]) -> tuple[list[Published], list[Promotion]
                     entry["from_tick"],
                     entry["t"],
                     entry.get("hash", ""),
+                    resumed=entry["event"] == "resumed",
                 )
             )
         elif "tick" in entry:
@@ -116,16 +129,20 @@ def read_journal(lines: Iterable[str]) -> tuple[list[Published], list[Promotion]
     return found.published, found.promotions
 
 
-def read_record(lines: Iterable[str]) -> list[Accepted]:
-    """A bot's record (``arena-bots --record``); a torn last line is skipped."""
-    accepted = []
+def read_record(lines: Iterable[str]) -> tuple[list[Accepted], list[Welcome]]:
+    """A bot's record (``arena-bots --record``): the snapshots it accepted and its
+    welcomes; a torn last line is skipped."""
+    accepted, welcomes = [], []
     for line in lines:
         try:
             e = json.loads(line)
         except ValueError:
             continue
-        accepted.append(Accepted(e["bot"], e["epoch"], e["tick"], e["hash"], e["ack"], e["t"]))
-    return accepted
+        if e.get("event") == "welcome":
+            welcomes.append(Welcome(e["bot"], e["epoch"], e["player"], e["ack"], e["t"]))
+        else:
+            accepted.append(Accepted(e["bot"], e["epoch"], e["tick"], e["hash"], e["ack"], e["t"]))
+    return accepted, welcomes
 
 
 def lineage(published: list[Published], promotions: list[Promotion]) -> dict[int, frozenset[str]]:
@@ -165,14 +182,24 @@ def audit(
     faults: list[Fault],
     *,
     ended_at: float,
+    welcomes: dict[int, list[Welcome]] | None = None,
+    calm: tuple[float, float] | None = None,
     spurious_within: float = 3.0,
 ) -> dict[str, Any]:
-    """The audit's figures (see ``docs/failover.md``, "The audit")."""
+    """The audit's figures (see ``docs/failover.md``, "The audit"). ``calm``: a span with
+    no faults (the CPU-hog phase), in which any promotion or reconnect is spurious."""
     kept = lineage(published, promotions)
+    resumes = [p for p in promotions if p.resumed]
     lost_ticks = 0
     inputs_lost = 0
+    recovery_lost = 0
     for records in accepted.values():
         lost = [a for a in records if a.hash not in kept.get(a.tick, frozenset())]
+        # Shown after the checkpoint a resumed match started from: the documented price of
+        # losing every node, not a failover's broken promise.
+        lost_to_recovery = [a for a in lost if _before_a_resume(a, resumes)]
+        recovery_lost += len(lost_to_recovery)
+        lost = [a for a in lost if not _before_a_resume(a, resumes)]
         lost_ticks += len(lost)
         if lost:
             last_lost = max(a.tick for a in lost)
@@ -205,22 +232,38 @@ def audit(
     reused = {
         epoch for epoch, nodes in _nodes_by_epoch(published, promotions).items() if len(nodes) > 1
     }
+    # The longest a region showed nothing, outages of every node (kill_both) aside.
+    outages = [f.start for f in faults if f.kind == "kill_both"]
     times = sorted(p.t for p in published)
-    gaps = np.diff(times) if len(times) > 1 else np.zeros(0)
+    gaps = [
+        later - earlier
+        for earlier, later in itertools.pairwise(times)
+        if not any(earlier <= start <= later for start in outages)
+    ]
     on_primary = [f for f in faults if f.kind != "kill_standby"]
+    takeovers = [p for p in promotions if not p.resumed]
     spurious = [
         p
-        for p in promotions
+        for p in takeovers
         if not any(f.start - 0.1 <= p.t <= f.end + spurious_within for f in on_primary)
     ]
-    stalls, lost_bots = _stalls(accepted, faults, ended_at)
+    failovers = [f for f in faults if f.kind != "kill_both"]
+    stalls, lost_bots = _stalls(accepted, failovers, ended_at)
+    kill_to_promotion = [
+        (min(p.t for p in takeovers if p.t > f.start) - f.start) * 1000
+        for f in faults
+        if f.kind == "kill" and any(p.t > f.start for p in takeovers)
+    ]
     return {
         "kills": sum(1 for f in faults if f.kind == "kill"),
         "pauses": sum(1 for f in faults if f.kind == "pause"),
         "partitions": sum(1 for f in faults if f.kind == "partition"),
         "standby_kills": sum(1 for f in faults if f.kind == "kill_standby"),
-        "promotions": len(promotions),
+        "both_kills": sum(1 for f in faults if f.kind == "kill_both"),
+        "promotions": len(takeovers),
         "spurious_promotions": len(spurious),
+        "kill_to_promotion_ms_p50": _percentile(kill_to_promotion, 50),
+        "kill_to_promotion_ms_max": round(max(kill_to_promotion), 1) if kill_to_promotion else None,
         "epochs_reused": sorted(reused),
         "ticks_published": len(published),
         "ticks_published_unsynced": sum(1 for p in published if not p.synced),
@@ -230,11 +273,91 @@ def audit(
         "inputs_lost": inputs_lost,
         "published_by_deposed_primary": len(after_successor),
         "published_by_deposed_primary_accepted": accepted_stale,
-        "longest_without_primary_ms": round(float(gaps.max()) * 1000, 1) if gaps.size else None,
+        "longest_without_primary_ms": round(max(gaps) * 1000, 1) if gaps else None,
         "stall_ms_p50": _percentile(stalls, 50),
         "stall_ms_p99": _percentile(stalls, 99),
         "stall_ms_max": round(max(stalls), 1) if stalls else None,
         "bots_lost": lost_bots,
+        **_seats(welcomes or {}),
+        "checkpoint_recoveries": _recoveries(resumes, published, faults, kept),
+        "acked_ticks_lost_to_checkpoint_recovery": recovery_lost,
+        "calm_phase": _calm(calm, takeovers, welcomes or {}) if calm is not None else None,
+    }
+
+
+def _before_a_resume(shown: Accepted, resumes: list[Promotion]) -> bool:
+    """Whether a tick was shown before a resume, above the checkpoint it resumed from."""
+    return any(shown.t < r.t and shown.tick > r.from_tick for r in resumes)
+
+
+def _seats(welcomes: dict[int, list[Welcome]]) -> dict[str, int]:
+    """Every welcome after a bot's first is a reconnect: to its own seat, or a new one."""
+    resumed = lost = 0
+    for seen in welcomes.values():
+        ordered = sorted(seen, key=lambda w: w.t)
+        for before, after in itertools.pairwise(ordered):
+            if after.player == before.player:
+                resumed += 1
+            else:
+                lost += 1
+    return {"bot_reconnects": resumed + lost, "seats_resumed": resumed, "seats_lost": lost}
+
+
+def _recoveries(
+    resumes: list[Promotion],
+    published: list[Published],
+    faults: list[Fault],
+    kept: dict[int, frozenset[str]],
+) -> list[dict[str, Any]]:
+    """Each resume from a checkpoint: what it cost and how long it took."""
+    found = []
+    for r in sorted(resumes, key=lambda p: p.t):
+        before = [p for p in published if p.t < r.t]
+        last_shown = max((p.tick for p in before), default=r.from_tick)
+        gone = {
+            p.tick
+            for p in before
+            if p.tick > r.from_tick and frozenset(p.hash.split("/")) != kept.get(p.tick)
+        }
+        outage = max((f for f in faults if f.kind == "kill_both" and f.start < r.t),
+                     key=lambda f: f.start, default=None)  # fmt: skip
+        first = min((p.t for p in published if p.epoch == r.epoch), default=None)
+        found.append(
+            {
+                "node": r.node,
+                "epoch": r.epoch,
+                "from_epoch": r.from_epoch,
+                "from_tick": r.from_tick,
+                "last_tick_shown_before": last_shown,
+                "ticks_lost": len(gone),
+                "resumed_s_after_node_start": round(r.t - outage.end, 3) if outage else None,
+                "first_tick_s_after_node_start": round(first - outage.end, 3)
+                if outage and first is not None
+                else None,
+                "first_tick_s_after_kill": round(first - outage.start, 3)
+                if outage and first is not None
+                else None,
+            }
+        )
+    return found
+
+
+def _calm(
+    span: tuple[float, float], takeovers: list[Promotion], welcomes: dict[int, list[Welcome]]
+) -> dict[str, Any]:
+    """A span with no faults: every promotion in it is spurious, and so is every reconnect."""
+    began, ended = span
+    firsts = {bot: min(w.t for w in seen) for bot, seen in welcomes.items() if seen}
+    reconnects = sum(
+        1
+        for bot, seen in welcomes.items()
+        for w in seen
+        if began <= w.t <= ended and w.t > firsts[bot]
+    )
+    return {
+        "seconds": round(ended - began, 1),
+        "promotions": sum(1 for p in takeovers if began <= p.t <= ended),
+        "bot_reconnects": reconnects,
     }
 
 

@@ -94,6 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="write each child's log to DIR/NAME.log (default: this terminal's stderr)",
     )
     add(
+        "--checkpoint-dir",
+        metavar="DIR",
+        help="every node checkpoints its match to DIR; when every node of a region has "
+        "died, its restarted primary resumes the match from there (default: none)",
+    )
+    add(
         "--startup-timeout",
         type=float,
         metavar="S",
@@ -125,7 +131,7 @@ def _spec(args: argparse.Namespace) -> ClusterSpec:
     for name in (
         "regions", "standbys", "matches", "max_players", "tick_rate", "coordinator",
         "heartbeat_timeout", "reservation_ttl", "overflow_slack_ms", "register", "log_level",
-        "log_dir", "startup_timeout",
+        "log_dir", "checkpoint_dir", "startup_timeout",
     ):  # fmt: skip
         value = getattr(args, name)
         if value is not None:

@@ -293,6 +293,8 @@ def _node_command(
             command += [flag, str(value)]
     if directory_url is not None:
         command += ["--directory", directory_url]
+    if spec.checkpoint_dir is not None:
+        command += ["--checkpoint-dir", str(spec.checkpoint_dir)]
     return command
 
 

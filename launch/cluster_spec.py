@@ -78,6 +78,7 @@ class ClusterSpec:
     node's default). ``register``: give nodes ``--directory`` so that they heartbeat to the
     directory and check reservations (``None``, the default, means yes). ``log_dir``: where
     the children's logs go, one file each (``None``: this process's stderr).
+    ``checkpoint_dir``: every node's ``--checkpoint-dir`` (``None``: no checkpoints).
     """
 
     regions: tuple[RegionSpec, ...]
@@ -92,6 +93,7 @@ class ClusterSpec:
     register: bool | None = None
     log_level: str = "warning"
     log_dir: Path | None = None
+    checkpoint_dir: Path | None = None
     startup_timeout: float = READY_WITHIN_S
     stop_timeout: float = 5.0
 
@@ -138,8 +140,9 @@ class ClusterSpec:
             raise ValueError("config: 'regions' is missing (e.g. \"na,eu,asia\")")
         values = dict(document)
         values["regions"] = parse_regions(values["regions"])
-        if values.get("log_dir") is not None:
-            values["log_dir"] = Path(str(values["log_dir"]))
+        for folder in ("log_dir", "checkpoint_dir"):
+            if values.get(folder) is not None:
+                values[folder] = Path(str(values[folder]))
         for name, kind in (
             ("standbys", int),
             ("matches", int),

@@ -20,11 +20,13 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import os
 import random
 import secrets
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,17 +38,19 @@ from typing import Any
 
 from launch import netns
 from launch.audit import Fault, audit, read_journal, read_record
+from launch.cluster_run import RESTART_BACKOFF_S
 from launch.etcd_local import EtcdUnavailable, running_etcd
 from launch.health import node_health
 from launch.netns import Namespaces
 from launch.nodes import NodeProcess, start_node
-from launch.supervisor import cpu_hog
+from launch.supervisor import ChildError, cpu_hog
 from shared import eventloop
 
 __all__ = ["add_arguments", "run_torture", "torture"]
 
 HEALTHY_WITHIN_S = 30.0  # the region must have a primary with a standby in sync again
 SETTLE_S = 1.0  # between faults, once healthy
+SUPERVISE_POLL_S = 0.1
 
 
 def _free_port() -> int:
@@ -70,6 +74,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--pauses", type=int, default=10, help="primary SIGSTOPs (default: 10)")
     group.add_argument(
         "--standby-kills", type=int, default=2, help="SIGKILLs of the standby (default: 2)"
+    )
+    group.add_argument(
+        "--both-kills",
+        type=int,
+        default=0,
+        help="SIGKILLs of both nodes at once: the match resumes from its newest checkpoint "
+        "when the supervisor restarts them (default: 0)",
+    )
+    group.add_argument(
+        "--hog-phase",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="before the faults, this long with one core kept busy and no fault at all: "
+        "every promotion and bot reconnect in it is spurious (default: 0, none)",
     )
     group.add_argument("--pause-min", type=float, default=1.0, help="seconds (default: 1)")
     group.add_argument("--pause-max", type=float, default=10.0, help="seconds (default: 10)")
@@ -113,6 +132,11 @@ class _Region:
         self.ports = {name: _free_port() for name in self.names}
         self.nodes: dict[str, NodeProcess] = {}
         self._stacks: dict[str, contextlib.ExitStack] = {}
+        self.restarts = 0  # by the supervisor
+        self.restarted_at: dict[str, float] = {}  # monotonic
+        self.launched_at: dict[str, float] = {}  # wall clock: the supervisor's last start
+        self.no_primary_s = 0.0
+        self.no_standby_s = 0.0
 
     def host(self, name: str) -> str:
         return "127.0.0.1" if self.spaces is None else self.spaces.addresses[name]
@@ -123,20 +147,59 @@ class _Region:
     def other(self, name: str) -> str:
         return self.names[1 - self.names.index(name)]
 
-    def start(self, name: str, follow: str | None) -> None:
+    def start(self, name: str) -> None:
+        """Start ``name`` with the command it always has (a as the primary, b as its
+        standby): a restarted node finds out for itself what the region needs of it."""
         args = [
             "--host", self.host(name), "--port", str(self.ports[name]), "--node-id", name,
             "--coordinator", self.coordinator, "--replication", self.replication,
             "--peer", self.url(self.other(name)),
             "--journal", str(self.folder / f"journal-{name}.jsonl"),
             "--state-dir", str(self.folder / "state"),
+            "--checkpoint-dir", str(self.folder / "checkpoints"),
         ]  # fmt: skip
-        if follow is not None:
-            args += ["--role", "standby", "--primary", self.url(follow)]
+        if name == "b":
+            args += ["--role", "standby", "--primary", self.url("a")]
         stack = contextlib.ExitStack()
         prefix = () if self.spaces is None else self.spaces.prefix(name)
         self.nodes[name] = stack.enter_context(start_node(*args, env=self.env, prefix=prefix))
         self._stacks[name] = stack
+
+    async def supervise(self, say: Callable[[str], None]) -> None:
+        """Restart every node that exited (as ``arena-cluster`` does: at once, then no
+        more often than every :data:`RESTART_BACKOFF_S`), and time the region's spans
+        with no primary and with no standby in sync."""
+        restarting: dict[str, asyncio.Task[None]] = {}
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(SUPERVISE_POLL_S)
+            for name in self.names:
+                node = self.nodes.get(name)
+                if node is not None and node.process.poll() is None:
+                    continue  # running
+                if name in restarting and not restarting[name].done():
+                    continue
+                if time.monotonic() - self.restarted_at.get(name, -math.inf) < RESTART_BACKOFF_S:
+                    continue
+                self.restarted_at[name] = time.monotonic()
+                restarting[name] = asyncio.ensure_future(self._restart(name, say))
+            found = await self.primary()
+            now = time.monotonic()
+            if found is None:
+                self.no_primary_s += now - last
+            elif not found[1].get("standbys_in_sync"):
+                self.no_standby_s += now - last
+            last = now
+
+    async def _restart(self, name: str, say: Callable[[str], None]) -> None:
+        await asyncio.to_thread(self.reap, name)
+        self.launched_at[name] = time.time()
+        try:
+            await asyncio.to_thread(self.start, name)
+        except ChildError as error:
+            say(f"supervisor: {name} did not come back ({error}); trying again")
+            return
+        self.restarts += 1
 
     def reap(self, name: str) -> None:
         stack = self._stacks.pop(name, None)
@@ -181,6 +244,7 @@ def _faults(
     ]
     plan += [("partition", args.partition_for)] * partitions
     plan += [("kill_standby", 0.0)] * args.standby_kills
+    plan += [("kill_both", 0.0)] * args.both_kills
     rng.shuffle(plan)
     return plan
 
@@ -196,8 +260,12 @@ def _coordinator(spec: str, host: str) -> Iterator[str]:
 
 async def _run_faults(
     region: _Region, plan: list[tuple[str, float]], say: Callable[[str], None]
-) -> list[Fault]:
+) -> tuple[list[Fault], list[float]]:
+    """Make the faults, each once the region is healthy again; no node is restarted here
+    (the supervisor does it). Returns the faults, and for each kill the seconds until the
+    region had a primary with a standby in sync again."""
     faults: list[Fault] = []
+    restored: list[float] = []
     for number, (kind, seconds) in enumerate(plan, 1):
         name, health = await region.healthy()
         await asyncio.sleep(SETTLE_S)
@@ -207,20 +275,21 @@ async def _run_faults(
         if kind == "kill":
             os.kill(node.process.pid, signal.SIGKILL)
             faults.append(Fault("kill", name, began, began, epoch))
-            await asyncio.to_thread(region.reap, name)
             successor = await _successor(region, epoch)
             say(f"kill {number}/{len(plan)}: {name} (epoch {epoch}) -> {successor}")
-            await asyncio.to_thread(region.start, name, successor)
         elif kind == "kill_standby":
             standby = region.other(name)
             os.kill(region.nodes[standby].process.pid, signal.SIGKILL)
             faults.append(Fault("kill_standby", standby, began, began, epoch))
-            await asyncio.to_thread(region.reap, standby)
-            await asyncio.sleep(0.5)  # the primary carries on alone, degraded
-            found = await region.primary()
-            now = f"{found[0]} (epoch {found[1]['epoch']})" if found else "none"
-            say(f"standby kill {number}/{len(plan)}: {standby}; primary now {now}")
-            await asyncio.to_thread(region.start, standby, name)
+            say(f"standby kill {number}/{len(plan)}: {standby}; {name} carries on")
+        elif kind == "kill_both":
+            for victim in region.names:
+                os.kill(region.nodes[victim].process.pid, signal.SIGKILL)
+            successor = await _successor(region, epoch, within=HEALTHY_WITHIN_S)
+            started = region.launched_at.get(successor, began)
+            faults.append(Fault("kill_both", name, began, started, epoch))
+            say(f"both nodes killed {number}/{len(plan)} (epoch {epoch}): {successor} "
+                f"leads again {time.time() - started:.1f} s after its restart")  # fmt: skip
         elif kind == "partition":
             assert region.spaces is not None
             standby = region.other(name)
@@ -244,8 +313,11 @@ async def _run_faults(
             found = await region.primary()
             now = f"{found[0]} (epoch {found[1]['epoch']})" if found else "none yet"
             say(f"pause {number}/{len(plan)}: {name} for {seconds:.1f} s; primary now {now}")
+        if "kill" in kind:
+            await region.healthy()
+            restored.append(time.time() - began)
     await region.healthy()
-    return faults
+    return faults, restored
 
 
 async def _successor(region: _Region, above: int, within: float = 10.0) -> str:
@@ -255,7 +327,24 @@ async def _successor(region: _Region, above: int, within: float = 10.0) -> str:
         if found is not None and int(found[1]["epoch"]) > above:
             return found[0]
         await asyncio.sleep(0.02)
-    raise RuntimeError(f"no standby took over within {within:g} s of the kill")
+    raise RuntimeError(f"no node took over within {within:g} s of the kill")
+
+
+async def _hog_phase(
+    args: argparse.Namespace, say: Callable[[str], None]
+) -> tuple[float, float] | None:
+    """``--hog-phase``: that long with one core busy (``--hog``'s, or one of its own) and
+    no fault; its span, for the audit to count what happened in it."""
+    if args.hog_phase <= 0:
+        return None
+    say(f"hog phase: {args.hog_phase:g} s with one core busy and no fault")
+    with cpu_hog(not args.hog):
+        began = time.time()
+        while (left := began + args.hog_phase - time.time()) > 0:
+            await asyncio.sleep(min(30.0, left))
+            if left > 30.0:
+                say(f"hog phase: {max(0.0, left - 30.0):.0f} s left")
+        return began, time.time()
 
 
 def _start_bots(region: _Region, args: argparse.Namespace, folder: Path, duration: float) -> Any:
@@ -283,18 +372,22 @@ def _stop(process: Any) -> None:
             process.wait()
 
 
-def _read_all(folder: Path) -> tuple[list[Any], list[Any], dict[int, list[Any]]]:
+def _read_all(
+    folder: Path,
+) -> tuple[list[Any], list[Any], dict[int, list[Any]], dict[int, list[Any]]]:
     published, promotions = [], []
     for path in sorted(folder.glob("journal-*.jsonl")):
         more, promoted = read_journal(path.read_text(encoding="utf-8").splitlines())
         published += more
         promotions += promoted
-    accepted = {}
+    accepted, welcomes = {}, {}
     for path in sorted((folder / "bots").glob("bot-*.jsonl")):
-        records = read_record(path.read_text(encoding="utf-8").splitlines())
+        records, welcomed = read_record(path.read_text(encoding="utf-8").splitlines())
         if records:
             accepted[records[0].bot] = records
-    return published, promotions, accepted
+        if welcomed:
+            welcomes[welcomed[0].bot] = welcomed
+    return published, promotions, accepted, welcomes
 
 
 async def run_torture(
@@ -317,26 +410,35 @@ async def run_torture(
         stack.enter_context(cpu_hog(args.hog))
         region = _Region(spec, args.replication, folder, env, spaces)
         try:
-            await asyncio.to_thread(region.start, "a", None)
-            await asyncio.to_thread(region.start, "b", "a")
+            await asyncio.to_thread(region.start, "a")
+            await asyncio.to_thread(region.start, "b")
             await region.healthy()
-            budget = sum(8.0 if "kill" in kind else seconds + 6.0 for kind, seconds in plan)
+            supervisor = asyncio.ensure_future(region.supervise(say))
+            budget = args.hog_phase + sum(
+                (20.0 if kind == "kill_both" else 8.0) if "kill" in kind else seconds + 6.0
+                for kind, seconds in plan
+            )
             bots = _start_bots(region, args, folder, budget + 60.0)
             try:
                 await asyncio.sleep(4.0)  # every bot seated, clocks synced
                 say(f"{args.bots} bots playing; {len(plan)} faults to go")
-                faults = await _run_faults(region, plan, say)
+                calm = await _hog_phase(args, say)
+                faults, restored = await _run_faults(region, plan, say)
                 await asyncio.sleep(3.0)
                 ended_at = time.time()
             finally:
+                supervisor.cancel()
+                await asyncio.gather(supervisor, return_exceptions=True)
                 await asyncio.to_thread(_stop, bots)
             last = await region.primary()
             if last is not None:  # the standby first: stopping the primary is no failover
                 await asyncio.to_thread(region.reap, region.other(last[0]))
         finally:
             await asyncio.to_thread(region.close)
-    published, promotions, accepted = _read_all(folder)
-    figures = audit(published, promotions, accepted, faults, ended_at=ended_at)
+    published, promotions, accepted, welcomes = _read_all(folder)
+    figures = audit(
+        published, promotions, accepted, faults, ended_at=ended_at, welcomes=welcomes, calm=calm
+    )
     return {
         "tool": "arena-chaos torture",
         "coordinator": "etcd" if spec.startswith("etcd") else "static",
@@ -353,6 +455,15 @@ async def run_torture(
         if why_not is None
         else f"not made: {why_not}",
         "audit": figures,
+        "supervisor": {
+            "restarts": region.restarts,
+            "seconds_without_primary": round(region.no_primary_s, 2),
+            "seconds_without_standby_in_sync": round(region.no_standby_s, 2),
+            "standby_back_in_sync_s_p50": round(statistics.median(restored), 2)
+            if restored
+            else None,
+            "standby_back_in_sync_s_max": round(max(restored), 2) if restored else None,
+        },
         "faults": [asdict(f) for f in faults],
         "bots_connected": figures["bots"],  # bots shown at least one snapshot
         "folder": str(folder),
@@ -361,11 +472,14 @@ async def run_torture(
 
 def torture(args: argparse.Namespace) -> int:
     """Run the torture (see the module); print the report; 1 if a guarantee broke."""
-    for flag in ("bots", "kills", "pauses", "partitions", "standby_kills"):
+    for flag in ("bots", "kills", "pauses", "partitions", "standby_kills", "both_kills"):
         if getattr(args, flag) < 0 or (flag == "bots" and args.bots < 1):
             print(f"arena-chaos: --{flag.replace('_', '-')} must be a positive count",
                   file=sys.stderr)  # fmt: skip
             return 2
+    if not 0 <= args.hog_phase <= 3600:
+        print("arena-chaos: --hog-phase must be from 0 to 3600 seconds", file=sys.stderr)
+        return 2
     if not 0 < args.pause_min <= args.pause_max <= 60:
         print("arena-chaos: need 0 < --pause-min <= --pause-max <= 60", file=sys.stderr)
         return 2
@@ -402,6 +516,26 @@ def torture(args: argparse.Namespace) -> int:
         f"published by a deposed primary ({figures['published_by_deposed_primary_accepted']} "
         f"accepted); {figures['promotions']} promotions ({figures['spurious_promotions']} "
         f"spurious); stall p99 {figures['stall_ms_p99']} ms; longest without a primary "
-        f"{figures['longest_without_primary_ms']} ms; {figures['bots_lost']} bots lost"
+        f"{figures['longest_without_primary_ms']} ms; {figures['bots_lost']} bots lost; "
+        f"{figures['bot_reconnects']} bot reconnects ({figures['seats_resumed']} seats "
+        f"resumed, {figures['seats_lost']} lost)"
     )
+    supervised = report["supervisor"]
+    say(
+        f"supervisor: {supervised['restarts']} restarts; "
+        f"{supervised['seconds_without_standby_in_sync']} s with no standby in sync; back "
+        f"in sync within {supervised['standby_back_in_sync_s_max']} s of a kill"
+    )
+    for recovery in figures["checkpoint_recoveries"]:
+        say(
+            f"checkpoint recovery: epoch {recovery['epoch']} from tick {recovery['from_tick']} "
+            f"({recovery['ticks_lost']} ticks lost), first tick "
+            f"{recovery['first_tick_s_after_node_start']} s after the node started"
+        )
+    if figures["calm_phase"] is not None:
+        calm = figures["calm_phase"]
+        say(
+            f"hog phase: {calm['seconds']} s, {calm['promotions']} promotions, "
+            f"{calm['bot_reconnects']} bot reconnects"
+        )
     return 1 if broken and args.replication == "sync" else 0

@@ -92,8 +92,9 @@ class Coordinator(Protocol):
     async def leader(self) -> LeaderInfo | None:
         """The current leader ``(node_id, url, epoch)`` if known."""
 
-    async def claim_initial(self, *, node_id: str, url: str) -> int:
-        """Become leader at start-up (``--role primary``); return the epoch."""
+    async def claim_initial(self, *, node_id: str, url: str, known_epoch: int = 0) -> int:
+        """Become leader at start-up (``--role primary``); return the epoch, above
+        ``known_epoch`` (a checkpoint's: the resumed match must fence every older one)."""
 
 
 _USAGE = "use 'static' or 'etcd://HOST:PORT'"

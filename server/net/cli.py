@@ -197,11 +197,34 @@ def build_parser() -> argparse.ArgumentParser:
         "then (default: 30; 0 frees it at once)",
     )
     failover.add_argument(
+        "--token-ttl-s",
+        type=float,
+        default=600.0,
+        help="how long a session token proves its seat: a dropped player's token must outlive "
+        "--seat-grace-s (more than twice it, 60 to 86400); it is renewed while the player "
+        "stays connected (default: 600)",
+    )
+    failover.add_argument(
         "--journal",
         default="",
         metavar="PATH",
         help="write a JSON line for every tick published and every promotion (what "
         "arena-chaos torture audits)",
+    )
+    failover.add_argument(
+        "--checkpoint-dir",
+        default="",
+        metavar="DIR",
+        help="the primary writes the match here (atomically) every --checkpoint-interval "
+        "seconds; a primary that starts when every node of its region has died resumes the "
+        "newest one at a new epoch, seats kept for their players (default: none)",
+    )
+    failover.add_argument(
+        "--checkpoint-interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="seconds between checkpoints: the ticks a total loss costs (default: 1)",
     )
     parser.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error"]
@@ -282,10 +305,13 @@ def warm_cache(backend: str) -> int:
 def config_from_args(args: argparse.Namespace) -> NodeConfig:
     """The node's configuration from the command line; ValueError (one line) if it is off."""
     for flag in ("max_rewind_ms", "max_interp_ms", "trade_window_ms", "history_seconds",
-                 "failover_timeout_ms", "ack_timeout_ms", "seat_grace_s"):  # fmt: skip
+                 "failover_timeout_ms", "ack_timeout_ms", "seat_grace_s",
+                 "token_ttl_s"):  # fmt: skip
         value = getattr(args, flag)
         if not math.isfinite(value) or value < 0:
             raise ValueError(f"--{flag.replace('_', '-')} must be a finite number >= 0")
+    if args.token_ttl_s < 60:  # (tests run nodes with shorter ones, through NodeConfig)
+        raise ValueError("--token-ttl-s must be at least 60")
     parse_coordinator_spec(args.coordinator)
     arena = load_map(args.map) if args.map else default_map()
     return NodeConfig(
@@ -314,7 +340,10 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         min_standbys=args.min_standbys,
         state_dir=args.state_dir,
         journal=args.journal,
+        checkpoint_dir=args.checkpoint_dir,
+        checkpoint_interval=args.checkpoint_interval,
         seat_grace=args.seat_grace_s,
+        token_ttl=args.token_ttl_s,
         directory_url=args.directory,
     )
 

@@ -38,7 +38,10 @@ class NodeConfig:
     min_standbys: int = 0  # show no tick while fewer standbys than this are in sync
     state_dir: str = ""  # where the static coordinator keeps the epochs used ("": memory only)
     journal: str = ""  # JSON lines of every tick published and every promotion ("": none)
+    checkpoint_dir: str = ""  # the primary's checkpoints, to resume from if every node dies
+    checkpoint_interval: float = 1.0  # seconds between checkpoints (what a total loss costs)
     seat_grace: float = 30.0  # a seat whose player is gone waits this long for its token
+    token_ttl: float = 600.0  # a session token's life; renewed at half of it while connected
     # Routing.
     directory_url: str = ""  # heartbeat here; admit players with its seat reservations
 
@@ -69,6 +72,13 @@ class NodeConfig:
             )
         if not 0 <= self.seat_grace <= 3600:
             raise ValueError("the seat grace must be from 0 to 3600 seconds")
+        if not 2 * self.seat_grace < self.token_ttl <= 86400:
+            raise ValueError(
+                f"the token TTL ({self.token_ttl:g} s) must be over twice the seat grace "
+                f"({self.seat_grace:g} s) and at most 86400 s"
+            )
+        if not 0.05 <= self.checkpoint_interval <= 3600:
+            raise ValueError("the checkpoint interval must be from 0.05 to 3600 seconds")
         if type(self.min_standbys) is not int or not 0 <= self.min_standbys <= 8:
             raise ValueError("min standbys must be a whole number from 0 to 8")
 

@@ -46,6 +46,9 @@ class Connection:
         self.offences = 0
         #: Seated on its own seat (set and cleared by the sessions): its inputs count.
         self.seated = False
+        #: When (unix time) the player's current session token was issued: the sessions
+        #: renew it once it has used half its life.
+        self.token_issued_at = 0.0
         self._metrics = metrics
         #: Once the player is seated, the stream that reads its frames (see take_over).
         self.stream: PlayerStream | None = None

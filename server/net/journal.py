@@ -1,4 +1,4 @@
-"""A node's journal: one JSON line per tick it published and per promotion (``--journal``).
+"""A node's journal: a JSON line per tick published, per promotion and per checkpoint resume.
 
 What ``arena-chaos torture`` audits: every tick a client accepted must be in the lineage
 the surviving primary continued, with the same world hash. The journal says what each node
@@ -7,9 +7,10 @@ showed and when, so the audit does not have to trust the nodes' own accounting:
     {"node": "a", "epoch": 3, "tick": 1200, "hash": "9f…", "synced": true, "t": 1764…}
     {"event": "promoted", "node": "b", "epoch": 4, "from_epoch": 3, "from_tick": 1203,
      "hash": "41…", "t": …}
+    {"event": "resumed", "node": "a", "epoch": 5, "from_epoch": 4, "from_tick": 1800, …}
 
 ``hash`` is the world's state digest the snapshot carries (per match, joined with ``/``;
-a promotion's is the world it took over, at ``from_tick``);
+a promotion's or a resume's is the world it took over, at ``from_tick``);
 ``synced`` says whether a standby held the tick when it was shown; ``t`` is the wall clock.
 Lines are flushed as written, so a killed node's journal ends with its last tick.
 """
@@ -50,6 +51,22 @@ class Journal:
         self._write(
             {
                 "event": "promoted",
+                "node": self.node,
+                "epoch": epoch,
+                "from_epoch": from_epoch,
+                "from_tick": from_tick,
+                "hash": "/".join(protocol.state_digest(h).hex() for h in state_hashes),
+            }
+        )
+
+    def resumed(self, epoch: int, from_epoch: int, from_tick: int, state_hashes: list[str]) -> None:
+        """A match resumed from the checkpoint of ``from_epoch`` at ``from_tick`` (the
+        ticks its region showed after that tick are gone)."""
+        if self._file is None:
+            return
+        self._write(
+            {
+                "event": "resumed",
                 "node": self.node,
                 "epoch": epoch,
                 "from_epoch": from_epoch,

@@ -21,9 +21,12 @@ import aiohttp
 
 from server.coordination.base import CoordinatorError, RegionTaken
 from server.coordination.net.peers import ask_peers
+from server.net.checkpoints import newest_checkpoint
 from server.net.sessions import Sessions
 from server.net.state import NodeState
 from server.net.ticker import Ticker
+from server.replication import state as records
+from server.replication.checkpoint import Checkpoint
 from server.replication.roles import Role, RoleEvent
 from shared.timestep import TickSchedule, run_tick_loop
 
@@ -34,6 +37,7 @@ log = logging.getLogger("arena.server")
 PEER_POLL_S = 0.25
 PEER_TIMEOUT_S = 0.2  # a peer's /health answer counts only this soon
 RETRY_S = 0.1  # between a standby's attempts to find or follow a primary
+RECLAIM_S = 0.5  # between a --role primary node's claims of a region left empty
 
 
 class Leadership:
@@ -44,6 +48,7 @@ class Leadership:
         self.sessions = sessions
         self.ticker = ticker
         self._follow_first = ""  # a claim found this primary: follow it first
+        self._next_claim_at = 0.0
 
     async def run(self, became_ready: asyncio.Event) -> None:
         """Claim or follow, then lead or follow for as long as the app runs."""
@@ -62,17 +67,32 @@ class Leadership:
                     fence = await self._stand_by()
         finally:
             await node.follower.close()
+            if node.checkpoints is not None:
+                await node.checkpoints.close()
             await node.hub.close()
             await node.coordinator.close()
             node.journal.close()
 
-    async def _claim(self) -> None:
-        """Lead a new match, or, when the region already has one (a restart after a
-        takeover, as systemd does), follow its primary instead of starting an empty one."""
+    async def _claim(self) -> bool:
+        """Lead a new match, or the one the newest checkpoint holds (every node of the
+        region had died), or, when the region already has a primary or a standby holding
+        its match (a restart after a takeover, as a supervisor does), follow it instead.
+        True when this node leads now."""
         node = self.node
+        checkpoint = None
+        if node.config.checkpoint_dir:
+            checkpoint = await asyncio.to_thread(
+                newest_checkpoint,
+                node.config.checkpoint_dir,
+                node.config.region,
+                records.config_fingerprint(node.matches),
+                node.log_context,
+            )
         try:
             epoch = await node.coordinator.claim_initial(
-                node_id=node.config.node_id, url=node.config.public_url
+                node_id=node.config.node_id,
+                url=node.config.public_url,
+                known_epoch=checkpoint.epoch if checkpoint is not None else 0,
             )
         except RegionTaken as taken:
             log.warning(
@@ -81,10 +101,49 @@ class Leadership:
                 taken,
                 node.log_context,
             )
-            node.roles.apply(RoleEvent.FOLLOW)
+            if node.role is Role.STARTING:
+                node.roles.apply(RoleEvent.FOLLOW)
             self._follow_first = taken.primary_url
-            return
-        self._become_primary(RoleEvent.CLAIM, epoch, first_tick=1, origin=node.clock())
+            return False
+        if checkpoint is not None:
+            self._resume(checkpoint, epoch)
+        else:
+            self._become_primary(RoleEvent.CLAIM, epoch, first_tick=1, origin=node.clock())
+        return True
+
+    def _resume(self, checkpoint: Checkpoint, epoch: int) -> None:
+        """Lead the checkpoint's match at ``epoch``: its seats wait ``--seat-grace-s`` for
+        their players' tokens, and server time goes on from the checkpoint's tick by the
+        wall-clock time since (the outage is a stall to the players, never time going back)."""
+        node = self.node
+        records.apply(node.matches, checkpoint.state)
+        rate = node.config.tick_rate
+        age = max(0.0, time.time() - checkpoint.wall_time)
+        server_time = checkpoint.tick / rate + age
+        first_tick = max(checkpoint.tick + 1, math.ceil(server_time * rate))
+        node.failover = {
+            "resumed_from": {"epoch": checkpoint.epoch, "tick": checkpoint.tick},
+            "checkpoint_age_s": round(age, 3),
+            "promoted_at": time.time(),
+            "first_tick": first_tick,
+        }
+        node.metrics.checkpoint_resumes.inc()
+        node.journal.resumed(
+            epoch,
+            checkpoint.epoch,
+            checkpoint.tick,
+            [m.world.state_hash() for m in node.matches.matches],
+        )
+        log.warning(
+            "event=resumed_from_checkpoint from_epoch=%d from_tick=%d age_s=%.2f seats=%d %s",
+            checkpoint.epoch,
+            checkpoint.tick,
+            age,
+            node.matches.player_count,
+            node.log_context,
+        )
+        self.sessions.orphan_all()
+        self._become_primary(RoleEvent.CLAIM, epoch, first_tick, node.clock() - server_time)
 
     def _become_primary(self, how: RoleEvent, epoch: int, first_tick: int, origin: float) -> None:
         """``origin``: when tick 0 was (or would have been) due, on this node's clock."""
@@ -202,14 +261,17 @@ class Leadership:
         best = max(found, key=lambda h: int(h.get("epoch", 0)))
         return str(best["url"]), True
 
-    async def _stand_by(self) -> int:
+    async def _stand_by(self) -> int | None:
         """Follow the primary; when it is gone, campaign if this node is eligible; return
-        the new epoch once this node leads (its predecessor is to be fenced with it).
+        the new epoch once this node leads (its predecessor is to be fenced with it; None
+        when there is none to fence).
 
         The primary is gone when its link fell silent past the lease (a paused, cut-off or
         dead process), or when the link ended or was refused and no peer leads while none
         is silent (a killed process, a primary that stepped down, a region of standbys). A
-        node that is not eligible never campaigns: it looks for a primary to catch up from.
+        node that is not eligible never campaigns: it looks for a primary to catch up from,
+        except that a ``--role primary`` node holding nothing, whose region has nobody
+        left, claims it again (its checkpoint, if any, is the newest state there is).
         """
         node = self.node
         follower = node.follower
@@ -223,11 +285,28 @@ class Leadership:
             found, all_answered = await self._survey()
             if found is not None:
                 target = found
-            elif all_answered and follower.eligible and outcome.reason != "silent":
-                epoch = await self._take_over(outcome.primary, outcome.detected_at)
-                if epoch is not None:
-                    return epoch
+            elif all_answered and outcome.reason != "silent":
+                if follower.eligible:
+                    epoch = await self._take_over(outcome.primary, outcome.detected_at)
+                    if epoch is not None:
+                        return epoch
+                elif self._may_claim_again() and await self._claim():
+                    return None
             await asyncio.sleep(RETRY_S)
+
+    def _may_claim_again(self) -> bool:
+        """A ``--role primary`` node that holds nothing of the region (it found the region
+        taken at start and never caught up), not oftener than every :data:`RECLAIM_S`. A
+        node that led or followed holds ticks it must not start over from: it waits for an
+        eligible node instead, as every other non-eligible standby does."""
+        node = self.node
+        now = node.clock()
+        if node.config.role != "primary" or node.matches.tick_number > 0:
+            return False
+        if now < self._next_claim_at:
+            return False
+        self._next_claim_at = now + RECLAIM_S
+        return True
 
     async def _take_over(self, silent_primary: str, detected_at: float) -> int | None:
         """The primary is gone: depose it, campaign, and promote if this node wins (the new

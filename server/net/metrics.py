@@ -102,6 +102,33 @@ class NodeMetrics:
             "Standbys in sync with this primary (alert on 0: a failover now has nobody to promote)",
             registry=r,
         )
+        self.checkpoints_written = Counter(
+            "arena_checkpoints_written", "Checkpoints written to --checkpoint-dir", registry=r
+        )
+        self.checkpoints_failed = Counter(
+            "arena_checkpoints_failed",
+            "Checkpoints that could not be written (disk full, permissions: see the log)",
+            registry=r,
+        )
+        self.checkpoints_skipped = Counter(
+            "arena_checkpoints_skipped",
+            "Checkpoints not taken because the last one was still being written",
+            registry=r,
+        )
+        self.checkpoint_tick = Gauge(
+            "arena_checkpoint_tick", "The tick of the newest checkpoint written", registry=r
+        )
+        self.checkpoint_seconds = Histogram(
+            "arena_checkpoint_seconds",
+            "Time to encode, write, fsync and rename one checkpoint (off the tick loop)",
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+            registry=r,
+        )
+        self.checkpoint_resumes = Counter(
+            "arena_checkpoint_resumes",
+            "Times this node resumed its region's match from a checkpoint (every node had died)",
+            registry=r,
+        )
         self.joins_refused = Counter(
             "arena_joins_refused", "Joins refused, by reason", ["reason"], registry=r
         )

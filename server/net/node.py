@@ -17,7 +17,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 from aiohttp import web
 
@@ -148,10 +148,22 @@ class Node(NodeState):
             # (its promise, or longer when the records have been irregular).
             "failover_wait_ms": round(self.follower.detector.wait() * 1000, 1),
             "failover": self.failover,
+            "checkpoint": self._checkpoint_health(),
             "parked_players": self.sessions.parked,
             "pid": os.getpid(),
             "uptime_s": round(time.time() - self.started_at, 3),
         }
+
+    def _checkpoint_health(self) -> dict[str, Any] | None:
+        """The newest checkpoint this node wrote (None: no --checkpoint-dir)."""
+        writer = self.checkpoints
+        if writer is None:
+            return None
+        if writer.last is None:
+            return {"dir": writer.folder.as_posix(), "epoch": None, "tick": None, "age_s": None}
+        epoch, tick, wall = writer.last
+        return {"dir": writer.folder.as_posix(), "epoch": epoch, "tick": tick,
+                "age_s": round(time.time() - wall, 3)}  # fmt: skip
 
     def directory_heartbeat(self) -> Heartbeat | None:
         """What the directory should know of this node now (None while starting)."""

@@ -7,7 +7,8 @@ that carries a token (the player's spare connection) until this node leads, then
 it at once; everything else is refused with an ``error`` and a close code. Once seated,
 the player's socket is read by a :class:`~server.net.player_stream.PlayerStream`: inputs
 go to the intake, pings are answered at once, echoes of the node's round-trip probes are
-timed, anything else is an offence.
+timed, anything else is an offence. While it plays, its session token is renewed (a
+``token`` message) long before it expires.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from server.net.registration import check_reservation
 from server.net.state import NodeState
 from server.replication.roles import Role
 from server.sim.match import MatchFull, PlayerSeat, TickResult
-from server.tokens import TokenError, issue_token, verify_token
+from server.tokens import TokenError, TokenExpired, issue_token, verify_token
 from shared import protocol
 from shared.protocol import (
     ErrorMessage,
@@ -37,6 +38,7 @@ from shared.protocol import (
     PongMessage,
     ProbeEchoMessage,
     ProbeMessage,
+    TokenMessage,
 )
 
 __all__ = ["JOIN_TIMEOUT_S", "Sessions"]
@@ -117,13 +119,14 @@ class Sessions:
         node = self.node
         key = (index, seat.slot)
         connection = Connection(ws, request.transport, seat.slot, node.metrics, match=index)
+        connection.token_issued_at = time.time()
         welcome = protocol.WelcomeMessage(
             v=protocol.PROTOCOL_VERSION,
             player_id=seat.slot,
             tick_rate=node.config.tick_rate,
             tick=node.matches.tick_number,
             server_time=node.server_time(),
-            token=issue_token(node.secret, node.config.region, seat.slot, seat.name, match=index),
+            token=self._new_token(index, seat, connection.token_issued_at),
             map=node.config.arena.name,
             region=node.config.region,
             epoch=node.matches.epoch,
@@ -212,20 +215,37 @@ class Sessions:
                 await reject(ws, "server_full", str(full), WSCloseCode.TRY_AGAIN_LATER)
                 return None
         try:
-            claim = verify_token(node.secret, join.token, node.config.region)
+            claim = verify_token(node.secret, join.token, node.config.region, time.time())
         except TokenError:
             claim = None
-        key = (claim.match, claim.slot) if claim is not None else None
         seat = None
         if claim is not None and 0 <= claim.match < len(node.matches):
             seat = node.matches[claim.match].seats.get(claim.slot)
-        if claim is None or seat is None or seat.name != claim.name or key in self.connections:
+        if (
+            claim is None
+            or seat is None
+            # Freed and given to somebody else since (under the same name, even): the seat
+            # the token names is gone.
+            or seat.seat_id != claim.seat_id
+            or seat.name != claim.name
+        ):
             node.metrics.joins_refused.labels("token").inc()
             await reject(
                 ws,
                 "invalid_token",
                 "this region issued no such live session",
                 WSCloseCode.POLICY_VIOLATION,
+            )
+            return None
+        if (claim.match, claim.slot) in self.connections:
+            # Most likely the player's own connection, dropped but not noticed here yet:
+            # its token stays good, so the player tries again (unlike invalid_token).
+            node.metrics.joins_refused.labels("in_use").inc()
+            await reject(
+                ws,
+                "seat_in_use",
+                "another connection holds this seat; try again shortly",
+                WSCloseCode.TRY_AGAIN_LATER,
             )
             return None
         self._orphaned_since.pop((claim.match, claim.slot), None)
@@ -238,20 +258,37 @@ class Sessions:
         )
         return claim.match, seat
 
+    def _new_token(self, index: int, seat: PlayerSeat, now: float) -> str:
+        """A session token for ``seat`` of match ``index``, good for ``--token-ttl-s`` from
+        unix time ``now`` (wall clock: the region's other nodes check it too)."""
+        node = self.node
+        return issue_token(
+            node.secret,
+            node.config.region,
+            seat.slot,
+            seat.name,
+            match=index,
+            seat_id=seat.seat_id,
+            expires_at=now + node.config.token_ttl,
+        )
+
     def _reservation_refusal(self, join: JoinMessage) -> str | None:
         """None: the token is a session token; "": a valid seat reservation; else why not."""
         assert join.token is not None
         node = self.node
+        now = time.time()
         try:
-            verify_token(node.secret, join.token, node.config.region)
+            verify_token(node.secret, join.token, node.config.region, now)
             return None
+        except TokenExpired:
+            return None  # a session token that ran out: refused as one (invalid_token)
         except TokenError:
             pass
         code = check_reservation(
             node.secret,
             join.token,
             node.config.node_id,
-            time.time(),
+            now,
             player=join.name,
             claims=node.claims,
         )
@@ -372,7 +409,8 @@ class Sessions:
             self._orphaned_since[(index, slot)] = time.monotonic()
 
     def free_orphans(self) -> None:
-        """Free the seats whose players did not come back in time."""
+        """Free the seats whose players did not come back in time, then renew the tokens
+        due (:meth:`renew_tokens`): the primary's peer watch calls this every 0.25 s."""
         now = time.monotonic()
         for key, since in list(self._orphaned_since.items()):
             match, slot = self.node.matches[key[0]], key[1]
@@ -387,6 +425,22 @@ class Sessions:
                     slot,
                     self.node.log_context,
                 )
+        self.renew_tokens(time.time())
+
+    def renew_tokens(self, now: float) -> None:
+        """Send each seated player whose token has used half its life (at unix time ``now``)
+        a new one: a connected player never holds an expired token, and a dropped one's
+        runs out at most ``--token-ttl-s`` after it left. A send that finds the socket full
+        is tried again on the next call."""
+        node = self.node
+        due = now - node.config.token_ttl / 2
+        for (index, slot), connection in list(self.connections.items()):
+            seat = node.matches[index].seats.get(slot)
+            if seat is None or connection.token_issued_at > due:
+                continue
+            renewal = TokenMessage(self._new_token(index, seat, now))
+            if connection.send(protocol.encode(renewal)):
+                connection.token_issued_at = now
 
 
 async def reject(ws: web.WebSocketResponse, code: str, text: str, close: int) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from server.coordination.base import Coordinator
 from server.coordination.net import make_coordinator
+from server.net.checkpoints import CheckpointWriter
 from server.net.config import NodeConfig
 from server.net.journal import Journal
 from server.net.metrics import NodeMetrics
@@ -80,6 +81,17 @@ class NodeState:
             clock,
         )
         self.journal = Journal(config.journal, config.node_id)
+        self.checkpoints = (
+            CheckpointWriter(
+                config.checkpoint_dir,
+                config.region,
+                config.checkpoint_interval,
+                self.metrics,
+                f"region={config.region} node={config.node_id}",
+            )
+            if config.checkpoint_dir
+            else None
+        )
         #: Seated players' input reads, held for the next tick to decode as one batch.
         self.intake = InputIntake(self.matches)
         self.follower = Follower(

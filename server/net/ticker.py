@@ -7,8 +7,8 @@ queued; every match advances and its shots are judged
 players once the commit set holds it and only while the lease those acknowledgements
 granted lasts (synchronous replication, :mod:`server.replication.commit`), or, with no
 standby in sync, while the coordinator says this node still leads; with the round-trip
-probes that are due, and a journal line; then the tick's cost is counted. A tick that is
-not shown is counted by reason, never silently.
+probes that are due, a journal line and, when one is due, a checkpoint; then the tick's
+cost is counted. A tick that is not shown is counted by reason, never silently.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from server.net.sessions import Sessions
 from server.net.state import NodeState
 from server.replication import messages
 from server.replication import state as records
+from server.replication.checkpoint import Checkpoint
 from server.replication.commit import Verdict
 
 __all__ = ["Ticker"]
@@ -83,6 +84,7 @@ class Ticker:
                 node.journal.published(
                     node.matches.epoch, tick, [r.state_hash for r in results], decision.synced
                 )
+                self._checkpoint()
             if "first_tick_at" not in node.failover and "promoted_at" in node.failover:
                 node.failover["first_tick_at"] = time.time()
         duration = node.clock() - began
@@ -99,6 +101,21 @@ class Ticker:
                 node.stats.period * 1e3,
                 node.log_context,
             )
+
+    def _checkpoint(self) -> None:
+        """Checkpoint the tick just shown, when one is due (a copy: written off the loop)."""
+        node = self.node
+        writer = node.checkpoints
+        if writer is None or not writer.due(node.clock()):
+            return
+        writer.write(
+            Checkpoint(
+                node.config.region,
+                records.config_fingerprint(node.matches),
+                time.time(),
+                records.capture_full(node.matches, node.matches.epoch),
+            )
+        )
 
     def _unpublished(self, tick: int, reason: str) -> None:
         node = self.node

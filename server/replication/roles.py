@@ -10,6 +10,8 @@ from          event           to           when
 ============  ==============  ===========  ================================================
 starting      claim           primary      ``--role primary`` won its initial claim
 starting      follow          standby      ``--role standby``: follow the region's primary
+standby       claim           primary      ``--role primary`` found its region taken at
+                                           start, then found it empty (every node had died)
 standby       promote         primary      the primary fell silent and this node won
 primary       step_down       standby      a higher epoch exists, or leadership is lost
 ============  ==============  ===========  ================================================
@@ -40,6 +42,7 @@ class RoleEvent(enum.Enum):
 TRANSITIONS: dict[tuple[Role, RoleEvent], Role] = {
     (Role.STARTING, RoleEvent.CLAIM): Role.PRIMARY,
     (Role.STARTING, RoleEvent.FOLLOW): Role.STANDBY,
+    (Role.STANDBY, RoleEvent.CLAIM): Role.PRIMARY,
     (Role.STANDBY, RoleEvent.PROMOTE): Role.PRIMARY,
     (Role.PRIMARY, RoleEvent.STEP_DOWN): Role.STANDBY,
 }

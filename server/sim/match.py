@@ -53,6 +53,7 @@ from shared.weapons import WEAPONS
 __all__ = ["Match", "MatchConfig", "MatchFull", "PlayerSeat", "TickResult"]
 
 FIRE_BUTTONS = sum(weapon.button for weapon in WEAPONS)
+_EPOCH_BITS, _JOIN_BITS = 2**31 - 1, 2**32 - 1  # a seat id: (epoch, join) in an int64
 _COUNTER_OF = {verdict: f"input_{verdict.value}" for verdict in InputVerdict}
 
 
@@ -86,6 +87,9 @@ class PlayerSeat:
     name: str
     interp_delay: float  # the delay granted (``LagCompensation.grant_interp_delay``)
     inputs: SeatInputs
+    #: Which seating of the slot this is (``World.seat_id``, replicated): the session
+    #: token names it, and a standby tells a new player in a known slot by it.
+    seat_id: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,11 +150,15 @@ class Match:
         if slot is None:
             raise MatchFull(f"the match is full ({self.config.max_players} players)")
         x, y = self.config.arena.spawn_point(self.joins)
+        # Unique for the match's whole life: the join counter only grows, and the epoch
+        # tells apart seats a deposed primary gave out after its last replicated tick.
+        seat_id = (self.epoch & _EPOCH_BITS) << 32 | (self.joins & _JOIN_BITS)
         self.joins += 1
         self.world.seat(slot, x, y)
+        self.world.seat_id[slot] = seat_id
         self.combat.seat(slot)
         granted = self.config.lag_compensation.grant_interp_delay(interp_delay)
-        seat = PlayerSeat(slot, name, granted, self._new_seat_inputs(slot))
+        seat = PlayerSeat(slot, name, granted, self._new_seat_inputs(slot), seat_id)
         self.seats[slot] = seat
         self._events.append(JoinEvent(slot))
         return seat
@@ -176,7 +184,8 @@ class Match:
 
     def restore_seats(self, rows: list[list[Any]]) -> None:
         """Hold exactly the primary's seats: a seat whose player changed starts afresh (its
-        buffer and RTT window are the new player's); every seat's ack is the primary's."""
+        buffer and RTT window are the new player's); every seat's ack is the primary's.
+        Call it after the world's arrays are restored: they hold each seat's id."""
         wanted = {
             int(slot): (str(name), float(interp), int(acked), int(guessed), before, rtt, spread)
             for slot, name, interp, acked, guessed, before, rtt, spread in rows
@@ -187,8 +196,13 @@ class Match:
                 self.probes.forget(slot)
         for slot, (name, interp, acked, guessed, before, rtt, spread) in wanted.items():
             seat = self.seats.get(slot)
-            if seat is None or seat.name != name or seat.interp_delay != interp:
-                seat = PlayerSeat(slot, name, interp, self._new_seat_inputs(slot))
+            seat_id = int(self.world.seat_id[slot])
+            if (
+                seat is None
+                or seat.seat_id != seat_id
+                or (seat.name, seat.interp_delay) != (name, interp)
+            ):
+                seat = PlayerSeat(slot, name, interp, self._new_seat_inputs(slot), seat_id)
                 self.seats[slot] = seat
             # A follower applies no inputs itself: its view of each seat's ack (and of the
             # ticks it guessed) is the primary's.

@@ -20,7 +20,8 @@ MAX_HEALTH = 100
 class World(ArrayState):
     """Every array is the world's state: replicated to standbys, and hashed."""
 
-    REPLICATED = ("active", "alive", "pos", "vel", "yaw", "pitch", "health", "move", "buttons")
+    REPLICATED = ("active", "alive", "pos", "vel", "yaw", "pitch", "health", "move", "buttons",
+                  "seat_id")  # fmt: skip
 
     def __init__(self, max_players: int) -> None:
         self.max_players = max_players
@@ -34,6 +35,10 @@ class World(ArrayState):
         # The input being applied each tick; repeats when a player's inputs stop arriving.
         self.move = np.zeros((max_players, 2), dtype=np.float64)
         self.buttons = np.zeros(max_players, dtype=np.int64)
+        # Which seating of the slot this is (Match.join): a session token names it, so a
+        # token cannot resume a later player in the same slot. Kept here, with the seat's
+        # other arrays, so that standbys and checkpoints carry it.
+        self.seat_id = np.zeros(max_players, dtype=np.int64)
 
     @property
     def player_count(self) -> int:

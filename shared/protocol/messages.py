@@ -46,6 +46,7 @@ __all__ = [
     "ServerMessage",
     "SnapshotMessage",
     "StandbysMessage",
+    "TokenMessage",
     "WelcomeMessage",
     "decode_client",
     "decode_server",
@@ -226,6 +227,16 @@ class StandbysMessage(Message):
 
 
 @dataclass(frozen=True, slots=True)
+class TokenMessage(Message):
+    """Server -> client, while seated, before the current session token expires: the
+    token to resume this seat with from now on (the old one runs out on its own)."""
+
+    TYPE = "token"
+    token: str
+    FIELDS = {"token": text(512)}
+
+
+@dataclass(frozen=True, slots=True)
 class PongMessage(Message):
     """Server -> client, answer to ``ping``: echoes ``t`` and adds the server time."""
 
@@ -258,7 +269,13 @@ class ErrorMessage(Message):
 
 ClientMessage = JoinMessage | InputMessage | PingMessage | ProbeEchoMessage
 ServerMessage = (
-    WelcomeMessage | SnapshotMessage | PongMessage | ProbeMessage | ErrorMessage | StandbysMessage
+    WelcomeMessage
+    | SnapshotMessage
+    | PongMessage
+    | ProbeMessage
+    | ErrorMessage
+    | StandbysMessage
+    | TokenMessage
 )
 
 _CLIENT_TYPES: dict[str, type[Message]] = {
@@ -268,6 +285,7 @@ _SERVER_TYPES: dict[str, type[Message]] = {
     m.TYPE: m
     for m in (
         WelcomeMessage, SnapshotMessage, PongMessage, ProbeMessage, ErrorMessage, StandbysMessage,
+        TokenMessage,
     )
 }  # fmt: skip
 

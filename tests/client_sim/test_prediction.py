@@ -253,3 +253,23 @@ def test_a_dead_bot_is_not_moved_by_its_inputs_and_not_replayed() -> None:
     swarm.authoritative(1, 0, lying)
     swarm.reconcile()
     assert swarm.pos[1].tolist() == START[1].tolist() and swarm.acked[1] == 0
+
+
+def test_a_bot_placed_in_a_new_seat_replays_none_of_the_old_seat_s_inputs() -> None:
+    swarm = predictor(count=1)
+    move, buttons = inputs(seed=5, count=1, n=40)
+    run(swarm, move[:30], buttons[:30])  # the old seat: inputs 0-29, never acknowledged
+    spawn = np.array([3.0, 4.0, 0.0])
+    swarm.place(0, spawn, np.zeros(3))  # the new seat's first snapshot (ack -1)
+    swarm.authoritative(0, -1, you((spawn, np.zeros(3))))
+    swarm.reconcile()
+    assert swarm.pos[0].tolist() == spawn.tolist()  # nothing replayed on top of the spawn
+
+    for i in range(30, 40):
+        swarm.apply(np.array([0]), move[i], buttons[i])
+    state = server_states(spawn, move[:, 0], buttons[:, 0], list(range(30, 35)))[-1]
+    swarm.authoritative(0, 34, you(state))
+    swarm.reconcile()
+    assert swarm.error_samples()[-1] == 0.0  # the new seat's inputs, predicted exactly
+    expected = server_states(spawn, move[:, 0], buttons[:, 0], list(range(30, 40)))[-1]
+    np.testing.assert_array_equal(swarm.pos[0], expected[0])

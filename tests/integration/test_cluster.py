@@ -219,3 +219,31 @@ def test_a_killed_node_is_restarted_and_the_region_has_its_standby_again(tmp_pat
         until(standby_again, within=60.0)
         assert (health(first.base_url) or {}).get("role") == "standby"
         assert (health(second.base_url) or {}).get("standbys_in_sync") == 1
+
+
+def test_a_region_whose_every_node_died_resumes_from_its_checkpoint(tmp_path: Path) -> None:
+    spec = ClusterSpec(
+        regions=parse_regions("eu"),
+        standbys=1,
+        log_dir=tmp_path,
+        register=False,
+        checkpoint_dir=tmp_path / "checkpoints",
+    )
+    with start_cluster(spec) as cluster:
+        region = cluster.regions["eu"]
+        first, second = region.primary, region.standbys[0]
+        until(lambda: any((tmp_path / "checkpoints").glob("eu-*.ckpt")), within=30.0)
+        epoch = (health(first.base_url) or {})["epoch"]
+        for node in (second, first):
+            os.kill(node.pid, signal.SIGKILL)
+        until(lambda: first.exit_code is not None and second.exit_code is not None)
+        assert len(cluster.heal()) == 2
+
+        def resumed() -> bool:
+            found = health(first.base_url) or {}
+            return found.get("role") == "primary" and "resumed_from" in found.get("failover", {})
+
+        until(resumed, within=60.0)
+        found = health(first.base_url) or {}
+        assert found["epoch"] > epoch and found["failover"]["resumed_from"]["epoch"] == epoch
+        until(lambda: (health(first.base_url) or {}).get("standbys_in_sync") == 1, within=60.0)

@@ -104,6 +104,18 @@ async def test_claim_initial_when_another_leads_is_a_clear_error(coordinators: F
     assert await b.leader() == ("a", "http://a", epoch)
 
 
+async def test_a_claim_below_a_checkpoint_epoch_is_refused_and_released(
+    coordinators: Factory,
+) -> None:
+    """An etcd whose revisions are behind a checkpoint's epoch (its data was lost) would
+    let the resumed match be fenced by nothing: the claim is refused, the key let go."""
+    a, b = await coordinators(), await coordinators()
+    with pytest.raises(CoordinatorError, match="was its data lost"):
+        await a.claim_initial(node_id="a", url="http://a", known_epoch=10**9)
+    assert await b.leader() is None
+    assert await b.claim_initial(node_id="b", url="http://b") > 0
+
+
 async def test_restarted_primary_waits_out_its_own_stale_lease(coordinators: Factory) -> None:
     old = await coordinators()
     first = await old.claim_initial(node_id="a", url="http://a")

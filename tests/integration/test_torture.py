@@ -28,6 +28,7 @@ def test_a_small_torture_loses_nothing(
         [
             "torture", "--coordinator", coordinator, "--bots", "6", "--kills", "2",
             "--pauses", "1", "--pause-min", "1", "--pause-max", "1.5", "--standby-kills", "1",
+            "--both-kills", "1" if coordinator == "static" else "0", "--hog-phase", "2",
             "--partitions", "0", "--out", str(tmp_path / "run"), "--json", str(report_path),
         ]
     )  # fmt: skip
@@ -44,6 +45,16 @@ def test_a_small_torture_loses_nothing(
     assert figures["epochs_reused"] == []
     assert figures["bots_lost"] == 0
     assert report["coordinator"] == coordinator and report["bots_connected"] == 6
+    # No node was restarted by hand: the supervisor brought every killed node back, and
+    # every bot came back to its own seat each time.
+    assert report["supervisor"]["restarts"] >= 3
+    assert report["supervisor"]["standby_back_in_sync_s_max"] is not None
+    assert figures["seats_lost"] == 0 and figures["seats_resumed"] >= 6 * 2
+    assert figures["calm_phase"]["seconds"] >= 2.0
+    if coordinator == "static":  # every node killed once: resumed from a checkpoint
+        (recovery,) = figures["checkpoint_recoveries"]
+        assert recovery["epoch"] > recovery["from_epoch"]
+        assert recovery["first_tick_s_after_node_start"] is not None
     assert "audit:" in progress and "0 lost" in progress
     journals = sorted(p.name for p in (tmp_path / "run").glob("journal-*.jsonl"))
     assert journals == ["journal-a.jsonl", "journal-b.jsonl"]

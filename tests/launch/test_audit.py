@@ -9,6 +9,7 @@ from launch.audit import (
     Fault,
     Promotion,
     Published,
+    Welcome,
     audit,
     lineage,
     read_journal,
@@ -124,5 +125,46 @@ def test_journals_and_records_read_back_and_a_torn_last_line_is_skipped() -> Non
     published, promotions = read_journal(lines)
     assert published == [Published("a", 1, 5, "ab", True, 1.0)]
     assert promotions == [Promotion("b", 2, 1, 5, 2.0)]
-    record = [json.dumps({"bot": 3, "epoch": 1, "tick": 5, "hash": "ab", "ack": 2, "t": 1.1})]
-    assert read_record([*record, '{"bot"']) == [Accepted(3, 1, 5, "ab", 2, 1.1)]
+    record = [
+        json.dumps({"bot": 3, "event": "welcome", "epoch": 1, "player": 7, "ack": -1, "t": 1.0}),
+        json.dumps({"bot": 3, "epoch": 1, "tick": 5, "hash": "ab", "ack": 2, "t": 1.1}),
+    ]
+    assert read_record([*record, '{"bot"']) == (
+        [Accepted(3, 1, 5, "ab", 2, 1.1)],
+        [Welcome(3, 1, 7, -1, 1.0)],
+    )
+
+
+def test_a_resume_from_a_checkpoint_costs_the_ticks_after_it_not_a_broken_promise() -> None:
+    """a shows ticks 1-20 (checkpoint at 12), both nodes die, a restarts at t=1.0 and
+    resumes at t=1.2 from tick 12 at epoch 2, first tick 70 (the outage is a stall)."""
+    published = run_of(1, "a", range(1, 21), 0.0, "x") + [
+        Published("a", 2, k, f"z{k}", True, 1.25 + (k - 70) / 60) for k in range(70, 80)
+    ]
+    resume = Promotion("a", 2, 1, 12, 1.2, resumed=True)
+    accepted = {0: seen(0, *((1, k, f"x{k}", k) for k in range(1, 21)))}
+    accepted[0] += [Accepted(0, 2, k, f"z{k}", k, 1.3 + k / 600) for k in range(70, 80)]
+    welcomes = {0: [Welcome(0, 1, 4, -1, 0.0), Welcome(0, 2, 4, 12, 1.3)]}
+    both = Fault("kill_both", "a", 0.34, 1.0, 1)
+    figures = audit(published, [resume], accepted, [both], ended_at=1.45, welcomes=welcomes)
+    assert figures["acked_ticks_lost"] == 0 and figures["promotions"] == 0
+    assert figures["acked_ticks_lost_to_checkpoint_recovery"] == 8  # ticks 13-20
+    (recovery,) = figures["checkpoint_recoveries"]
+    assert recovery["ticks_lost"] == 8 and recovery["last_tick_shown_before"] == 20
+    assert recovery["resumed_s_after_node_start"] == 0.2
+    assert recovery["first_tick_s_after_node_start"] == 0.25
+    assert figures["seats_resumed"] == 1 and figures["seats_lost"] == 0
+    assert figures["longest_without_primary_ms"] is not None  # the outage itself left out
+    assert figures["longest_without_primary_ms"] < 100
+
+
+def test_a_calm_phase_counts_every_promotion_and_reconnect_in_it() -> None:
+    published, promotions = region()  # b's promotion at t=0.2, no fault to explain it
+    welcomes = {
+        0: [Welcome(0, 1, 4, -1, 0.0), Welcome(0, 2, 4, 8, 0.21)],
+        1: [Welcome(1, 1, 5, -1, 0.0), Welcome(1, 2, 9, -1, 0.5)],
+    }
+    figures = audit(published, promotions, {}, [], ended_at=1.0, welcomes=welcomes, calm=(0.1, 0.4))
+    assert figures["calm_phase"] == {"seconds": 0.3, "promotions": 1, "bot_reconnects": 1}
+    assert figures["spurious_promotions"] == 1
+    assert figures["bot_reconnects"] == 2 and figures["seats_lost"] == 1

@@ -27,6 +27,7 @@ from shared.protocol import (
     PongMessage,
     ProtocolError,
     SnapshotMessage,
+    TokenMessage,
     UnknownMessageType,
     WelcomeMessage,
     decode_client,
@@ -106,6 +107,7 @@ pongs = st.builds(PongMessage, id=st.integers(0, U32), t=finite(), server_time=f
 errors = st.builds(
     ErrorMessage, code=st.text(max_size=64), message=st.text(max_size=256), fatal=st.booleans()
 )
+tokens = st.builds(TokenMessage, token=ascii_token)
 
 
 def frame(**fields: Any) -> bytes:
@@ -142,9 +144,21 @@ def test_every_client_message_round_trips(message: protocol.Message) -> None:
     assert decode_client(data) == message
 
 
-@given(st.one_of(welcomes, snapshots, pongs, errors))
+@given(st.one_of(welcomes, snapshots, pongs, errors, tokens))
 def test_every_server_message_round_trips(message: protocol.Message) -> None:
     assert decode_server(encode(message)) == message
+
+
+def test_a_token_message_is_its_token_and_nothing_else() -> None:
+    message = TokenMessage("body.mac")
+    assert msgpack.unpackb(encode(message)) == {"type": "token", "token": "body.mac"}
+    assert decode_server(encode(message)) == message
+    with pytest.raises(InvalidField, match="token"):
+        decode_server(frame(type="token", token="x" * 513))  # longer than a join may carry
+    with pytest.raises(InvalidField, match="missing"):
+        decode_server(frame(type="token"))
+    with pytest.raises(UnknownMessageType):
+        decode_client(encode(message))  # a server's message only
 
 
 @given(

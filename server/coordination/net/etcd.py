@@ -162,7 +162,7 @@ class EtcdCoordinator:
             )
         return epoch
 
-    async def claim_initial(self, *, node_id: str, url: str) -> int:
+    async def claim_initial(self, *, node_id: str, url: str, known_epoch: int = 0) -> int:
         epoch = await self._acquire(node_id, url)
         loop = asyncio.get_running_loop()
         give_up = loop.time() + self.ttl + 1.0
@@ -188,6 +188,12 @@ class EtcdCoordinator:
                 f"region {self.region!r} already has a leader: {shown}; "
                 "start this node as a standby",
                 who[1] if who else "",
+            )
+        if epoch <= known_epoch:  # an etcd that lost its data: its revisions start over
+            await self.step_down()
+            raise CoordinatorError(
+                f"etcd gave epoch {epoch}, not above {known_epoch} (the checkpoint's): was "
+                "its data lost? resume with the coordinator that issued that epoch"
             )
         log.info(
             "event=claim_initial coordinator=etcd region=%s node=%s epoch=%d",

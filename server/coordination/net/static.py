@@ -221,7 +221,7 @@ class StaticCoordinator:
         epoch, node, url = max(known, key=lambda k: (k[0], k[1]))
         return node, url, epoch
 
-    async def claim_initial(self, *, node_id: str, url: str) -> int:
+    async def claim_initial(self, *, node_id: str, url: str, known_epoch: int = 0) -> int:
         """Lead a new match, unless the region already has one: a peer that leads, or a
         peer that holds a match (it may take over; this node would start an empty one)."""
         poll = await self.poll()
@@ -248,7 +248,7 @@ class StaticCoordinator:
                 node_id,
                 poll.silent[0],
             )
-        epoch = max([self.epochs.load(), *(p.epoch for p in others)]) + 1
+        epoch = max([self.epochs.load(), known_epoch, *(p.epoch for p in others)]) + 1
         self.epochs.save(epoch)
         self._leading = (url, epoch)
         return epoch

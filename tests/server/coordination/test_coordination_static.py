@@ -209,6 +209,11 @@ async def test_claim_initial(peer: PeerFactory, closed_port_url: str) -> None:
         assert await behind.claim_initial(node_id="a", url="http://a") == 42
     finally:
         await behind.close()
+    resuming = await started("a", [closed_port_url])
+    try:  # a checkpoint of epoch 57: the resumed match must fence it
+        assert await resuming.claim_initial(node_id="a", url="http://a", known_epoch=57) == 58
+    finally:
+        await resuming.close()
 
 
 async def test_claim_initial_over_a_live_primary_or_a_held_match_is_refused(

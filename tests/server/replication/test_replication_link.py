@@ -28,7 +28,7 @@ from server.replication import messages, state
 from server.replication.auth import sign_hello
 from server.replication.net.follower import Follower
 from server.sim.matchset import MatchSet
-from server.tokens import issue_token
+from server.tokens import issue_token, verify_token
 from shared import protocol
 
 SECRET = bytes(range(100, 132))
@@ -197,6 +197,28 @@ async def background(coro: Awaitable[None]) -> AsyncIterator[asyncio.Task[None]]
 
 
 # -- a player ------------------------------------------------------------------------------
+
+
+def forge(
+    welcome: protocol.WelcomeMessage,
+    secret: bytes = SECRET,
+    region: str = REGION,
+    slot_offset: int = 0,
+    name: str = "ada",
+    seat_offset: int = 0,
+    expires_at: float | None = None,
+) -> str:
+    """A token like the welcome's (its seat id and expiry), with one part changed."""
+    claim = verify_token(SECRET, welcome.token, REGION, time.time())
+    return issue_token(
+        secret,
+        region,
+        welcome.player_id + slot_offset,
+        name,
+        welcome.match,
+        seat_id=claim.seat_id + seat_offset,
+        expires_at=claim.expires_at if expires_at is None else expires_at,
+    )
 
 
 @dataclass
@@ -587,7 +609,7 @@ async def resume_after(kill: str) -> tuple[protocol.WelcomeMessage, Any, dict[st
                     return found if done else None
 
                 after = await until(promoted, "the standby promotes itself")
-            forged = issue_token(OTHER_SECRET, REGION, welcome.player_id, "ada")
+            forged = forge(welcome, secret=OTHER_SECRET)
             refusal = await forger.join(standby.url, "ada", forged)
             back = await resumed.join(standby.url, "ada", welcome.token)
             if isinstance(back, protocol.WelcomeMessage):
@@ -633,11 +655,12 @@ async def test_players_resume_after_a_graceful_stop_of_the_primary() -> None:
 @pytest.mark.parametrize(
     "forge",
     [
-        lambda welcome: issue_token(OTHER_SECRET, REGION, welcome.player_id, "ada"),
-        lambda welcome: issue_token(SECRET, "another-region", welcome.player_id, "ada"),
-        lambda welcome: issue_token(SECRET, REGION, welcome.player_id + 1, "ada"),
-        lambda welcome: issue_token(SECRET, REGION, welcome.player_id, "eve"),
-        lambda welcome: welcome.token,  # a seat somebody is connected to
+        lambda welcome: forge(welcome, secret=OTHER_SECRET),
+        lambda welcome: forge(welcome, region="another-region"),
+        lambda welcome: forge(welcome, slot_offset=1),
+        lambda welcome: forge(welcome, name="eve"),
+        lambda welcome: forge(welcome, seat_offset=1),  # a later player in the same slot
+        lambda welcome: forge(welcome, expires_at=time.time() - 1),
         lambda welcome: welcome.token[:-1] + ("A" if welcome.token[-1] != "A" else "B"),
         lambda welcome: "garbage",
     ],
@@ -646,7 +669,8 @@ async def test_players_resume_after_a_graceful_stop_of_the_primary() -> None:
         "other_region",
         "other_seat",
         "other_name",
-        "in_use",
+        "other_incarnation",
+        "expired",
         "bad_mac",
         "garbage",
     ],
@@ -673,6 +697,29 @@ async def test_a_token_that_proves_no_free_seat_is_refused(
         finally:
             await player.close()
             await intruder.close()
+
+
+async def test_a_token_of_a_seat_somebody_is_connected_to_is_refused_for_now() -> None:
+    # Most likely the player's own connection, not noticed gone yet: the token stays good.
+    async with cluster() as (nodes, session):
+        primary = await nodes.start(bind(), node_id="alpha", role="primary")
+        player, again = Player(session), Player(session)
+        try:
+            welcome = await player.join(primary.url)
+            assert isinstance(welcome, protocol.WelcomeMessage)
+
+            refusal = await again.join(primary.url, "ada", welcome.token)
+
+            assert isinstance(refusal, protocol.ErrorMessage)
+            assert (refusal.code, refusal.fatal) == ("seat_in_use", True)
+            assert again.ws is not None
+            async with asyncio.timeout(WAIT_S):
+                await again.ws.receive()
+            assert again.ws.close_code == WSCloseCode.TRY_AGAIN_LATER
+            assert (await health(session, primary.url))["players"] == 1
+        finally:
+            await player.close()
+            await again.close()
 
 
 async def test_a_token_with_a_non_ascii_mac_is_refused_as_invalid() -> None:

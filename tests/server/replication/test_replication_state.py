@@ -39,7 +39,7 @@ ARENA = default_map()
 RATE = 60
 MAX_PLAYERS = 8
 EPOCH = 1
-WORLD = ("active", "alive", "pos", "vel", "yaw", "pitch", "health", "move", "buttons")
+WORLD = ("active", "alive", "pos", "vel", "yaw", "pitch", "health", "move", "buttons", "seat_id")
 COMBAT = ("death_time", "respawn_tick", "last_fired_seq")
 RING = ("times", "ticks", "positions", "alive")
 
@@ -359,6 +359,22 @@ def test_a_seat_rejoined_under_the_same_name_within_a_tick_is_replaced() -> None
     replicate(primary, primary.tick(), standby)
 
     assert standby.seats[0].interp_delay == primary.seats[0].interp_delay
+
+
+def test_a_seat_rejoined_under_the_same_name_and_delay_is_another_seat_there_too() -> None:
+    primary, standby = new_match(), new_match()
+    first = primary.join("ada", 0.1)
+    install_full_state(standby, full_state(primary, EPOCH))
+    replicate(primary, primary.tick(), standby)
+    kept = standby.seats[0]
+    primary.leave(0)
+    again = primary.join("ada", 0.1)  # a new player: nothing to tell it by but its seat id
+    assert again.slot == 0 and again.seat_id != first.seat_id
+
+    replicate(primary, primary.tick(), standby)
+
+    assert standby.seats[0].seat_id == again.seat_id
+    assert standby.seats[0] is not kept  # afresh: the new player's buffer and round trips
 
 
 def test_a_promoted_standby_orders_a_tick_events_as_the_primary_does() -> None:

@@ -493,3 +493,18 @@ def test_a_batch_of_decoded_inputs_does_what_receiving_each_does(rows: list[tupl
         assert list(a.inputs.pending) == list(b.inputs.pending)
     one_by_one.tick(), batched.tick()
     assert world_state(one_by_one) == world_state(batched)
+
+
+def test_every_seating_of_a_slot_is_a_seat_of_its_own() -> None:
+    match = new_match()
+    first = match.join("ada", 0.1)
+    match.leave(first.slot)
+    again = match.join("ada", 0.1)  # the same slot, name and delay: another player still
+
+    assert again.slot == first.slot and again.seat_id != first.seat_id
+    assert match.world.seat_id[again.slot] == again.seat_id  # what standbys are sent
+    # A promoted standby at the join count its primary left off: new seats differ from
+    # those the deposed primary gave out after its last replicated tick.
+    deposed, promoted = new_match(), new_match()
+    promoted.epoch = deposed.epoch + 1
+    assert promoted.join("ada", 0.1).seat_id != deposed.join("ada", 0.1).seat_id

@@ -1,0 +1,134 @@
+"""A bot's session token: renewed while it plays, dropped for a new seat once refused."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any, TypeVar
+
+from client_sim.bot import Bot, FailoverEvent, _Connection
+from client_sim.latency import draw_bot, parse_distribution
+from client_sim.marksman import ShotRecord
+from client_sim.swarm import Swarm, SwarmConfig
+from shared import protocol
+
+T = TypeVar("T")
+
+
+def welcome(token: str, player_id: int = 0, epoch: int = 3) -> protocol.WelcomeMessage:
+    return protocol.WelcomeMessage(1, player_id, 60, 10, 0.2, token, "arena", "eu", epoch)
+
+
+def connection(id_: int, token: str | None) -> _Connection:
+    ws = SimpleNamespace(closed=True)  # (retired without a closing handshake)
+    return _Connection(id_, f"ws://node-{id_}/ws", ws, token=token)  # type: ignore[arg-type]
+
+
+PARAMS = draw_bot(0, seed=1, rtt=parse_distribution("40ms"))
+
+
+def playing_bot(swarm: Swarm | None = None) -> Bot:
+    """A bot seated with token ``t1`` on connection 0, with a spare (1) parked with it."""
+    host: Any = swarm or SimpleNamespace(config=None, pump=None)
+    bot = Bot(0, PARAMS, host, "ws://a/ws")
+    bot._connections = {0: connection(0, None), 1: connection(1, "t1")}
+    bot._active, bot._spare = 0, 1
+    if swarm is None:
+        assert not deliver(bot, 0, lambda: bot.welcomed(welcome("t1")))
+    else:
+        deliver(bot, 0, lambda: swarm._on_welcome(bot, welcome("t1")))
+    return bot
+
+
+def deliver(bot: Bot, connection_id: int, act: Callable[[], T]) -> T:
+    """``act`` as the swarm does it for a frame that came by ``connection_id``."""
+    bot._delivering = connection_id
+    try:
+        return act()
+    finally:
+        bot._delivering = None
+
+
+async def test_a_renewed_token_is_the_one_joins_carry_and_the_spare_is_parked_again() -> None:
+    bot = playing_bot()
+
+    deliver(bot, 0, lambda: bot.token_renewed(protocol.TokenMessage("t2")))
+
+    assert bot._token == "t2"
+    assert bot._spare is None and 1 not in bot._connections  # re-parked with t2 next
+    deliver(bot, 1, lambda: bot.token_renewed(protocol.TokenMessage("t3")))  # not the active
+    assert bot._token == "t2"
+
+
+async def test_a_refused_token_is_dropped_once_and_the_seat_counted_lost() -> None:
+    bot = playing_bot()
+    bot._connections[2] = connection(2, "t1")  # a join during a failover
+
+    deliver(bot, 2, bot.token_refused)
+
+    assert bot._token is None and bot.seats_lost == 1
+    deliver(bot, 1, bot.token_refused)  # the spare's refusal of the same token: no news
+    assert bot.seats_lost == 1
+    assert bot._standby_url() is None  # no spare without a token: a standby would refuse it
+
+
+async def test_a_refusal_of_a_token_the_bot_no_longer_uses_changes_nothing() -> None:
+    bot = playing_bot()
+    deliver(bot, 0, lambda: bot.token_renewed(protocol.TokenMessage("t2")))
+    bot._connections[1] = connection(1, "t1")  # a spare parked before the renewal
+
+    deliver(bot, 1, bot.token_refused)
+
+    assert bot._token == "t2" and bot.seats_lost == 0
+
+
+async def test_a_welcome_to_a_new_seat_ends_the_failover_as_a_seat_lost() -> None:
+    bot = playing_bot()
+    bot._sent_frames.extend([(5, b"five"), (6, b"six")])
+    bot.failovers.append(FailoverEvent(tick_before=120, ack_before=6, lost_at=0.0))
+    bot._connections[2] = connection(2, "t1")
+    deliver(bot, 2, bot.token_refused)
+    bot._connections[3] = connection(3, None)  # the next join asks for a new seat
+
+    reseated = deliver(bot, 3, lambda: bot.welcomed(welcome("n1", player_id=7)))
+
+    assert reseated is True
+    assert bot.welcome is not None and bot.welcome.player_id == 7
+    assert bot._token == "n1" and bot._active == 3
+    assert not bot._sent_frames  # the old seat's inputs are not resent to the new one
+    assert bot._spare is None and 1 not in bot._connections  # parked with the old token
+    event = bot.failovers[-1]
+    assert event.seat_lost and event.ack_after == -1 and event.epoch_after == 3
+    event.stall_s = 0.2
+    assert not event.resumed
+
+
+async def test_a_resumed_seat_is_no_new_seat() -> None:
+    bot = playing_bot()
+    bot.failovers.append(FailoverEvent(tick_before=120, ack_before=6, lost_at=0.0))
+    bot._connections[2] = connection(2, "t1")
+
+    reseated = deliver(bot, 2, lambda: bot.welcomed(welcome("t9", epoch=4)))
+
+    assert reseated is False
+    assert not bot.failovers[-1].seat_lost and bot._token == "t9"
+
+
+async def test_the_swarm_forgets_what_it_knew_of_a_bot_s_lost_seat() -> None:
+    swarm = Swarm(SwarmConfig(url="ws://a/ws", bots=(PARAMS,), duration=1.0))
+    swarm.welcomed = asyncio.Event()
+    bot = playing_bot(swarm)
+    assert swarm.predictor is not None
+    swarm.placed[0], swarm.predictor.unscored[0], swarm.shooting.alive[0] = True, True, False
+    swarm.shooting.awaiting[0][(5, 0)] = ShotRecord(5, 0, 40.0, -1, 0, 1.0)
+    bot._connections[2] = connection(2, "t1")
+    deliver(bot, 2, bot.token_refused)
+    bot._connections[3] = connection(3, None)
+
+    deliver(bot, 3, lambda: swarm._on_welcome(bot, welcome("n1", player_id=7)))
+
+    assert not swarm.placed[0]  # placed anew from the new seat's first snapshot
+    assert not swarm.predictor.unscored[0] and swarm.shooting.alive[0]  # spawned alive
+    assert not swarm.shooting.awaiting[0]
+    assert [s.server_result for s in swarm.shooting.finished] == [None]  # never judged
