@@ -9,8 +9,9 @@
   within 500 ms (detection is within that).
 - ``both``: 3 SIGKILLs of both nodes at once; the supervisor restarts them, and the
   ``--role primary`` node resumes the match from its newest checkpoint. Targets: the first
-  tick within 10 s of the node's start, every bot back in its own seat (0 seats lost, 0 bots
-  lost), 0 acked ticks lost outside the ticks after the checkpoint.
+  tick, and every bot's first snapshot of the resumed match, within 10 s of the node's
+  start; every bot back in its own seat (0 seats lost, 0 bots lost); 0 acked ticks lost
+  outside the ticks after the checkpoint.
 
 ``--hog`` runs ``kills`` and ``both`` with a CPU hog too. A run whose bots did not all
 connect is refused (exit 2): its figures would describe fewer players than asked for.
@@ -88,6 +89,11 @@ def verdicts(name: str, report: dict[str, Any]) -> dict[str, bool]:
         and all(
             r["first_tick_s_after_node_start"] is not None
             and r["first_tick_s_after_node_start"] <= RECOVERED_S
+            for r in recoveries
+        ),
+        f"every bot back within {RECOVERED_S:g} s of a node starting": all(
+            r["every_bot_back_s_after_node_start"] is not None
+            and r["every_bot_back_s_after_node_start"] <= RECOVERED_S
             for r in recoveries
         ),
     }

@@ -505,10 +505,12 @@ class Bot:
             FailoverEvent(self.latest_tick, self._max_ack, self._last_snapshot_at)
         )
         event = self.failovers[-1]
-        if self._spare is not None:
+        spare = self._connections.get(self._spare) if self._spare is not None else None
+        if spare is not None:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(SPARE_WAIT_S):
-                    while event.epoch_after < 0 and not stop.is_set():
+                    # (a spare whose node died too is no use: its close ends the wait)
+                    while event.epoch_after < 0 and not stop.is_set() and not spare.closed:
                         self._changed.clear()
                         await self._changed.wait()
             if event.epoch_after >= 0:

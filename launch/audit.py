@@ -279,7 +279,7 @@ def audit(
         "stall_ms_max": round(max(stalls), 1) if stalls else None,
         "bots_lost": lost_bots,
         **_seats(welcomes or {}),
-        "checkpoint_recoveries": _recoveries(resumes, published, faults, kept),
+        "checkpoint_recoveries": _recoveries(resumes, published, accepted, faults, kept),
         "acked_ticks_lost_to_checkpoint_recovery": recovery_lost,
         "calm_phase": _calm(calm, takeovers, welcomes or {}) if calm is not None else None,
     }
@@ -306,10 +306,12 @@ def _seats(welcomes: dict[int, list[Welcome]]) -> dict[str, int]:
 def _recoveries(
     resumes: list[Promotion],
     published: list[Published],
+    accepted: dict[int, list[Accepted]],
     faults: list[Fault],
     kept: dict[int, frozenset[str]],
 ) -> list[dict[str, Any]]:
-    """Each resume from a checkpoint: what it cost and how long it took."""
+    """Each resume from a checkpoint: what it cost, how long it took the region and its
+    last bot (to its first snapshot of the resumed epoch)."""
     found = []
     for r in sorted(resumes, key=lambda p: p.t):
         before = [p for p in published if p.t < r.t]
@@ -322,6 +324,11 @@ def _recoveries(
         outage = max((f for f in faults if f.kind == "kill_both" and f.start < r.t),
                      key=lambda f: f.start, default=None)  # fmt: skip
         first = min((p.t for p in published if p.epoch == r.epoch), default=None)
+        back = [
+            min((a.t for a in records if a.epoch == r.epoch), default=math.inf)
+            for records in accepted.values()
+        ]
+        last_back = max(back, default=math.inf)
         found.append(
             {
                 "node": r.node,
@@ -336,6 +343,10 @@ def _recoveries(
                 else None,
                 "first_tick_s_after_kill": round(first - outage.start, 3)
                 if outage and first is not None
+                else None,
+                # (None when a bot never came back: bots_lost counts it)
+                "every_bot_back_s_after_node_start": round(last_back - outage.end, 3)
+                if outage and last_back < math.inf
                 else None,
             }
         )

@@ -51,6 +51,7 @@ __all__ = ["add_arguments", "run_torture", "torture"]
 HEALTHY_WITHIN_S = 30.0  # the region must have a primary with a standby in sync again
 SETTLE_S = 1.0  # between faults, once healthy
 SUPERVISE_POLL_S = 0.1
+RECOVERY_S = 10.0  # after a node restarted from a kill of both: every bot back by then
 
 
 def _free_port() -> int:
@@ -290,6 +291,9 @@ async def _run_faults(
             faults.append(Fault("kill_both", name, began, started, epoch))
             say(f"both nodes killed {number}/{len(plan)} (epoch {epoch}): {successor} "
                 f"leads again {time.time() - started:.1f} s after its restart")  # fmt: skip
+            # The players come back at their own pace (backoff): give every one of them the
+            # whole recovery bound before the next fault, so that each outage is seen whole.
+            await asyncio.sleep(max(0.0, started + RECOVERY_S - time.time()))
         elif kind == "partition":
             assert region.spaces is not None
             standby = region.other(name)

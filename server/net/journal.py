@@ -46,27 +46,21 @@ class Journal:
     ) -> None:
         """``state_hashes``: the world this node holds at ``from_tick``, the tick its
         predecessor may have shown and been killed before it could note it."""
-        if self._file is None:
-            return
-        self._write(
-            {
-                "event": "promoted",
-                "node": self.node,
-                "epoch": epoch,
-                "from_epoch": from_epoch,
-                "from_tick": from_tick,
-                "hash": "/".join(protocol.state_digest(h).hex() for h in state_hashes),
-            }
-        )
+        self._took_over("promoted", epoch, from_epoch, from_tick, state_hashes)
 
     def resumed(self, epoch: int, from_epoch: int, from_tick: int, state_hashes: list[str]) -> None:
         """A match resumed from the checkpoint of ``from_epoch`` at ``from_tick`` (the
         ticks its region showed after that tick are gone)."""
+        self._took_over("resumed", epoch, from_epoch, from_tick, state_hashes)
+
+    def _took_over(
+        self, event: str, epoch: int, from_epoch: int, from_tick: int, state_hashes: list[str]
+    ) -> None:
         if self._file is None:
             return
         self._write(
             {
-                "event": "resumed",
+                "event": event,
                 "node": self.node,
                 "epoch": epoch,
                 "from_epoch": from_epoch,

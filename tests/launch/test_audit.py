@@ -153,6 +153,7 @@ def test_a_resume_from_a_checkpoint_costs_the_ticks_after_it_not_a_broken_promis
     assert recovery["ticks_lost"] == 8 and recovery["last_tick_shown_before"] == 20
     assert recovery["resumed_s_after_node_start"] == 0.2
     assert recovery["first_tick_s_after_node_start"] == 0.25
+    assert recovery["every_bot_back_s_after_node_start"] == 0.417  # 1.3 + 70/600 - 1.0
     assert figures["seats_resumed"] == 1 and figures["seats_lost"] == 0
     assert figures["longest_without_primary_ms"] is not None  # the outage itself left out
     assert figures["longest_without_primary_ms"] < 100
