@@ -51,6 +51,10 @@ SPARE_WAIT_S = 1.0  # after a loss, how long the parked spare gets to be welcome
 RECONNECT_BACKOFF_S = 0.05  # the first pause between attempts; doubled up to the cap, jittered
 RECONNECT_BACKOFF_MAX_S = 2.0
 SPARE_RETRY_S = 0.5
+#: A join's answer takes a round trip (more on a busy node): one not answered in two round
+#: trips plus this was parked by a standby.
+JOIN_ANSWER_RTTS = 2
+JOIN_ANSWER_SLACK_S = 0.3
 RECONNECT_GIVE_UP_S = 60.0  # no node of the region answered at all for this long: give up
 SYNC_PING_INTERVAL = 0.1  # seconds between pings until the clock is synced
 SENT_FRAMES_KEPT = 1024  # unacknowledged inputs kept for resending (17 s at 60 Hz)
@@ -495,6 +499,25 @@ class Bot:
                 await self._fail_over(stop)
                 give_up_at = self._loop.time() + RECONNECT_GIVE_UP_S
 
+    async def _until_welcomed(
+        self,
+        event: FailoverEvent,
+        stop: asyncio.Event,
+        attempt: int | None,
+        round_trips: int,
+        extra: float = JOIN_ANSWER_SLACK_S,
+    ) -> None:
+        """Wait up to ``round_trips`` of our RTT plus ``extra`` seconds for a welcome (on
+        any connection), ``stop``, or the close of connection ``attempt``."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(round_trips * self.params.rtt + extra):
+                while event.epoch_after < 0 and not stop.is_set():
+                    tried = self._connections.get(attempt) if attempt is not None else None
+                    if attempt is not None and (tried is None or tried.closed):
+                        return
+                    self._changed.clear()
+                    await self._changed.wait()
+
     async def _fail_over(self, stop: asyncio.Event) -> None:
         """The active connection is gone: the spare first, then every node in turn."""
         lost = self._active
@@ -505,14 +528,8 @@ class Bot:
             FailoverEvent(self.latest_tick, self._max_ack, self._last_snapshot_at)
         )
         event = self.failovers[-1]
-        spare = self._connections.get(self._spare) if self._spare is not None else None
-        if spare is not None:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(SPARE_WAIT_S):
-                    # (a spare whose node died too is no use: its close ends the wait)
-                    while event.epoch_after < 0 and not stop.is_set() and not spare.closed:
-                        self._changed.clear()
-                        await self._changed.wait()
+        if self._spare is not None:  # (a spare whose node died too: its close ends the wait)
+            await self._until_welcomed(event, stop, self._spare, 0, SPARE_WAIT_S)
             if event.epoch_after >= 0:
                 return
         standbys = self.welcome.standbys if self.welcome is not None else ()
@@ -520,19 +537,29 @@ class Bot:
         give_up = self._loop.time() + RECONNECT_GIVE_UP_S
         backoff = RECONNECT_BACKOFF_S
         for url in itertools.cycle(endpoints):
-            if stop.is_set() or self._loop.time() > give_up:
+            if stop.is_set() or self._loop.time() > give_up or event.epoch_after >= 0:
                 return
-            attempt = await self._open(url)
-            if attempt is not None:
-                give_up = self._loop.time() + RECONNECT_GIVE_UP_S  # the region lives on
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(4 * self.params.rtt + 0.5):
-                        while event.epoch_after < 0 and not self._connections[attempt].closed:
-                            self._changed.clear()
-                            await self._changed.wait()
-                if event.epoch_after >= 0:
-                    return
-                self._retire(attempt)
+            parked = self._connections.get(self._spare) if self._spare is not None else None
+            if parked is not None and parked.closed:
+                self._retire(parked.id)
+                self._spare, parked = None, None
+            elif parked is not None:
+                give_up = self._loop.time() + RECONNECT_GIVE_UP_S  # a standby holds our join
+            if parked is None or parked.url != url:
+                attempt = await self._open(url)
+                if attempt is not None:
+                    give_up = self._loop.time() + RECONNECT_GIVE_UP_S  # the region lives on
+                    await self._until_welcomed(event, stop, attempt, JOIN_ANSWER_RTTS)
+                    if event.epoch_after >= 0:
+                        return
+                    tried = self._connections.get(attempt)
+                    if tried is not None and not tried.closed and self._spare is None:
+                        # No answer: a standby parked the join. Kept as the spare, it is
+                        # welcomed the moment that standby leads; the others are tried on.
+                        self._spare = attempt
+                    else:
+                        self._retire(attempt)
             # Capped exponential backoff with jitter: a region's bots do not come back as one.
-            await asyncio.sleep(backoff * self._jitter.uniform(0.5, 1.5))
+            pause = backoff * self._jitter.uniform(0.5, 1.5)
+            await self._until_welcomed(event, stop, None, 0, pause)
             backoff = min(2 * backoff, RECONNECT_BACKOFF_MAX_S)

@@ -1,12 +1,16 @@
 """``arena-chaos torture``: a region under bots, through kills and pauses, then an audit.
 
 Two nodes (static, or etcd from Debian's package when ``--coordinator etcd``) on ports
-picked at start, each writing its journal; ``arena-bots --record`` plays on them
-throughout. The faults come in a shuffled order, each once the region is healthy again (a
-primary with a standby in sync): SIGKILL the primary (the killed node comes back on its
-port as a standby), SIGSTOP it for 1-10 s and SIGCONT it, or SIGKILL its standby. Then
-everything stops and :func:`launch.audit.audit` checks every tick a bot accepted against
-the lineage the last primary carries. The report (JSON) says what was done and what was lost.
+picked at start, each writing its journal and its checkpoints; ``arena-bots --record``
+plays on them throughout, and a supervisor restarts whichever node exits, with the command
+it always had (as ``arena-cluster`` does): nothing is restarted by hand. ``--hog-phase``
+first runs that long with a core kept busy and no fault. Then the faults come in a
+shuffled order, each once the region is healthy again (a primary with a standby in sync):
+SIGKILL the primary, SIGSTOP it for 1-10 s and SIGCONT it, SIGKILL its standby, or SIGKILL
+both (the match resumes from its newest checkpoint). Then everything stops and
+:func:`launch.audit.audit` checks every tick a bot accepted against the lineage the last
+primary carries. The report (JSON) says what was done, what was lost and how fast the
+region healed.
 
 With root and ``ip netns`` (:mod:`launch.netns`) each node runs in a network namespace of
 its own and ``--partitions`` cuts the primary off from its standby alone for
@@ -291,9 +295,6 @@ async def _run_faults(
             faults.append(Fault("kill_both", name, began, started, epoch))
             say(f"both nodes killed {number}/{len(plan)} (epoch {epoch}): {successor} "
                 f"leads again {time.time() - started:.1f} s after its restart")  # fmt: skip
-            # The players come back at their own pace (backoff): give every one of them the
-            # whole recovery bound before the next fault, so that each outage is seen whole.
-            await asyncio.sleep(max(0.0, started + RECOVERY_S - time.time()))
         elif kind == "partition":
             assert region.spaces is not None
             standby = region.other(name)
@@ -320,6 +321,10 @@ async def _run_faults(
         if "kill" in kind:
             await region.healthy()
             restored.append(time.time() - began)
+        if kind == "kill_both":
+            # The players come back at their own pace (backoff): give every one of them the
+            # whole recovery bound before the next fault, so that each outage is seen whole.
+            await asyncio.sleep(max(0.0, faults[-1].end + RECOVERY_S - time.time()))
     await region.healthy()
     return faults, restored
 
