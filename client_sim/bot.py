@@ -555,10 +555,11 @@ class Bot:
                     tried = self._connections.get(attempt)
                     if tried is not None and not tried.closed and self._spare is None:
                         # No answer: a standby parked the join. Kept as the spare, it is
-                        # welcomed the moment that standby leads; the others are tried on.
+                        # welcomed the moment that standby leads; the next node is tried
+                        # at once (this one answered: the region is up, nothing to spread).
                         self._spare = attempt
-                    else:
-                        self._retire(attempt)
+                        continue
+                    self._retire(attempt)
             # Capped exponential backoff with jitter: a region's bots do not come back as one.
             pause = backoff * self._jitter.uniform(0.5, 1.5)
             await self._until_welcomed(event, stop, None, 0, pause)
