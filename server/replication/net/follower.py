@@ -176,7 +176,10 @@ class Follower:
                 self._ws = previous
                 return FollowOutcome(reason, time.time(), self.primary_id, self.matches.epoch)
             if isinstance(record, messages.InSync):
-                if record.tick == self.matches.tick_number + 1 and not self._resyncing:
+                # The primary admits us once we acknowledged every tick it sent, and says so
+                # before its next one: ``tick`` may be more than one ahead of ours when ticks
+                # were skipped between (a stall, a resume from a checkpoint).
+                if record.tick > self.matches.tick_number and not self._resyncing:
                     self.eligible = True
                     log.info("event=in_sync tick=%d %s", record.tick, self.log_context())
                 continue
