@@ -600,6 +600,9 @@ async def resume_after(kill: str) -> tuple[protocol.WelcomeMessage, Any, dict[st
                 await player.send_inputs(range(20))
                 await player.until_snapshot(lambda s: s.ack == 19)
                 last_seen = max(s.tick for s in player.snapshots)
+                # A loaded machine may have made beta late once since: it must be in sync now,
+                # or it rightly may not take over.
+                await until_live(session, primary.url, "beta")
 
                 await getattr(primary, kill)()
 
