@@ -18,7 +18,9 @@ The session token is the bot's claim on its seat: the primary renews it while th
 it (``invalid_token``: the seat was freed, the token ran out, or the node resumed a state
 without the seat) has said it will never work again: the bot's next join asks for a new
 seat, and the bot counts a seat lost. A ``seat_in_use`` refusal keeps the token (the node
-has not yet noticed the bot's old connection go).
+has not yet noticed the bot's old connection go). A bot kicked for idleness (``idle_kick``:
+its seat is gone) or refused a seat that another try will not get (``address_limit``,
+``reservation_required``) stops playing, its token dropped.
 """
 
 from __future__ import annotations
@@ -74,6 +76,8 @@ class BotSettings(Protocol):
     def interp_delay(self) -> float: ...
     @property
     def ping_interval(self) -> float: ...
+    @property
+    def tls(self) -> websocket.TlsTrust: ...
 
 
 class BotHost(Protocol):
@@ -167,6 +171,7 @@ class Bot:
         self._jitter = random.Random(params.index)
         self.stalls = 0  # stalls ridden out with a probe rather than a failover
         self.seats_lost = 0  # seats whose token a node refused (the bot took a new one)
+        self._refused = False  # told it will not play (an idle kick, a final refusal)
 
     def local_time(self) -> float:
         """This bot's own clock: the true one plus the modelled offset."""
@@ -312,6 +317,13 @@ class Bot:
         if self.welcome is not None:
             self.seats_lost += 1
 
+    def refused(self) -> None:
+        """A node ended our play for good (``idle_kick``, ``address_limit``,
+        ``reservation_required``): the token is not tried again, and the bot stops."""
+        self._token = None
+        self._refused = True
+        self._changed.set()
+
     def standbys_changed(self, message: protocol.StandbysMessage) -> None:
         """The primary names a new set of standbys: move the spare if it is elsewhere."""
         if self.welcome is None or message.epoch < self.epoch:
@@ -382,6 +394,7 @@ class Bot:
                     functools.partial(self._arrived, connection_id),
                     functools.partial(self._ended, connection_id),
                     max_size=protocol.MAX_SERVER_FRAME_BYTES,
+                    tls=config.tls,
                 )
         except (OSError, TimeoutError, ValueError) as error:  # ValueError: not a ws URL
             if self.welcome is None:  # (during a failover, dead nodes are expected)
@@ -468,7 +481,7 @@ class Bot:
         config = self.swarm.config
         give_up_at = self._loop.time() + config.connect_timeout
         self._active = await self._open(self.url)
-        while not stop.is_set():
+        while not stop.is_set() and not self._refused:
             if self._active is None and self.welcome is None:
                 if self._loop.time() > give_up_at:
                     return
@@ -477,6 +490,8 @@ class Bot:
                 continue
             self._changed.clear()
             await self._changed.wait()
+            if self._refused:
+                return
             now = self._loop.time()
             if self.welcome is None:
                 if self._active is not None and self._connections[self._active].closed:
@@ -537,7 +552,8 @@ class Bot:
         give_up = self._loop.time() + RECONNECT_GIVE_UP_S
         backoff = RECONNECT_BACKOFF_S
         for url in itertools.cycle(endpoints):
-            if stop.is_set() or self._loop.time() > give_up or event.epoch_after >= 0:
+            over = stop.is_set() or self._refused or event.epoch_after >= 0
+            if over or self._loop.time() > give_up:
                 return
             parked = self._connections.get(self._spare) if self._spare is not None else None
             if parked is not None and parked.closed:

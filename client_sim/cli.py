@@ -10,6 +10,7 @@ import math
 import multiprocessing
 import os
 import signal
+import ssl
 import sys
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, replace
@@ -36,6 +37,7 @@ from client_sim.marksman import AimSkill
 from client_sim.report import build_report, format_summary
 from client_sim.routing import Route, route_bots, routing_figures
 from client_sim.swarm import Swarm, SwarmConfig, SwarmResult, run_swarm
+from client_sim.websocket import TlsTrust
 from shared import eventloop
 from shared.commandline import OneLineParser
 from shared.geo import GeoError, parse_population
@@ -68,6 +70,7 @@ class BotRun:
     directory: str = ""  # seat the bots through this arena-directory instead of --server
     population: str = DEFAULT_POPULATION
     record: str = ""  # a folder: every snapshot each bot accepted (arena-chaos torture)
+    tls: TlsTrust = field(default_factory=TlsTrust)  # which wss:// servers to believe
 
     def profile(self) -> LinkProfile:
         return LinkProfile(
@@ -102,6 +105,7 @@ class BotRun:
                 behaviour=self.behaviour,
                 routes=tuple(route_shares[w]),
                 record=self.record,
+                tls=self.tls,
             )
             for w, share in enumerate(shares)
             if share
@@ -114,12 +118,13 @@ def _health_url(ws_url: str) -> str:
     return urlunsplit((scheme, parts.netloc, "/health", "", ""))
 
 
-async def fetch_health(ws_url: str) -> dict[str, Any] | None:
-    """The node's /health, or None when it cannot be read (the report says n/a)."""
+async def fetch_health(ws_url: str, tls: TlsTrust) -> dict[str, Any] | None:
+    """The node's /health (https: verified as ``tls`` says), or None when it cannot be read
+    (the report says n/a)."""
     try:
         async with aiohttp.ClientSession() as session:
             async with session.get(
-                _health_url(ws_url), timeout=aiohttp.ClientTimeout(total=5)
+                _health_url(ws_url), timeout=aiohttp.ClientTimeout(total=5), ssl=tls.context()
             ) as r:
                 return await r.json() if r.status == 200 else None
     except (aiohttp.ClientError, TimeoutError, ValueError):
@@ -150,7 +155,7 @@ async def run_bots(
             profile=run.profile(),
         )
     configs = run.swarm_configs(routed)
-    before = await fetch_health(run.url) if not run.directory else None
+    before = await fetch_health(run.url, run.tls) if not run.directory else None
     chaos = asyncio.create_task(during()) if during is not None else None
     if len(configs) == 1:
         callback = functools.partial(_progress, "arena-bots: ") if progress else None
@@ -160,7 +165,7 @@ async def run_bots(
     kills = await chaos if chaos is not None else []
     # After a failover the region's primary is another node: ask the newest one.
     survivor = next((k["new_primary"] for k in reversed(kills) if k.get("new_primary")), None)
-    after = await fetch_health(survivor or run.url)
+    after = await fetch_health(survivor or run.url, run.tls)
     report = build_report(
         result,
         latency_spec=run.latency if not run.directory else f"geography({run.population})",
@@ -339,6 +344,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="write, per bot, a JSON line for every snapshot it accepted (epoch, tick, world "
         "hash, ack) into this folder: what arena-chaos torture audits",
     )
+    parser.add_argument(
+        "--ca",
+        default="",
+        metavar="PATH",
+        help="for a wss:// server: also trust this PEM CA (or self-signed certificate)",
+    )
+    parser.add_argument(
+        "--insecure",
+        action="store_true",
+        help="for a wss:// server: accept any certificate (tests only: no protection "
+        "against a man in the middle)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     return parser
 
@@ -379,7 +396,12 @@ def parse_run(args: argparse.Namespace) -> BotRun:
         directory=args.directory,
         population=args.population,
         record=args.record,
+        tls=TlsTrust(args.ca, args.insecure),
     )
+    try:
+        run.tls.context()
+    except (OSError, ssl.SSLError) as error:
+        raise ValueError(f"--ca {args.ca}: not a readable PEM certificate ({error})") from None
     if args.record and not Path(args.record).is_dir():
         raise ValueError(f"--record {args.record}: not a folder (create it first)")
     parse_population(run.population)

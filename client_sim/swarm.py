@@ -31,6 +31,7 @@ from client_sim.pump import DeliveryPump
 from client_sim.recording import SnapshotRecorder
 from client_sim.routing import Route
 from client_sim.shooting import ShotSummary, SwarmShooting
+from client_sim.websocket import TlsTrust
 from shared import eventloop, protocol
 from shared.arena_map import ArenaMap, default_map
 from shared.timestep import TickSchedule, run_tick_loop
@@ -39,6 +40,9 @@ __all__ = ["Swarm", "SwarmConfig", "SwarmResult", "run_swarm"]
 
 WATCHDOG_INTERVAL_S = 0.1  # how often the swarm looks for silent primaries and missing spares
 PROGRESS_INTERVAL_S = 1.0
+#: Errors after which a bot stops playing: kicked for idleness (its seat is gone), or
+#: refused a seat that trying again will not get it.
+FINAL_REFUSALS = frozenset({"idle_kick", "address_limit", "reservation_required"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +62,7 @@ class SwarmConfig:
     team: bool = False  # bots of this swarm never aim at each other
     routes: tuple[Route, ...] = ()  # per bot, when the directory seated them
     record: str = ""  # a folder: every accepted snapshot, per bot (client_sim.recording)
+    tls: TlsTrust = field(default_factory=TlsTrust)  # which wss:// servers the bots believe
 
 
 @dataclass(slots=True)
@@ -164,6 +169,8 @@ class Swarm:
         elif isinstance(message, protocol.ErrorMessage):
             if message.code == "invalid_token":
                 bot.token_refused()
+            elif message.code in FINAL_REFUSALS:
+                bot.refused()
             # A standby answering during a failover is expected: the bot tries the next node.
             if message.code != "not_primary" or bot.welcome is None:
                 self.note_error(f"server:{message.code}")

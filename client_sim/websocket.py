@@ -11,16 +11,20 @@ The subset is what a game client needs: the opening handshake (checked accept ke
 and text messages (fragmented or not), ping/pong, the closing handshake, a message size
 limit. No extensions (so no compression) and no subprotocols. Protocol faults from the
 server close the connection with the RFC's close code and count as a lost connection.
+``wss://`` is TLS, verified against the system's CAs or what a :class:`TlsTrust` names (a
+test's self-signed certificate, say).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import hashlib
 import os
 import ssl
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import cast
 from urllib.parse import urlsplit
 
@@ -36,7 +40,14 @@ from shared.wsframe import (
     frame,
 )
 
-__all__ = ["HandshakeError", "WebSocketClient", "accept_key", "connect"]
+__all__ = [
+    "SYSTEM_TRUST",
+    "HandshakeError",
+    "TlsTrust",
+    "WebSocketClient",
+    "accept_key",
+    "connect",
+]
 
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 _MAX_HEADER_BYTES = 16 * 1024
@@ -45,6 +56,36 @@ _CLOSE_WAIT_S = 1.0  # how long close() waits for the server's close frame
 
 class HandshakeError(ConnectionError):
     """The server did not accept the WebSocket upgrade (or answered something else)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TlsTrust:
+    """Which ``wss://`` servers to believe: the system's CAs, plus ``ca`` (a PEM file of
+    CAs or a self-signed certificate); ``insecure``: any certificate at all (tests only:
+    it gives up TLS's protection against a man in the middle). Plain data, so a swarm's
+    worker processes get it; each builds its context once."""
+
+    ca: str = ""
+    insecure: bool = False
+
+    def context(self) -> ssl.SSLContext:
+        """The client context (made once per process); OSError or SSLError for a bad CA."""
+        return _context(self)
+
+
+#: The system's CAs, nothing else.
+SYSTEM_TRUST = TlsTrust()
+
+
+@functools.cache
+def _context(trust: TlsTrust) -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    if trust.ca:
+        context.load_verify_locations(cafile=trust.ca)
+    if trust.insecure:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
 
 
 def accept_key(key: str) -> str:
@@ -215,9 +256,10 @@ async def connect(
     on_close: Callable[[], None],
     *,
     max_size: int,
+    tls: TlsTrust = SYSTEM_TRUST,
 ) -> WebSocketClient:
-    """Open ``ws://`` or ``wss://`` ``url`` (or the same over ``http(s)://``); returns once
-    the server accepted the upgrade.
+    """Open ``ws://`` or ``wss://`` ``url`` (or the same over ``http(s)://``; TLS verified
+    as ``tls`` says); returns once the server accepted the upgrade.
 
     Bound it with ``asyncio.timeout``: a cancelled connect drops the socket.
     """
@@ -243,7 +285,7 @@ async def connect(
         lambda: WebSocketClient(request, accept_key(key), on_message, on_close, max_size),
         parts.hostname,
         port,
-        ssl=ssl.create_default_context() if secure else None,
+        ssl=tls.context() if secure else None,
     )
     try:
         await client.handshake

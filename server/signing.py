@@ -22,7 +22,9 @@ SECRET_ENV = "ARENA_CLUSTER_SECRET"  # where every node and directory reads the 
 class Purpose(enum.Enum):
     """What a MAC is for: the prefix its message gets."""
 
-    REPLICATION_HELLO = b"arena-replication-hello\x00"
+    #: A standby's answer to the primary's challenge (v2: every field and the nonce;
+    #: v1's hellos, timestamped and without a nonce, never verify as one).
+    REPLICATION_HELLO = b"arena-replication-hello-v2\x00"
     SESSION_TOKEN = b"arena-session-token\x00"
     RESERVATION = b"arena-reservation-v1."
     REQUEST_BODY = b""

@@ -2,9 +2,11 @@
 
 A shot leaves the shooter's eye (feet + ``EYE_HEIGHT``) along its view direction. The
 shooter's position is the one after the input that fired was applied, which the client's
-prediction and the server's simulation agree on bit for bit. Fire rate is counted in input
-sequence numbers (one input per client tick), so network jitter cannot make a legal burst
-look too fast, and a client cannot fire faster by sending inputs faster.
+prediction and the server's simulation agree on bit for bit. The server holds each weapon to
+its ``fire_interval`` on its own clock (server time of the tick that applies the input), so
+a client cannot fire faster by sending inputs faster; an honest client, which sends one
+input per tick, paces itself in inputs (:meth:`Weapon.interval_inputs`), which comes to the
+same spacing.
 """
 
 from __future__ import annotations
@@ -40,13 +42,14 @@ class Weapon:
     hitscan: bool
     damage: float  # before the hitbox multiplier
     max_range: float  # metres
-    fire_interval: float  # seconds between shots
+    fire_interval: float  # seconds of server time between shots
     speed: float = 0.0  # m/s, projectiles only
     gravity: float = 0.0  # m/s^2 downwards, projectiles only
     lifetime: float = 0.0  # seconds a projectile flies before it expires
 
     def interval_inputs(self, tick_rate: int) -> int:
-        """The fire interval in inputs (one input per tick): shots must be this far apart."""
+        """The fire interval in inputs, for a client that sends one input per tick: the
+        fewest ticks that span ``fire_interval``."""
         return max(1, math.ceil(self.fire_interval * tick_rate - 1e-9))
 
 

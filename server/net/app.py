@@ -119,8 +119,16 @@ async def _on_shutdown(app: web.Application) -> None:
 def create_app(
     config: NodeConfig, clock: Callable[[], float] = time.perf_counter
 ) -> web.Application:
-    """Build a node's aiohttp application (its role loop starts and stops with the app)."""
-    app = web.Application()
+    """Build a node's aiohttp application (its role loop starts and stops with the app).
+
+    ``--handshake-timeout-s`` is aiohttp's keep-alive timeout. Its timer starts when the
+    connection opens (aio-libs/aiohttp#13681, in the 3.14.5 we run) and only a whole
+    request head stops it, not bytes trickled in: a client that has not sent its request
+    head in time (the upgrade to ``/ws`` included) is closed, as is a keep-alive connection
+    idle that long. An upgraded WebSocket is not subject to it (aiohttp turns keep-alive
+    off for it); the join has its own bound (:data:`~server.net.sessions.JOIN_TIMEOUT_S`).
+    """
+    app = web.Application(handler_args={"keepalive_timeout": config.handshake_timeout})
     app[NODE] = Node(config, clock)
     app.router.add_get("/ws", _websocket)
     app.router.add_get("/replicate", _replicate)

@@ -9,6 +9,7 @@ import math
 import os
 import signal
 import socket
+import ssl
 import sys
 from dataclasses import replace
 
@@ -21,6 +22,7 @@ from server.coordination.base import (
     parse_coordinator_spec,
 )
 from server.logs import configure_logging
+from server.net import tls
 from server.net.app import NODE, NODE_TASK, NodeConfig, create_app
 from server.net.warmup import WarmUpError, warm_up_kernels
 from server.replication.auth import SECRET_ENV, load_secret
@@ -226,6 +228,54 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="seconds between checkpoints: the ticks a total loss costs (default: 1)",
     )
+    admission = parser.add_argument_group("admission")
+    admission.add_argument(
+        "--idle-kick-s",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="a seated player that sends no input for this long is told (error idle_kick) "
+        "and its seat is freed at once (0: never)",
+    )
+    admission.add_argument(
+        "--max-seats-per-address",
+        type=int,
+        default=0,
+        metavar="N",
+        help="refuse a join (error address_limit) from a peer address that already holds N "
+        "seats, connected or waiting out --seat-grace-s (0: no limit; the address is the "
+        "TCP peer's, so behind a proxy every player shares the proxy's)",
+    )
+    admission.add_argument(
+        "--handshake-timeout-s",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="close a connection that has not sent a whole HTTP request head (the WebSocket "
+        "upgrade) this long after it opened or after its last response",
+    )
+    admission.add_argument(
+        "--open-join",
+        action="store_true",
+        help="with --directory: also seat players who join without the directory's seat "
+        "reservation (otherwise refused, error reservation_required)",
+    )
+    secure = parser.add_argument_group("tls")
+    secure.add_argument(
+        "--tls-cert",
+        default="",
+        metavar="PATH",
+        help="listen with TLS (https://, wss://) with this PEM certificate (chain); needs "
+        "--tls-key; the public URL then defaults to https://HOST:PORT",
+    )
+    secure.add_argument("--tls-key", default="", metavar="PATH", help="the certificate's PEM key")
+    secure.add_argument(
+        "--tls-ca",
+        default="",
+        metavar="PATH",
+        help="a PEM CA (or self-signed certificate) this node's connections to its peers "
+        "trust besides the system's: a standby's link to an https:// primary, say",
+    )
     parser.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error"]
     )
@@ -239,17 +289,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def _serve(config: NodeConfig, host: str, port: int) -> int:
+async def _serve(
+    config: NodeConfig, host: str, port: int, listener: ssl.SSLContext | None = None
+) -> int:
     # Bind first, so that a node on port 0 knows its own URL before it campaigns; serve
     # /live and /health (503) during the warm-up, and say "listening" only once ready.
     sock = socket.create_server((host, port))
     bound = sock.getsockname()[1]
+    secure = "s" if listener is not None else ""  # TLS: https:// and wss://
     if not config.public_url:
-        config = replace(config, public_url=f"http://{host}:{bound}")
+        config = replace(config, public_url=f"http{secure}://{host}:{bound}")
     app = create_app(config)
     runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=2.0)
     await runner.setup()
-    await web.SockSite(runner, sock).start()
+    await web.SockSite(runner, sock, ssl_context=listener).start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -260,7 +313,10 @@ async def _serve(config: NodeConfig, host: str, port: int) -> int:
     try:
         await asyncio.wait([stopping, ready, app[NODE_TASK]], return_when=asyncio.FIRST_COMPLETED)
         if ready.done() and not app[NODE_TASK].done():
-            print(f"event=listening url=ws://{host}:{bound}/ws {node.log_context}", flush=True)
+            print(
+                f"event=listening url=ws{secure}://{host}:{bound}/ws {node.log_context}",
+                flush=True,
+            )
             await asyncio.wait([stopping, app[NODE_TASK]], return_when=asyncio.FIRST_COMPLETED)
     finally:
         stopping.cancel()
@@ -313,6 +369,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
     if args.token_ttl_s < 60:  # (tests run nodes with shorter ones, through NodeConfig)
         raise ValueError("--token-ttl-s must be at least 60")
     parse_coordinator_spec(args.coordinator)
+    tls.client_context(args.tls_ca)  # a CA file that cannot be read fails here, in one line
     arena = load_map(args.map) if args.map else default_map()
     return NodeConfig(
         region=args.region,
@@ -345,6 +402,13 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         seat_grace=args.seat_grace_s,
         token_ttl=args.token_ttl_s,
         directory_url=args.directory,
+        open_join=args.open_join,
+        idle_kick=args.idle_kick_s,
+        max_seats_per_address=args.max_seats_per_address,
+        handshake_timeout=args.handshake_timeout_s,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        tls_ca=args.tls_ca,
     )
 
 
@@ -357,6 +421,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.warm_cache:
             return warm_cache(args.hitreg_backend)
         config = config_from_args(args)
+        listener = tls.server_context(config.tls_cert, config.tls_key) if config.tls_cert else None
     except (MapError, ValueError, BackendUnavailable) as error:
         print(f"arena-server: {error}", file=sys.stderr)
         return 2
@@ -371,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
             config.node_id,
         )
     try:
-        return eventloop.run(_serve(config, args.host, args.port))
+        return eventloop.run(_serve(config, args.host, args.port, listener))
     except OSError as error:
         print(
             f"arena-server: cannot listen on {args.host}:{args.port}: {error.strerror}",

@@ -44,6 +44,15 @@ class NodeConfig:
     token_ttl: float = 600.0  # a session token's life; renewed at half of it while connected
     # Routing.
     directory_url: str = ""  # heartbeat here; admit players with its seat reservations
+    # Admission.
+    open_join: bool = False  # with a directory: also seat joins that carry no reservation
+    idle_kick: float = 120.0  # a seated player that sends no input this long loses its seat
+    max_seats_per_address: int = 0  # seats one peer address may hold (0: no limit)
+    handshake_timeout: float = 5.0  # an HTTP request head (the WebSocket upgrade) within this
+    # TLS (server/net/tls.py).
+    tls_cert: str = ""  # listen with TLS with this PEM certificate (chain) ...
+    tls_key: str = ""  # ... and its PEM private key; both or neither
+    tls_ca: str = ""  # a PEM CA the node's own connections to peers also trust
 
     def __post_init__(self) -> None:
         limits.TICK_RATE.check(self.tick_rate)
@@ -81,6 +90,14 @@ class NodeConfig:
             raise ValueError("the checkpoint interval must be from 0.05 to 3600 seconds")
         if type(self.min_standbys) is not int or not 0 <= self.min_standbys <= 8:
             raise ValueError("min standbys must be a whole number from 0 to 8")
+        if not 0 <= self.idle_kick <= 86400:
+            raise ValueError("the idle kick must be from 0 (off) to 86400 seconds")
+        if type(self.max_seats_per_address) is not int or self.max_seats_per_address < 0:
+            raise ValueError("max seats per address must be a whole number >= 0 (0: no limit)")
+        if not 0 < self.handshake_timeout <= 300:
+            raise ValueError("the handshake timeout must be over 0 and at most 300 seconds")
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise ValueError("give --tls-cert and --tls-key together (or neither)")
 
     @property
     def lease(self) -> float:

@@ -15,7 +15,7 @@ from typing import cast
 from aiohttp import web
 
 from server.net.metrics import NodeMetrics
-from server.net.player_stream import PlayerStream
+from server.net.player_stream import OverBudget, PlayerStream
 from server.sim.intake import InputIntake
 from shared import wsframe
 
@@ -101,11 +101,13 @@ class Connection:
         max_size: int,
         intake: InputIntake,
         now: Callable[[], float],
+        on_over_budget: OverBudget | None = None,
     ) -> PlayerStream | None:
         """Read this player's frames with a :class:`PlayerStream` from now on, its inputs
-        held in ``intake`` under this connection, stamped with ``now()`` (server time)."""
+        held in ``intake`` under this connection, stamped with ``now()`` (server time); the
+        frames over its budgets are reported to ``on_over_budget``."""
         self.stream = PlayerStream.take_over(
-            self.transport, on_binary, on_text, max_size, intake, self, now
+            self.transport, on_binary, on_text, max_size, intake, self, now, on_over_budget
         )
         return self.stream
 

@@ -220,7 +220,8 @@ class Leadership:
         """A primary cut off from its standbys still hears of a newer primary this way (its
         lease has stopped it from publishing long before)."""
         node = self.node
-        async with aiohttp.ClientSession() as session:
+        tls = aiohttp.TCPConnector(ssl=self.node.peer_tls)
+        async with aiohttp.ClientSession(connector=tls) as session:
             while True:
                 await asyncio.sleep(PEER_POLL_S)
                 answers, _silent = await self._peer_health(session)
@@ -249,7 +250,8 @@ class Leadership:
     async def _survey(self) -> tuple[str | None, bool]:
         """The base URL of the region's primary at our epoch or above (if one answers),
         and whether every peer answered or is plainly gone (none silent)."""
-        async with aiohttp.ClientSession() as session:
+        tls = aiohttp.TCPConnector(ssl=self.node.peer_tls)
+        async with aiohttp.ClientSession(connector=tls) as session:
             answers, silent = await self._peer_health(session)
         found = [
             h

@@ -23,6 +23,8 @@ class NodeMetrics:
         self.tally_bytes_out = 0
         self.tally_inputs_applied = 0
         self.tally_inputs_clamped = 0
+        self.tally_inputs_over_budget = 0
+        self.tally_pings_over_budget = 0
         self.registry = CollectorRegistry()
         r = self.registry
         self.tick_duration = Histogram(
@@ -50,6 +52,23 @@ class NodeMetrics:
         self.inputs_clamped = Counter(
             "arena_inputs_clamped", "Inputs accepted after clamping the move vector", registry=r
         )
+        self.inputs_dropped = Counter(
+            "arena_inputs_dropped",
+            "Input frames dropped unread, by reason (over_budget: beyond the connection's "
+            "input budget, the tick rate with a second's worth of burst)",
+            ["reason"],
+            registry=r,
+        )
+        self.pings_dropped = Counter(
+            "arena_pings_dropped",
+            "Frames other than inputs (pings, probe echoes, WebSocket control frames) dropped "
+            "unread, by reason (over_budget: beyond the connection's budget of 20 a second)",
+            ["reason"],
+            registry=r,
+        )
+        # (made now, so the series read 0 before the first drop)
+        self._inputs_over_budget = self.inputs_dropped.labels("over_budget")
+        self._pings_over_budget = self.pings_dropped.labels("over_budget")
         self.protocol_errors = Counter(
             "arena_protocol_errors",
             "Frames refused by the codec, by error code",
@@ -132,6 +151,12 @@ class NodeMetrics:
         self.joins_refused = Counter(
             "arena_joins_refused", "Joins refused, by reason", ["reason"], registry=r
         )
+        self.idle_kicks = Counter(
+            "arena_idle_kicks",
+            "Seated players dropped and their seats freed for sending no input for "
+            "--idle-kick-s",
+            registry=r,
+        )
         self.peers_refused = Counter(
             "arena_peers_refused",
             "Replication hellos refused, by reason (unauthenticated: another cluster secret)",
@@ -159,3 +184,7 @@ class NodeMetrics:
         self.inputs_clamped.inc(self.tally_inputs_clamped)
         self.tally_bytes_in = self.tally_bytes_out = 0
         self.tally_inputs_applied = self.tally_inputs_clamped = 0
+        if self.tally_inputs_over_budget or self.tally_pings_over_budget:
+            self._inputs_over_budget.inc(self.tally_inputs_over_budget)
+            self._pings_over_budget.inc(self.tally_pings_over_budget)
+            self.tally_inputs_over_budget = self.tally_pings_over_budget = 0

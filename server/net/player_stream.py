@@ -7,6 +7,13 @@ reader (:class:`shared.wsframe.FrameReader`) to the node's synchronous handler, 
 through aiohttp's message queue, a task wake-up and an async iterator per message. At 300
 players that path was about a sixth of the node's CPU (``bench/server_load.py``).
 
+No read can make the node work without bound: each one is first split into its frames by
+their headers alone (:func:`server.sim.input_frames.split_read`, one numba pass), every
+frame is charged to the connection's budget for its kind (:mod:`server.sim.input_budget`),
+and the frames over budget are dropped there, before anything unmasks or decodes them. A
+flood of 64 KiB of tiny frames costs one pass over its headers and a budget's worth of
+Python, not a decode per frame.
+
 aiohttp's own protocol stays behind this one: it hears of flow control and of the
 connection's loss, so its bookkeeping (open connections, graceful shutdown) stays right.
 """
@@ -17,7 +24,18 @@ import asyncio
 from collections.abc import Callable
 from typing import cast
 
-from server.sim.input_frames import split_read
+import numpy as np
+
+from server.sim.input_budget import PING_ALLOWANCE, Budget, FrameKind
+from server.sim.input_frames import (
+    FRAME_CLOSE,
+    FRAME_INPUT,
+    FRAME_LONG_INPUT,
+    FRAME_ODD,
+    FRAME_SMALL,
+    sole_frame_kind,
+    split_read,
+)
 from server.sim.intake import HeldReader, InputIntake
 from shared.wsframe import (
     CLOSE_NORMAL,
@@ -31,10 +49,14 @@ from shared.wsframe import (
     frame,
 )
 
-__all__ = ["PlayerStream"]
+__all__ = ["OverBudget", "PlayerStream"]
 
 _CLOSE_WAIT_S = 1.0  # how long wait_closed() waits before dropping the socket
 _POLICY_VIOLATION = 1008  # the close code for a player dropped for repeated offences
+
+#: Told of frames dropped over budget: (their kind, how many, whether that is an offence);
+#: True drops the player (its offences reached the limit).
+OverBudget = Callable[[FrameKind, int, bool], bool]
 
 
 class PlayerStream(asyncio.Protocol):
@@ -42,10 +64,14 @@ class PlayerStream(asyncio.Protocol):
     drop the player), ``on_text()`` for each text message (likewise); :attr:`closed`
     resolves once the connection is gone.
 
-    With an ``intake``, the input-sized frames of a read of whole frames (inputs, as far as
-    their sizes tell) are held there for the tick, under ``owner``, stamped with ``now()``
-    (server time), and the read's other frames are read at once; the tick gives back any
-    it cannot decode through :meth:`feed`.
+    With an ``intake``, each frame of a read must pass the connection's budget for its kind
+    first (inputs: ``intake.allowance``; every other frame but a close:
+    :data:`~server.sim.input_budget.PING_ALLOWANCE`), in server time ``now()``; those that
+    do not are dropped unread and reported to ``on_over_budget``. The input frames that pass
+    are held in the intake for the tick, under ``owner``, stamped with ``now()``, and the
+    read's other frames are read at once; the tick gives back any it cannot decode through
+    :meth:`feed`. A read whose frames must be read in order (a fragmented message, an input
+    with a long length, a framing fault) is read at once, after this player's held inputs.
     """
 
     def __init__(
@@ -58,6 +84,7 @@ class PlayerStream(asyncio.Protocol):
         intake: InputIntake | None = None,
         owner: HeldReader | None = None,
         now: Callable[[], float] | None = None,
+        on_over_budget: OverBudget | None = None,
     ) -> None:
         if (intake is None) != (owner is None) or (intake is None) != (now is None):
             raise ValueError("give an intake with its owner and clock, or none of them")
@@ -65,6 +92,7 @@ class PlayerStream(asyncio.Protocol):
         self._behind = behind
         self._on_binary = on_binary
         self._on_text = on_text
+        self._max_size = max_size
         self._reader = FrameReader(
             masked=True, max_size=max_size, on_message=self._message, on_control=self._control
         )
@@ -72,6 +100,15 @@ class PlayerStream(asyncio.Protocol):
         self._owner = owner
         self._now = now
         self._held = -1  # the intake generation this stream last held a read in
+        self._pending = bytearray()  # a frame the last read cut short
+        self._need = 0  # the bytes it takes before the pending ones can be split
+        self._inputs: Budget | None = None
+        self._pings: Budget | None = None
+        if intake is not None and now is not None:
+            start = now()
+            self._inputs = Budget(intake.allowance, start)
+            self._pings = Budget(PING_ALLOWANCE, start)
+        self._on_over_budget = on_over_budget
         self._close_sent = False
         #: Closing or closed: nothing more is sent (a plain flag: checked per snapshot).
         self.closing = False
@@ -89,6 +126,7 @@ class PlayerStream(asyncio.Protocol):
         intake: InputIntake | None = None,
         owner: HeldReader | None = None,
         now: Callable[[], float] | None = None,
+        on_over_budget: OverBudget | None = None,
     ) -> PlayerStream | None:
         """Put a stream in front of the socket's current protocol; None if it is gone."""
         if transport is None or transport.is_closing():
@@ -96,26 +134,36 @@ class PlayerStream(asyncio.Protocol):
         # (uvloop's transports implement asyncio.Transport without deriving from it)
         stream_transport = cast(asyncio.Transport, transport)
         behind = transport.get_protocol()
-        stream = cls(stream_transport, behind, on_binary, on_text, max_size, intake, owner, now)
+        stream = cls(
+            stream_transport,
+            behind,
+            on_binary,
+            on_text,
+            max_size,
+            intake,
+            owner,
+            now,
+            on_over_budget,
+        )
         transport.set_protocol(stream)
         return stream
 
     # -- asyncio.Protocol ------------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
-        intake, owner, now = self._intake, self._owner, self._now
-        if intake is not None and owner is not None and now is not None:
-            split = split_read(data) if self._reader.idle and not self.closing else None
-            if split is not None:
-                inputs, others = split
-                if inputs:
-                    self._held = intake.hold(owner, inputs, now())
-                if others:
-                    self.feed(others)
+        if self.closing:
+            return  # (our close is sent: nothing the client sends now counts)
+        if self._pending:
+            self._pending += data
+            if len(self._pending) < self._need:
                 return
-            if self._held == intake.generation:
-                intake.drain()  # this player's held inputs come before what this read holds
-        self.feed(data)
+            data, self._pending = bytes(self._pending), bytearray()
+        now = 0.0 if self._now is None else self._now()
+        kind = sole_frame_kind(data)
+        if kind >= 0:
+            self._sole(data, kind, now)
+        else:
+            self._split(data, now)
 
     def feed(self, data: bytes) -> None:
         """Read ``data`` now, frame by frame (a fault closes the connection)."""
@@ -123,6 +171,86 @@ class PlayerStream(asyncio.Protocol):
             self._reader.feed(data)
         except FrameFault as fault:
             self.close(fault.code)
+
+    # -- a read, charged to the budgets ----------------------------------------------------
+
+    def _sole(self, data: bytes, kind: int, now: float) -> None:
+        """A read of one whole frame with a 7-bit length (almost every read)."""
+        if kind == FRAME_CLOSE:
+            self.feed(data)
+        elif kind == FRAME_INPUT:
+            if self._admit(FrameKind.INPUT, 1, now):
+                if self._intake is not None and self._owner is not None and self._reader.idle:
+                    self._held = self._intake.hold(self._owner, data, now)
+                else:
+                    self._in_order(data)
+        elif self._admit(FrameKind.PING, 1, now):
+            if kind == FRAME_SMALL:
+                self.feed(data)  # (no input: it may be read before the held ones)
+            else:
+                self._in_order(data)
+
+    def _split(self, data: bytes, now: float) -> None:
+        """Any other read: split into frames, the surplus of each kind dropped unread."""
+        frames = split_read(data, self._max_size)
+        if frames.need > 0:  # the last frame comes with the next reads
+            self._pending, self._need = bytearray(data[frames.end :]), frames.need
+        if not len(frames.kinds) and frames.need >= 0:
+            return
+        inputs, others = frames.inputs, frames.others
+        granted_inputs = self._admit(FrameKind.INPUT, inputs, now) if inputs else 0
+        if self.closing:
+            return
+        granted_others = self._admit(FrameKind.PING, others, now) if others else 0
+        if self.closing:
+            return
+        kinds, bounds = frames.kinds, frames.bounds
+        if granted_inputs == inputs and granted_others == others:
+            keep = None  # all of them (the usual case: no array work)
+        else:
+            mine = kinds <= FRAME_LONG_INPUT
+            keep = (kinds == FRAME_CLOSE) | (mine & (np.cumsum(mine) <= granted_inputs))
+            mine = (kinds == FRAME_SMALL) | (kinds == FRAME_ODD)
+            keep |= mine & (np.cumsum(mine) <= granted_others)
+        intake, owner = self._intake, self._owner
+        if intake is None or owner is None or frames.in_order or not self._reader.idle:
+            fault = data[frames.end :] if frames.need < 0 else b""
+            if keep is None or keep.any() or fault:
+                self._in_order(_join(data, bounds, keep) + fault)
+        elif inputs == len(kinds) and keep is None:  # inputs only, all of them
+            self._held = intake.hold(owner, data[: frames.end], now)
+        else:
+            held = kinds == FRAME_INPUT
+            rest = ~held
+            if keep is not None:
+                held &= keep
+                rest &= keep
+            if held.any():
+                self._held = intake.hold(owner, _join(data, bounds, held), now)
+            if rest.any():  # (none of them is an input: they may be read before the held ones)
+                self.feed(_join(data, bounds, rest))
+
+    def _admit(self, kind: FrameKind, wanted: int, now: float) -> int:
+        """How many of ``wanted`` frames of ``kind`` the budget lets through now; the rest
+        are reported dropped (and the player dropped, when that was one offence too many)."""
+        budget = self._inputs if kind is FrameKind.INPUT else self._pings
+        if budget is None:
+            return wanted
+        granted, offence = budget.admit(wanted, now)
+        if (
+            granted < wanted
+            and self._on_over_budget is not None
+            and self._on_over_budget(kind, wanted - granted, offence)
+        ):
+            self.close(_POLICY_VIOLATION, b"offences")
+        return granted
+
+    def _in_order(self, data: bytes) -> None:
+        """Read ``data`` now, after the inputs this player has held for the tick."""
+        intake = self._intake
+        if intake is not None and self._held == intake.generation:
+            intake.drain()
+        self.feed(data)
 
     def eof_received(self) -> bool | None:
         return None  # the client half-closed: close our side too
@@ -182,3 +310,12 @@ class PlayerStream(asyncio.Protocol):
                 await asyncio.shield(self.closed)
         except TimeoutError:
             self._transport.abort()
+
+
+def _join(data: bytes, bounds: np.ndarray, which: np.ndarray | None) -> bytes:
+    """The frames ``which`` (None: all) of a split read, in order, as one run of bytes."""
+    if which is None:
+        return data[: int(bounds[-1])]
+    index = np.flatnonzero(which)
+    starts, stops = bounds[index].tolist(), bounds[index + 1].tolist()
+    return b"".join([data[start:stop] for start, stop in zip(starts, stops, strict=True)])

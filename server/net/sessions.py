@@ -9,6 +9,11 @@ the player's socket is read by a :class:`~server.net.player_stream.PlayerStream`
 go to the intake, pings are answered at once, echoes of the node's round-trip probes are
 timed, anything else is an offence. While it plays, its session token is renewed (a
 ``token`` message) long before it expires.
+
+Admission is bounded: behind a directory a new seat needs the directory's reservation
+(unless ``--open-join``), one peer address holds at most ``--max-seats-per-address``
+seats, and a seated player whose inputs stop for ``--idle-kick-s`` of match time is told
+(``idle_kick``) and loses its seat at once (it was idle, not cut off: no seat grace).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import math
 import time
@@ -24,9 +30,11 @@ import aiohttp
 from aiohttp import WSCloseCode, WSMsgType, web
 
 from server.net.connection import WS_MAX_MESSAGE_BYTES, Connection
+from server.net.first_frame import FirstFrameGuard
 from server.net.registration import check_reservation
 from server.net.state import NodeState
 from server.replication.roles import Role
+from server.sim.input_budget import PING_ALLOWANCE, FrameKind, RateLimited
 from server.sim.match import MatchFull, PlayerSeat, TickResult
 from server.tokens import TokenError, TokenExpired, issue_token, verify_token
 from shared import protocol
@@ -46,6 +54,7 @@ __all__ = ["JOIN_TIMEOUT_S", "Sessions"]
 log = logging.getLogger("arena.server")
 
 JOIN_TIMEOUT_S = 5.0
+IDLE_CHECK_S = 1.0  # how often (wall clock) the seated players' acknowledged inputs are read
 
 Seated = tuple[int, int]  # (match, slot)
 
@@ -58,20 +67,36 @@ class Sessions:
         self.connections: dict[Seated, Connection] = {}
         self.parked = 0
         self._orphaned_since: dict[Seated, float] = {}
+        # Per seat admitted here: (its seat id, the peer address it was admitted from).
+        self._addresses: dict[Seated, tuple[int, str | None]] = {}
+        # Per seated connection: (it, its seat's acknowledged input, match time it changed).
+        self._activity: dict[Seated, tuple[Connection, int, float]] = {}
+        self._next_idle_check = 0.0
 
     # -- the join -------------------------------------------------------------------------
 
     async def session(self, request: web.Request, ws: web.WebSocketResponse) -> None:
         """One player's connection, from its join to its end."""
         node = self.node
+        # RFC 6455's framing rules (masked client frames) for the join, which aiohttp reads.
+        FirstFrameGuard.install(request.transport, WS_MAX_MESSAGE_BYTES)
         try:
             async with asyncio.timeout(JOIN_TIMEOUT_S):
                 first = await ws.receive()
         except TimeoutError:
             await reject(ws, "join_timeout", "no join within 5 s", WSCloseCode.POLICY_VIOLATION)
             return
-        if first.type is not WSMsgType.BINARY:
+        if first.type is WSMsgType.TEXT:
+            node.metrics.protocol_errors.labels(protocol.MalformedFrame.code).inc()
+            await reject(
+                ws,
+                protocol.MalformedFrame.code,
+                "text frames are not used: send binary frames",
+                WSCloseCode.POLICY_VIOLATION,
+            )
             return
+        if first.type is not WSMsgType.BINARY:
+            return  # closed (by the client, or by the guard: a framing fault)
         try:
             join = protocol.decode_client(first.data)
         except protocol.ProtocolError as error:
@@ -101,10 +126,11 @@ class Sessions:
                 WSCloseCode.TRY_AGAIN_LATER,
             )
             return
-        admitted = await self._admit(ws, join)
+        admitted = await self._admit(ws, join, request.remote)
         if admitted is None:
             return
         index, seat = admitted
+        self._addresses[(index, seat.slot)] = (seat.seat_id, request.remote)
         await self._play(request, ws, join, index, seat)
 
     async def _play(
@@ -143,6 +169,7 @@ class Sessions:
             WS_MAX_MESSAGE_BYTES,
             node.intake,
             node.server_time,
+            functools.partial(self.over_budget, connection),
         )
         connection.send(protocol.encode(welcome))
         self.connections[key] = connection
@@ -189,11 +216,24 @@ class Sessions:
         return promoted.done() and not promoted.cancelled() and not ws.closed
 
     async def _admit(
-        self, ws: web.WebSocketResponse, join: JoinMessage
+        self, ws: web.WebSocketResponse, join: JoinMessage, address: str | None
     ) -> tuple[int, PlayerSeat] | None:
         """A seat for this join: a new one (with a seat reservation from the directory, if
-        it came with one), or the one its session token proves is the player's."""
+        it came with one: behind a directory it must, unless ``--open-join``), or the one its
+        session token proves is the player's. ``address``: the peer's, whose seats are
+        counted for ``--max-seats-per-address`` (a resumed seat is no new one)."""
         node = self.node
+        config = node.config
+        if join.token is None and config.directory_url and not config.open_join:
+            node.metrics.joins_refused.labels("reservation_required").inc()
+            await reject(
+                ws,
+                "reservation_required",
+                "this node seats the players its directory sends: ask the directory for a "
+                "seat (POST /seat) and join with its reservation",
+                WSCloseCode.POLICY_VIOLATION,
+            )
+            return None
         if join.token is not None and node.config.directory_url:
             refusal = self._reservation_refusal(join)
             if refusal == "":  # a valid reservation: a new seat
@@ -208,6 +248,16 @@ class Sessions:
                 )
                 return None
         if join.token is None:
+            limit = config.max_seats_per_address
+            if limit and address is not None and self._seats_held_by(address) >= limit:
+                node.metrics.joins_refused.labels("address_limit").inc()
+                await reject(
+                    ws,
+                    "address_limit",
+                    f"your address already holds {limit} seat(s) here, the most it may",
+                    WSCloseCode.POLICY_VIOLATION,
+                )
+                return None
             try:
                 return node.matches.join(join.name, join.interp_delay)
             except MatchFull as full:
@@ -257,6 +307,19 @@ class Sessions:
             node.log_context,
         )
         return claim.match, seat
+
+    def _seats_held_by(self, address: str) -> int:
+        """Seats this node admitted from ``address`` that are held now: connected, or
+        waiting out the seat grace for their player."""
+        matches = self.node.matches
+        held = 0
+        for key in self.connections.keys() | self._orphaned_since.keys():
+            admitted = self._addresses.get(key)
+            if admitted is None or admitted[1] != address:
+                continue
+            seat = matches[key[0]].seats.get(key[1])
+            held += seat is not None and seat.seat_id == admitted[0]
+        return held
 
     def _new_token(self, index: int, seat: PlayerSeat, now: float) -> str:
         """A session token for ``seat`` of match ``index``, good for ``--token-ttl-s`` from
@@ -312,6 +375,24 @@ class Sessions:
                 node.log_context,
             )
         return fatal
+
+    def over_budget(
+        self, connection: Connection, kind: FrameKind, dropped: int, offence: bool
+    ) -> bool:
+        """Frames of ``kind`` a seated player sent beyond its budget, dropped unread: counted;
+        ``offence``: it kept that up (an error, and True when it must go)."""
+        metrics = self.node.metrics
+        if kind is FrameKind.INPUT:
+            metrics.tally_inputs_over_budget += dropped
+            rate = f"{self.node.intake.allowance.rate:g} inputs a second, the tick rate"
+        else:
+            metrics.tally_pings_over_budget += dropped
+            rate = f"{PING_ALLOWANCE.rate:g} pings and other frames a second"
+        if not offence:
+            return False
+        return self.complain(
+            connection, RateLimited(f"over budget ({rate}) for 2 s running: the surplus is dropped")
+        )
 
     def handle_frame(self, connection: Connection, data: bytes) -> bool:
         """One frame from a seated player read the ordinary way (not held for the batch);
@@ -409,8 +490,9 @@ class Sessions:
             self._orphaned_since[(index, slot)] = time.monotonic()
 
     def free_orphans(self) -> None:
-        """Free the seats whose players did not come back in time, then renew the tokens
-        due (:meth:`renew_tokens`): the primary's peer watch calls this every 0.25 s."""
+        """Free the seats whose players did not come back in time and, once a second, those
+        of idle players (:meth:`kick_idle`), then renew the tokens due
+        (:meth:`renew_tokens`): the primary's peer watch calls this every 0.25 s."""
         now = time.monotonic()
         for key, since in list(self._orphaned_since.items()):
             match, slot = self.node.matches[key[0]], key[1]
@@ -425,7 +507,54 @@ class Sessions:
                     slot,
                     self.node.log_context,
                 )
+        if self.node.config.idle_kick > 0 and now >= self._next_idle_check:
+            self._next_idle_check = now + IDLE_CHECK_S
+            self.kick_idle()
         self.renew_tokens(time.time())
+
+    def kick_idle(self) -> None:
+        """Drop every seated player whose acknowledged input has not moved for
+        ``--idle-kick-s`` of match time (ticks simulated: a node that stalls or halts
+        kicks nobody for it). Pings and probe echoes do not count: only inputs move a
+        player."""
+        node = self.node
+        limit = node.config.idle_kick
+        match_time = node.matches.tick_number / node.config.tick_rate
+        acked = [match.inputs.acked.tolist() for match in node.matches.matches]
+        activity: dict[Seated, tuple[Connection, int, float]] = {}
+        idle: list[tuple[Seated, Connection, float]] = []
+        for key, connection in self.connections.items():
+            ack = acked[key[0]][key[1]]
+            seen = self._activity.get(key)
+            if seen is None or seen[0] is not connection or seen[1] != ack:
+                activity[key] = (connection, ack, match_time)
+            elif match_time - seen[2] >= limit:
+                idle.append((key, connection, match_time - seen[2]))
+            else:
+                activity[key] = seen
+        self._activity = activity
+        for key, connection, quiet in idle:
+            self._kick(key, connection, quiet)
+
+    def _kick(self, key: Seated, connection: Connection, quiet: float) -> None:
+        """Tell an idle player (``idle_kick``, fatal), free its seat now, close with 1008."""
+        node = self.node
+        del self.connections[key]  # (its _play then leaves the seat alone)
+        connection.seated = False
+        node.matches[key[0]].leave(key[1])
+        node.metrics.idle_kicks.inc()
+        node.metrics.players.set(node.matches.player_count)
+        text = f"no input for {quiet:.0f} s (--idle-kick-s {node.config.idle_kick:g}): seat freed"
+        connection.send(protocol.encode(ErrorMessage("idle_kick", text, fatal=True)))
+        log.info(
+            "event=idle_kick match=%d player=%d idle_s=%.1f %s",
+            key[0],
+            key[1],
+            quiet,
+            node.log_context,
+        )
+        if connection.stream is not None:
+            connection.stream.close(WSCloseCode.POLICY_VIOLATION, b"idle_kick")
 
     def renew_tokens(self, now: float) -> None:
         """Send each seated player whose token has used half its life (at unix time ``now``)

@@ -22,6 +22,7 @@ from server.net.config import NodeConfig
 from server.net.journal import Journal
 from server.net.metrics import NodeMetrics
 from server.net.registration import ClaimLedger
+from server.net.tls import client_context
 from server.replication.commit import CommitSet
 from server.replication.net.follower import Follower
 from server.replication.net.hub import ReplicationHub
@@ -63,12 +64,15 @@ class NodeState:
         self.schedule = TickSchedule(config.tick_rate, clock())
         self.stats = TickStats(period=1.0 / config.tick_rate)
         self.secret = config.cluster_secret or os.urandom(32)
+        #: How this node's connections to its peers verify an https:// peer (``--tls-ca``).
+        self.peer_tls = client_context(config.tls_ca)
         self.coordinator: Coordinator = make_coordinator(
             config.coordinator,
             node_id=config.node_id,
             peers=config.peers,
             region=config.region,
             state_dir=config.state_dir,
+            tls=self.peer_tls,
         )
         self.hub = ReplicationHub(
             CommitSet(
@@ -101,6 +105,7 @@ class NodeState:
             config.failover_timeout,
             clock,
             lambda: self.log_context,
+            tls=self.peer_tls,
         )
         self.follower.public_url = config.public_url
         self.claims = ClaimLedger()  # reservations admitted, for the directory's accounting

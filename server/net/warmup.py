@@ -113,7 +113,7 @@ def warm_group(group: str) -> int:
     """Compile (or load) one group of the CPU kernels; returns numba's compile events."""
     from server.sim import inputs
     from server.sim.hitreg import make_validator
-    from server.sim.input_frames import decode_input_frames
+    from server.sim.input_frames import decode_input_frames, split_read
 
     with counting_compiles() as count:
         if group in ("hitscan", "projectiles"):
@@ -122,6 +122,7 @@ def warm_group(group: str) -> int:
             make_validator("cpu").warm_up(("broad_phase",))
         elif group == "frames":
             decode_input_frames([])
+            split_read(b"", 1)
         elif group == "queues":
             inputs.warm_up()
         else:
@@ -132,11 +133,12 @@ def warm_group(group: str) -> int:
 def warm_in_process(validator: Any) -> int:
     """Compile (or load) every kernel the node runs, in this process; compile events."""
     from server.sim import inputs
-    from server.sim.input_frames import decode_input_frames
+    from server.sim.input_frames import decode_input_frames, split_read
 
     with counting_compiles() as count:
         validator.warm_up()
         decode_input_frames([])
+        split_read(b"", 1)
         inputs.warm_up()
     return count[0]
 

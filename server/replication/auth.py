@@ -1,50 +1,63 @@
 """Peers prove they know the cluster secret before they may replicate (sans-I/O).
 
-A standby opens the replication link with a ``hello`` whose MAC covers its node id, epoch
-and a timestamp; the primary refuses a missing or wrong MAC, or one older than
-``MAX_SKEW_S`` (a replayed hello). The secret never travels.
+Challenge and response: the primary opens every ``/replicate`` link with a fresh random
+nonce (:func:`new_nonce`, sent as a ``challenge``); the standby answers with a ``hello``
+whose MAC covers every field of the hello (node id, epoch, tick, configuration
+fingerprint, the URL players are told, its promise) and that nonce, under the purpose of
+replication hellos (``server/signing.py``, which also versions it). The primary checks the
+MAC against the nonce it issued on that link, so a hello recorded on one link is refused
+on every other, and a hello changed in any field (its URL, say) is refused everywhere. No
+clock is involved. The secret never travels.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 
+import msgpack
+
 from server import signing
-from server.replication.messages import ConfigFingerprint, Hello
+from server.replication.messages import NONCE_CHARS, ConfigFingerprint, Hello
 from server.signing import SECRET_ENV
 
-__all__ = ["MAX_SKEW_S", "SECRET_ENV", "load_secret", "sign_hello", "verify_hello"]
-
-MAX_SKEW_S = 30.0
+__all__ = ["SECRET_ENV", "load_secret", "new_nonce", "sign_hello", "verify_hello"]
 
 
-def _hello_mac(secret: bytes, node: str, epoch: int, timestamp: float) -> str:
-    message = f"{node}|{epoch}|{timestamp:.6f}".encode()
+def new_nonce() -> str:
+    """A challenge's nonce: never issued before, unguessable."""
+    return secrets.token_hex(NONCE_CHARS // 2)
+
+
+def _hello_mac(secret: bytes, hello: Hello, nonce: str) -> str:
+    # Every field but the MAC itself, in field order, then the nonce: msgpack's
+    # length-prefixed encoding keeps the fields apart (no separator to smuggle in).
+    values = [getattr(hello, f.name) for f in dataclasses.fields(hello) if f.name != "mac"]
+    signed = [dataclasses.astuple(v) if isinstance(v, ConfigFingerprint) else v for v in values]
+    message = msgpack.packb([*signed, nonce], use_bin_type=True)
     return signing.mac(secret, signing.Purpose.REPLICATION_HELLO, message).hex()
 
 
 def sign_hello(
     secret: bytes,
+    nonce: str,
     *,
     node: str,
     epoch: int,
     tick: int,
     fingerprint: ConfigFingerprint,
     url: str,
-    now: float,
     promise: float = 0.0,
 ) -> Hello:
-    """A standby's hello, signed now."""
-    mac = _hello_mac(secret, node, epoch, now)
-    return Hello(node, epoch, tick, fingerprint, url, now, mac, float(promise))
+    """A standby's hello, the answer to the challenge that carried ``nonce``."""
+    unsigned = Hello(node, epoch, tick, fingerprint, url, "-", float(promise))
+    return dataclasses.replace(unsigned, mac=_hello_mac(secret, unsigned, nonce))
 
 
-def verify_hello(secret: bytes, hello: Hello, now: float) -> bool:
-    """The hello was signed with ``secret`` within ``MAX_SKEW_S`` of ``now``."""
-    if abs(now - hello.ts) > MAX_SKEW_S:
-        return False
-    return signing.matches(_hello_mac(secret, hello.node, hello.epoch, hello.ts), hello.mac)
+def verify_hello(secret: bytes, hello: Hello, nonce: str) -> bool:
+    """The hello was signed with ``secret``, as it is, for the challenge of ``nonce``."""
+    return signing.matches(_hello_mac(secret, hello, nonce), hello.mac)
 
 
 def load_secret(value: str | None) -> bytes:

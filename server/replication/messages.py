@@ -5,17 +5,18 @@ is a :class:`MessageError` with one line, never a ``KeyError`` deep in the edge.
 wire each is a msgpack map whose ``type`` names the class and whose other keys are its
 fields; :func:`encode` and :func:`decode` are the only ways in and out.
 
-Standby to primary: :class:`Hello` (once, first), :class:`Ack` (per record), :class:`Resync`
-(a gap, a hash mismatch or an :class:`OutOfSync`: send a full state; the standby is no
-longer eligible for promotion), :class:`Fenced` (to a deposed primary).
-Primary to standby: :class:`StandbyWelcome` or a refusal (:class:`Refused`,
-:class:`NotPrimary`), then a :class:`FullState` and a :class:`TickRecord` per tick, and the
-commit set's news: :class:`InSync` (waited for from now on) and :class:`OutOfSync`.
+Primary to standby: a :class:`Challenge` (first), :class:`StandbyWelcome` or a refusal
+(:class:`Refused`, :class:`NotPrimary`), then a :class:`FullState` and a :class:`TickRecord`
+per tick, and the commit set's news: :class:`InSync` (waited for from now on) and
+:class:`OutOfSync`.
+Standby to primary: :class:`Hello` (once: the answer to the challenge), :class:`Ack` (per
+record), :class:`Resync` (a gap, a hash mismatch or an :class:`OutOfSync`: send a full
+state; the standby is no longer eligible for promotion), :class:`Fenced` (to a deposed
+primary).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar
@@ -24,6 +25,7 @@ import msgpack
 
 __all__ = [
     "Ack",
+    "Challenge",
     "ConfigFingerprint",
     "Fenced",
     "FullState",
@@ -73,15 +75,39 @@ class ConfigFingerprint:
         _text("fingerprint map", self.map)
 
 
+#: A challenge's nonce: 32 random bytes as hex.
+NONCE_CHARS = 64
+_HEX_DIGITS = frozenset("0123456789abcdef")
+
+
+@dataclass(frozen=True, slots=True)
+class Challenge:
+    """The primary's first message on a link: the nonce the standby's hello must sign (a
+    new one per link, so a hello recorded on one link is refused on every other)."""
+
+    TYPE: ClassVar[str] = "challenge"
+    nonce: str
+
+    def __post_init__(self) -> None:
+        if (
+            not isinstance(self.nonce, str)
+            or len(self.nonce) != NONCE_CHARS
+            or not set(self.nonce) <= _HEX_DIGITS
+        ):
+            raise MessageError(f"challenge nonce must be {NONCE_CHARS} lowercase hex digits")
+
+
 @dataclass(frozen=True, slots=True)
 class Hello:
+    """A standby's answer to a :class:`Challenge`; ``mac`` signs every other field and the
+    challenge's nonce (``server/replication/auth.py``)."""
+
     TYPE: ClassVar[str] = "hello"
     node: str
     epoch: int
     tick: int
     fingerprint: ConfigFingerprint
     url: str  # where players reach this standby (announced to them), "" when unknown
-    ts: float  # unix time the MAC was made at (a replayed hello is refused when old)
     mac: str
     #: The standby's promise: it campaigns only after this many seconds without a record
     #: since its last acknowledgement (the primary's lease from it is shorter); 0: unknown.
@@ -94,8 +120,6 @@ class Hello:
         if not isinstance(self.fingerprint, ConfigFingerprint):
             raise MessageError("hello fingerprint must be a configuration fingerprint")
         _text("hello url", self.url, empty=True)
-        if not isinstance(self.ts, float) or not math.isfinite(self.ts):
-            raise MessageError("hello ts must be a finite float")
         _text("hello mac", self.mac)
         if not isinstance(self.promise, float) or not 0.0 <= self.promise < 3600.0:
             raise MessageError("hello promise must be a float of seconds")
@@ -186,10 +210,12 @@ def _seat_row(row: Any) -> bool:
 
     return (
         isinstance(row, list)
-        and len(row) == 8
+        and len(row) == 9
         and isinstance(row[5], list)
         and len(row[5]) == 6
         and all(number(v) for v in (*row[5], row[6], row[7]))
+        and isinstance(row[8], int)
+        and not isinstance(row[8], bool)
     )
 
 
@@ -198,8 +224,8 @@ class MatchState:
     """One match after a tick, as its components export it: the tick it follows
     (``after``: the primary's previous tick, -1 for none; ticks a stall skipped lie
     between), the world's and combat's state, the seats (``[slot, name, interp_delay,
-    acked, guessed, before_guesses, rtt, spread]``), the tick's events, the join counter,
-    the world's hash; and, in a full state only, the history ring."""
+    acked, guessed, before_guesses, rtt, spread, credit]``), the tick's events, the join
+    counter, the world's hash; and, in a full state only, the history ring."""
 
     tick: int
     after: int
@@ -223,7 +249,7 @@ class MatchState:
         if not isinstance(self.seats, list) or not all(_seat_row(row) for row in self.seats):
             raise MessageError(
                 "match seats must be [slot, name, interp_delay, acked, guessed, "
-                "before_guesses (6 numbers), rtt, spread] rows"
+                "before_guesses (6 numbers), rtt, spread, credit] rows"
             )
         if not isinstance(self.events, list) or not all(isinstance(e, dict) for e in self.events):
             raise MessageError("match events must be a list of maps")
@@ -268,7 +294,8 @@ class FullState(_NodeRecord):
 
 
 Message = (
-    Hello
+    Challenge
+    | Hello
     | StandbyWelcome
     | Refused
     | NotPrimary
@@ -282,8 +309,8 @@ Message = (
 )
 _CLASSES: dict[str, type[Any]] = {
     cls.TYPE: cls
-    for cls in (Hello, StandbyWelcome, Refused, NotPrimary, Ack, Resync, Fenced, InSync,
-                OutOfSync, TickRecord, FullState)
+    for cls in (Challenge, Hello, StandbyWelcome, Refused, NotPrimary, Ack, Resync, Fenced,
+                InSync, OutOfSync, TickRecord, FullState)
 }  # fmt: skip
 
 

@@ -36,6 +36,10 @@ from shared.weapons import EYE_HEIGHT, RESPAWN_DELAY_S, WEAPONS, Weapon, aim_dir
 
 __all__ = ["Combat", "Judgement", "PendingShot", "ShotBatch", "judge"]
 
+#: Seconds a shot may come early from rounding alone: tick times are ``tick / rate`` in
+#: floating point, and six ticks at 60 Hz may differ by a hair less than 0.1 s.
+_COOLDOWN_ROUNDING = 1e-6
+
 
 @dataclass(frozen=True, slots=True)
 class PendingShot:
@@ -110,7 +114,7 @@ class Combat(ArrayState):
     projectiles in flight (:meth:`export_state`); the shots pending within a tick never
     outlive it, and the counters are each node's own statistics."""
 
-    REPLICATED = ("death_time", "respawn_tick", "last_fired_seq")
+    REPLICATED = ("death_time", "respawn_tick", "last_fired")
 
     def __init__(
         self,
@@ -128,7 +132,9 @@ class Combat(ArrayState):
         players = world.max_players
         self.death_time = np.full(players, np.nan)
         self.respawn_tick = np.full(players, -1, dtype=np.int64)
-        self.last_fired_seq = np.full((players, len(WEAPONS)), -(2**40), dtype=np.int64)
+        #: Per slot and weapon, the server time of its last shot: the cooldown runs on the
+        #: server's clock, not on the inputs a client sends (which it could send faster).
+        self.last_fired = np.full((players, len(WEAPONS)), -np.inf)
         self.pending: list[PendingShot] = []
         self.flying: list[_Projectile] = []
         self.counters: collections.Counter[str] = collections.Counter()
@@ -154,7 +160,7 @@ class Combat(ArrayState):
         """A new player in ``slot``: no death, no cooldowns from the seat's last owner."""
         self.death_time[slot] = np.nan
         self.respawn_tick[slot] = -1
-        self.last_fired_seq[slot] = -(2**40)
+        self.last_fired[slot] = -np.inf
 
     def fire(
         self,
@@ -168,15 +174,18 @@ class Combat(ArrayState):
         ack_time: float | None,
         link: LinkEstimate | None,
         interp_delay: float,
+        now: float,
     ) -> None:
-        """Queue the shots of one applied input (``buttons`` may hold several weapons)."""
+        """Queue the shots of one applied input (``buttons`` may hold several weapons);
+        ``now``: the server time of the tick applying it, which every input applied in
+        that tick shares, so a burst of inputs cannot fire a burst of shots."""
         for weapon in WEAPONS:
             if not buttons & weapon.button:
                 continue
-            if seq - self.last_fired_seq[slot, weapon.id] < weapon.interval_inputs(self.tick_rate):
+            if now - self.last_fired[slot, weapon.id] < weapon.fire_interval - _COOLDOWN_ROUNDING:
                 self.counters["shots_rate_limited"] += 1
                 continue
-            self.last_fired_seq[slot, weapon.id] = seq
+            self.last_fired[slot, weapon.id] = now
             direction = aim_direction(yaw, pitch)
             origin = self.world.pos[slot] + (0.0, 0.0, EYE_HEIGHT)
             self.pending.append(

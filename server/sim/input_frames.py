@@ -1,10 +1,11 @@
-"""A tick's input frames decoded in one call (sans-I/O, numba).
+"""A tick's input frames decoded in one call, and a read split into its frames (sans-I/O,
+numba).
 
 Every seated player sends one ``input`` frame a tick. Decoding them one by one in Python
 (unmask, msgpack into a dict, check eight fields, build the message) was the largest part
-of the node's CPU per player-tick after the socket calls. Instead the node holds each read
-of a player's socket that :func:`split_read` finds inputs in until the tick, and one serial numba
-kernel unmasks and decodes all of them into columns.
+of the node's CPU per player-tick after the socket calls. Instead the node holds the input
+frames of each read of a player's socket until the tick, and one serial numba kernel
+unmasks and decodes all of them into columns.
 
 The kernel decodes only the common shape of a valid input: final, masked, binary frames
 with a 7-bit length, whose payload is a msgpack map of exactly the nine keys of ``input``
@@ -15,6 +16,12 @@ returns. A read with anything else in it (another message type, a malformed fram
 where a float goes) is marked not ok, and the caller reads it the ordinary way, which gives
 the precise error; so the kernel never has to name an error, only to be sure when it says
 ok.
+
+Before that, :func:`split_read` walks a read's frame headers in one numba pass and tells
+each frame's kind by its size and opcode alone, so the player's stream can charge every
+frame to its connection's budget (:mod:`server.sim.input_budget`) and drop the surplus
+before any of it is unmasked or decoded: however many frames one read holds (64 KiB of
+empty frames are 10,000), the Python work it causes is bounded by the budget.
 """
 
 from __future__ import annotations
@@ -27,15 +34,25 @@ from numba.extending import register_jitable
 
 from shared.protocol.inputs import FLOAT_COLUMNS, INPUT_FIELDS, INT_COLUMNS
 
-__all__ = ["FRAME_HEADER_BYTES", "InputColumns", "decode_input_frames", "split_read"]
+__all__ = [
+    "FRAME_CLOSE",
+    "FRAME_HEADER_BYTES",
+    "FRAME_INPUT",
+    "FRAME_LONG_INPUT",
+    "FRAME_ODD",
+    "FRAME_SMALL",
+    "InputColumns",
+    "ReadFrames",
+    "decode_input_frames",
+    "sole_frame_kind",
+    "split_read",
+]
 
 #: A client frame's header with a 7-bit length: FIN + opcode, mask bit + length, masking key.
 FRAME_HEADER_BYTES = 6
 #: The smallest valid input payload (every value in its shortest encoding, floats in 32
 #: bits); a ping's is under 40 bytes, so pings are never held (they are answered at once).
 PAYLOAD_MIN_BYTES = 93
-#: A read longer than this (eight inputs or so) is read at once, the ordinary way.
-HOLD_MAX_BYTES = 1024
 
 # The keys of an input, in INPUT_FIELDS order, then "type" (checked, not stored), as a
 # table the kernel compares against: numba freezes these global arrays into the kernel.
@@ -261,30 +278,137 @@ def decode_input_frames(reads: list[bytes]) -> InputColumns:
     return InputColumns(read_ok, read_of[:rows], ints[:rows], floats[:rows])
 
 
-def split_read(data: bytes) -> tuple[bytes, bytes] | None:
-    """One read of a client's socket, if it is whole final frames with 7-bit lengths, as
-    (its input-sized binary frames, its other frames), each part in order: the inputs are
-    worth holding for :func:`decode_input_frames` (which still checks them), the others
-    (pings, a close, garbage) are read at once; none of them can be an input, so the two
-    parts may be read in either order. None for anything else: read it all, in order."""
-    size = len(data)
-    if size < FRAME_HEADER_BYTES or size > HOLD_MAX_BYTES:
-        return None
-    first, length = data[0], data[1] ^ 0x80  # (a client masks: length > 125 if it did not)
-    if size == FRAME_HEADER_BYTES + length and length <= 125:  # one frame: the usual read
-        if first == 0x82 and length >= PAYLOAD_MIN_BYTES:
-            return data, b""
-        return (b"", data) if first & 0x80 and first & 0x0F else None
-    inputs: list[bytes] = []
-    others: list[bytes] = []
-    at = 0
+# -- splitting a read into its frames ----------------------------------------------------
+# What split_read makes of each whole frame of a read, before anything decodes it.
+
+#: A final binary frame with a 7-bit length and an input's size: the batch decodes it.
+FRAME_INPUT = 0
+#: An input-sized final binary frame with a longer length: the ordinary reader's.
+FRAME_LONG_INPUT = 1
+#: A final text frame, a binary one smaller than any input, a ping or a pong.
+FRAME_SMALL = 2
+#: A close frame: nothing after it counts.
+FRAME_CLOSE = 3
+#: Anything else (a fragment, RSV bits, an unknown opcode): the ordinary reader judges it.
+FRAME_ODD = 4
+
+
+@register_jitable
+def _kind(first: int, length: int, head: int) -> int:
+    """The kind of a whole masked frame: its first byte, payload length and header size."""
+    if first == 0x82 and length >= PAYLOAD_MIN_BYTES:
+        return FRAME_INPUT if head == FRAME_HEADER_BYTES else FRAME_LONG_INPUT
+    if first == 0x88:
+        return FRAME_CLOSE
+    if first == 0x81 or first == 0x82 or first == 0x89 or first == 0x8A:
+        return FRAME_SMALL
+    return FRAME_ODD
+
+
+@numba.njit(cache=True, nogil=True)
+def _split(
+    data: np.ndarray, max_size: int, bounds: np.ndarray, kinds: np.ndarray, tally: np.ndarray
+) -> tuple[int, int]:
+    """Walk the frame headers of ``data`` from its start (see :class:`ReadFrames`): fills
+    ``bounds`` and ``kinds``, counts the frames of each kind in ``tally``; returns (whole
+    frames, need)."""
+    size, at, count, need = data.shape[0], 0, 0, 0
     while at < size:
-        if size - at < FRAME_HEADER_BYTES:
-            return None
-        first, length = data[at], data[at + 1] ^ 0x80
-        end = at + FRAME_HEADER_BYTES + length
-        if length > 125 or end > size or not first & 0x80 or not first & 0x0F:
-            return None  # cut short, unmasked, long, or a fragment: the ordinary reader's
-        (inputs if first == 0x82 and length >= PAYLOAD_MIN_BYTES else others).append(data[at:end])
-        at = end
-    return b"".join(inputs), b"".join(others)
+        if size - at < 2:
+            need = 2
+            break
+        first, code = data[at], data[at + 1] ^ 0x80
+        if code > 127:  # not masked: a client's framing fault
+            need = -1
+            break
+        length, head = np.int64(code), 2
+        if code == 126:
+            if size - at < 4:
+                need = 4
+                break
+            length, head = np.int64(_big_endian(data, at + 2, 2)), 4
+        elif code == 127:
+            if size - at < 10:
+                need = 10
+                break
+            raw = _big_endian(data, at + 2, 8)
+            if raw > np.uint64(max_size):
+                need = -1
+                break
+            length, head = np.int64(raw), 10
+        if length > max_size:  # too big: the ordinary reader closes with 1009
+            need = -1
+            break
+        total = head + 4 + int(length)  # (the masking key)
+        if size - at < total:
+            need = total
+            break
+        bounds[count] = at
+        kind = _kind(first, int(length), head + 4)
+        kinds[count] = kind
+        tally[kind] += 1
+        count += 1
+        at += total
+        if kind == FRAME_CLOSE:
+            break
+    bounds[count] = at
+    return count, need
+
+
+@dataclass(frozen=True, slots=True)
+class ReadFrames:
+    """The whole frames at the start of a read of a client's socket: frame ``i`` is
+    ``data[bounds[i]:bounds[i + 1]]``, of kind ``kinds[i]`` (a ``FRAME_*``); ``tally[k]``
+    frames are of kind ``k``. Beyond :attr:`end` is, by ``need``: 0, nothing that counts
+    (the read was whole frames, or a close came); > 0, a frame cut short, which takes
+    ``need`` bytes from :attr:`end` before it can be split; < 0, a framing fault
+    (unmasked, too big) for the ordinary reader to raise."""
+
+    bounds: np.ndarray
+    kinds: np.ndarray
+    tally: list[int]
+    need: int
+
+    @property
+    def end(self) -> int:
+        return int(self.bounds[-1])
+
+    @property
+    def inputs(self) -> int:
+        """Input-sized frames: what the input budget is charged."""
+        return self.tally[FRAME_INPUT] + self.tally[FRAME_LONG_INPUT]
+
+    @property
+    def others(self) -> int:
+        """Frames neither input-sized nor a close: what the ping budget is charged."""
+        return self.tally[FRAME_SMALL] + self.tally[FRAME_ODD]
+
+    @property
+    def in_order(self) -> bool:
+        """Some frame is one only the ordinary reader can read (or fault on): the read's
+        frames must all be read by it, in order."""
+        return bool(self.tally[FRAME_LONG_INPUT] or self.tally[FRAME_ODD] or self.need < 0)
+
+
+def split_read(data: bytes, max_size: int) -> ReadFrames:
+    """Split one read of a client's socket that begins at a frame's start into its whole
+    frames, by their headers alone (one numba pass, however many frames: nothing is
+    unmasked or decoded). ``max_size``: the largest frame allowed."""
+    size = len(data)
+    bounds = np.empty(size // FRAME_HEADER_BYTES + 1, dtype=np.int64)
+    kinds = np.empty(size // FRAME_HEADER_BYTES, dtype=np.uint8)
+    tally = np.zeros(FRAME_ODD + 1, dtype=np.int64)
+    count, need = _split(np.frombuffer(data, dtype=np.uint8), max_size, bounds, kinds, tally)
+    return ReadFrames(bounds[: count + 1], kinds[:count], tally.tolist(), need)
+
+
+def sole_frame_kind(data: bytes) -> int:
+    """The kind of a read that is one whole masked frame with a 7-bit length (the usual
+    read: one input), without the kernel; -1 for any other read."""
+    size = len(data)
+    if size < FRAME_HEADER_BYTES:
+        return -1
+    length = data[1] ^ 0x80  # (a client masks: length > 127 if it did not)
+    if length > 125 or size != FRAME_HEADER_BYTES + length:
+        return -1
+    return _kind(data[0], length, FRAME_HEADER_BYTES)

@@ -15,7 +15,12 @@ say is what it pressed; this module decides which of those claims are usable:
   input a client sent moves its player exactly once, from where the client predicted it,
   and a shot fires from where its shooter was. When inputs pile up beyond ``max_depth`` (a
   burst after a stall), the surplus is applied in the same tick so the player catches up
-  instead of lagging further behind. A buffer holds at most ``capacity`` inputs.
+  instead of lagging further behind; but only as far as time allows. Each seat earns one
+  input per tick that passes (a stall's skipped ticks included) and banks what it did not
+  use (the ticks it was starved, whose guesses are undone), at most ``max_catch_up``: so
+  a seat never applies more inputs than ticks have passed for it, and a client sending
+  inputs faster than the tick rate has its surplus held (then refused as ``overflow``)
+  instead of simulated. A buffer holds at most ``capacity`` inputs.
 
 Every seat's state is a row of arrays and a tick's inputs go through two serial numba
 kernels, one to queue them and one to release them: at 300 players a Python object per
@@ -49,6 +54,7 @@ from shared.protocol.inputs import (
 )
 
 __all__ = [
+    "FIRST_SEQ_MAX",
     "InputQueues",
     "InputVerdict",
     "ReleasedInputs",
@@ -58,6 +64,10 @@ __all__ = [
 ]
 
 HALF_PI = math.pi / 2.0
+#: The highest ``seq`` a seat's first input may have (a bot that took a new seat goes on
+#: numbering from where it was): far below the codec's 2**31 - 1, so no client can start a
+#: seat so high that it runs out of numbers.
+FIRST_SEQ_MAX = 2**24
 
 
 class InputVerdict(enum.Enum):
@@ -73,8 +83,9 @@ class InputVerdict(enum.Enum):
         return self in (InputVerdict.ACCEPTED, InputVerdict.CLAMPED)
 
 
-# Each seat's row of ``InputQueues._state``; _GUESSED: ticks guessed since its last input.
-_LAST_RECEIVED, _ACKED, _STARVED, _HEAD, _COUNT, _GUESSED = range(6)
+# Each seat's row of ``InputQueues._state``; _GUESSED: ticks guessed since its last input;
+# _CREDIT: ticks banked for catch-up (passed with no input applied), at most max_catch_up.
+_LAST_RECEIVED, _ACKED, _STARVED, _HEAD, _COUNT, _GUESSED, _CREDIT = range(7)
 
 #: What a tick did with each seat, beside the inputs it released (``ReleasedInputs.guess``).
 NO_GUESS, FIRST_GUESS, GUESS, UNDO_GUESSES = range(4)
@@ -121,7 +132,7 @@ def _offer(
     verdicts: np.ndarray,
 ) -> None:
     """Queue each row's input (in row order); ``verdicts[i]`` is the row's verdict code.
-    ``state`` columns: last received, acked, starved, head, count, guessed."""
+    ``state`` columns: last received, acked, starved, head, count, guessed, credit."""
     capacity = pending_ints.shape[1]
     for i in range(len(slots)):
         s = slots[i]
@@ -131,7 +142,7 @@ def _offer(
         seq, last = ints[i, SEQ], state[s, _LAST_RECEIVED]
         if seq <= last:
             verdicts[i] = _STALE
-        elif last >= 0 and seq > last + future_window:
+        elif seq > (last + future_window if last >= 0 else FIRST_SEQ_MAX):
             verdicts[i] = _TOO_FAR_AHEAD
         elif state[s, _COUNT] == capacity:
             verdicts[i] = _OVERFLOW
@@ -152,29 +163,38 @@ def _release(
     pending_ints: np.ndarray,
     pending_floats: np.ndarray,
     max_depth: int,
+    max_catch_up: int,
+    elapsed: int,
     slots: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Release this tick's inputs of each seat in ``slots`` (in that order): one, or none
-    (the last one repeats, a guess), or all but ``max_depth - 1`` after a burst. Returns
-    each released input's slot, depth (0: the tick's own input, 1+: catch-up), ints,
-    floats; and per seat of ``slots`` its guess code and the ticks guessed in a row."""
+    (the last one repeats, a guess), or all but ``max_depth - 1`` after a burst, as far as
+    the ``elapsed`` ticks and the seat's banked credit allow. Returns each released input's
+    slot, depth (0: the tick's own input, 1+: catch-up), ints, floats; and per seat of
+    ``slots`` its guess code, the ticks guessed in a row and the inputs it would have
+    caught up on but had no time for (held in its buffer)."""
     capacity = pending_ints.shape[1]
     taken = np.zeros(len(slots), np.int64)
     guess = np.zeros(len(slots), np.int64)
     guessed = np.zeros(len(slots), np.int64)
+    held = np.zeros(len(slots), np.int64)
     for k in range(len(slots)):
         s = slots[k]
         count = state[s, _COUNT]
+        allowed = state[s, _CREDIT] + elapsed  # >= 1: one input per tick is always due
         if count == 0:
             state[s, _STARVED] += 1  # starved: the last input repeats, as a guess
             guess[k] = FIRST_GUESS if state[s, _GUESSED] == 0 else GUESS
             state[s, _GUESSED] += 1
             guessed[k] = state[s, _GUESSED]
         else:
-            taken[k] = 1 if count == 1 else max(1, count - max_depth + 1)
+            wanted = 1 if count == 1 else max(1, count - max_depth + 1)
+            taken[k] = min(wanted, allowed)
+            held[k] = wanted - taken[k]
             if state[s, _GUESSED] > 0:
                 guess[k] = UNDO_GUESSES
                 state[s, _GUESSED] = 0
+        state[s, _CREDIT] = min(allowed - taken[k], max_catch_up)
     total = 0
     for k in range(len(slots)):
         total += taken[k]
@@ -196,7 +216,7 @@ def _release(
             state[s, _COUNT] -= 1
             state[s, _ACKED] = out_ints[row, SEQ]  # acknowledged: applied to the world
             row += 1
-    return out_slot, out_depth, out_ints, out_floats, guess, guessed
+    return out_slot, out_depth, out_ints, out_floats, guess, guessed, held
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,8 +226,9 @@ class ReleasedInputs:
     view_time, arrival (server time). ``guess`` and ``guessed`` are per seat released
     for (in the order asked): :data:`NO_GUESS`, :data:`FIRST_GUESS` (starved: save the
     player's state before this tick moves it), :data:`GUESS` (starved again),
-    :data:`UNDO_GUESSES` (inputs again: restore the saved state first); and how many
-    ticks in a row it has been guessed."""
+    :data:`UNDO_GUESSES` (inputs again: restore the saved state first); how many ticks in
+    a row it has been guessed; and how many inputs it would have caught up on beyond the
+    time it had (they stay queued)."""
 
     slot: np.ndarray
     depth: np.ndarray  # 0: the seat's input for this tick; 1, 2...: catch-up after a burst
@@ -215,6 +236,7 @@ class ReleasedInputs:
     floats: np.ndarray
     guess: np.ndarray
     guessed: np.ndarray
+    held: np.ndarray
 
 
 class InputQueues:
@@ -226,12 +248,16 @@ class InputQueues:
         max_depth: int = 4,
         future_window: int = 120,  # two seconds of inputs at 60 Hz; further ahead is a lie
         capacity: int = 64,  # a second of inputs at 60 Hz, after a stall
+        max_catch_up: int = 8,  # ticks of unused time a seat may bank for catch-up
     ) -> None:
+        if max_catch_up < 0:
+            raise ValueError("max_catch_up must not be negative")
         self.max_depth = max_depth
         self.future_window = future_window
+        self.max_catch_up = max_catch_up
         # Per slot: last received seq, acked seq, starved ticks, ring head, ring count,
-        # ticks guessed in a row.
-        self._state = np.zeros((slots, 6), dtype=np.int64)
+        # ticks guessed in a row, ticks of catch-up credit.
+        self._state = np.zeros((slots, 7), dtype=np.int64)
         self._pending_ints = np.zeros((slots, capacity, len(INT_COLUMNS)), dtype=np.int64)
         self._pending_floats = np.zeros((slots, capacity, ARRIVAL + 1), dtype=np.float64)
         #: Per slot, position and velocity before its first guessed tick (the match's).
@@ -254,7 +280,7 @@ class InputQueues:
 
     def reset(self, slot: int) -> None:
         """A new player in ``slot``: nothing received or applied yet."""
-        self._state[slot] = (-1, -1, 0, 0, 0, 0)  # (in _LAST_RECEIVED ... _GUESSED order)
+        self._state[slot] = (-1, -1, 0, 0, 0, 0, 0)  # (in _LAST_RECEIVED ... _CREDIT order)
 
     def restore(self, slot: int, acked: int) -> None:
         """Continue a seat another node served: inputs up to ``acked`` were applied there;
@@ -270,9 +296,18 @@ class InputQueues:
         self._state[slot, _GUESSED] = guessed
         self.before_guesses[slot] = before
 
+    def credit(self, slot: int) -> int:
+        """Ticks of catch-up the seat has banked (time it had and applied no input in)."""
+        return int(self._state[slot, _CREDIT])
+
+    def restore_credit(self, slot: int, credit: int) -> None:
+        """Hold the credit another node counted, so that catch-up here matches its own."""
+        self._state[slot, _CREDIT] = min(max(credit, 0), self.max_catch_up)
+
     def keep_guesses(self, slot: int) -> None:
-        """The player was moved by the game (a respawn): its guessed ticks stand."""
-        self._state[slot, _GUESSED] = 0
+        """The player was moved by the game (a respawn): its guessed ticks stand, and the
+        time they took is spent."""
+        self._state[slot, [_GUESSED, _CREDIT]] = 0
 
     def offer(
         self,
@@ -305,14 +340,19 @@ class InputQueues:
         )
         return verdicts
 
-    def release(self, slots: np.ndarray) -> ReleasedInputs:
-        """This tick's inputs of the seats in ``slots`` (ascending: replicas must agree)."""
+    def release(self, slots: np.ndarray, elapsed: int = 1) -> ReleasedInputs:
+        """This tick's inputs of the seats in ``slots`` (ascending: replicas must agree);
+        ``elapsed``: the ticks since the last release (more than 1 after skipped ticks)."""
+        if elapsed < 1:
+            raise ValueError(f"a release follows at least one tick, not {elapsed}")
         return ReleasedInputs(
             *_release(
                 self._state,
                 self._pending_ints,
                 self._pending_floats,
                 self.max_depth,
+                self.max_catch_up,
+                elapsed,
                 np.ascontiguousarray(slots, dtype=np.int64),
             )
         )

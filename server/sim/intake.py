@@ -6,10 +6,13 @@ time it arrived at, which is what lag compensation and the RTT estimate use. The
 decodes the whole batch in one numba call (:mod:`server.sim.input_frames`) instead of one
 Python decode per frame, and queues every row in its match's jitter buffers.
 
-Only reads that look like whole inputs are held (the player's stream decides). A read the
-batch decoder cannot vouch for (an unusual but valid encoding, garbage) is handed back to
-its reader to be read the ordinary way, in its turn, so a player's inputs keep their order
-and its errors and offences are answered as always. Nothing is queued for a reader that
+Only input frames that passed their connection's budget are held (the player's stream
+decides, :mod:`server.sim.input_budget`), so one connection holds at most its burst and a
+tick's worth more between two drains: no client can fill :data:`DEFAULT_LIMIT` for the
+others (and a full intake only drains early, queueing its inputs before the tick). A read
+the batch decoder cannot vouch for (an unusual but valid encoding, garbage) is handed back
+to its reader to be read the ordinary way, in its turn, so a player's inputs keep their
+order and its errors and offences are answered as always. Nothing is queued for a reader that
 has stopped reading (it left, or lost its seat, or was dropped for offences meanwhile).
 
 Sans-I/O: the arrival time is a parameter, the readers are whatever the edge gives.
@@ -22,6 +25,7 @@ from typing import Protocol
 
 import numpy as np
 
+from server.sim.input_budget import Allowance, input_allowance
 from server.sim.input_frames import FRAME_HEADER_BYTES, InputColumns, decode_input_frames
 from server.sim.inputs import InputVerdict
 from server.sim.matchset import MatchSet
@@ -55,9 +59,19 @@ class InputIntake:
     """Every seated player's held input reads, in arrival order, until :meth:`drain`;
     and the tallies of what was queued, for the edge's metrics."""
 
-    def __init__(self, matches: MatchSet, limit: int = DEFAULT_LIMIT) -> None:
+    def __init__(
+        self,
+        matches: MatchSet,
+        limit: int = DEFAULT_LIMIT,
+        allowance: Allowance | None = None,
+    ) -> None:
         self.matches = matches
         self._limit = limit
+        #: The input budget of every seated connection: by default the tick rate, with a
+        #: second's worth of burst (:func:`server.sim.input_budget.input_allowance`).
+        self.allowance = (
+            input_allowance(matches.config.tick_rate) if allowance is None else allowance
+        )
         self._owners: list[HeldReader] = []
         self._reads: list[bytes] = []
         self._arrivals: list[float] = []

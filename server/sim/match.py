@@ -69,7 +69,8 @@ class MatchConfig:
     history_seconds: float = 1.0
     input_max_depth: int = 4
     #: Ticks a starved player's last input is repeated for (a guess, undone when its
-    #: inputs are back); after that it is held still.
+    #: inputs are back); after that it is held still. It is also how many ticks of unused
+    #: time a seat may bank to catch up on late inputs (``InputQueues.max_catch_up``).
     input_max_guesses: int = 8
     movement: MovementParams = field(default_factory=MovementParams)
     lag_compensation: LagCompensation = field(default_factory=LagCompensation)
@@ -129,7 +130,9 @@ class Match:
         self.tick_number = 0
         self.previous_tick = -1  # the tick before this one (ticks a stall skipped between)
         self.probes = RttProbes(config.max_players)
-        self.inputs = InputQueues(config.max_players, config.input_max_depth)
+        self.inputs = InputQueues(
+            config.max_players, config.input_max_depth, max_catch_up=config.input_max_guesses
+        )
         self.counters: collections.Counter[str] = collections.Counter()
         self._events: list[SnapshotEvent] = []
         self.joins = 0
@@ -171,7 +174,8 @@ class Match:
 
     def seat_state(self) -> list[list[Any]]:
         """Every seat as ``[slot, name, interp_delay, acked, guessed, before_guesses, rtt,
-        spread]`` (rtt -1: not measured yet), for a standby."""
+        spread, credit]`` (rtt -1: not measured yet; credit: the ticks of catch-up it has
+        banked), for a standby."""
         slots = sorted(self.seats)
         links = np.nan_to_num(self.probes.estimates(np.array(slots, dtype=np.int64)), nan=-1.0)
         rows = []
@@ -179,7 +183,7 @@ class Match:
             seat = self.seats[slot]
             guessed, before = self.inputs.guesses(slot)
             rows.append([slot, seat.name, seat.interp_delay, seat.inputs.acked, guessed, before,
-                         *link])  # fmt: skip
+                         *link, self.inputs.credit(slot)])  # fmt: skip
         return rows
 
     def restore_seats(self, rows: list[list[Any]]) -> None:
@@ -187,14 +191,17 @@ class Match:
         buffer and RTT window are the new player's); every seat's ack is the primary's.
         Call it after the world's arrays are restored: they hold each seat's id."""
         wanted = {
-            int(slot): (str(name), float(interp), int(acked), int(guessed), before, rtt, spread)
-            for slot, name, interp, acked, guessed, before, rtt, spread in rows
-        }
+            int(slot): (
+                str(name), float(interp), int(acked), int(guessed), before, rtt, spread,
+                int(credit),
+            )
+            for slot, name, interp, acked, guessed, before, rtt, spread, credit in rows
+        }  # fmt: skip
         for slot in list(self.seats):
             if slot not in wanted:
                 del self.seats[slot]
                 self.probes.forget(slot)
-        for slot, (name, interp, acked, guessed, before, rtt, spread) in wanted.items():
+        for slot, (name, interp, acked, guessed, before, rtt, spread, credit) in wanted.items():
             seat = self.seats.get(slot)
             seat_id = int(self.world.seat_id[slot])
             if (
@@ -208,6 +215,7 @@ class Match:
             # ticks it guessed) is the primary's.
             seat.inputs.restore(acked)
             self.inputs.restore_guesses(slot, guessed, before)
+            self.inputs.restore_credit(slot, credit)
             self.probes.assume(slot, LinkEstimate(rtt, spread) if rtt >= 0 else None)
 
     def leave(self, slot: int) -> None:
@@ -253,11 +261,12 @@ class Match:
 
     def _release_inputs(self) -> ReleasedInputs:
         """Set each seat's input for this tick; return every input released (the surplus
-        of a burst too, to catch up on). A starved seat's guesses start from a saved
-        state, and a seat whose inputs are back goes back to it before they move it."""
+        of a burst too, to catch up on, as far as the seat's time allows). A starved seat's
+        guesses start from a saved state, and a seat whose inputs are back goes back to it
+        before they move it."""
         world = self.world
         seated = np.array(sorted(self.seats), dtype=np.int64)  # replicas must agree on order
-        released = self.inputs.release(seated)
+        released = self.inputs.release(seated, max(1, self.tick_number - self.previous_tick))
         saved = self.inputs.before_guesses
         starting = seated[released.guess == FIRST_GUESS]
         saved[starting, :3], saved[starting, 3:] = world.pos[starting], world.vel[starting]
@@ -278,10 +287,15 @@ class Match:
             self.counters["input_applied"] += len(released.slot)
         if len(slots) < len(seated):
             self.counters["input_repeated"] += len(seated) - len(slots)
+        if cut := int(np.count_nonzero(released.held)):
+            # Seats whose catch-up went beyond the time they had: the rest waits queued.
+            self.counters["input_catch_up_cut"] += cut
         return released
 
     def _fire(self, released: ReleasedInputs, rows: np.ndarray) -> None:
-        """Hand the released inputs ``rows`` that fire to combat (position is post-movement)."""
+        """Hand the released inputs ``rows`` that fire to combat (position is post-movement).
+        Every input applied in a tick fires at that tick's server time, catch-up included:
+        cooldowns run on the server's clock, so inputs sent faster fire no faster."""
         firing = np.flatnonzero(rows & (released.ints[:, BUTTONS] & FIRE_BUTTONS != 0))
         for row in firing.tolist():
             slot = int(released.slot[row])
@@ -300,6 +314,7 @@ class Match:
                 self._ack_time(ints[ACK_TICK], arrival),
                 self.probes.estimate(slot),
                 self.seats[slot].interp_delay,
+                self.server_time,
             )
 
     def _ack_time(self, ack_tick: int, arrival: float) -> float | None:
@@ -355,7 +370,8 @@ class Match:
         if len(moving):
             self._simulate(moving, world.move[moving], world.buttons[moving])
         self._fire(released, released.depth == 0)
-        # Catch-up: a player whose inputs piled up runs its surplus inputs this tick too.
+        # Catch-up: a player whose inputs piled up runs its surplus inputs this tick too
+        # (no more of them than ticks passed with none applied: the release counted).
         depth = 1
         while (rows := released.depth == depth).any():
             slots = released.slot[rows]

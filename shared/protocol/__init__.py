@@ -38,6 +38,7 @@ from shared.protocol.events import (
 from shared.protocol.fields import (
     MAX_CLIENT_FRAME_BYTES,
     MAX_EPOCH,
+    MAX_SEQ,
     MAX_SERVER_FRAME_BYTES,
     MAX_TICK,
     PROTOCOL_VERSION,
@@ -85,6 +86,7 @@ __all__ = [
     "JUDGEMENTS",
     "MAX_CLIENT_FRAME_BYTES",
     "MAX_EPOCH",
+    "MAX_SEQ",
     "MAX_SERVER_FRAME_BYTES",
     "MAX_TICK",
     "PROTOCOL_VERSION",

@@ -12,6 +12,7 @@ from shared.protocol.errors import InvalidField
 __all__ = [
     "MAX_CLIENT_FRAME_BYTES",
     "MAX_EPOCH",
+    "MAX_SEQ",
     "MAX_SERVER_FRAME_BYTES",
     "MAX_TICK",
     "PROTOCOL_VERSION",
@@ -32,6 +33,9 @@ MAX_CLIENT_FRAME_BYTES = 1024  # an input is ~120 bytes; anything near this is a
 MAX_SERVER_FRAME_BYTES = 1 << 20  # 1 MiB: ~40,000 entities; a node caps players far below
 
 U32_MAX = 2**32 - 1
+#: An input's highest ``seq``; numbers never wrap (a client there rejoins, for a new seat:
+#: 414 days of inputs at 60 Hz). Kept within int32, so every language's client counts it.
+MAX_SEQ = 2**31 - 1
 MAX_TICK = 2**53  # exact in a float64, so tick / rate stays exact enough for centuries
 MAX_EPOCH = 2**63 - 1
 

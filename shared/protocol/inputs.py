@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from shared.protocol.fields import MAX_TICK, U32_MAX
+from shared.protocol.fields import MAX_SEQ, MAX_TICK
 
 __all__ = [
     "ACK_TICK",
@@ -50,7 +50,7 @@ class InputField:
 
 #: In wire order (the order the encoders write the keys in).
 INPUT_FIELDS: tuple[InputField, ...] = (
-    InputField("seq", "int", 0, U32_MAX, 0),
+    InputField("seq", "int", 0, MAX_SEQ, 0),
     InputField("tick", "int", 0, MAX_TICK, 1),
     InputField("ack_tick", "int", -1, MAX_TICK, 2),
     InputField("move", "float_pair", -1e6, 1e6, 0),

@@ -43,6 +43,7 @@ from shared.protocol.events import JoinEvent, SnapshotEvent
 from tests.shared.strategies import snapshot_events
 
 U32 = 2**32 - 1
+MAX_SEQ = 2**31 - 1
 MAX_TICK = 2**53
 
 # -- strategies ---------------------------------------------------------------------------
@@ -69,7 +70,7 @@ joins = st.builds(
 )
 inputs = st.builds(
     InputMessage,
-    seq=st.integers(0, U32),
+    seq=st.integers(0, MAX_SEQ),
     tick=st.integers(0, MAX_TICK),
     move=st.tuples(finite(-1e6, 1e6), finite(-1e6, 1e6)),
     yaw=finite(),
@@ -162,7 +163,7 @@ def test_a_token_message_is_its_token_and_nothing_else() -> None:
 
 
 @given(
-    seq=st.integers(0, U32),
+    seq=st.integers(0, MAX_SEQ),
     tick=st.integers(0, MAX_TICK),
     move=st.tuples(finite(-1.0, 1.0) | ints_as_floats(-1, 1), finite(-1.0, 1.0)),
     yaw=finite(-math.pi, math.pi) | ints_as_floats(-3, 3),
@@ -468,7 +469,8 @@ def test_non_finite_move_is_refused(value: float) -> None:
     ("name", "value"),
     [
         ("seq", -1),
-        ("seq", 2**32),
+        ("seq", MAX_SEQ + 1),  # sequence numbers never wrap
+        ("seq", 2**32 - 1),
         ("tick", -1),
         ("tick", 2**53 + 1),
         ("ack_tick", -2),
@@ -485,7 +487,7 @@ def test_out_of_range_values_are_refused(name: str, value: object) -> None:
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("seq", 0), ("seq", 2**32 - 1), ("tick", 2**53), ("ack_tick", -1), ("buttons", 255)],
+    [("seq", 0), ("seq", MAX_SEQ), ("tick", 2**53), ("ack_tick", -1), ("buttons", 255)],
 )
 def test_range_limits_themselves_are_accepted(name: str, value: int) -> None:
     assert getattr(decode_client(frame(**valid_input_fields(**{name: value}))), name) == value

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Sequence
 
 from server.coordination.base import Coordinator, parse_coordinator_spec
@@ -20,17 +21,20 @@ def make_coordinator(
     peers: Sequence[str] = (),
     region: str = "default",
     state_dir: str = "",
+    tls: ssl.SSLContext | bool = True,
 ) -> Coordinator:
     """Build the coordinator named by ``--coordinator`` (not started yet).
 
     ``peers`` are the other nodes' base URLs (used by ``static``); ``region`` names the etcd
     election key ``/arena/{region}/leader``; ``state_dir`` is where static keeps the epochs
-    this node used (etcd's revisions never repeat on their own).
+    this node used (etcd's revisions never repeat on their own); ``tls`` is how static
+    verifies an ``https://`` peer.
     """
     kind, endpoint = parse_coordinator_spec(spec)
     if not node_id:
         raise ValueError("empty node id: every node of a region needs its own id")
     if kind == "static":
-        return StaticCoordinator(node_id, peers, epochs=EpochStore(state_dir, region, node_id))
+        epochs = EpochStore(state_dir, region, node_id)
+        return StaticCoordinator(node_id, peers, epochs=epochs, tls=tls)
     assert endpoint is not None
     return EtcdCoordinator(endpoint, region=region, node_id=node_id)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
+import ssl
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -138,6 +139,7 @@ class StaticCoordinator:
         *,
         timeout: float = 0.05,
         epochs: EpochStore | None = None,
+        tls: ssl.SSLContext | bool = True,
     ) -> None:
         if not node_id:
             raise ValueError("empty node id: every node of a region needs its own id")
@@ -147,6 +149,7 @@ class StaticCoordinator:
         self.peers: tuple[str, ...] = tuple(dict.fromkeys(_check_peer_url(u) for u in peers))
         self.timeout = timeout
         self.epochs = epochs or EpochStore("", "", node_id)
+        self.tls = tls  # how an https:// peer's certificate is checked (True: system CAs)
         self._session: aiohttp.ClientSession | None = None
         self._leading: tuple[str, int] | None = None  # (url, epoch) once this node won
 
@@ -162,7 +165,7 @@ class StaticCoordinator:
             except (OSError, ValueError) as error:
                 raise CoordinatorError(str(error)) from None
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0),
+                connector=aiohttp.TCPConnector(limit=0, ssl=self.tls),
                 timeout=aiohttp.ClientTimeout(total=self.timeout),
             )
 

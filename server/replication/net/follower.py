@@ -1,8 +1,9 @@
 """The standby's end of replication: follow the primary, notice when it falls silent.
 
-The follower connects to the primary's ``/replicate`` with an authenticated hello,
-installs the full state it receives, then applies and acknowledges every tick record. Tick
-records double as heartbeats: if none arrives for ``silence_timeout`` (200 ms by default at
+The follower connects to the primary's ``/replicate``, answers its challenge with an
+authenticated hello (``server/replication/auth.py``), installs the full state it
+receives, then applies and acknowledges every tick record. Tick records double as
+heartbeats: if none arrives for ``silence_timeout`` (200 ms by default at
 60 Hz: twelve missed ticks) after its last acknowledgement, or the link breaks, the primary
 is declared gone and :meth:`Follower.follow` returns so the node can campaign, if it is
 *eligible*: in the primary's commit set (``InSync``), not told it is out (``OutOfSync``),
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -54,6 +56,8 @@ class Follower:
         silence_timeout: float,
         clock: Callable[[], float],
         log_context: Callable[[], str],
+        *,
+        tls: ssl.SSLContext | bool = True,
     ) -> None:
         self.matches = matches
         self.node_id = node_id
@@ -63,6 +67,8 @@ class Follower:
         self.detector = SilenceDetector(silence_timeout)
         self.clock = clock
         self.log_context = log_context
+        #: How an ``https://`` primary's certificate is checked (True: the system's CAs).
+        self.tls = tls
         self.primary_id = ""
         self.public_url = ""  # told to the primary, so it can tell players where we are
         self.origin_estimate: float | None = None  # primary's tick-0 time on our clock
@@ -101,7 +107,7 @@ class Follower:
             )
 
     async def follow(self, primary_url: str) -> FollowOutcome:
-        """Follow ``primary_url`` (``http://host:port``) until it is gone or refuses us.
+        """Follow ``primary_url`` (``http(s)://host:port``) until it is gone or refuses us.
 
         The previous link (if any) stays open until the new one is welcomed: until then
         the old primary still counts this standby in its commit set, and it stays
@@ -114,7 +120,7 @@ class Follower:
         previous = self._ws
         try:
             ws = await self._session.ws_connect(
-                url, max_msg_size=64 << 20, autoping=True, timeout=LINK_TIMEOUT
+                url, max_msg_size=64 << 20, autoping=True, timeout=LINK_TIMEOUT, ssl=self.tls
             )
         except (aiohttp.ClientError, OSError, TimeoutError) as error:
             log.info(
@@ -125,17 +131,7 @@ class Follower:
             )
             return FollowOutcome("refused", time.time(), self.primary_id, self.matches.epoch)
         self._ws = ws
-        hello = sign_hello(
-            self.secret,
-            node=self.node_id,
-            epoch=self.matches.epoch,
-            tick=self.matches.tick_number,
-            fingerprint=state.config_fingerprint(self.matches),
-            url=self.public_url,
-            now=time.time(),
-            promise=self.silence_timeout,
-        )
-        await ws.send_bytes(messages.encode(hello))
+        answered = False  # the challenge: one per link, the first message
         self.detector.reset()
         silent_after = self.clock() + self.silence_timeout
         while True:
@@ -155,6 +151,11 @@ class Follower:
                 record = messages.decode(message.data)
             except messages.MessageError as error:
                 log.warning("event=replication_garbage error=%s %s", error, self.log_context())
+                continue
+            if isinstance(record, messages.Challenge):
+                if not answered:
+                    answered = True
+                    await ws.send_bytes(messages.encode(self._hello(record.nonce)))
                 continue
             if isinstance(record, messages.StandbyWelcome):
                 # The primary replaced our old link: what we hold no longer counts.
@@ -220,6 +221,19 @@ class Follower:
             # Our promise: no campaign before this ack + the silence timeout (the primary's
             # lease from this ack ends earlier); the detector may ask for longer.
             silent_after = self.clock() + self.detector.wait()
+
+    def _hello(self, nonce: str) -> messages.Hello:
+        """Our answer to the challenge of ``nonce``: who we are, signed with it."""
+        return sign_hello(
+            self.secret,
+            nonce,
+            node=self.node_id,
+            epoch=self.matches.epoch,
+            tick=self.matches.tick_number,
+            fingerprint=state.config_fingerprint(self.matches),
+            url=self.public_url,
+            promise=self.silence_timeout,
+        )
 
     def _lose_eligibility(self, why: str) -> None:
         if self.eligible:

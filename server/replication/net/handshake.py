@@ -1,17 +1,18 @@
 """The primary's end of a standby's hello: who may follow this node, and from where.
 
-A standby connects to ``/replicate`` and sends a hello signed with the cluster secret. The
-primary refuses a hello it cannot verify (counted, and logged once in a while: a standby
-retries ten times a second), steps down if the hello names a higher epoch, refuses while
-it is not the primary or its configuration differs, and otherwise welcomes the standby
-and hands the link to the hub, which streams it every tick.
+A standby connects to ``/replicate``; the primary sends a fresh challenge (a nonce) and
+the standby answers with a hello that signs it and every field of the hello with the
+cluster secret (``server/replication/auth.py``). The primary refuses a hello it cannot
+verify against the nonce it issued on this link (counted, and logged once in a while: a
+standby retries ten times a second), steps down if the hello names a higher epoch,
+refuses while it is not the primary or its configuration differs, and otherwise welcomes
+the standby and hands the link to the hub, which streams it every tick.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import WSCloseCode, WSMsgType, web
@@ -19,7 +20,7 @@ from aiohttp import WSCloseCode, WSMsgType, web
 from server.logs import Throttle
 from server.net.state import NodeState
 from server.replication import messages, state
-from server.replication.auth import verify_hello
+from server.replication.auth import new_nonce, verify_hello
 from server.replication.net.hub import StandbyLink
 from server.replication.roles import Role
 
@@ -41,17 +42,18 @@ class StandbyDoor:
     async def serve(self, request: web.Request, ws: web.WebSocketResponse) -> None:
         """A standby's link: authenticate it, then stream it every tick."""
         node = self.node
+        nonce = new_nonce()  # this link's alone: no hello made for another link verifies
+        try:
+            await ws.send_bytes(messages.encode(messages.Challenge(nonce)))
+        except ConnectionError:
+            return  # the standby is gone already
         try:
             async with asyncio.timeout(HELLO_TIMEOUT_S):
                 first = await ws.receive()
             hello = messages.decode(first.data) if first.type is WSMsgType.BINARY else None
         except (TimeoutError, messages.MessageError):
             hello = None
-        if not isinstance(hello, messages.Hello) or not verify_hello(
-            node.secret, hello, time.time()
-        ):
-            await ws.send_bytes(messages.encode(messages.Refused("unauthenticated")))
-            await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"unauthenticated")
+        if not isinstance(hello, messages.Hello) or not verify_hello(node.secret, hello, nonce):
             node.metrics.peers_refused.labels("unauthenticated").inc()
             held = self._refusals.allow("unauthenticated")
             if held is not None:
@@ -61,6 +63,8 @@ class StandbyDoor:
                     held,
                     node.log_context,
                 )
+            await ws.send_bytes(messages.encode(messages.Refused("unauthenticated")))
+            await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"unauthenticated")
             return
         if hello.epoch > node.matches.epoch and node.role is Role.PRIMARY:
             node.request_step_down(hello.epoch)

@@ -268,23 +268,25 @@ async def test_inputs_are_held_and_a_ping_is_answered_at_once() -> None:
     assert player.held() == [1, 2, 3, 4]
 
 
-async def test_a_read_that_is_not_whole_frames_comes_after_the_held_inputs() -> None:
+async def test_a_frame_cut_across_reads_is_held_once_whole_after_the_ones_before() -> None:
     player = Seated()
-    held = an_input(1)
-    player.stream.data_received(held)
-    cut = an_input(2)
-    player.stream.data_received(cut[:50])  # the start of a frame: read the ordinary way...
-    assert player.held() == [1]  # ...after what was held went to the batch
-    player.stream.data_received(cut[50:])
-    assert len(player.handled) == 1 and len(player.intake) == 0
+    player.stream.data_received(an_input(1))
+    cut, third = an_input(2), an_input(3)
+    player.stream.data_received(cut[:50])  # the start of a frame: kept until it is whole
+    assert len(player.intake) == 1 and player.handled == []
+    player.stream.data_received(cut[50:] + third[:3])
+    assert len(player.intake) == 2 and player.handled == []
+    player.stream.data_received(third[3:])
+    player.intake.drain()
+    assert player.held() == [1, 2, 3] and player.handled == []
 
 
-async def test_a_frame_split_across_reads_is_read_the_ordinary_way() -> None:
+async def test_a_frame_split_in_its_header_is_held_once_whole() -> None:
     player = Seated()
     data = an_input(1)
-    player.stream.data_received(data[:40])
-    player.stream.data_received(data[40:])  # completes a frame the reader began: not held
-    assert len(player.intake) == 0 and len(player.handled) == 1
+    for at in range(len(data)):  # a byte a read
+        player.stream.data_received(data[at : at + 1])
+    assert len(player.intake) == 1 and player.handled == []
 
 
 async def test_control_frames_and_a_closing_stream_are_never_held() -> None:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import socket
+import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -78,8 +80,16 @@ class Nodes:
     def __init__(self) -> None:
         self.running: list[RunningNode] = []
 
-    async def start(self, bound: tuple[socket.socket, str], **options: Any) -> RunningNode:
+    async def start(
+        self,
+        bound: tuple[socket.socket, str],
+        listener: ssl.SSLContext | None = None,
+        **options: Any,
+    ) -> RunningNode:
+        """A node on ``bound`` (with TLS when ``listener`` is given: its URL is https)."""
         sock, url = bound
+        if listener is not None:
+            url = url.replace("http://", "https://")
         config = NodeConfig(
             **{
                 "region": REGION,
@@ -95,7 +105,7 @@ class Nodes:
         runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.5)
         try:
             await runner.setup()
-            await web.SockSite(runner, sock).start()
+            await web.SockSite(runner, sock, ssl_context=listener).start()
         except BaseException:
             sock.close()
             await runner.cleanup()
@@ -275,6 +285,16 @@ class Player:
 # -- a hand-written standby ----------------------------------------------------------------
 
 
+async def read_challenge(ws: aiohttp.ClientWebSocketResponse) -> messages.Challenge:
+    """The primary's first message on a replication link: the challenge to answer."""
+    async with asyncio.timeout(WAIT_S):
+        first = await ws.receive()
+    assert first.type is WSMsgType.BINARY, first
+    challenge = messages.decode(first.data)
+    assert isinstance(challenge, messages.Challenge), challenge
+    return challenge
+
+
 @dataclass
 class FakeStandby:
     """Speaks the standby's side of /replicate by hand; acks while ``acking`` is set."""
@@ -295,14 +315,15 @@ class FakeStandby:
         self.ws = await self.session.ws_connect(
             self.primary.url + "/replicate", max_msg_size=64 << 20
         )
+        challenge = await read_challenge(self.ws)
         hello = sign_hello(
             self.secret,
+            challenge.nonce,
             node=self.node,
             epoch=0,
             tick=0,
             fingerprint=state.config_fingerprint(self.primary.node.matches),
             url="",
-            now=time.time(),
         )
         await self.ws.send_bytes(messages.encode(hello))
 
@@ -429,6 +450,79 @@ async def test_a_follower_with_a_wrong_secret_reports_that_it_was_refused() -> N
             await follower.close()
 
         assert outcome.reason == "refused"
+
+
+async def answer(
+    ws: aiohttp.ClientWebSocketResponse, primary: RunningNode, url: str = ""
+) -> messages.Hello:
+    """A valid hello for this link's challenge (from the node "fake", telling ``url``)."""
+    challenge = await read_challenge(ws)
+    return sign_hello(
+        SECRET,
+        challenge.nonce,
+        node="fake",
+        epoch=0,
+        tick=0,
+        fingerprint=state.config_fingerprint(primary.node.matches),
+        url=url,
+    )
+
+
+async def refusal(ws: aiohttp.ClientWebSocketResponse) -> tuple[Any, int | None]:
+    """The primary's answer to a hello it refuses, and the close code that follows."""
+    async with asyncio.timeout(WAIT_S):
+        reply = await ws.receive()
+        assert reply.type is WSMsgType.BINARY, reply
+        closed = await ws.receive()
+    assert closed.type in (WSMsgType.CLOSE, WSMsgType.CLOSED), closed
+    return messages.decode(reply.data), ws.close_code
+
+
+def unauthenticated(primary: RunningNode) -> float:
+    registry = primary.node.metrics.registry
+    counted = registry.get_sample_value("arena_peers_refused_total", {"reason": "unauthenticated"})
+    return counted or 0.0
+
+
+async def _no_links(primary: RunningNode) -> bool:
+    return not primary.node.hub.links
+
+
+async def test_a_replayed_hello_is_refused() -> None:
+    async with cluster() as (nodes, session):
+        primary = await nodes.start(bind(), node_id="alpha", role="primary")
+        first = await session.ws_connect(primary.url + "/replicate", max_msg_size=64 << 20)
+        recorded = messages.encode(await answer(first, primary, "http://127.0.0.1:1"))
+        await first.send_bytes(recorded)
+        async with asyncio.timeout(WAIT_S):
+            welcome = messages.decode((await first.receive()).data)
+        assert welcome == messages.StandbyWelcome("alpha")  # the hello was good, once
+        await first.close()
+        await until(lambda: _no_links(primary), "the first link is gone")
+
+        # The same bytes on a new link: its challenge is another one.
+        second = await session.ws_connect(primary.url + "/replicate", max_msg_size=64 << 20)
+        await read_challenge(second)
+        await second.send_bytes(recorded)
+
+        assert await refusal(second) == (messages.Refused("unauthenticated"), 1008)
+        assert unauthenticated(primary) == 1
+        assert primary.node.hub.links == {}
+
+
+async def test_a_hello_whose_url_was_changed_is_refused_and_never_announced() -> None:
+    async with cluster() as (nodes, session):
+        primary = await nodes.start(bind(), node_id="alpha", role="primary")
+        ws = await session.ws_connect(primary.url + "/replicate", max_msg_size=64 << 20)
+        signed = await answer(ws, primary, url="")
+        changed = dataclasses.replace(signed, url="http://attacker.example:80")
+        await ws.send_bytes(messages.encode(changed))
+
+        assert await refusal(ws) == (messages.Refused("unauthenticated"), 1008)
+        assert unauthenticated(primary) == 1
+        assert primary.node.learned_peers == {}
+        assert primary.node.player_endpoints() == ()  # what players would be told
+        assert primary.node.hub.links == {}
 
 
 @contextlib.asynccontextmanager

@@ -40,7 +40,7 @@ RATE = 60
 MAX_PLAYERS = 8
 EPOCH = 1
 WORLD = ("active", "alive", "pos", "vel", "yaw", "pitch", "health", "move", "buttons", "seat_id")
-COMBAT = ("death_time", "respawn_tick", "last_fired_seq")
+COMBAT = ("death_time", "respawn_tick", "last_fired")
 RING = ("times", "ticks", "positions", "alive")
 
 Action = tuple[Any, ...]
@@ -218,7 +218,13 @@ def state_of(match: Match) -> dict[str, Any]:
         **{f"combat.{n}": getattr(match.combat, n).tobytes() for n in COMBAT},
         "combat.flying": flying(match),
         "seats": {
-            slot: (seat.name, seat.interp_delay, seat.inputs.acked)
+            slot: (
+                seat.name,
+                seat.interp_delay,
+                seat.inputs.acked,
+                match.inputs.guesses(slot),
+                match.inputs.credit(slot),
+            )
             for slot, seat in match.seats.items()
         },
         **{f"history.{n}": getattr(ring, n).tobytes() for n in RING},
@@ -497,8 +503,10 @@ def test_a_promoted_standby_judges_by_the_links_its_primary_measured() -> None:
 
 @pytest.mark.parametrize(
     "row",
-    [["0", "a", 0.1, -1, 0, [0.0] * 6], [0, "a", 0.1, -1, 0, [0.0] * 5, -1.0, 0.0],
-     [0, "a", 0.1, -1, 0, [0.0] * 6, None, 0.0], [0, "a", 0.1, -1, 0, [True] * 6, -1.0, 0.0]],
+    [["0", "a", 0.1, -1, 0, [0.0] * 6], [0, "a", 0.1, -1, 0, [0.0] * 5, -1.0, 0.0, 0],
+     [0, "a", 0.1, -1, 0, [0.0] * 6, None, 0.0, 0], [0, "a", 0.1, -1, 0, [True] * 6, -1.0, 0.0, 0],
+     [0, "a", 0.1, -1, 0, [0.0] * 6, -1.0, 0.0], [0, "a", 0.1, -1, 0, [0.0] * 6, -1.0, 0.0, 1.5],
+     [0, "a", 0.1, -1, 0, [0.0] * 6, -1.0, 0.0, True]],
     ids=repr,
 )  # fmt: skip
 def test_a_seat_row_of_the_wrong_shape_is_refused(row: list[Any]) -> None:

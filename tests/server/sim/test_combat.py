@@ -105,8 +105,10 @@ class Scene:
         interp_delay: float = 0.1,
         arrival: float | None = None,
         ack_time: float | None = None,
+        applied_at: float | None = None,
     ) -> None:
-        """Queue a shot; its input arrives at ``arrival`` (default: now)."""
+        """Queue a shot; its input arrives at ``arrival`` (default: now) and is applied at
+        ``applied_at`` (default: one input per tick, ``seq / RATE``, for the cooldown)."""
         present = self.tick / RATE
         self.combat.fire(
             slot,
@@ -119,6 +121,7 @@ class Scene:
             ack_time,
             link,
             interp_delay,
+            seq / RATE if applied_at is None else applied_at,
         )
 
     def step(self, positions: Callable[[int], np.ndarray] | None = None) -> list[dict[str, Any]]:
@@ -272,31 +275,61 @@ def test_overkill_damage_stops_health_at_zero(backend: str) -> None:
 # -- fire rate --------------------------------------------------------------------------------
 
 
-def test_fire_rate_is_counted_in_input_sequence_numbers() -> None:
-    assert RIFLE.interval_inputs(RATE) == 6
-    assert LAUNCHER.interval_inputs(RATE) == 48
+def shoot(combat: Combat, tick: int, seq: int, buttons: int = BUTTON_FIRE) -> None:
+    """Slot 0 fires with input ``seq``, applied by the tick ``tick``."""
+    combat.fire(0, seq, buttons, 0.0, 0.0, 0.0, 0.0, None, None, 0.1, tick / RATE)
+
+
+def test_the_fire_rate_is_counted_in_server_time() -> None:
     combat = Combat(World(2), RATE, LagCompensation())
     combat.world.seat(0, 0.0, 0.0)
-
-    def shoot(seq: int, buttons: int = BUTTON_FIRE) -> None:
-        combat.fire(0, seq, buttons, 0.0, 0.0, 0.0, 0.0, None, None, 0.1)
-
-    shoot(10)
-    shoot(11)  # one input later: refused
-    shoot(15)  # five inputs later: still refused
+    shoot(combat, 10, 10)
+    shoot(combat, 11, 11)  # one tick later: refused
+    shoot(combat, 15, 15)  # five ticks later: still refused
     assert [s.seq for s in combat.pending] == [10]
     assert combat.counters["shots_rate_limited"] == 2
-    shoot(16)  # six inputs later at 60 Hz: allowed
+    shoot(combat, 16, 16)  # six ticks (0.1 s) later at 60 Hz: allowed
     assert [s.seq for s in combat.pending] == [10, 16]
     assert combat.counters["shots_fired"] == 2
+
+
+def test_inputs_sent_faster_do_not_fire_faster() -> None:
+    """Sequence numbers are the client's to choose: inputs far apart in ``seq`` but
+    applied in one tick (a catch-up), or in the next, fire one shot."""
+    combat = Combat(World(2), RATE, LagCompensation())
+    combat.world.seat(0, 0.0, 0.0)
+    for seq in range(0, 40, 10):
+        shoot(combat, 10, seq)  # one tick's catch-up of inputs 30 sequence numbers apart
+    shoot(combat, 11, 1000)
+    assert [s.seq for s in combat.pending] == [0]
+    assert combat.counters["shots_rate_limited"] == 4
+
+
+@pytest.mark.parametrize("rate", [20, 30, 60, 64, 128])
+@pytest.mark.parametrize("start", [0, 7, 10**6 + 3])
+def test_a_client_one_input_per_tick_fires_at_the_weapon_s_rate(rate: int, start: int) -> None:
+    """The spacing a client keeps in inputs (``interval_inputs``) is the spacing the server
+    accepts in ticks, whatever the rounding of ``tick / rate`` (far into a match too)."""
+    assert RIFLE.interval_inputs(60) == 6 and LAUNCHER.interval_inputs(60) == 48
+    for weapon in (RIFLE, LAUNCHER):
+        combat = Combat(World(2), rate, LagCompensation())
+        combat.world.seat(0, 0.0, 0.0)
+        spacing = weapon.interval_inputs(rate)
+        ticks = [start + k * spacing for k in range(4)]
+        for tick in ticks:
+            combat.fire(0, tick, weapon.button, 0.0, 0.0, 0.0, 0.0, None, None, 0.1, tick / rate)
+            early = tick + spacing - 1  # one tick short of the interval
+            combat.fire(0, early, weapon.button, 0.0, 0.0, 0.0, 0.0, None, None, 0.1, early / rate)
+        assert [s.seq for s in combat.pending] == ticks
+        assert combat.counters["shots_rate_limited"] == 4
 
 
 def test_each_weapon_has_its_own_cooldown() -> None:
     combat = Combat(World(2), RATE, LagCompensation())
     combat.world.seat(0, 0.0, 0.0)
-    combat.fire(0, 0, BUTTON_FIRE | BUTTON_ALT_FIRE, 0.0, 0.0, 0.0, 0.0, None, None, 0.1)
+    shoot(combat, 0, 0, BUTTON_FIRE | BUTTON_ALT_FIRE)
     assert [(s.seq, s.weapon) for s in combat.pending] == [(0, RIFLE), (0, LAUNCHER)]
-    combat.fire(0, 6, BUTTON_FIRE | BUTTON_ALT_FIRE, 0.0, 0.0, 0.0, 0.0, None, None, 0.1)
+    shoot(combat, 6, 6, BUTTON_FIRE | BUTTON_ALT_FIRE)
     assert [(s.seq, s.weapon) for s in combat.pending][2:] == [(6, RIFLE)]
     assert combat.counters["shots_rate_limited"] == 1
 
@@ -304,9 +337,9 @@ def test_each_weapon_has_its_own_cooldown() -> None:
 def test_a_new_seat_does_not_inherit_the_previous_owner_s_cooldown() -> None:
     combat = Combat(World(2), RATE, LagCompensation())
     combat.world.seat(0, 0.0, 0.0)
-    combat.fire(0, 100, BUTTON_FIRE, 0.0, 0.0, 0.0, 0.0, None, None, 0.1)
-    combat.seat(0)  # a new player whose sequence numbers start again at 0
-    combat.fire(0, 0, BUTTON_FIRE, 0.0, 0.0, 0.0, 0.0, None, None, 0.1)
+    shoot(combat, 100, 100)
+    combat.seat(0)  # a new player, firing in the same tick
+    shoot(combat, 100, 0)
     assert [s.seq for s in combat.pending] == [100, 0]
 
 

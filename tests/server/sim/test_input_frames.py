@@ -11,10 +11,19 @@ import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from server.sim.input_frames import decode_input_frames, split_read
+from server.sim.input_frames import (
+    FRAME_CLOSE,
+    FRAME_INPUT,
+    FRAME_LONG_INPUT,
+    FRAME_ODD,
+    FRAME_SMALL,
+    decode_input_frames,
+    sole_frame_kind,
+    split_read,
+)
 from shared import protocol
 from shared.protocol import InputMessage, PingMessage, ProtocolError, decode_client
-from shared.wsframe import OP_BINARY, OP_PING, OP_TEXT, frame
+from shared.wsframe import OP_BINARY, OP_CLOSE, OP_PING, OP_TEXT, frame
 from tests.shared.test_protocol_fast_path import values
 
 inputs = st.fixed_dictionaries(
@@ -121,31 +130,129 @@ def test_nothing_held_decodes_to_nothing() -> None:
     assert columns.read_ok.shape == (0,) and columns.ints.shape == (0, 4)
 
 
-def test_a_read_splits_into_its_inputs_and_the_rest() -> None:
+def kinds_of(data: bytes, max_size: int = 1 << 16) -> tuple[list[int], int, int]:
+    frames = split_read(data, max_size)
+    assert frames.bounds[0] == 0 or len(frames.kinds) == 0
+    return frames.kinds.tolist(), frames.end, frames.need
+
+
+def test_a_read_splits_into_its_frames_by_their_headers() -> None:
     an_input = frame(
         OP_BINARY, protocol.encode(InputMessage(1, 1, (0, 0), 0, 0, 0, 1, -1)), masked=True
     )
     ping = frame(OP_BINARY, protocol.encode(PingMessage(1, 2.0)), masked=True)
     ws_ping = frame(OP_PING, b"?", masked=True)
-    assert split_read(an_input) == (an_input, b"")
-    assert split_read(an_input * 3) == (an_input * 3, b"")
-    assert split_read(ping) == (b"", ping)
-    assert split_read(an_input + ping + an_input + ws_ping) == (an_input * 2, ping + ws_ping)
-    # Anything but whole final frames is the ordinary reader's, all of it.
-    assert split_read(an_input[:-1]) is None and split_read(an_input + an_input[:8]) is None
-    assert split_read(b"") is None and split_read(an_input[:3]) is None
-    assert split_read(an_input * 20) is None  # a long backlog is read at once
-    unmasked = frame(
-        OP_BINARY, protocol.encode(InputMessage(1, 1, (0, 0), 0, 0, 0, 1, -1)), masked=False
+    size = len(an_input)
+    assert kinds_of(an_input) == ([FRAME_INPUT], size, 0)
+    assert kinds_of(an_input * 20) == ([FRAME_INPUT] * 20, 20 * size, 0)  # however many
+    assert kinds_of(ping + an_input + ws_ping + frame(OP_TEXT, b"hi", masked=True)) == (
+        [FRAME_SMALL, FRAME_INPUT, FRAME_SMALL, FRAME_SMALL],
+        len(ping) + size + len(ws_ping) + 8,
+        0,
     )
-    assert split_read(unmasked) is None and split_read(ping + unmasked) is None
+    long_input = frame(OP_BINARY, b"\x89" + b"x" * 200, masked=True)  # (a 16-bit length)
     fragment = bytes([0x02]) + ping[1:]  # binary, not final
-    assert split_read(fragment) is None and split_read(an_input + fragment) is None
+    assert kinds_of(long_input + fragment)[0] == [FRAME_LONG_INPUT, FRAME_ODD]
+    # A close ends what counts; a frame cut short says what it needs; a fault stops it.
+    close = frame(OP_CLOSE, b"", masked=True)
+    assert kinds_of(an_input + close + an_input) == ([FRAME_INPUT, FRAME_CLOSE], size + 6, 0)
+    assert kinds_of(an_input + an_input[:8]) == ([FRAME_INPUT], size, size)
+    assert kinds_of(an_input[:1]) == ([], 0, 2)
+    assert kinds_of(long_input[:3]) == ([], 0, 4)  # (the 16-bit length is not there yet)
+    assert kinds_of(long_input[:5]) == ([], 0, len(long_input))
+    unmasked = frame(OP_BINARY, b"x", masked=False)
+    assert kinds_of(ping + unmasked) == ([FRAME_SMALL], len(ping), -1)
+    assert kinds_of(long_input, max_size=100) == ([], 0, -1)  # too big: the reader says 1009
+    huge = bytes([0x82, 0xFF]) + (1 << 63).to_bytes(8, "big")
+    assert kinds_of(huge) == ([], 0, -1)
+    assert kinds_of(b"") == ([], 0, 0)
+
+
+def test_a_read_of_one_frame_is_told_without_the_kernel_as_the_kernel_would() -> None:
+    an_input = frame(
+        OP_BINARY, protocol.encode(InputMessage(1, 1, (0, 0), 0, 0, 0, 1, -1)), masked=True
+    )
+    reads = [
+        an_input,
+        frame(OP_BINARY, protocol.encode(PingMessage(1, 2.0)), masked=True),
+        frame(OP_CLOSE, b"", masked=True),
+        frame(OP_PING, b"", masked=True),
+        frame(0x3, b"?", masked=True),
+    ]
+    for data in reads:
+        assert [sole_frame_kind(data)] == kinds_of(data)[0]
+    for data in (an_input * 2, an_input[:-1], an_input[:3], frame(OP_BINARY, b"x", masked=False)):
+        assert sole_frame_kind(data) == -1
+    assert sole_frame_kind(frame(OP_BINARY, b"\x89" + b"x" * 200, masked=True)) == -1
+
+
+def reference_split(data: bytes, max_size: int) -> tuple[list[int], list[int], int]:
+    """A plain walk over the frame headers, as RFC 6455 section 5.2 lays them out."""
+    at, starts, kinds = 0, [], []
+    while at < len(data):
+        if len(data) - at < 2:
+            return starts, kinds, 2
+        first, masked, length = data[at], data[at + 1] >> 7, data[at + 1] & 0x7F
+        if not masked:
+            return starts, kinds, -1
+        head = {126: 4, 127: 10}.get(length, 2)
+        if len(data) - at < head:
+            return starts, kinds, head
+        if head > 2:
+            length = int.from_bytes(data[at + 2 : at + head], "big")
+        if length > max_size:
+            return starts, kinds, -1
+        if len(data) - at < head + 4 + length:
+            return starts, kinds, head + 4 + length
+        if first == 0x82 and length >= 93:
+            kind = FRAME_INPUT if head == 2 else FRAME_LONG_INPUT
+        else:
+            kind = {0x88: FRAME_CLOSE, 0x81: FRAME_SMALL, 0x82: FRAME_SMALL}.get(first, FRAME_ODD)
+            kind = FRAME_SMALL if first in (0x89, 0x8A) else kind
+        starts.append(at)
+        kinds.append(kind)
+        at += head + 4 + length
+        if kind == FRAME_CLOSE:
+            break
+    return starts, kinds, 0
+
+
+some_frames = st.lists(
+    st.tuples(
+        st.sampled_from([0x82, 0x81, 0x88, 0x89, 0x8A, 0x02, 0x00, 0x80, 0xC2, 0x83]),
+        st.one_of(st.integers(0, 140), st.just(93), st.just(125), st.just(126)),
+        st.booleans(),
+    ),
+    max_size=12,
+)
+
+
+@given(some_frames, st.integers(0, 2000), st.binary(max_size=12), st.integers(90, 300))
+@settings(max_examples=300, deadline=None)
+def test_the_kernel_splits_a_read_as_the_headers_say(
+    frames: list[tuple[int, int, bool]], cut: int, garbage: bytes, max_size: int
+) -> None:
+    parts = []
+    for first, length, masked in frames:
+        whole = frame(first & 0x0F, bytes(length), masked=masked)
+        parts.append(bytes([first]) + whole[1:])
+    data = (b"".join(parts) + garbage)[:cut]
+    split = split_read(data, max_size)
+    starts, kinds, need = reference_split(data, max_size)
+    assert split.kinds.tolist() == kinds and split.bounds[:-1].tolist() == starts
+    assert split.need == need
+    assert split.tally == [kinds.count(kind) for kind in range(FRAME_ODD + 1)]
+    assert split.in_order == (FRAME_LONG_INPUT in kinds or FRAME_ODD in kinds or need < 0)
+    bounds = split.bounds.tolist()
+    for at, stop, kind in zip(bounds, bounds[1:], kinds, strict=False):
+        assert reference_split(data[at:stop], max_size) == ([0], [kind], 0)  # one whole frame
+    if need == 0 and FRAME_CLOSE not in kinds:
+        assert split.end == len(data)
 
 
 def test_integers_of_every_width_and_sign_decode() -> None:
     for ack in (-1, 0, 127, 128, 255, 256, 65535, 65536, 2**32 - 1, 2**32, 2**53):
-        message = InputMessage(2**32 - 1, 2**53, (0.0, 0.0), 0.0, 0.0, 255, 0.0, ack)
+        message = InputMessage(2**31 - 1, 2**53, (0.0, 0.0), 0.0, 0.0, 255, 0.0, ack)
         payload = protocol.encode(message)
         if len(payload) > 125:
             continue

@@ -6,11 +6,12 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from server.sim.inputs import (
     FIRST_GUESS,
+    FIRST_SEQ_MAX,
     GUESS,
     MOVE_ROUNDING,
     NO_GUESS,
@@ -45,8 +46,14 @@ def msg(
 class OneSeat:
     """Slot 0 of an InputQueues, one input at a time."""
 
-    def __init__(self, max_depth: int = 4, future_window: int = 120, capacity: int = 64) -> None:
-        self.queues = InputQueues(1, max_depth, future_window, capacity)
+    def __init__(
+        self,
+        max_depth: int = 4,
+        future_window: int = 120,
+        capacity: int = 64,
+        max_catch_up: int = 8,
+    ) -> None:
+        self.queues = InputQueues(1, max_depth, future_window, capacity, max_catch_up)
         self.guesses: list[tuple[int, int]] = []  # each take's (guess code, ticks guessed)
 
     def offer(self, message: InputMessage, arrival: float = 0.0) -> InputVerdict:
@@ -58,8 +65,8 @@ class OneSeat:
         )
         return VERDICTS[int(codes[0])]
 
-    def take(self) -> list[InputMessage]:
-        released = self.queues.release(np.array([0]))
+    def take(self, elapsed: int = 1) -> list[InputMessage]:
+        released = self.queues.release(np.array([0]), elapsed)
         self.guesses.append((int(released.guess[0]), int(released.guessed[0])))
         assert released.depth.tolist() == list(range(len(released.slot)))
         return [
@@ -80,6 +87,10 @@ class OneSeat:
     @property
     def starved_ticks(self) -> int:
         return self.queues.starved_ticks(0)
+
+    @property
+    def credit(self) -> int:
+        return self.queues.credit(0)
 
 
 def sanitize(message: InputMessage) -> tuple[InputVerdict, tuple[float, float] | None]:
@@ -196,40 +207,94 @@ def test_an_empty_buffer_repeats_and_counts_starvation() -> None:
 
 @pytest.mark.parametrize("max_depth", [1, 2, 4, 8])
 @pytest.mark.parametrize("burst", [1, 3, 9, 20])
-def test_a_burst_deeper_than_max_depth_is_caught_up_at_once(max_depth: int, burst: int) -> None:
-    buffer = OneSeat(max_depth=max_depth)
+def test_a_burst_after_starved_ticks_is_caught_up_at_once(max_depth: int, burst: int) -> None:
+    """A client silent for ``burst - 1`` ticks sends its inputs at once: they catch up to
+    within ``max_depth`` in one tick, as far as the ticks it was starved allow (at most
+    ``max_catch_up`` of them)."""
+    buffer = OneSeat(max_depth=max_depth, max_catch_up=8)
+    for _ in range(burst - 1):
+        assert buffer.take() == []
+    assert buffer.credit == min(burst - 1, 8)
     for seq in range(burst):
         buffer.offer(msg(seq))
     first = [m.seq for m in buffer.take()]
-    assert first == list(range(max(1, burst - max_depth + 1)))
-    assert len(buffer.pending) == min(burst - 1, max_depth - 1)
+    assert first == list(range(min(max(1, burst - max_depth + 1), 1 + min(burst - 1, 8))))
+    assert len(buffer.pending) == burst - len(first)
     assert buffer.acked == first[-1]
     rest = []
     while buffer.pending:
         taken = buffer.take()
-        assert len(taken) == 1  # once within depth, one per tick again
+        assert len(taken) == 1  # within depth, or out of time: one per tick again
         rest.append(taken[0].seq)
     assert first + rest == list(range(burst))
 
 
-@given(st.lists(st.integers(0, 5), min_size=1, max_size=60), st.integers(1, 6))
-def test_the_buffer_releases_every_accepted_input_once_in_order(
-    arrivals: list[int], max_depth: int
+def test_inputs_sent_faster_than_the_ticks_wait_their_turn_then_overflow() -> None:
+    """Three inputs a tick from a seat that was never starved: one is applied per tick (no
+    more than time allows), the rest wait, and a full buffer refuses the surplus."""
+    buffer = OneSeat(max_depth=2, capacity=8)
+    seq, released, verdicts = 0, [], []
+    for _ in range(10):
+        for _ in range(3):
+            verdict = buffer.offer(msg(seq))
+            verdicts.append(verdict)
+            seq += verdict is InputVerdict.ACCEPTED
+        taken = buffer.take()
+        assert len(taken) == 1 and buffer.credit == 0
+        released += [m.seq for m in taken]
+    assert released == list(range(10))
+    assert len(buffer.pending) == 7  # full before this tick took one
+    assert verdicts.count(InputVerdict.OVERFLOW) == 30 - 17
+    assert buffer.guesses[-1] == (NO_GUESS, 0)
+
+
+def test_ticks_a_stall_skipped_are_time_to_catch_up_in() -> None:
+    buffer = OneSeat(max_depth=4, max_catch_up=0)  # no banking: only the ticks passed
+    for seq in range(12):
+        buffer.offer(msg(seq))
+    assert [m.seq for m in buffer.take(elapsed=10)] == list(range(9))  # to within depth
+    assert [m.seq for m in buffer.take(elapsed=1)] == [9]
+    with pytest.raises(ValueError):
+        buffer.take(elapsed=0)
+
+
+def test_time_without_inputs_is_banked_up_to_the_cap() -> None:
+    buffer = OneSeat(max_depth=1, max_catch_up=3)
+    for _ in range(10):
+        assert buffer.take() == []
+    assert buffer.credit == 3
+    for seq in range(10):
+        buffer.offer(msg(seq))
+    assert [m.seq for m in buffer.take()] == [0, 1, 2, 3]  # this tick's, and 3 banked
+    assert buffer.credit == 0
+    assert [m.seq for m in buffer.take()] == [4]
+
+
+@settings(deadline=None)
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=60), st.integers(1, 6), st.integers(0, 8))
+def test_the_buffer_releases_every_accepted_input_once_in_order_and_in_time(
+    arrivals: list[int], max_depth: int, max_catch_up: int
 ) -> None:
-    """Whatever the arrival pattern, inputs come out in sequence, none lost or repeated,
-    and the buffer never holds more than max_depth - 1 after a tick."""
-    buffer = OneSeat(max_depth=max_depth)
+    """Whatever the arrival pattern, inputs come out in sequence, none lost or repeated;
+    never more of them than ticks have passed, nor more in a tick than one plus the cap;
+    and the buffer holds more than max_depth - 1 after a tick only when its time ran out."""
+    buffer = OneSeat(max_depth=max_depth, capacity=16, max_catch_up=max_catch_up)
     seq = 0
     released: list[int] = []
     starved = 0
-    for count in arrivals:
+    for tick, count in enumerate(arrivals, start=1):
         for _ in range(count):
-            assert buffer.offer(msg(seq)) is InputVerdict.ACCEPTED
-            seq += 1
+            verdict = buffer.offer(msg(seq))  # a refused input is sent again next tick
+            assert verdict is InputVerdict.ACCEPTED or (
+                verdict is InputVerdict.OVERFLOW and len(buffer.pending) == 16
+            )
+            seq += verdict is InputVerdict.ACCEPTED
         taken = buffer.take()
         starved += not taken
         released += [m.seq for m in taken]
-        assert len(buffer.pending) <= max_depth - 1
+        assert len(taken) <= 1 + max_catch_up
+        assert len(released) <= tick
+        assert len(buffer.pending) <= max_depth - 1 or buffer.credit == 0
         assert buffer.acked == (released[-1] if released else -1)
     released += [m.seq for _ in range(seq) for m in buffer.take()]
     assert released == list(range(seq))
@@ -257,10 +322,14 @@ def test_inputs_too_far_ahead_are_refused() -> None:
     assert [m.seq for m, _ in buffer.pending] == [10, 130]
 
 
-def test_the_first_input_may_start_at_any_sequence_number() -> None:
+def test_the_first_input_may_start_high_but_not_so_high_the_seat_runs_out() -> None:
     buffer = OneSeat(future_window=4)
-    assert buffer.offer(msg(1_000_000)) is InputVerdict.ACCEPTED
+    assert buffer.offer(msg(1_000_000)) is InputVerdict.ACCEPTED  # a bot in a new seat
     assert buffer.offer(msg(1_000_005)) is InputVerdict.TOO_FAR_AHEAD
+    jammer = OneSeat(future_window=4)
+    assert jammer.offer(msg(2**31 - 1)) is InputVerdict.TOO_FAR_AHEAD
+    assert jammer.offer(msg(FIRST_SEQ_MAX + 1)) is InputVerdict.TOO_FAR_AHEAD
+    assert jammer.offer(msg(FIRST_SEQ_MAX)) is InputVerdict.ACCEPTED
 
 
 def test_a_gap_in_sequence_numbers_is_accepted_and_later_fillers_are_stale() -> None:
@@ -275,6 +344,8 @@ def test_a_gap_in_sequence_numbers_is_accepted_and_later_fillers_are_stale() -> 
 
 def test_a_full_buffer_refuses_more_until_a_tick_takes_some() -> None:
     buffer = OneSeat(max_depth=2, capacity=4)
+    buffer.take()
+    buffer.take()  # two ticks starved: time to catch up in
     assert [buffer.offer(msg(seq)) for seq in range(5)] == [InputVerdict.ACCEPTED] * 4 + [
         InputVerdict.OVERFLOW
     ]
@@ -300,7 +371,7 @@ def test_a_new_player_in_a_slot_starts_afresh() -> None:
     buffer.take()  # a guess, left open
     buffer.queues.reset(0)
     seat = buffer.queues.seat(0)
-    assert (seat.acked, seat.starved_ticks, seat.pending) == (-1, 0, [])
+    assert (seat.acked, seat.starved_ticks, seat.pending, buffer.credit) == (-1, 0, [], 0)
     assert buffer.offer(msg(0)) is InputVerdict.ACCEPTED
     buffer.take()
     assert buffer.guesses[-1] == (NO_GUESS, 0)  # nothing of the last player's to undo
@@ -346,13 +417,16 @@ def test_before_the_first_input_nothing_is_guessed_from() -> None:
 
 
 def test_a_respawned_seat_keeps_what_was_guessed() -> None:
-    buffer = OneSeat()
+    buffer = OneSeat(max_depth=1)
     buffer.offer(msg(0))
     buffer.take()
     buffer.take()
+    assert buffer.credit == 1
     buffer.queues.keep_guesses(0)
+    assert buffer.credit == 0  # the guessed tick stands: its time was spent
     buffer.offer(msg(1))
-    buffer.take()
+    buffer.offer(msg(2))
+    assert [m.seq for m in buffer.take()] == [1]
     assert [code for code, _ in buffer.guesses] == [NO_GUESS, FIRST_GUESS, NO_GUESS]
 
 
@@ -369,3 +443,20 @@ def test_a_follower_holds_the_guesses_its_primary_made() -> None:
     follower.offer(msg(1))
     follower.take()
     assert follower.guesses == [(UNDO_GUESSES, 0)]  # the primary's run, undone here
+
+
+def test_a_follower_holds_the_catch_up_credit_its_primary_counted() -> None:
+    primary, follower = OneSeat(max_depth=1), OneSeat(max_depth=1)
+    primary.offer(msg(0))
+    primary.take()
+    for _ in range(3):
+        primary.take()
+    assert primary.credit == 3
+    follower.queues.seat(0).restore(0)
+    follower.queues.restore_credit(0, primary.credit)
+    for seat in (primary, follower):
+        for seq in range(1, 7):
+            seat.offer(msg(seq))
+    assert [m.seq for m in follower.take()] == [m.seq for m in primary.take()] == [1, 2, 3, 4]
+    follower.queues.restore_credit(0, 99)  # never more than this node's own cap
+    assert follower.credit == 8

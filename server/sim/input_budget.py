@@ -1,0 +1,135 @@
+"""Per-connection budgets in server time: how many frames of a kind a client may send.
+
+A seated client sends one ``input`` a tick and a few pings and probe echoes a second. A
+client that sends more gains nothing but costs the node CPU that every other player
+shares, so each connection gets a token bucket per kind of frame, refilled by server time
+(the classic token bucket of RFC 2697's single-rate meter, without its colours): a frame
+takes a token or is dropped before anything decodes it. The bucket starts full, so a client
+that stalled and catches up, or resends what a failover left unacknowledged, is served at
+once up to the burst.
+
+Dropping costs the sender only its own surplus; it is not an offence by itself. A client
+that *keeps* sending over budget is: a second of server time (each whole second) in which
+more of its frames were dropped than the budget refills in a second is a flooded second,
+and every flooded second that directly follows another is an offence (a single burst fills
+one second at most, so it never is).
+
+Sans-I/O: the time is a parameter; a time that stands still or goes backwards refills
+nothing.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+from shared.protocol import ProtocolError
+
+__all__ = [
+    "PING_ALLOWANCE",
+    "Allowance",
+    "Budget",
+    "FrameKind",
+    "RateLimited",
+    "TokenBucket",
+    "input_allowance",
+]
+
+
+class FrameKind(enum.Enum):
+    """What a frame is charged to, as far as its size tells before it is decoded: every
+    valid ``input`` payload is at least 93 bytes, every valid ping or probe echo far less."""
+
+    INPUT = "input"  # an input-sized binary message
+    PING = "ping"  # any other frame but a close: pings, probe echoes, control frames
+
+
+class RateLimited(ProtocolError):
+    """The offence of a client that kept sending more than its budget allows."""
+
+    code = "rate_limited"
+
+
+@dataclass(frozen=True, slots=True)
+class Allowance:
+    """A budget's shape: ``rate`` tokens a second of server time, at most ``burst`` saved."""
+
+    rate: float
+    burst: int
+
+    def __post_init__(self) -> None:
+        if not (self.rate > 0 and math.isfinite(self.rate)):
+            raise ValueError(f"a budget's rate must be positive and finite, not {self.rate!r}")
+        if self.burst < 1:
+            raise ValueError(f"a budget's burst must be at least one frame, not {self.burst!r}")
+
+
+def input_allowance(tick_rate: int) -> Allowance:
+    """Inputs: one a tick, and a second's worth saved up (as much as a seat's jitter buffer
+    holds at 60 Hz: what a client that stalled for a second sends when it catches up)."""
+    return Allowance(float(tick_rate), tick_rate)
+
+
+#: Pings, probe echoes and control frames together: a client pings 10/s until its clock is
+#: synced (2/s after) and echoes 4 probes a second.
+PING_ALLOWANCE = Allowance(20.0, 20)
+
+
+class TokenBucket:
+    """Tokens refilled at ``rate`` a second of server time, up to ``burst``; full at first."""
+
+    __slots__ = ("_last", "_rate", "burst", "tokens")
+
+    def __init__(self, allowance: Allowance, now: float) -> None:
+        self._rate = allowance.rate
+        self.burst = allowance.burst
+        self.tokens = float(allowance.burst)
+        self._last = now  # the latest time seen: refills count from here, never back
+
+    @property
+    def last(self) -> float:
+        """The latest server time the bucket was given (it never moves back)."""
+        return self._last
+
+    def take(self, wanted: int, now: float) -> int:
+        """Take up to ``wanted`` tokens at server time ``now``; returns how many it got."""
+        if now > self._last:
+            self.tokens = min(self.burst, self.tokens + (now - self._last) * self._rate)
+            self._last = now
+        granted = min(wanted, int(self.tokens))
+        self.tokens -= granted
+        return granted
+
+
+class Budget:
+    """One connection's budget for one kind of frame: its bucket, and the watch that tells
+    a flood (an offence) from a burst (see the module)."""
+
+    __slots__ = ("_bucket", "_counted", "_drops", "_previous_flooded", "_second", "_tolerance")
+
+    def __init__(self, allowance: Allowance, now: float) -> None:
+        self._bucket = TokenBucket(allowance, now)
+        self._tolerance = allowance.rate  # drops in one second beyond which it is flooded
+        self._second = math.floor(now)
+        self._drops = 0  # in the current second
+        self._previous_flooded = False  # the second before the current one was flooded
+        self._counted = False  # the current second's offence was given
+
+    def admit(self, wanted: int, now: float) -> tuple[int, bool]:
+        """``wanted`` frames arrived at server time ``now``: how many may be read (the
+        first ones; the rest are dropped), and whether this makes an offence."""
+        bucket = self._bucket
+        granted = bucket.take(wanted, now)
+        dropped = wanted - granted
+        second = math.floor(bucket.last)
+        if second != self._second:
+            self._previous_flooded = second == self._second + 1 and self._drops > self._tolerance
+            self._second, self._drops, self._counted = second, 0, False
+        if not dropped:
+            return granted, False
+        self._drops += dropped
+        if self._counted or not self._previous_flooded or self._drops <= self._tolerance:
+            return granted, False
+        self._counted = True
+        return granted, True
