@@ -1,13 +1,14 @@
 """Hostile clients beside honest bots, one attack class at a time, as JSON (issue 15).
 
 A node starts, 20 honest bots play on it in this process (``client_sim.swarm.Swarm``, 40 ms
-RTT), and after a baseline window with no attack each attack class of
-:mod:`launch.adversary` runs in a worker process for a window of the same length, with a
-settle between windows. Per window: the honest bots' snapshots per bot per second (and as
-a fraction of the baseline), the node's tick p50/p99 over the window (from the deltas of
-its ``arena_tick_duration_seconds`` histogram between the window's start and end,
-interpolated within its buckets as Prometheus' ``histogram_quantile`` does; the buckets are
-coarse, 2-4 ms and 4-6 ms around a quiet node's p99), honest bots lost (a connection lost,
+RTT), and each attack class of :mod:`launch.adversary` runs in a worker process for a
+window, right after a baseline window of the same length with no attack (its own: a run
+drifts, so each class is judged against the minutes it ran in), with a settle between
+pairs. Per window: the honest bots' snapshots per bot per second (and as a fraction of the
+baseline), the node's tick p50/p99 over the window (from the deltas of its
+``arena_tick_duration_seconds`` histogram between the window's start and end, interpolated
+within its buckets as Prometheus' ``histogram_quantile`` does; the buckets are 0.25-0.5 ms
+wide around a quiet node's p99), honest bots lost (a connection lost,
 a seat lost, or not playing at the window's end), the bots' own tick rate, the node's
 counters that moved (drops, refusals, offences, kicks) and what the attacker achieved
 (the attack's own result). Then issue 15's targets, each with its verdict.
@@ -397,6 +398,12 @@ async def measure(
         await asyncio.sleep(args.settle)
         if not await until_seated(url, args.bots, 30.0):
             log(f"{attack.name}: fewer than {args.bots} honest bots seated before it")
+        # Its own baseline, just before it: the machine drifts over a run (ticks grow with
+        # the match's history and events), so each class is judged against the minutes it
+        # ran in, not the first ones.
+        start = await sample(swarm, url)
+        await asyncio.sleep(args.window)
+        before = window_figures(start, await sample(swarm, url))
         options = attack.options(args)
         log(f"{attack.name}: {args.window:g} s of {attack.attack} {options or ''}".rstrip())
         start = await sample(swarm, url)
@@ -407,11 +414,17 @@ async def measure(
         # measured too: every class is judged over a window as long as the baseline's.
         await asyncio.sleep(max(0.0, start.at + args.window - loop.time()))
         figures = window_figures(start, await sample(swarm, url))
-        targets = judge(attack, figures, baseline, gained, args)
+        targets = judge(attack, figures, before, gained, args)
         missed = [name for name, verdict in targets.items() if not verdict["met"]]
         verdict = "MISSED: " + ", ".join(missed) if missed else "targets met"
+        log(f"{attack.name}: before it {summary(before)}")
         log(f"{attack.name}: {summary(figures)}; {verdict}")
-        results[attack.name] = {**figures, "attacker": gained, "targets": targets}
+        results[attack.name] = {
+            **figures,
+            "baseline": before,
+            "attacker": gained,
+            "targets": targets,
+        }
     for name, record in {"baseline": baseline, **results}.items():
         if record["bot_ticks_per_s"] < BOT_TICKS_PER_S_FLOOR:
             invalid.append(
