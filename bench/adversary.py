@@ -22,8 +22,10 @@ bots' seats and the squatter's share one address), ``--idle-kick-s`` half a wind
 A run is refused (exit 2, ``"valid": false`` with ``invalid_reasons``) when it did not
 measure what it claims: not every honest bot connected in the baseline, or the bots' own
 tick rate fell below 57 Hz in a window (then the bots, not the node, set the pace of
-inputs and snapshots read). Exit 1 when a target is missed; 0 when all are met. On a
-2-core machine the attacker, the bots and the node share the cores: compare within one run.
+inputs and snapshots read). Exit 1 when a target is missed; 0 when all are met. The node
+runs alone on the first core the bench may use, the bots and the attacker on the others
+(on a 1-core machine they share it): the node's ticks show the work an attack makes it do,
+not CPU the attacker's own process takes. Compare within one run.
 
     python bench/adversary.py [--window 10] [--settle 3] [--bots 20] [--attacks a,b,...]
                               [--fuzz-frames 100000] [--quick] [--json PATH]
@@ -349,11 +351,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "loadavg_1m_at_start": os.getloadavg()[0],
         },
     }
+    cores = sorted(os.sched_getaffinity(0))
+    node_core, client_cores = (cores[:1], cores[1:]) if len(cores) > 1 else (cores, cores)
+    report["machine"]["node_cores"], report["machine"]["client_cores"] = node_core, client_cores
+    # The node alone on one core, the bots and the attacker on the others (as a deployment
+    # keeps them on other machines): the node's ticks then show what the attack makes it
+    # do, not the attacker's own CPU taken from it.
+    os.sched_setaffinity(0, client_cores)
     spawn = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
         await loop.run_in_executor(pool, os.getpid)  # the worker starts outside every window
-        log(f"starting a node ({' '.join(flags)})")
+        log(f"starting a node ({' '.join(flags)}) on core {node_core[0]}")
         async with running_node(*flags) as node:
+            for thread in os.listdir(f"/proc/{node.process.pid}/task"):  # (every thread)
+                os.sched_setaffinity(int(thread), node_core)
             url = node.url
             rtt = parse_distribution("40ms")
             bots = tuple(
