@@ -168,18 +168,20 @@ class EtcdCoordinator:
         give_up = loop.time() + self.ttl + 1.0
         while epoch is None and loop.time() < give_up:
             holder = await self._read()
-            if holder is None or (holder.node, holder.url) != (node_id, url):
-                break
-            # A previous run of this very node, whose lease has not expired yet: wait for it
-            # rather than take it over, so that a standby holding the match (which
-            # campaigns the moment the key goes) wins over this fresh, empty node.
-            log.info(
-                "event=stale_self_lease region=%s node=%s lease=%x",
-                self.region,
-                node_id,
-                holder.lease,
-            )
-            await asyncio.sleep(0.25)
+            if holder is not None and (holder.node, holder.url) != (node_id, url):
+                break  # another node leads
+            if holder is not None:
+                # A previous run of this very node, whose lease has not expired yet: wait for
+                # it rather than take it over, so that a standby holding the match (which
+                # campaigns the moment the key goes) wins over this fresh, empty node.
+                log.info(
+                    "event=stale_self_lease region=%s node=%s lease=%x",
+                    self.region,
+                    node_id,
+                    holder.lease,
+                )
+                await asyncio.sleep(0.25)
+            # (no holder: the lease expired between our attempt and the read; try again)
             epoch = await self._acquire(node_id, url)
         if epoch is None:
             who = await self.leader()
