@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from client_sim.websocket import accept_key
 from launch.health import base_url
 from shared import protocol
 from shared.wsframe import OP_BINARY, OP_CLOSE, FrameFault, FrameReader, close_code, frame
@@ -220,21 +221,8 @@ class Wire:
 async def connect(url: str, path: str = "/ws") -> AsyncIterator[Wire]:
     """A :class:`Wire` upgraded at ``url``, read in the background until the block ends,
     then closed (its reader cancelled and awaited)."""
-    reader, writer = await open_tcp(url)
+    reader, writer = await upgrade(url, path)
     try:
-        key = base64.b64encode(os.urandom(16)).decode()
-        writer.write(
-            f"GET {path} HTTP/1.1\r\nHost: {urlsplit(url).netloc}\r\nUpgrade: websocket\r\n"
-            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-            "Sec-WebSocket-Version: 13\r\n\r\n".encode()
-        )
-        try:
-            async with asyncio.timeout(OPEN_TIMEOUT_S):
-                head = await reader.readuntil(b"\r\n\r\n")
-        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as e:
-            raise HandshakeRefused(f"no upgrade answer: {type(e).__name__}") from None
-        if not head.startswith(b"HTTP/1.1 101"):
-            raise HandshakeRefused(head.split(b"\r\n", 1)[0].decode(errors="replace"))
         wire = Wire(reader, writer)
         reading = asyncio.create_task(wire.read())
         try:
@@ -247,6 +235,28 @@ async def connect(url: str, path: str = "/ws") -> AsyncIterator[Wire]:
         writer.close()
         with contextlib.suppress(ConnectionError, OSError):
             await writer.wait_closed()
+
+
+async def upgrade(url: str, path: str = "/ws") -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A raw WebSocket upgrade at ``url``: the socket once the node answered 101 with the
+    key's accept value; :class:`HandshakeRefused` (the socket closed) for anything else."""
+    reader, writer = await open_tcp(url)
+    key = base64.b64encode(os.urandom(16)).decode()
+    writer.write(
+        f"GET {path} HTTP/1.1\r\nHost: {urlsplit(url).netloc}\r\nUpgrade: websocket\r\n"
+        f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+        "Sec-WebSocket-Version: 13\r\n\r\n".encode()
+    )
+    try:
+        async with asyncio.timeout(OPEN_TIMEOUT_S):
+            head = await reader.readuntil(b"\r\n\r\n")
+    except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as e:
+        writer.close()
+        raise HandshakeRefused(f"no upgrade answer: {type(e).__name__}") from None
+    if not head.startswith(b"HTTP/1.1 101") or accept_key(key).encode() not in head:
+        writer.close()
+        raise HandshakeRefused(head.split(b"\r\n", 1)[0].decode(errors="replace"))
+    return reader, writer
 
 
 async def open_tcp(url: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:

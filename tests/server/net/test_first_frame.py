@@ -5,14 +5,11 @@ nobody, whatever aiohttp's own reader would have taken."""
 from __future__ import annotations
 
 import asyncio
-import base64
-import os
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 
 import pytest
 
-from client_sim.websocket import accept_key
+from launch.wire import upgrade
 from shared import protocol
 from shared.wsframe import (
     OP_BINARY,
@@ -40,19 +37,8 @@ class RawClient:
 
     @classmethod
     async def upgrade(cls, base_url: str) -> RawClient:
-        parts = urlsplit(base_url)
-        assert parts.hostname is not None and parts.port is not None
-        reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
-        key = base64.b64encode(os.urandom(16)).decode()
-        writer.write(
-            f"GET /ws HTTP/1.1\r\nHost: {parts.netloc}\r\nUpgrade: websocket\r\n"
-            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-            "Sec-WebSocket-Version: 13\r\n\r\n".encode()
-        )
         async with asyncio.timeout(WAIT_S):
-            head = await reader.readuntil(b"\r\n\r\n")
-        assert head.startswith(b"HTTP/1.1 101"), head
-        assert accept_key(key).encode() in head
+            reader, writer = await upgrade(base_url)
         return cls(reader, writer)
 
     def send(self, opcode: int, payload: bytes, *, masked: bool) -> None:

@@ -5,11 +5,9 @@ offences add up, and the honest player keeps its snapshots all the while."""
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import os
-from urllib.parse import urlsplit
 
+from launch.wire import upgrade
 from shared import protocol
 from shared.wsframe import OP_BINARY, OP_CLOSE, FrameReader, close_code, frame
 from tests.server.replication.test_replication_link import (
@@ -41,17 +39,8 @@ class RawClient:
 
     @classmethod
     async def connect(cls, base_url: str) -> RawClient:
-        url = urlsplit(base_url)
-        reader, writer = await asyncio.open_connection(url.hostname, url.port)
-        key = base64.b64encode(os.urandom(16)).decode()
-        writer.write(
-            f"GET /ws HTTP/1.1\r\nHost: {url.netloc}\r\nUpgrade: websocket\r\n"
-            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-            "Sec-WebSocket-Version: 13\r\n\r\n".encode()
-        )
         async with asyncio.timeout(WAIT_S):
-            head = await reader.readuntil(b"\r\n\r\n")
-        assert head.startswith(b"HTTP/1.1 101"), head
+            reader, writer = await upgrade(base_url)
         return cls(reader, writer)
 
     async def join(self, name: str) -> protocol.WelcomeMessage:
