@@ -43,4 +43,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/hitreg.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache demo-report.json
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache demo-report.json demo-report.html demo-report/

@@ -110,6 +110,7 @@ class FailoverEvent:
     ack_after: int = -1  # the new primary's acknowledged input for this seat (welcome.ack)
     stall_s: float | None = None  # last snapshot before -> first snapshot after
     seat_lost: bool = False  # the token was refused: the bot came back in a new seat
+    epoch_before: int = -1  # the epoch the bot played at when it left (-1: not known)
 
     @property
     def resumed(self) -> bool:
@@ -185,6 +186,13 @@ class Bot:
             return self.clock.server_time(now)
         assert self.welcome is not None
         return self.welcome.server_time + (now - self._welcomed_local)
+
+    @property
+    def node_url(self) -> str | None:
+        """The node this bot plays on now (None: between nodes), for the report's
+        /health after a failover nobody in this process caused."""
+        active = self._connections.get(self._active) if self._active is not None else None
+        return None if active is None or active.closed else active.url
 
     @property
     def playing(self) -> bool:
@@ -279,6 +287,7 @@ class Bot:
                     welcome.epoch,
                     welcome.ack,
                     seat_lost=reseated,
+                    epoch_before=self.epoch,
                 )
             )
             self._resend_after(welcome.ack)
@@ -540,7 +549,9 @@ class Bot:
         if lost is not None:
             self._retire(lost)
         self.failovers.append(
-            FailoverEvent(self.latest_tick, self._max_ack, self._last_snapshot_at)
+            FailoverEvent(
+                self.latest_tick, self._max_ack, self._last_snapshot_at, epoch_before=self.epoch
+            )
         )
         event = self.failovers[-1]
         if self._spare is not None:  # (a spare whose node died too: its close ends the wait)

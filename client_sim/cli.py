@@ -12,6 +12,7 @@ import os
 import signal
 import ssl
 import sys
+import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
@@ -35,6 +36,14 @@ from client_sim.latency import (
 from client_sim.latency import parse_duration as parse_spec_duration
 from client_sim.marksman import AimSkill
 from client_sim.report import build_report, format_summary
+from client_sim.report_html import write_html_report
+from client_sim.report_server import ServerWatch, server_figures
+from client_sim.report_thresholds import (
+    Threshold,
+    breaches,
+    check_known,
+    parse_threshold,
+)
 from client_sim.routing import Route, route_bots, routing_figures
 from client_sim.swarm import Swarm, SwarmConfig, SwarmResult, run_swarm
 from client_sim.websocket import TlsTrust
@@ -43,11 +52,13 @@ from shared.commandline import OneLineParser
 from shared.geo import GeoError, parse_population
 from shared.lifetime import exit_with_parent, exit_with_parent_if_asked, sigterm_as_interrupt
 
-__all__ = ["BotRun", "main", "run_bots"]
+__all__ = ["BotRun", "main", "parse_thresholds", "run_bots", "verdict"]
 
 DEFAULT_POPULATION = "na:0.4,eu:0.3,asia:0.2,sa:0.05,oce:0.05"
 #: How long a bot worker gets to stop after SIGTERM before it is killed.
 WORKER_STOP_S = 5.0
+#: What tells a worker to stop early and send its partial result (the parent's Ctrl-C).
+FINISH_SIGNAL = signal.SIGUSR1
 DEFAULT_LATENCY = "mix(0.6*lognormal(median=40ms,sigma=0.4), 0.4*lognormal(median=140ms,sigma=0.3))"
 
 
@@ -143,7 +154,9 @@ async def run_bots(
     """Run the bots (in-process, or over worker processes) and build the report.
 
     ``during`` runs beside the bots (the demo kills the primary there) and returns the
-    kills it made, for the report's failover timings.
+    kills it made, for the report's failover timings. Cancelled while the bots play
+    (Ctrl-C, SIGTERM), the bots stop at once and the report of what they did is still
+    built, marked ``partial``; a second cancel abandons it.
     """
     routed = None
     if run.directory:
@@ -156,16 +169,35 @@ async def run_bots(
         )
     configs = run.swarm_configs(routed)
     before = await fetch_health(run.url, run.tls) if not run.directory else None
+    began = time.time()
+    swarm = Swarm(configs[0]) if len(configs) == 1 else None
+    watch = None
+    if not run.directory:
+        watch = ServerWatch(lambda: (swarm.busiest_node() if swarm else None) or run.url, run.tls)
+    watching = asyncio.create_task(watch.run()) if watch is not None else None
     chaos = asyncio.create_task(during()) if during is not None else None
-    if len(configs) == 1:
-        callback = functools.partial(_progress, "arena-bots: ") if progress else None
-        result = await Swarm(configs[0]).run(callback)
-    else:
-        result = await run_workers(configs, progress)
-    kills = await chaos if chaos is not None else []
-    # After a failover the region's primary is another node: ask the newest one.
-    survivor = next((k["new_primary"] for k in reversed(kills) if k.get("new_primary")), None)
-    after = await fetch_health(survivor or run.url, run.tls)
+    try:
+        if swarm is not None:
+            callback = functools.partial(_progress, "arena-bots: ") if progress else None
+            result = await _finish_when_cancelled(swarm.run(callback), swarm.finish)
+        else:
+            result = await run_workers(configs, progress)
+        kills = await chaos if chaos is not None and not result.partial else []
+    finally:
+        for task in (watching, chaos):
+            if task is not None and not task.done():
+                task.cancel()
+        await asyncio.gather(*(t for t in (watching, chaos) if t), return_exceptions=True)
+    if result.partial and chaos is not None and chaos.done() and not chaos.cancelled():
+        kills = chaos.result() if chaos.exception() is None else []
+    after = None
+    # After a failover the region's primary is another node: the one the bots ended on
+    # (also after a kill from outside), or the one this process saw take over.
+    ended_on = sorted(result.node_urls, key=lambda url: -result.node_urls[url])
+    survivors = [k["new_primary"] for k in reversed(kills) if k.get("new_primary")]
+    for url in dict.fromkeys([*ended_on, *survivors, run.url]):
+        if (after := await fetch_health(url, run.tls)) is not None:
+            break
     report = build_report(
         result,
         latency_spec=run.latency if not run.directory else f"geography({run.population})",
@@ -173,18 +205,43 @@ async def run_bots(
         server_before=before,
         server_after=after if not run.directory else None,
         kills=kills,
+        server=server_figures(watch, began) if watch is not None else None,
+        origin=began,
     )
     if routed is not None:
         report["routing"] = routing_figures(routed[1])
     return report
 
 
+async def _finish_when_cancelled(
+    run: Coroutine[Any, Any, SwarmResult], finish: Callable[[], None]
+) -> SwarmResult:
+    """Await ``run``; when this task is cancelled, ``finish`` it and await its (partial)
+    result instead. A second cancel cancels ``run`` too."""
+    task = asyncio.ensure_future(run)  # owned here: awaited on every path below
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        finish()
+        _uncancel()
+        return await task
+
+
+def _uncancel() -> None:
+    """The cancel was taken as "finish now": this task is no longer being cancelled."""
+    current = asyncio.current_task()
+    if current is not None:
+        current.uncancel()
+
+
 def _worker(config: SwarmConfig, prefix: str | None, reply: Connection) -> None:
-    """A worker process: its share of the swarm, its result sent back whole."""
+    """A worker process: its share of the swarm, its result sent back whole. SIGUSR1
+    (the parent's Ctrl-C) ends it early with a partial result."""
     exit_with_parent()  # never outlive arena-bots, even if it is SIGKILLed
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C: the parent decides
+    signal.signal(FINISH_SIGNAL, signal.SIG_IGN)  # (until its loop handles it)
     callback = functools.partial(_progress, prefix) if prefix is not None else None
-    reply.send(run_swarm(config, callback))
+    reply.send(run_swarm(config, callback, finish_on=FINISH_SIGNAL))
     reply.close()
 
 
@@ -207,8 +264,17 @@ async def run_workers(configs: list[SwarmConfig], progress: bool) -> SwarmResult
             send.close()
             workers.append(process)
             waits.append(_receive(loop, receive, process))
+        gathered = asyncio.gather(*waits)
+        try:
+            results = await asyncio.shield(gathered)
+        except asyncio.CancelledError:
+            for process in workers:
+                if process.is_alive() and process.pid is not None:
+                    os.kill(process.pid, FINISH_SIGNAL)
+            _uncancel()
+            results = await gathered  # a second cancel ends this wait (and the workers)
         result = SwarmResult()
-        for partial_result in await asyncio.gather(*waits):
+        for partial_result in results:
             result.merge(partial_result)
         return result
     finally:
@@ -338,6 +404,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--json", metavar="PATH", help="also write the report as JSON here")
     parser.add_argument(
+        "--report-dir",
+        default="",
+        metavar="DIR",
+        help="also write report.html (self-contained: the summary and every picture), "
+        "the pictures as PNGs and report.json into this folder (created if missing)",
+    )
+    add_fail_if(parser)
+    parser.add_argument(
         "--record",
         default="",
         metavar="DIR",
@@ -358,6 +432,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     return parser
+
+
+def add_fail_if(parser: argparse.ArgumentParser) -> None:
+    """``--fail-if``, as arena-bots and arena-demo both take it."""
+    parser.add_argument(
+        "--fail-if",
+        action="append",
+        default=[],
+        metavar="EXPR",
+        help="exit 1 when the report's figure holds, e.g. 'shots.fair_agreement<0.99' or "
+        "'ticks.p99_ms>16.7' (a dotted path into the JSON report, <, <=, >, >=, == or !=, "
+        "a number; repeat for more)",
+    )
+
+
+def parse_thresholds(expressions: list[str]) -> list[Threshold]:
+    """The ``--fail-if`` thresholds, each checked against the report's schema now
+    (ThresholdError, a ValueError, with one line)."""
+    thresholds = [parse_threshold(text) for text in expressions]
+    skeleton = build_report(
+        SwarmResult(), latency_spec="", workers=1, server_before=None, server_after=None
+    )
+    for threshold in thresholds:
+        check_known(skeleton, threshold.path)
+    return thresholds
 
 
 def parse_run(args: argparse.Namespace) -> BotRun:
@@ -410,6 +509,18 @@ def parse_run(args: argparse.Namespace) -> BotRun:
     return run
 
 
+def check_report_dir(path: str, flag: str = "--report-dir") -> None:
+    """A report folder that cannot be made or written fails before the run."""
+    if not path:
+        return
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{flag} {path}: not a folder")
+    existing = next(p for p in (folder, *folder.resolve().parents) if p.exists())
+    if not os.access(existing, os.W_OK):
+        raise ValueError(f"{flag} {path}: {existing} is not writable")
+
+
 def check_writable(path: str | None, flag: str) -> None:
     """A report path that cannot be written fails before the run, not after it."""
     if not path:
@@ -428,18 +539,32 @@ def write_report(report: dict[str, Any], path: str | None) -> None:
         Path(path).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
 
 
+def verdict(report: dict[str, Any], thresholds: list[Threshold], prog: str) -> bool:
+    """Print why the run is invalid and which thresholds it breached (stderr, a line
+    each); True when no threshold was breached."""
+    for reason in report["invalid_reasons"]:
+        print(f"{prog}: WARNING: invalid run: {reason}", file=sys.stderr)
+    breached = breaches(report, thresholds)
+    for line in breached:
+        print(f"{prog}: {line}", file=sys.stderr)
+    return not breached
+
+
 def main(argv: list[str] | None = None) -> int:
     sigterm_as_interrupt()  # SIGTERM stops the workers like Ctrl-C does
     exit_with_parent_if_asked()  # a launcher's child (a bench): never outlive it
     args = build_parser().parse_args(argv)
     try:
         run = parse_run(args)
+        thresholds = parse_thresholds(args.fail_if)
+        check_report_dir(args.report_dir)
     except (LatencySpecError, GeoError, ValueError) as error:
         print(f"arena-bots: {error}", file=sys.stderr)
         return 2
     try:
         report = eventloop.run(
-            run_bots(replace(run), progress=not args.quiet), cancel_on=(signal.SIGTERM,)
+            run_bots(replace(run), progress=not args.quiet),
+            cancel_on=(signal.SIGINT, signal.SIGTERM),
         )
     except DirectoryError as error:
         print(f"arena-bots: {error}", file=sys.stderr)
@@ -450,16 +575,26 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, asyncio.CancelledError):
         print("arena-bots: interrupted", file=sys.stderr)
         return 130
-    print(format_summary(report))
+    summary = format_summary(report)
+    print(summary)
     try:
         write_report(report, args.json)
+        if args.report_dir:
+            folder = Path(args.report_dir)
+            folder.mkdir(parents=True, exist_ok=True)
+            write_report(report, str(folder / "report.json"))
+            write_html_report(report, summary, folder / "report.html", folder)
     except OSError as error:
-        print(f"arena-bots: cannot write {args.json}: {error.strerror}", file=sys.stderr)
+        print(f"arena-bots: cannot write the report: {error}", file=sys.stderr)
         return 1
+    passed = verdict(report, thresholds, "arena-bots")
+    if report["partial"]:
+        print("arena-bots: interrupted; the report covers the part that ran", file=sys.stderr)
+        return 130
     if report["bots"]["connected"] == 0:
         print(f"arena-bots: no bot could join {run.url}", file=sys.stderr)
         return 1
-    return 0
+    return 0 if passed else 1
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ reconciliation, bandwidth from the bytes the bots' sockets carried.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -14,10 +15,18 @@ import numpy as np
 
 from client_sim.bot import FailoverEvent
 from client_sim.fairness import CAUSES, RULE_CAUSES
+from client_sim.report_series import merge_samples, series
+from client_sim.report_validity import invalid_reasons
 from client_sim.shooting import ShotSummary
 from client_sim.swarm import SwarmResult
 
-__all__ = ["RTT_BUCKETS_MS", "build_report", "format_summary", "shot_figures"]
+__all__ = [
+    "RTT_BUCKETS_MS",
+    "build_report",
+    "format_summary",
+    "observed_kills",
+    "shot_figures",
+]
 
 #: Upper bounds of the RTT buckets of ``shots.by_rtt`` (the last is open-ended).
 RTT_BUCKETS_MS = (50, 100, 150, 200)
@@ -138,11 +147,45 @@ def rtt_agreement(shots: list[ShotSummary]) -> dict[str, Any]:
     }
 
 
+def observed_kills(
+    events: list[FailoverEvent],
+    kills: list[dict[str, Any]],
+    survivor: dict[str, Any] | None,
+    clock_to_wall: float,
+) -> list[dict[str, Any]]:
+    """``kills`` (what this process did), plus the failovers the bots saw that nobody
+    here caused (``arena-chaos kill`` from another terminal): a new epoch the bots were
+    welcomed at is a kill of the primary before it. Such a kill's time is estimated as
+    the bots' last snapshot before the loss; its server timings are the survivor's
+    ``/health`` ``failover`` entry when the survivor leads at that epoch."""
+    known = {k.get("epoch") for k in kills}
+    seen: dict[int, float] = {}
+    for e in events:
+        if e.epoch_after > e.epoch_before >= 0 and e.epoch_after not in known:
+            seen[e.epoch_after] = min(seen.get(e.epoch_after, math.inf), e.lost_at)
+    inferred = []
+    for epoch, lost_at in sorted(seen.items()):
+        told = survivor is not None and survivor.get("epoch") == epoch
+        inferred.append(
+            {
+                "epoch": epoch,
+                "killed_at": lost_at + clock_to_wall,
+                "killed_at_estimated": True,
+                "failover": dict(survivor.get("failover") or {}) if told and survivor else {},
+            }
+        )
+    return [*kills, *inferred]
+
+
 def failover_figures(
     events: list[FailoverEvent], kills: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
     """What the bots saw of lost primaries; with ``kills`` (one per kill: ``killed_at`` and
     the new primary's ``failover`` health entry), the server-side timings too.
+
+    ``reconnects_without_failover``: bots that left their primary and were welcomed back
+    at the same epoch: nothing had failed over (a starved bot process, see
+    :mod:`client_sim.report_validity`).
 
     ``acked_ticks_lost``: ticks a bot was shown that the new primary does not have (its
     replicated tick at promotion is older). ``inputs_lost``: inputs the old primary
@@ -165,10 +208,15 @@ def failover_figures(
         "bots_resumed": len(resumed),
         "bots_lost": len(events) - len(resumed),
         "stall_ms_p50": _pct(stalls, 50),
+        "stall_ms_p90": _pct(stalls, 90),
+        "stall_ms_p95": _pct(stalls, 95),
         "stall_ms_p99": _pct(stalls, 99),
         "stall_ms_max": round(max(stalls), 3) if stalls else None,
         "acked_ticks_lost": ticks_lost if promoted_at_tick else None,
         "inputs_lost": sum(max(0, e.ack_before - e.ack_after) for e in resumed),
+        "reconnects_without_failover": sum(
+            0 <= e.epoch_after <= e.epoch_before for e in events if e.epoch_before >= 0
+        ),
     }
     timed = [k for k in kills or [] if "killed_at" in k and k.get("failover")]
     detected = [
@@ -185,6 +233,24 @@ def failover_figures(
     figures["promoted_ms"] = round(float(np.mean(promoted)), 3) if promoted else None
     figures["kills"] = len(kills or [])
     return figures
+
+
+def rtt_histogram(measured: list[float], model: list[float], bins: int = 40) -> dict[str, Any]:
+    """Measured RTTs against the bots' modelled link RTTs, on shared bins (ms): what the
+    report's RTT picture draws. A starved bot process shows here as a measured
+    distribution shifted right of its model."""
+    both = np.asarray([*measured, *model], dtype=np.float64) * 1000.0
+    if not len(both):
+        return {"edges_ms": [], "measured": [], "model": []}
+    top = float(np.percentile(both, 99.5)) * 1.1 or 1.0
+    edges = np.linspace(0.0, top, bins + 1)
+
+    def counts(seconds: list[float]) -> list[int]:
+        ms = np.minimum(np.asarray(seconds, dtype=np.float64) * 1000.0, top)  # tail: last bin
+        return np.histogram(ms, edges)[0].tolist()
+
+    return {"edges_ms": np.round(edges, 2).tolist(), "measured": counts(measured),
+            "model": counts(model)}  # fmt: skip
 
 
 def _bucket(rtt_ms: float) -> str:
@@ -210,6 +276,65 @@ def _kbps(byte_counts: list[int], seconds: float) -> float | None:
     return round(float(np.mean(byte_counts)) * 8 / 1000 / seconds, 2)
 
 
+def bot_process_figures(result: SwarmResult) -> dict[str, Any]:
+    """Whether the bot process kept up: its loop's ticks per second against the target
+    (the slowest process's, with workers), and CPU seconds per wall second (summed over
+    processes: 1.0 is one core busy)."""
+    processes = result.processes
+    rates = [p.tick_hz for p in processes if p.tick_hz is not None]
+    target = max((p.target_hz for p in processes), default=0) or None
+    wall = max((p.wall_s for p in processes), default=0.0)
+    bot_ticks = max(1, result.swarm_ticks * max(result.connected, 1))
+    tick_hz = round(min(rates), 2) if rates else None
+    return {
+        "target_hz": target,
+        "tick_hz": tick_hz,
+        "tick_ratio": round(tick_hz / target, 4) if tick_hz is not None and target else None,
+        # (kept for the server-load bench: the same figure as tick_hz)
+        "ticks_per_s": tick_hz,
+        "cpu_s": round(result.cpu_s, 3),
+        "cpu_cores": round(sum(p.cpu_s for p in processes) / wall, 3) if wall > 0 else None,
+        "cpu_us_per_bot_tick": round(result.cpu_s / bot_ticks * 1e6, 2),
+        "processes": [
+            {
+                "tick_hz": None if p.tick_hz is None else round(p.tick_hz, 2),
+                "cpu_cores": round(p.cpu_s / p.wall_s, 3) if p.wall_s > 0 else None,
+            }
+            for p in processes
+        ],
+    }
+
+
+def tick_percentiles(server: dict[str, Any], health: dict[str, Any]) -> dict[str, Any]:
+    """Tick durations from one source, so that the percentiles are of one distribution:
+    the run's ``/metrics`` histogram (every tick of every node the bots played on,
+    interpolated within buckets), else the node's ``/health`` (exact p50 and p99 over its
+    last 3600 ticks; a node promoted mid-run has fewer)."""
+    if server.get("histogram"):
+        return {"percentiles_from": "histogram"} | {
+            f"p{q}_ms": server.get(f"p{q}_ms") for q in (50, 90, 95, 99)
+        }
+    return {
+        "percentiles_from": "health" if "tick_ms_p50" in health else None,
+        "p50_ms": health.get("tick_ms_p50"),
+        "p90_ms": None,
+        "p95_ms": None,
+        "p99_ms": health.get("tick_ms_p99"),
+    }
+
+
+def _timeline(result: SwarmResult, origin: float) -> list[list[float | None]]:
+    """Each bot's outage: [seconds since ``origin`` of its last snapshot before the loss,
+    its stall in ms (None: it never resumed)]."""
+    return [
+        [
+            round(e.lost_at + result.clock_to_wall - origin, 3),
+            None if e.stall_s is None else round(e.stall_s * 1000.0, 1),
+        ]
+        for e in result.failovers
+    ]
+
+
 def build_report(
     result: SwarmResult,
     *,
@@ -218,8 +343,18 @@ def build_report(
     server_before: dict[str, Any] | None,
     server_after: dict[str, Any] | None,
     kills: list[dict[str, Any]] | None = None,
+    server: dict[str, Any] | None = None,
+    origin: float | None = None,
 ) -> dict[str, Any]:
+    """The report of one run. ``server``: :func:`client_sim.report_server.server_figures`
+    (tick-duration histogram and series); ``origin``: the run's start (wall clock), the
+    zero of every series (default: the first sample's start)."""
     after = server_after or {}
+    samples = merge_samples(result.samples)
+    if origin is None:
+        origin = samples[0].at - samples[0].seconds if samples else 0.0
+    kills = observed_kills(result.failovers, list(kills or []), server_after, result.clock_to_wall)
+    server = server or {}
     served = skipped = None
     if server_before is not None and server_after is not None:
         served = int(server_after["tick"]) - int(server_before["tick"])
@@ -227,10 +362,12 @@ def build_report(
             skipped = int(server_after["ticks_skipped"]) - int(
                 server_before.get("ticks_skipped", 0)
             )
-    bot_ticks = max(1, result.swarm_ticks * max(result.connected, 1))
     acked = sum(result.inputs_acked)
     sent = sum(result.inputs_sent)
-    return {
+    report: dict[str, Any] = {
+        "partial": result.partial,
+        "valid": True,
+        "invalid_reasons": [],
         "bots": {
             "requested": result.requested,
             "connected": result.connected,
@@ -239,19 +376,24 @@ def build_report(
         "ticks": {
             "rate_hz": after.get("tick_rate"),
             "served": served,
-            "p50_ms": after.get("tick_ms_p50"),
-            "p99_ms": after.get("tick_ms_p99"),
+            **tick_percentiles(server, after),
+            "histogram": server.get("histogram"),
             "overruns": after.get("tick_overruns"),
             "skipped": skipped,
         },
         "latency_ms": {
             "model": latency_spec,
             "rtt_p50": _pct(result.rtt_samples, 50, 1000.0),
+            "rtt_p90": _pct(result.rtt_samples, 90, 1000.0),
+            "rtt_p95": _pct(result.rtt_samples, 95, 1000.0),
             "rtt_p99": _pct(result.rtt_samples, 99, 1000.0),
             "samples": len(result.rtt_samples),
+            "histogram": rtt_histogram(result.rtt_samples, result.link_rtts),
         },
         "prediction": {
             "error_p50_m": _pct(result.prediction_errors, 50),
+            "error_p90_m": _pct(result.prediction_errors, 90),
+            "error_p95_m": _pct(result.prediction_errors, 95),
             "error_p99_m": _pct(result.prediction_errors, 99),
             "samples": len(result.prediction_errors),
         },
@@ -295,17 +437,19 @@ def build_report(
             # A token refused (seat freed, token expired, a state without the seat): the
             # bot played on in a new seat.
             "seats_lost": result.seats_lost,
+            # Where the bots played at the end (after a failover: the survivor).
+            "ended_on": dict(result.node_urls),
+            "timeline": _timeline(result, origin),
+            "kill_times": [round(k["killed_at"] - origin, 3) for k in kills if "killed_at" in k],
         },
-        "bot_process": {
-            "cpu_s": round(result.cpu_s, 3),
-            "cpu_us_per_bot_tick": round(result.cpu_s / bot_ticks * 1e6, 2),
-            "ticks_per_s": (
-                round(result.swarm_ticks / result.duration_s, 2) if result.duration_s > 0 else None
-            ),
-        },
+        "bot_process": bot_process_figures(result),
         "duration_s": round(result.duration_s, 3),
         "errors": result.errors,
+        "series": {**series(samples, origin), "server": server.get("series")},
     }
+    reasons = invalid_reasons(report)
+    report["valid"], report["invalid_reasons"] = not reasons, reasons
+    return report
 
 
 def _bucket_order(bucket: str) -> float:
@@ -318,14 +462,23 @@ def format_summary(report: dict[str, Any]) -> str:
 
     b, t, lat = report["bots"], report["ticks"], report["latency_ms"]
     p, bw, inp = report["prediction"], report["bandwidth"], report["inputs"]
-    lines = [
+    proc = report["bot_process"]
+    ratio = proc["tick_ratio"]
+    lines = ["PARTIAL     interrupted: the run ended early"] if report.get("partial") else []
+    lines += [
         f"bots        {b['connected']}/{b['requested']} connected ({b['workers']} worker(s))",
+        f"bot process {show(proc['tick_hz'])} ticks/s of {show(proc['target_hz'])} "
+        f"({show(None if ratio is None else f'{ratio:.0%}')}), CPU "
+        f"{show(proc['cpu_cores'], ' core(s)')}",
         f"server      {show(t['served'])} ticks at {show(t['rate_hz'])} Hz, tick p50 "
-        f"{show(t['p50_ms'], ' ms')}, p99 {show(t['p99_ms'], ' ms')}, "
+        f"{show(t['p50_ms'], ' ms')}, p90 {show(t['p90_ms'], ' ms')}, p95 "
+        f"{show(t['p95_ms'], ' ms')}, p99 {show(t['p99_ms'], ' ms')}, "
         f"overruns {show(t['overruns'])}, skipped {show(t['skipped'])}",
-        f"latency     measured RTT p50 {show(lat['rtt_p50'], ' ms')}, p99 "
+        f"latency     measured RTT p50 {show(lat['rtt_p50'], ' ms')}, p90 "
+        f"{show(lat['rtt_p90'], ' ms')}, p95 {show(lat['rtt_p95'], ' ms')}, p99 "
         f"{show(lat['rtt_p99'], ' ms')} (model {lat['model']})",
-        f"prediction  error p50 {show(p['error_p50_m'], ' m')}, p99 {show(p['error_p99_m'], ' m')}",
+        f"prediction  error p50 {show(p['error_p50_m'], ' m')}, p90 {show(p['error_p90_m'], ' m')}"
+        f", p95 {show(p['error_p95_m'], ' m')}, p99 {show(p['error_p99_m'], ' m')}",
         f"bandwidth   {show(bw['down_kbps_per_bot'], ' kbit/s')} down, "
         f"{show(bw['up_kbps_per_bot'], ' kbit/s')} up per bot",
         f"inputs      {inp['acked']}/{inp['sent']} acknowledged",
@@ -361,11 +514,14 @@ def format_summary(report: dict[str, Any]) -> str:
             f"{show(failover['detected_ms'], ' ms')}"
             f", promoted {show(failover['promoted_ms'], ' ms')}; {failover['bots_resumed']} bots "
             f"resumed, {failover['bots_lost']} lost; stall p50 "
-            f"{show(failover['stall_ms_p50'], ' ms')}, p99 {show(failover['stall_ms_p99'], ' ms')}"
+            f"{show(failover['stall_ms_p50'], ' ms')}, p90 {show(failover['stall_ms_p90'], ' ms')}"
+            f", p95 {show(failover['stall_ms_p95'], ' ms')}, p99 "
+            f"{show(failover['stall_ms_p99'], ' ms')}"
             f", max {show(failover['stall_ms_max'], ' ms')}; acked ticks lost "
             f"{show(failover['acked_ticks_lost'])}, inputs lost {failover['inputs_lost']}, "
             f"seats lost {failover['seats_lost']}"
         )
     if report["errors"]:
         lines.append("errors      " + ", ".join(f"{k}={v}" for k, v in report["errors"].items()))
+    lines += [f"WARNING     invalid run: {reason}" for reason in report["invalid_reasons"]]
     return "\n".join(lines)

@@ -29,13 +29,16 @@ from client_sim.marksman import (
     tracked_players,
 )
 from client_sim.sight import sight_blocked
+from shared import protocol
 from shared.arena_map import ArenaMap
 from shared.protocol import RespawnEvent, ShotEvent, SnapshotEvent
 from shared.weapons import LAUNCHER, WEAPONS, aim_direction
 
-__all__ = ["ShotSummary", "SwarmShooting"]
+__all__ = ["SIGHTING_INTERVAL_S", "ShotSummary", "SwarmShooting"]
 
 _NEVER = -(2**40)
+#: Seconds between two sightings of one bot (bots report some of their shots, not all).
+SIGHTING_INTERVAL_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +72,10 @@ class SwarmShooting:
         self.hits_checked: list[tuple[float, bool]] = []
         self._indexed: tuple[SnapshotEvent, ...] = ()
         self._by_player: dict[int, list[SnapshotEvent]] = {}
+        #: Per bot: the target and where it was drawn at the last shot, and the local time
+        #: its next sighting may be sent (:meth:`sighting`).
+        self._sighted: list[tuple[int, tuple[float, float, float]] | None] = [None] * count
+        self._next_sighting = np.zeros(count)
 
     def concerning(self, events: tuple[SnapshotEvent, ...], player: int) -> list[SnapshotEvent]:
         """The events of a snapshot that name ``player`` (as shooter, victim or respawned).
@@ -128,6 +135,8 @@ class SwarmShooting:
             eye, view.positions[where[0]], np.radians(self.skill.error_deg), self.rng
         )
         self.last_fired[index, weapon.id] = seq
+        seen = view.positions[where[0]]
+        self._sighted[index] = (target, (float(seen[0]), float(seen[1]), float(seen[2])))
         present = view.alive & (view.ids != me)
         record = ShotRecord(
             seq, weapon.id, rtt_ms, -1, 0, view.shown_time, link_rtt_ms=link_rtt_ms,
@@ -144,6 +153,18 @@ class SwarmShooting:
                 self._track(record, time, records)
         self.awaiting[index][(seq, weapon.id)] = record
         return yaw, pitch, weapon.button, view.shown_time
+
+    def sighting(self, index: int, seq: int, local: float) -> bytes | None:
+        """The ``sighting`` of the shot bot ``index`` just fired with input ``seq`` (where
+        it drew its target, for the node's live view), at most one every
+        :data:`SIGHTING_INTERVAL_S` a bot: it is charged to the bot's budget of 20 small
+        frames a second, beside its pings and probe echoes."""
+        sighted = self._sighted[index]
+        if sighted is None or local < self._next_sighting[index]:
+            return None
+        self._next_sighting[index] = local + SIGHTING_INTERVAL_S
+        target, seen = sighted
+        return protocol.encode(protocol.SightingMessage(seq, target, seen))
 
     @staticmethod
     def _track(record: ShotRecord, time: float, records: np.ndarray) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from client_sim.marksman import AimSkill
 from client_sim.prediction import SwarmPredictor
 from client_sim.pump import DeliveryPump
 from client_sim.recording import SnapshotRecorder
+from client_sim.report_series import Sample
 from client_sim.routing import Route
 from client_sim.shooting import ShotSummary, SwarmShooting
 from client_sim.websocket import TlsTrust
@@ -36,10 +38,11 @@ from shared import eventloop, protocol
 from shared.arena_map import ArenaMap, default_map
 from shared.timestep import TickSchedule, run_tick_loop
 
-__all__ = ["Swarm", "SwarmConfig", "SwarmResult", "run_swarm"]
+__all__ = ["ProcessFigures", "Swarm", "SwarmConfig", "SwarmResult", "run_swarm"]
 
 WATCHDOG_INTERVAL_S = 0.1  # how often the swarm looks for silent primaries and missing spares
 PROGRESS_INTERVAL_S = 1.0
+SAMPLE_INTERVAL_S = 1.0  # the report's time series: one sample a second
 #: Errors after which a bot stops playing: kicked for idleness (its seat is gone), or
 #: refused a seat that trying again will not get it.
 FINAL_REFUSALS = frozenset({"idle_kick", "address_limit", "reservation_required"})
@@ -65,6 +68,21 @@ class SwarmConfig:
     tls: TlsTrust = field(default_factory=TlsTrust)  # which wss:// servers the bots believe
 
 
+@dataclass(frozen=True, slots=True)
+class ProcessFigures:
+    """What one bot process could do: whether it kept the tick rate, at what CPU cost."""
+
+    target_hz: int  # the tick rate its loop was meant to keep (the server's)
+    ticks: int  # bot-loop iterations it ran
+    ticking_s: float  # wall seconds from its first tick to its last
+    cpu_s: float  # its CPU seconds over the whole run
+    wall_s: float  # the run's wall seconds
+
+    @property
+    def tick_hz(self) -> float | None:
+        return self.ticks / self.ticking_s if self.ticking_s > 0 else None
+
+
 @dataclass(slots=True)
 class SwarmResult:
     """Raw measurements of one swarm; :mod:`client_sim.report` turns them into the report."""
@@ -75,6 +93,7 @@ class SwarmResult:
     cpu_s: float = 0.0
     swarm_ticks: int = 0
     rtt_samples: list[float] = field(default_factory=list)
+    link_rtts: list[float] = field(default_factory=list)  # per bot: its link's modelled RTT
     prediction_errors: list[float] = field(default_factory=list)
     bytes_down: list[int] = field(default_factory=list)
     bytes_up: list[int] = field(default_factory=list)
@@ -92,6 +111,12 @@ class SwarmResult:
     failovers: list[FailoverEvent] = field(default_factory=list)
     stalls: int = 0  # stalls the bots rode out with a probe instead of failing over
     seats_lost: int = 0  # seats whose token a node refused: the bot played on in a new one
+    processes: list[ProcessFigures] = field(default_factory=list)  # one per bot process
+    #: Per process, one sample a second (:mod:`client_sim.report_series`).
+    samples: list[list[Sample]] = field(default_factory=list)
+    partial: bool = False  # ended early (Ctrl-C, SIGTERM): the report says so
+    clock_to_wall: float = 0.0  # add to a loop time (FailoverEvent.lost_at) for wall time
+    node_urls: dict[str, int] = field(default_factory=dict)  # where the bots play at the end
 
     def merge(self, other: SwarmResult) -> None:
         self.requested += other.requested
@@ -101,6 +126,7 @@ class SwarmResult:
         self.swarm_ticks = max(self.swarm_ticks, other.swarm_ticks)
         for name in (
             "rtt_samples",
+            "link_rtts",
             "prediction_errors",
             "bytes_down",
             "bytes_up",
@@ -118,6 +144,12 @@ class SwarmResult:
         self.failovers.extend(other.failovers)
         self.stalls += other.stalls
         self.seats_lost += other.seats_lost
+        self.processes.extend(other.processes)
+        self.samples.extend(other.samples)
+        self.partial = self.partial or other.partial
+        self.clock_to_wall = self.clock_to_wall or other.clock_to_wall
+        for url, count in other.node_urls.items():
+            self.node_urls[url] = self.node_urls.get(url, 0) + count
         for code, count in other.errors.items():
             self.errors[code] = self.errors.get(code, 0) + count
 
@@ -142,6 +174,16 @@ class Swarm:
         self._records = protocol.unpack_entities(b"")
         self.welcomed: asyncio.Event
         self.recorder = SnapshotRecorder(config.record) if config.record else None
+        self._finish = asyncio.Event()
+        self.partial = False
+        self._ticking: tuple[float, float] | None = None  # loop times of the first, last tick
+        self.samples: list[Sample] = []
+        self._sampled = _Totals()
+
+    def finish(self) -> None:
+        """End the run now, before its duration (Ctrl-C): the result is marked partial."""
+        self.partial = True
+        self._finish.set()
 
     def note_error(self, code: str) -> None:
         self.errors[code] = self.errors.get(code, 0) + 1
@@ -274,11 +316,13 @@ class Swarm:
             local = bot.local_time()
             server_now = bot.server_time(local)
             render_time = self._render_time(bot, server_now)
+            sighting = None
             if index in shooters:
                 fired = self._shoot(bot, seq, render_time)
                 if fired is not None:
                     yaw, pitch, trigger, render_time = fired
                     buttons |= trigger
+                    sighting = self.shooting.sighting(index, seq, local)
             frame = protocol.encode_input(
                 seq=seq,
                 tick=max(0, int(server_now * rate)),
@@ -290,6 +334,8 @@ class Swarm:
                 ack_tick=bot.latest_tick,
             )
             bot.send_input(seq, frame)
+            if sighting is not None:
+                bot.send(sighting)
             if local >= bot.next_ping:
                 bot.ping(local)
 
@@ -399,23 +445,29 @@ class Swarm:
     async def _drive(self, stop: asyncio.Event, progress: Callable[[str], None] | None) -> None:
         """Wait for the welcome, tick until the duration is over, then stop every bot."""
         loop = asyncio.get_running_loop()
-        try:
-            async with asyncio.timeout(self.config.connect_timeout):
-                await self.welcomed.wait()
-        except TimeoutError:
-            self._stop_all(stop)
-            return
+        give_up = loop.time() + self.config.connect_timeout
+        while not self.welcomed.is_set():
+            if self._finish.is_set() or loop.time() > give_up:
+                self._stop_all(stop)
+                return
+            await asyncio.sleep(WATCHDOG_INTERVAL_S)
         schedule = TickSchedule(self.tick_rate, loop.time())
         end = loop.time() + self.config.duration
+        self._ticking = (loop.time(), loop.time())
+        self._sampled = self._totals(loop.time())
         ticker = asyncio.create_task(run_tick_loop(schedule, self.tick, loop.time))
         next_progress = loop.time() + PROGRESS_INTERVAL_S
+        next_sample = loop.time() + SAMPLE_INTERVAL_S
         try:
-            while (now := loop.time()) < end:
+            while (now := loop.time()) < end and not self._finish.is_set():
                 await asyncio.sleep(min(WATCHDOG_INTERVAL_S, max(0.0, end - now)))
                 now = loop.time()
                 for bot in self.bots:
                     if bot.needs_attention(now):
                         bot.wake()
+                if now >= next_sample:
+                    next_sample += SAMPLE_INTERVAL_S
+                    self._sample(now)
                 if progress is not None and now >= next_progress:
                     next_progress += PROGRESS_INTERVAL_S
                     progress(self._progress_line(end - now))
@@ -423,7 +475,45 @@ class Swarm:
             ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await ticker
+            self._ticking = (self._ticking[0], loop.time())
             self._stop_all(stop)
+
+    def _totals(self, now: float) -> _Totals:
+        return _Totals(
+            at=now,
+            ticks=self.ticks_run,
+            cpu_s=time.process_time(),
+            bytes_down=sum(b.bytes_down for b in self.bots),
+            bytes_up=sum(b.bytes_up for b in self.bots),
+            pongs=[b.clock.samples for b in self.bots],
+            shots=len(self.shooting.finished),
+        )
+
+    def _sample(self, now: float) -> None:
+        """One second of the report's time series: what changed since the last sample."""
+        before, after = self._sampled, self._totals(now)
+        judged = [s for s in self.shooting.finished[before.shots :] if s.server_result is not None]
+        rtts = tuple(
+            r
+            for bot, seen in zip(self.bots, before.pongs, strict=True)
+            if bot.clock.samples > seen
+            for r in bot.clock.rtt_samples[seen:]
+        )
+        self.samples.append(
+            Sample(
+                at=time.time(),
+                seconds=now - before.at,
+                ticks=after.ticks - before.ticks,
+                cpu_s=after.cpu_s - before.cpu_s,
+                bots=sum(b.playing for b in self.bots),
+                bytes_down=after.bytes_down - before.bytes_down,
+                bytes_up=after.bytes_up - before.bytes_up,
+                rtts=rtts,
+                shots=len(judged),
+                agreed=sum(s.agrees for s in judged),
+            )
+        )
+        self._sampled = after
 
     def _seat(self, index: int) -> tuple[str, str | None]:
         """Where bot ``index`` plays: the node the directory gave it (with the reserved
@@ -437,6 +527,19 @@ class Swarm:
         stop.set()
         for bot in self.bots:
             bot.wake()  # each bot's play loop sleeps until something changes
+
+    def node_counts(self) -> dict[str, int]:
+        """How many bots play on each node now (after a failover: on the survivor)."""
+        counts: dict[str, int] = {}
+        for bot in self.bots:
+            if (url := bot.node_url) is not None:
+                counts[url] = counts.get(url, 0) + 1
+        return counts
+
+    def busiest_node(self) -> str | None:
+        """The node most bots play on now (None: none plays)."""
+        counts = self.node_counts()
+        return max(counts, key=counts.__getitem__) if counts else None
 
     def _progress_line(self, remaining: float) -> str:
         connected = sum(b.playing for b in self.bots)
@@ -452,6 +555,7 @@ class Swarm:
     def _result(self, duration: float, cpu: float) -> SwarmResult:
         predictor = self.predictor
         welcomed = [b for b in self.bots if b.welcome is not None]
+        first, last = self._ticking or (0.0, 0.0)
         return SwarmResult(
             requested=self.count,
             connected=len(welcomed),
@@ -459,6 +563,7 @@ class Swarm:
             cpu_s=cpu,
             swarm_ticks=self.ticks_run,
             rtt_samples=[r for b in self.bots for r in b.clock.rtt_samples],
+            link_rtts=[b.params.rtt for b in self.bots],
             prediction_errors=(predictor.error_samples().tolist() if predictor is not None else []),
             bytes_down=[b.bytes_down for b in welcomed],
             bytes_up=[b.bytes_up for b in welcomed],
@@ -483,9 +588,40 @@ class Swarm:
             failovers=[event for bot in self.bots for event in bot.failovers],
             stalls=sum(bot.stalls for bot in self.bots),
             seats_lost=sum(bot.seats_lost for bot in self.bots),
+            processes=[ProcessFigures(self.tick_rate, self.ticks_run, last - first, cpu, duration)],
+            samples=[self.samples],
+            partial=self.partial,
+            clock_to_wall=time.time() - asyncio.get_running_loop().time(),
+            node_urls=self.node_counts(),
         )
 
 
-def run_swarm(config: SwarmConfig, progress: Callable[[str], None] | None = None) -> SwarmResult:
-    """Run a swarm to completion in a fresh event loop (also the worker processes' entry)."""
-    return eventloop.run(Swarm(config).run(progress))
+@dataclass(slots=True)
+class _Totals:
+    """The swarm's running totals when the last sample was taken."""
+
+    at: float = 0.0  # loop time
+    ticks: int = 0
+    cpu_s: float = 0.0
+    bytes_down: int = 0
+    bytes_up: int = 0
+    pongs: list[int] = field(default_factory=list)  # per bot, RTT samples seen
+    shots: int = 0  # finished shots seen
+
+
+def run_swarm(
+    config: SwarmConfig,
+    progress: Callable[[str], None] | None = None,
+    finish_on: signal.Signals | None = None,
+) -> SwarmResult:
+    """Run a swarm to completion in a fresh event loop (also the worker processes' entry).
+    ``finish_on``: a signal that ends it early, with a partial result (a worker's parent
+    sends it on Ctrl-C)."""
+
+    async def run() -> SwarmResult:
+        swarm = Swarm(config)
+        if finish_on is not None:
+            asyncio.get_running_loop().add_signal_handler(finish_on, swarm.finish)
+        return await swarm.run(progress)
+
+    return eventloop.run(run())

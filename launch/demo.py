@@ -4,8 +4,12 @@ primary halfway, watch the match carry on, report.
 It starts ``arena-server`` twice as subprocesses on free loopback ports (a primary and a
 standby sharing a fresh cluster secret), runs the bots against the primary with progress
 lines, SIGKILLs the primary halfway through, prints the summary, writes
-``demo-report.json`` (the same schema as ``arena-bots --json``) and stops everything it
-started, also on Ctrl-C.
+``demo-report.json`` (the same schema as ``arena-bots --json``), ``demo-report.html``
+(self-contained: the summary and every picture) and the pictures as PNGs in
+``demo-report/``, and stops everything it started, also on Ctrl-C (the report of the part
+that ran is still written, marked partial). It exits non-zero, with one line that says
+why, when a bot was lost, a bot never joined, the run was invalid (its bot process could
+not keep up: docs/load-testing.md) or a ``--fail-if`` threshold was breached.
 """
 
 from __future__ import annotations
@@ -28,12 +32,16 @@ from client_sim.cli import (
     DEFAULT_LATENCY,
     DEFAULT_POPULATION,
     BotRun,
+    add_fail_if,
     check_writable,
+    parse_thresholds,
     run_bots,
+    verdict,
     write_report,
 )
 from client_sim.latency import LatencySpecError
 from client_sim.report import format_summary
+from client_sim.report_html import write_html_report
 from launch.chaos import kill_primary
 from launch.nodes import start_node
 from launch.supervisor import READY_WITHIN_S, Child, ChildError
@@ -44,7 +52,7 @@ from shared.commandline import OneLineParser
 from shared.geo import GeoError, default_matrix, parse_population, parse_regions
 from shared.lifetime import sigterm_as_interrupt
 
-__all__ = ["main"]
+__all__ = ["main", "outcome", "report_paths"]
 
 Progress = Callable[[str], None]
 
@@ -54,7 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="arena-demo",
         description="Start an Arena region (a primary and a standby) on free loopback ports, "
         "play a match with bots on two continents' latencies, kill the primary halfway, print "
-        "a summary and write a JSON report. With --regions, start a whole cluster instead "
+        "a summary and write the report (JSON, a self-contained HTML page, PNG pictures; "
+        "docs/load-testing.md). With --regions, start a whole cluster instead "
         "(a directory and a primary and standby per region) and seat the bots by measured "
         "latency from five continents.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -74,9 +83,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--population", default=DEFAULT_POPULATION, help="with --regions: the bots' home locations"
     )
     parser.add_argument(
-        "--json", default="demo-report.json", metavar="PATH", help="where to write the report"
+        "--json",
+        default="demo-report.json",
+        metavar="PATH",
+        help="where to write the report; the HTML page goes beside it (demo-report.html) "
+        "and its pictures into a folder of the same name (demo-report/)",
     )
+    add_fail_if(parser)
     return parser
+
+
+def report_paths(json_path: str) -> tuple[Path, Path]:
+    """The HTML page and the pictures' folder that go with the JSON report at
+    ``json_path``: ``demo-report.json`` -> ``demo-report.html``, ``demo-report/``."""
+    path = Path(json_path)
+    if not path.suffix:
+        return path.with_name(path.name + ".html"), path.with_name(path.name + "-pictures")
+    return path.with_suffix(".html"), path.with_suffix("")
 
 
 @contextlib.contextmanager
@@ -146,14 +169,45 @@ def regions_demo(args: argparse.Namespace) -> dict[str, Any]:
             print(f"arena-demo: killing {primary['node_id']} (SIGKILL)", flush=True)
             return [await kill_primary(primary["url"], [standby["url"]], pid=primary["pid"])]
 
-        return eventloop.run(run_bots(run, during=kill_halfway), cancel_on=(signal.SIGTERM,))
+        return eventloop.run(run_bots(run, during=kill_halfway), cancel_on=STOP_SIGNALS)
+
+
+#: Ctrl-C and SIGTERM while the bots play: they stop, and the partial report is written.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def publish(report: dict[str, Any], path: str) -> None:
-    """The human summary on stdout and the JSON report at ``path``."""
-    print(format_summary(report))
+    """The human summary on stdout, the JSON report at ``path``, the HTML page and its
+    pictures beside it."""
+    summary = format_summary(report)
+    print(summary)
     write_report(report, path)
-    print(f"arena-demo: report written to {Path(path).resolve()}")
+    html_path, png_dir = report_paths(path)
+    write_html_report(report, summary, html_path, png_dir)
+    print(
+        f"arena-demo: report written to {Path(path).resolve()} and {html_path.resolve()} "
+        f"(pictures in {png_dir.resolve()}/)"
+    )
+
+
+def outcome(report: dict[str, Any], expected_bots: int | None, breached: bool) -> tuple[int, str]:
+    """The demo's exit status and the one line that says why (``expected_bots``: how many
+    must have joined; None with --regions, where the directory may turn some away)."""
+    if report["partial"]:
+        return 130, "interrupted; everything it started was stopped; the report is partial"
+    lost = report["failover"]["bots_lost"]
+    if lost:
+        return 1, f"{lost} bot(s) never resumed after the failover"
+    joined = report["bots"]["connected"]
+    if expected_bots is not None and joined != expected_bots:
+        return 1, f"only {joined} of {expected_bots} bots joined"
+    if not report["valid"]:
+        return 1, "invalid run, its figures are no measurement: " + "; ".join(
+            report["invalid_reasons"]
+        )
+    if breached:
+        return 1, "a --fail-if threshold was breached (above)"
+    return 0, "ok"
 
 
 def check_args(args: argparse.Namespace) -> None:
@@ -166,6 +220,10 @@ def check_args(args: argparse.Namespace) -> None:
         parse_population(args.population)
         parse_regions(args.regions, default_matrix())
     check_writable(args.json, "--json")
+    html_path, png_dir = report_paths(args.json)
+    check_writable(str(html_path), "--json (its HTML page)")
+    if png_dir.exists() and not png_dir.is_dir():
+        raise ValueError(f"--json {args.json}: {png_dir} (for its pictures) is not a folder")
 
 
 def single_region_demo(args: argparse.Namespace) -> dict[str, Any]:
@@ -196,19 +254,26 @@ def single_region_demo(args: argparse.Namespace) -> dict[str, Any]:
             f"primary is killed (SIGKILL) at {args.duration / 2:g} s",
             flush=True,
         )
+        print(
+            f"arena-demo: watch it live at {primary.base_url}/view (the standby's, which "
+            f"takes over: {standby.base_url}/view)",
+            flush=True,
+        )
         run = demo_run(args, url=primary.url)
 
         async def kill_halfway() -> list[dict[str, Any]]:
             await asyncio.sleep(args.duration / 2)
             print("arena-demo: killing the primary (SIGKILL)", flush=True)
             outcome = await kill_primary(primary.url, [standby.url], pid=primary.process.pid)
-            print(
-                f"arena-demo: {standby.base_url} is primary at epoch {outcome['epoch']}",
-                flush=True,
+            took_over = (
+                f"{outcome['new_primary']} is primary at epoch {outcome['epoch']}"
+                if outcome["epoch"] is not None
+                else "no new primary was seen in time (the report tells what the bots saw)"
             )
+            print(f"arena-demo: {took_over}", flush=True)
             return [outcome]
 
-        return eventloop.run(run_bots(run, during=kill_halfway), cancel_on=(signal.SIGTERM,))
+        return eventloop.run(run_bots(run, during=kill_halfway), cancel_on=STOP_SIGNALS)
 
 
 def _say(line: str) -> None:
@@ -220,6 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         check_args(args)
+        thresholds = parse_thresholds(args.fail_if)
     except (ValueError, LatencySpecError, GeoError) as error:
         print(f"arena-demo: {error}", file=sys.stderr)
         return 2
@@ -231,11 +297,16 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, asyncio.CancelledError):
         print("arena-demo: interrupted; everything it started was stopped", file=sys.stderr)
         return 130
-    publish(report, args.json)
-    healthy = report["failover"]["bots_lost"] == 0
-    if not args.regions:
-        healthy = healthy and report["bots"]["connected"] == args.bots
-    return 0 if healthy else 1
+    try:
+        publish(report, args.json)
+    except OSError as error:
+        print(f"arena-demo: cannot write the report: {error}", file=sys.stderr)
+        return 1
+    passed = verdict(report, thresholds, "arena-demo")
+    status, why = outcome(report, None if args.regions else args.bots, breached=not passed)
+    if status:
+        print(f"arena-demo: {why}", file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":

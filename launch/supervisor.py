@@ -8,7 +8,8 @@
   (``ARENA_EXIT_WITH_PARENT``: Linux's parent-death signal), so a launcher that is itself
   SIGKILLed leaves nothing behind either. :meth:`Child.stop` is SIGTERM (the node tells its
   players and closes cleanly), then SIGKILL after a bound, then reaping.
-* **Ready means ready.** A node prints ``event=listening url=...`` only once it can serve
+* **Ready means ready.** A node prints ``event=listening url=...`` (or, with ``--log-format
+  json``, ``{"event":"listening","url":...}``) on stdout only once it can serve
   (its kernels compiled or loaded); :meth:`Child.wait_ready` waits for that line with a
   bound sized for a cold, busy machine and says what it is waiting for meanwhile.
 * **A child's own error is passed on.** Its stderr goes to a log file (one the launcher
@@ -24,6 +25,7 @@ tests' own harness, which runs a command under test as a session of its own.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -37,12 +39,29 @@ from pathlib import Path
 
 from shared.lifetime import EXIT_WITH_PARENT_ENV
 
-__all__ = ["READY_WITHIN_S", "Child", "ChildError", "stop_all"]
+__all__ = ["READY_WITHIN_S", "Child", "ChildError", "listening_url", "stop_all"]
 
 #: How long a launcher waits for a node to be ready by default. A cold compile took up to
 #: 95 s on a busy 2-core machine before the warm-up was parallelised; leave room for that.
 READY_WITHIN_S = 300.0
 _LISTENING = re.compile(r"event=listening url=(\S+)")
+
+
+def listening_url(line: str) -> str | None:
+    """The URL a child's ``listening`` line announces, in either log format (None: the line
+    is another one)."""
+    if line.startswith("{"):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return None
+        if isinstance(event, dict) and event.get("event") == "listening":
+            url = event.get("url")
+            return url if isinstance(url, str) else None
+        return None
+    found = _LISTENING.search(line)
+    return found.group(1) if found else None
+
 
 Progress = Callable[[str], None]
 
@@ -107,8 +126,8 @@ class Child:
     def _drain(self) -> None:
         assert self.process.stdout is not None
         for line in self.process.stdout:
-            if self.url is None and (found := _LISTENING.search(line)):
-                self.url = found.group(1)
+            if self.url is None and (url := listening_url(line)) is not None:
+                self.url = url
                 self._listening.set()
         self._listening.set()  # EOF: it exited; whoever waits must look at poll()
 

@@ -14,6 +14,7 @@ import base64
 import contextlib
 import math
 import os
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -237,10 +238,14 @@ async def connect(url: str, path: str = "/ws") -> AsyncIterator[Wire]:
             await writer.wait_closed()
 
 
-async def upgrade(url: str, path: str = "/ws") -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+async def upgrade(
+    url: str, path: str = "/ws", receive_buffer: int | None = None
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """A raw WebSocket upgrade at ``url``: the socket once the node answered 101 with the
-    key's accept value; :class:`HandshakeRefused` (the socket closed) for anything else."""
-    reader, writer = await open_tcp(url)
+    key's accept value; :class:`HandshakeRefused` (the socket closed) for anything else.
+    ``receive_buffer``: the socket's ``SO_RCVBUF``, set before it connects (a small one
+    makes a client that stops reading back the node's writes up at once)."""
+    reader, writer = await open_tcp(url, receive_buffer)
     key = base64.b64encode(os.urandom(16)).decode()
     writer.write(
         f"GET {path} HTTP/1.1\r\nHost: {urlsplit(url).netloc}\r\nUpgrade: websocket\r\n"
@@ -259,10 +264,22 @@ async def upgrade(url: str, path: str = "/ws") -> tuple[asyncio.StreamReader, as
     return reader, writer
 
 
-async def open_tcp(url: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+async def open_tcp(
+    url: str, receive_buffer: int | None = None
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     parts = urlsplit(url)
     async with asyncio.timeout(OPEN_TIMEOUT_S):
-        return await asyncio.open_connection(parts.hostname, parts.port)
+        if receive_buffer is None:
+            return await asyncio.open_connection(parts.hostname, parts.port)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+        sock.setblocking(False)
+        try:
+            await asyncio.get_running_loop().sock_connect(sock, (parts.hostname, parts.port))
+        except BaseException:
+            sock.close()
+            raise
+        return await asyncio.open_connection(sock=sock, limit=receive_buffer)
 
 
 async def first_of(*waiters: Awaitable[Any]) -> None:

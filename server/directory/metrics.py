@@ -1,17 +1,29 @@
-"""The directory's Prometheus metrics, on a registry of its own (``GET /metrics`` exposes it)."""
+"""The directory's Prometheus metrics, on a registry of its own (``GET /metrics`` exposes it).
+
+Named as the node's are (:mod:`server.net.metrics`): counters end in ``_total``, and each
+labelled counter starts with every outcome the directory can answer, at 0.
+"""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import Counter, Gauge
 
-__all__ = ["DirectoryMetrics"]
+from server.exposition import Registry
+
+__all__ = ["HEARTBEAT_OUTCOMES", "SEAT_OUTCOMES", "DirectoryMetrics"]
+
+#: ``arena_directory_seat_requests_total{outcome}``.
+SEAT_OUTCOMES = ("granted", "overflow", "no_capacity", "no_region", "bad_request")
+#: ``arena_directory_heartbeats_total{outcome}``: accepted, or the error code answered
+#: (:meth:`server.directory.service.Directory.heartbeat`).
+HEARTBEAT_OUTCOMES = ("accepted", "unauthenticated", "bad_signature", "malformed", "invalid_field")
 
 
 class DirectoryMetrics:
     """Counters of answers by outcome and gauges of live nodes and seats per region."""
 
     def __init__(self) -> None:
-        self.registry = CollectorRegistry()
+        self.registry = Registry()
         r = self.registry
         self.seat_requests = Counter(
             "arena_directory_seat_requests",
@@ -41,3 +53,7 @@ class DirectoryMetrics:
         self.nodes_expired = Counter(
             "arena_directory_nodes_expired", "Nodes forgotten after going silent", registry=r
         )
+        for outcome in SEAT_OUTCOMES:
+            self.seat_requests.labels(outcome)
+        for outcome in HEARTBEAT_OUTCOMES:
+            self.heartbeats.labels(outcome)

@@ -20,6 +20,7 @@ from server.directory.metrics import DirectoryMetrics
 from server.directory.policy import NoPlacement, choose, routable_nodes
 from server.directory.registry import Registry
 from server.directory.reservations import issue, reservation_id
+from server.logs import EventLogger
 from shared.directory import (
     ErrorAnswer,
     Heartbeat,
@@ -32,7 +33,7 @@ from shared.directory import (
 
 __all__ = ["Answer", "Directory", "DirectoryConfig"]
 
-log = logging.getLogger("arena.directory")
+log = EventLogger("arena.directory")
 
 #: An HTTP status and the JSON document to answer with.
 Answer = tuple[int, dict[str, object]]
@@ -97,31 +98,23 @@ class Directory:
             return self._refuse(400, "malformed", "the body is not valid JSON", remote)
         outcome = self.registry.heartbeat(beat, self.clock())
         self.metrics.heartbeats.labels("accepted").inc()
-        context = f"region={beat.region} node={beat.node_id} role={beat.role} epoch={beat.epoch}"
+        context = {
+            "region": beat.region, "node": beat.node_id, "role": beat.role, "epoch": beat.epoch
+        }  # fmt: skip
         if outcome.new_node:
-            log.info(
-                "event=node_registered %s endpoint=%s capacity=%d",
-                context,
-                beat.endpoint,
-                beat.capacity,
-            )
+            log.info("node_registered", endpoint=beat.endpoint, capacity=beat.capacity, **context)
         previous = outcome.previous_group_epoch
         if previous is not None and outcome.group_epoch > previous:
-            log.info(
-                "event=epoch_raised %s group=%s previous_epoch=%d",
-                context,
-                beat.group_key,
-                previous,
-            )
+            log.info("epoch_raised", group=beat.group_key, previous_epoch=previous, **context)
         if self._status.get(beat.node_id) != outcome.status:
             self._status[beat.node_id] = outcome.status
             level = logging.WARNING if outcome.status == "fenced" else logging.INFO
             log.log(
                 level,
-                "event=node_status status=%s group_epoch=%d %s",
-                outcome.status,
-                outcome.group_epoch,
-                context,
+                "node_status",
+                status=outcome.status,
+                group_epoch=outcome.group_epoch,
+                **context,
             )
         ack = HeartbeatAck(
             node_id=beat.node_id,
@@ -138,7 +131,7 @@ class Directory:
         key = (remote, code)
         if now - self._reject_logged.get(key, -math.inf) >= _REJECT_LOG_INTERVAL_S:
             self._reject_logged[key] = now
-            log.warning("event=heartbeat_refused remote=%s error=%s", remote, code)
+            log.warning("heartbeat_refused", remote=remote, error=code)
         return status, ErrorAnswer(code, message).to_json()
 
     # -- seats -----------------------------------------------------------------------------
@@ -169,12 +162,12 @@ class Directory:
         self.seats_granted += 1
         self.metrics.seat_requests.labels("overflow" if decision.overflow else "granted").inc()
         log.debug(
-            "event=seat_granted player=%s region=%s node=%s rtt_ms=%.1f best_region=%s",
-            player,
-            decision.region,
-            decision.node_id,
-            decision.rtt_ms,
-            decision.best_region,
+            "seat_granted",
+            player=player,
+            region=decision.region,
+            node=decision.node_id,
+            rtt_ms=round(decision.rtt_ms, 1),
+            best_region=decision.best_region,
         )
         seat = Seat(
             player=player,
@@ -262,12 +255,12 @@ class Directory:
             self._status.pop(beat.node_id, None)
             self.metrics.nodes_expired.inc()
             log.warning(
-                "event=node_expired region=%s node=%s role=%s epoch=%d timeout_s=%g",
-                beat.region,
-                beat.node_id,
-                beat.role,
-                beat.epoch,
-                self.config.heartbeat_timeout,
+                "node_expired",
+                region=beat.region,
+                node=beat.node_id,
+                role=beat.role,
+                epoch=beat.epoch,
+                timeout_s=self.config.heartbeat_timeout,
             )
         stale = self.clock() - _REJECT_LOG_INTERVAL_S
         for key, when in list(self._reject_logged.items()):

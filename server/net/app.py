@@ -1,9 +1,10 @@
 """The aiohttp application of a node: routes, lifecycle and graceful shutdown.
 
 ``/ws`` is for players, ``/replicate`` for standbys, ``/health`` (readiness, JSON; 503
-until the node can serve), ``/live`` (liveness) and ``/metrics`` (Prometheus) for
-operators. The node's role loop (:meth:`server.net.node.Node.run`) is one task
-owned by the app's ``cleanup_ctx``: started with the app, cancelled and awaited with it.
+until the node can serve), ``/live`` (liveness), ``/metrics`` (Prometheus) and ``/view``
+(the live view, :mod:`server.view.net.feed`) for operators. The node's role loop
+(:meth:`server.net.node.Node.run`) is one task owned by the app's ``cleanup_ctx``: started
+with the app, cancelled and awaited with it.
 Shutdown tells every player (``error`` ``shutdown``) and closes with 1001 GOING_AWAY.
 """
 
@@ -20,6 +21,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from server.net.connection import WS_MAX_MESSAGE_BYTES
 from server.net.node import Node, NodeConfig
 from server.net.registration import heartbeat_loop
+from server.view.net.feed import add_view_routes
 
 __all__ = ["NODE", "NODE_TASK", "Node", "NodeConfig", "create_app"]
 
@@ -136,6 +138,8 @@ def create_app(
     app.router.add_get("/live", _live)
     app.router.add_get("/metrics", _metrics)
     app.router.add_get("/probe", _probe)
+    if config.view_rate > 0:
+        add_view_routes(app, app[NODE], config.view_rate)
     app.cleanup_ctx.append(_node_task)
     app.cleanup_ctx.append(_heartbeats)
     app.on_shutdown.append(_on_shutdown)

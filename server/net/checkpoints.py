@@ -11,11 +11,12 @@ than the interval skips checkpoints (counted) rather than queueing them.
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
+from server.logs import EventLogger
 from server.net.metrics import NodeMetrics
 from server.replication.checkpoint import (
     Checkpoint,
@@ -29,7 +30,7 @@ from server.replication.messages import ConfigFingerprint
 
 __all__ = ["KEEP", "CheckpointWriter", "newest_checkpoint"]
 
-log = logging.getLogger("arena.server")
+log = EventLogger("arena.server")
 
 KEEP = 3  # checkpoints kept per region (a damaged newest one falls back to the next)
 
@@ -38,13 +39,18 @@ class CheckpointWriter:
     """Writes one region's checkpoints to ``folder`` (see the module)."""
 
     def __init__(
-        self, folder: str, region: str, interval: float, metrics: NodeMetrics, log_context: str
+        self,
+        folder: str,
+        region: str,
+        interval: float,
+        metrics: NodeMetrics,
+        log_fields: Mapping[str, object],
     ) -> None:
         self.folder = Path(folder)
         self.region = region
         self.interval = interval
         self.metrics = metrics
-        self.log_context = log_context
+        self.log_fields = log_fields
         self.last: tuple[int, int, float] | None = None  # (epoch, tick, wall time) written
         self._next_at = 0.0
         self._writing: asyncio.Task[None] | None = None
@@ -70,18 +76,18 @@ class CheckpointWriter:
             size = await asyncio.to_thread(self._write_file, checkpoint)
         except OSError as error:
             self.metrics.checkpoints_failed.inc()
-            log.error('event=checkpoint_failed error="%s" %s', str(error)[:200], self.log_context)
+            log.error("checkpoint_failed", error=str(error)[:200], **self.log_fields)
             return
         self.last = (checkpoint.epoch, checkpoint.tick, checkpoint.wall_time)
         self.metrics.checkpoints_written.inc()
         self.metrics.checkpoint_tick.set(checkpoint.tick)
         self.metrics.checkpoint_seconds.observe(time.monotonic() - began)
         log.debug(
-            "event=checkpoint epoch=%d tick=%d bytes=%d %s",
-            checkpoint.epoch,
-            checkpoint.tick,
-            size,
-            self.log_context,
+            "checkpoint",
+            checkpoint_epoch=checkpoint.epoch,
+            tick=checkpoint.tick,
+            bytes=size,
+            **self.log_fields,
         )
 
     def _write_file(self, checkpoint: Checkpoint) -> int:
@@ -110,7 +116,7 @@ class CheckpointWriter:
 
 
 def newest_checkpoint(
-    folder: str, region: str, fingerprint: ConfigFingerprint, log_context: str
+    folder: str, region: str, fingerprint: ConfigFingerprint, log_fields: Mapping[str, object]
 ) -> Checkpoint | None:
     """The newest readable checkpoint of ``region`` in ``folder`` (None: none there); a
     damaged or foreign file is logged and the next one tried."""
@@ -122,5 +128,5 @@ def newest_checkpoint(
         try:
             return decode_checkpoint((Path(folder) / name).read_bytes(), region, fingerprint)
         except (OSError, CheckpointError) as error:
-            log.warning('event=checkpoint_skipped file=%s reason="%s" %s', name, error, log_context)
+            log.warning("checkpoint_skipped", file=name, reason=str(error), **log_fields)
     return None

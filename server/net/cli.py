@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import math
 import os
 import signal
@@ -21,7 +20,7 @@ from server.coordination.base import (
     CoordinatorUnavailable,
     parse_coordinator_spec,
 )
-from server.logs import configure_logging
+from server.logs import LOG_FORMATS, EventLogger, announce, configure_logging, set_context
 from server.net import tls
 from server.net.app import NODE, NODE_TASK, NodeConfig, create_app
 from server.net.warmup import WarmUpError, warm_up_kernels
@@ -35,7 +34,7 @@ from shared.lifetime import exit_with_parent_if_asked
 
 __all__ = ["main"]
 
-log = logging.getLogger("arena.server")
+log = EventLogger("arena.server")
 
 
 def port_number(text: str) -> int:
@@ -254,6 +253,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="close a connection that has not sent a whole HTTP request head (the WebSocket "
         "upgrade) this long after it opened or after its last response",
     )
+    parser.add_argument(
+        "--view-rate",
+        type=float,
+        default=10.0,
+        metavar="HZ",
+        help="frames a second of the live view at /view (0: no /view; it shows every "
+        "player's position, so serve it to operators only)",
+    )
     admission.add_argument(
         "--open-join",
         action="store_true",
@@ -278,6 +285,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+    )
+    parser.add_argument(
+        "--log-format",
+        default="logfmt",
+        choices=LOG_FORMATS,
+        help="stderr log lines (and the listening/stopping lines on stdout) as logfmt "
+        "key=value pairs or as JSON objects, one a line",
     )
     parser.add_argument(
         "--warm-cache",
@@ -308,20 +322,18 @@ async def _serve(
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     node = app[NODE]
+    set_context(lambda: node.log_fields)  # this process is this node: every line says so
     stopping = asyncio.create_task(stop.wait())
     ready = asyncio.create_task(node.became_ready.wait())
     try:
         await asyncio.wait([stopping, ready, app[NODE_TASK]], return_when=asyncio.FIRST_COMPLETED)
         if ready.done() and not app[NODE_TASK].done():
-            print(
-                f"event=listening url=ws{secure}://{host}:{bound}/ws {node.log_context}",
-                flush=True,
-            )
+            announce("listening", url=f"ws{secure}://{host}:{bound}/ws", **node.log_fields)
             await asyncio.wait([stopping, app[NODE_TASK]], return_when=asyncio.FIRST_COMPLETED)
     finally:
         stopping.cancel()
         ready.cancel()
-        print(f"event=stopping {node.log_context}", flush=True)
+        announce("stopping", **node.log_fields)
         failed = app[NODE_TASK].done() and not app[NODE_TASK].cancelled()
         problem = app[NODE_TASK].exception() if failed else None
         await runner.cleanup()
@@ -406,6 +418,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         idle_kick=args.idle_kick_s,
         max_seats_per_address=args.max_seats_per_address,
         handshake_timeout=args.handshake_timeout_s,
+        view_rate=args.view_rate,
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
         tls_ca=args.tls_ca,
@@ -415,7 +428,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
 def main(argv: list[str] | None = None) -> int:
     exit_with_parent_if_asked()  # a launcher's child: never outlive the launcher
     args = build_parser().parse_args(argv)
-    configure_logging(args.log_level)
+    configure_logging(args.log_level, args.log_format)
     try:
         check_backend(args.hitreg_backend)
         if args.warm_cache:
@@ -428,12 +441,14 @@ def main(argv: list[str] | None = None) -> int:
     has_peers = bool(config.peers or config.directory_url or config.role == "standby")
     if has_peers and args.cluster_secret is None and SECRET_ENV not in os.environ:
         log.warning(
-            'event=no_cluster_secret hint="set %s (the same on every node of the region) or '
+            "no_cluster_secret",
+            hint=f"set {SECRET_ENV} (the same on every node of the region) or "
             "--cluster-secret; this node made a random one, so its peers cannot authenticate "
-            'with it" region=%s node=%s',
-            SECRET_ENV,
-            config.region,
-            config.node_id,
+            "with it",
+            region=config.region,
+            node=config.node_id,
+            role="starting",  # (the node does not exist yet)
+            epoch=0,
         )
     try:
         return eventloop.run(_serve(config, args.host, args.port, listener))

@@ -49,6 +49,7 @@ class NodeConfig:
     idle_kick: float = 120.0  # a seated player that sends no input this long loses its seat
     max_seats_per_address: int = 0  # seats one peer address may hold (0: no limit)
     handshake_timeout: float = 5.0  # an HTTP request head (the WebSocket upgrade) within this
+    view_rate: float = 10.0  # frames a second of the live view (/view); 0: no view
     # TLS (server/net/tls.py).
     tls_cert: str = ""  # listen with TLS with this PEM certificate (chain) ...
     tls_key: str = ""  # ... and its PEM private key; both or neither
@@ -96,6 +97,8 @@ class NodeConfig:
             raise ValueError("max seats per address must be a whole number >= 0 (0: no limit)")
         if not 0 < self.handshake_timeout <= 300:
             raise ValueError("the handshake timeout must be over 0 and at most 300 seconds")
+        if not 0 <= self.view_rate <= 60:
+            raise ValueError("the view rate must be from 0 (no /view) to 60 frames a second")
         if bool(self.tls_cert) != bool(self.tls_key):
             raise ValueError("give --tls-cert and --tls-key together (or neither)")
 

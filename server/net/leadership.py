@@ -12,7 +12,6 @@ and becomes a standby of the new primary. Every move is a transition of the node
 from __future__ import annotations
 
 import asyncio
-import logging
 import math
 import time
 from typing import Any
@@ -21,6 +20,7 @@ import aiohttp
 
 from server.coordination.base import CoordinatorError, RegionTaken
 from server.coordination.net.peers import ask_peers
+from server.logs import EventLogger
 from server.net.checkpoints import newest_checkpoint
 from server.net.sessions import Sessions
 from server.net.state import NodeState
@@ -32,7 +32,7 @@ from shared.timestep import TickSchedule, run_tick_loop
 
 __all__ = ["Leadership"]
 
-log = logging.getLogger("arena.server")
+log = EventLogger("arena.server")
 
 PEER_POLL_S = 0.25
 PEER_TIMEOUT_S = 0.2  # a peer's /health answer counts only this soon
@@ -86,7 +86,7 @@ class Leadership:
                 node.config.checkpoint_dir,
                 node.config.region,
                 records.config_fingerprint(node.matches),
-                node.log_context,
+                node.log_fields,
             )
         try:
             epoch = await node.coordinator.claim_initial(
@@ -96,10 +96,10 @@ class Leadership:
             )
         except RegionTaken as taken:
             log.warning(
-                'event=joining_as_standby primary=%s reason="%s" %s',
-                taken.primary_url or "-",
-                taken,
-                node.log_context,
+                "joining_as_standby",
+                primary=taken.primary_url or "-",
+                reason=str(taken),
+                **node.log_fields,
             )
             if node.role is Role.STARTING:
                 node.roles.apply(RoleEvent.FOLLOW)
@@ -135,12 +135,12 @@ class Leadership:
             [m.world.state_hash() for m in node.matches.matches],
         )
         log.warning(
-            "event=resumed_from_checkpoint from_epoch=%d from_tick=%d age_s=%.2f seats=%d %s",
-            checkpoint.epoch,
-            checkpoint.tick,
-            age,
-            node.matches.player_count,
-            node.log_context,
+            "resumed_from_checkpoint",
+            from_epoch=checkpoint.epoch,
+            from_tick=checkpoint.tick,
+            age_s=round(age, 2),
+            seats=node.matches.player_count,
+            **node.log_fields,
         )
         self.sessions.orphan_all()
         self._become_primary(RoleEvent.CLAIM, epoch, first_tick, node.clock() - server_time)
@@ -152,7 +152,7 @@ class Leadership:
         node.matches.epoch = epoch
         node.successor_known = False
         node.roles.apply(how)
-        node.hub.log_context = node.log_context
+        node.hub.log_fields = node.log_fields
         node.schedule = TickSchedule(
             node.config.tick_rate, origin + first_tick / node.config.tick_rate, first_tick
         )
@@ -166,7 +166,7 @@ class Leadership:
                 node.matches.tick_number,
                 [m.world.state_hash() for m in node.matches.matches],
             )
-        log.info("event=primary epoch=%d first_tick=%d %s", epoch, first_tick, node.log_context)
+        log.info("primary", first_tick=first_tick, **node.log_fields)  # (at the new epoch)
 
     async def _lead(self, fence: int | None) -> None:
         node = self.node
@@ -190,14 +190,14 @@ class Leadership:
         try:
             alive = await node.follower.fence(epoch)
         except Exception as error:
-            log.info("event=fence_failed error=%s %s", type(error).__name__, node.log_context)
+            log.info("fence_failed", error=type(error).__name__, **node.log_fields)
             return
         if alive:  # the primary we took over from was only slow, paused or cut off
             node.metrics.promotions_spurious.inc()
             log.warning(
-                "event=spurious_promotion previous=%s %s",
-                node.failover.get("previous_primary", "-"),
-                node.log_context,
+                "spurious_promotion",
+                previous=node.failover.get("previous_primary", "-"),
+                **node.log_fields,
             )
 
     async def _leave_leadership(self) -> None:
@@ -207,11 +207,7 @@ class Leadership:
         node.metrics.standbys_in_sync.set(0)
         # With no successor, this node still holds every tick it showed: it may lead again.
         node.follower.eligible = not node.successor_known
-        log.warning(
-            "event=stepped_down successor_known=%s %s",
-            node.successor_known,
-            node.log_context,
-        )
+        log.warning("stepped_down", successor_known=node.successor_known, **node.log_fields)
         await node.coordinator.step_down()
         await self.sessions.close_all("not_primary", "this node is no longer the primary")
         await node.hub.close()
@@ -231,10 +227,10 @@ class Leadership:
                         and int(found.get("epoch", 0)) > node.matches.epoch
                     ):
                         log.warning(
-                            "event=newer_primary_seen peer=%s epoch=%s %s",
-                            found.get("node"),
-                            found.get("epoch"),
-                            node.log_context,
+                            "newer_primary_seen",
+                            peer=found.get("node"),
+                            peer_epoch=found.get("epoch"),
+                            **node.log_fields,
                         )
                         node.request_step_down(int(found["epoch"]))
                 self.sessions.free_orphans()
@@ -316,10 +312,10 @@ class Leadership:
         node = self.node
         node.failover = {"detected_at": detected_at, "previous_primary": silent_primary}
         log.warning(
-            "event=primary_gone primary=%s tick=%d %s",
-            silent_primary or "-",
-            node.matches.tick_number,
-            node.log_context,
+            "primary_gone",
+            primary=silent_primary or "-",
+            tick=node.matches.tick_number,
+            **node.log_fields,
         )
         try:
             if silent_primary:
@@ -331,10 +327,10 @@ class Leadership:
                 known_epoch=node.matches.epoch,
             )
         except CoordinatorError as error:
-            log.warning("event=campaign_failed error=%s %s", error, node.log_context)
+            log.warning("campaign_failed", error=str(error), **node.log_fields)
             return None
         if epoch is None:
-            log.info("event=campaign_lost %s", node.log_context)
+            log.info("campaign_lost", **node.log_fields)
             return None
         origin = node.follower.origin_estimate
         if origin is None:

@@ -1,14 +1,53 @@
-"""Prometheus metrics of one node, on a registry of its own (so tests can run many nodes)."""
+"""Prometheus metrics of one node, on a registry of its own (so tests can run many nodes).
+
+Names follow Prometheus' naming guide: a unit in the name (``_seconds``, ``_bytes``), and
+``_total`` on every counter (prometheus_client appends it: ``Counter("arena_ticks")`` is
+exposed as ``arena_ticks_total``). A labelled counter has a series for every label value
+the code can produce from the start, at 0, so ``rate()`` and ``increase()`` see its first
+event and an alert on it never waits for a series to appear.
+"""
 
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
+from server.exposition import Registry
+from server.replication.commit import Verdict
+from server.replication.roles import Role
 from server.sim.inputs import InputVerdict
+from shared.protocol import ProtocolError
 
-__all__ = ["NodeMetrics"]
+__all__ = [
+    "INPUT_REJECTIONS",
+    "JOIN_REFUSALS",
+    "PEER_REFUSALS",
+    "PROTOCOL_ERROR_CODES",
+    "UNPUBLISHED_REASONS",
+    "NodeMetrics",
+]
+
+#: ``arena_inputs_rejected_total{reason}``: the verdicts that refuse an input.
+INPUT_REJECTIONS = tuple(v.value for v in InputVerdict if not v.usable)
+#: ``arena_joins_refused_total{reason}`` (:mod:`server.net.sessions` refuses with these).
+JOIN_REFUSALS = (
+    "version", "not_primary", "reservation_required", "reservation", "address_limit", "full",
+    "token", "in_use",
+)  # fmt: skip
+#: ``arena_ticks_unpublished_total{reason}``: the commit set's refusals, and a lost lease.
+UNPUBLISHED_REASONS = (Verdict.LEASE_EXPIRED.value, Verdict.HALTED.value, "not_leading")
+#: ``arena_peers_refused_total{reason}``.
+PEER_REFUSALS = ("unauthenticated",)
+
+
+def _error_codes(error: type[ProtocolError]) -> list[str]:
+    return [error.code, *(code for sub in error.__subclasses__() for code in _error_codes(sub))]
+
+
+#: ``arena_protocol_errors_total{code}``: every code the codec refuses a frame with.
+PROTOCOL_ERROR_CODES = tuple(dict.fromkeys(_error_codes(ProtocolError)))
 
 # Fine where a node's ticks live (1-5 ms: a percentile read off the buckets is only as exact
 # as they are), coarse towards the budget and beyond.
@@ -30,7 +69,7 @@ class NodeMetrics:
         self.tally_inputs_clamped = 0
         self.tally_inputs_over_budget = 0
         self.tally_pings_over_budget = 0
-        self.registry = CollectorRegistry()
+        self.registry = Registry()
         r = self.registry
         self.tick_duration = Histogram(
             "arena_tick_duration_seconds",
@@ -71,7 +110,7 @@ class NodeMetrics:
             ["reason"],
             registry=r,
         )
-        # (made now, so the series read 0 before the first drop)
+        # (made now, so the series read 0 before the first drop; kept for flush())
         self._inputs_over_budget = self.inputs_dropped.labels("over_budget")
         self._pings_over_budget = self.pings_dropped.labels("over_budget")
         self.protocol_errors = Counter(
@@ -80,15 +119,19 @@ class NodeMetrics:
             ["code"],
             registry=r,
         )
-        self.bytes_in = Counter("arena_bytes_in", "WebSocket payload bytes received", registry=r)
-        self.bytes_out = Counter("arena_bytes_out", "WebSocket payload bytes sent", registry=r)
+        self.bytes_in = Counter(
+            "arena_received_bytes", "WebSocket payload bytes received from players", registry=r
+        )
+        self.bytes_out = Counter(
+            "arena_sent_bytes", "WebSocket payload bytes sent to players", registry=r
+        )
         self.snapshots_dropped = Counter(
             "arena_snapshots_dropped",
             "Snapshots not sent because the client's socket buffer was full (newest wins)",
             registry=r,
         )
         self.replication_bytes = Counter(
-            "arena_replication_bytes", "Bytes of tick records sent to standbys", registry=r
+            "arena_replication_sent_bytes", "Bytes of tick records sent to standbys", registry=r
         )
         self.standby_out_of_sync = Counter(
             "arena_standby_out_of_sync",
@@ -122,7 +165,7 @@ class NodeMetrics:
             registry=r,
         )
         self.standbys_in_sync = Gauge(
-            "arena_region_standbys",
+            "arena_standbys_in_sync",
             "Standbys in sync with this primary (alert on 0: a failover now has nobody to promote)",
             registry=r,
         )
@@ -158,8 +201,7 @@ class NodeMetrics:
         )
         self.idle_kicks = Counter(
             "arena_idle_kicks",
-            "Seated players dropped and their seats freed for sending no input for "
-            "--idle-kick-s",
+            "Seated players dropped and their seats freed for sending no input for --idle-kick-s",
             registry=r,
         )
         self.peers_refused = Counter(
@@ -168,6 +210,46 @@ class NodeMetrics:
             ["reason"],
             registry=r,
         )
+        self.role = Gauge(
+            "arena_node_role",
+            "1 for the role this node is in, 0 for the others (alert on no primary in a "
+            'region: max by (region) (arena_node_role{role="primary"}) == 0)',
+            ["region", "role"],
+            registry=r,
+        )
+        self.epoch = Gauge(
+            "arena_node_epoch",
+            "The epoch this node is at (rises with every promotion in its region)",
+            ["region"],
+            registry=r,
+        )
+        self.viewers = Gauge(
+            "arena_view_viewers", "Live-view viewers connected (/view/feed)", registry=r
+        )
+        self.view_frames_sent = Counter(
+            "arena_view_frames_sent", "Live-view frames sent to viewers", registry=r
+        )
+        self.view_frames_missed = Counter(
+            "arena_view_frames_missed",
+            "Live-view frames a slow viewer did not get (a newer one replaced it)",
+            registry=r,
+        )
+        for labelled, values in (
+            (self.inputs_rejected, INPUT_REJECTIONS),
+            (self.protocol_errors, PROTOCOL_ERROR_CODES),
+            (self.joins_refused, JOIN_REFUSALS),
+            (self.ticks_unpublished, UNPUBLISHED_REASONS),
+            (self.peers_refused, PEER_REFUSALS),
+        ):
+            for value in values:
+                labelled.labels(value)
+
+    def watch(self, region: str, role: Callable[[], Role], epoch: Callable[[], int]) -> None:
+        """Read the node's role and epoch at each scrape: the gauges are never stale, and
+        nothing has to remember to set them where the role machine moves."""
+        for each in Role:
+            self.role.labels(region, each.value).set_function(_is(role, each))
+        self.epoch.labels(region).set_function(epoch)
 
     def count_inputs(self, verdicts: collections.Counter[InputVerdict], payload_bytes: int) -> None:
         """The intake's tally: inputs applied (clamped among them) or rejected by reason."""
@@ -193,3 +275,7 @@ class NodeMetrics:
             self._inputs_over_budget.inc(self.tally_inputs_over_budget)
             self._pings_over_budget.inc(self.tally_pings_over_budget)
             self.tally_inputs_over_budget = self.tally_pings_over_budget = 0
+
+
+def _is(role: Callable[[], Role], value: Role) -> Callable[[], float]:
+    return lambda: 1.0 if role() is value else 0.0

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import gc
-import logging
 import os
 import time
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from aiohttp import web
 
 from server import jitcache
 from server.directory import Heartbeat
+from server.logs import EventLogger
 from server.net.config import NodeConfig
 from server.net.leadership import Leadership
 from server.net.sessions import Sessions
@@ -34,7 +34,7 @@ from server.replication.roles import Role
 
 __all__ = ["Node", "NodeConfig"]
 
-log = logging.getLogger("arena.server")
+log = EventLogger("arena.server")
 
 
 class Node(NodeState):
@@ -58,19 +58,19 @@ class Node(NodeState):
     async def warm_up(self) -> None:
         """Compile or load every kernel, off the event loop, before anyone is served."""
         log.info(
-            "event=warming_up backend=%s cache=%s %s",
-            self.validator.backend,
-            jitcache.cache_dir(),
-            self.log_context,
+            "warming_up",
+            backend=self.validator.backend,
+            cache=jitcache.cache_dir(),
+            **self.log_fields,
         )
         if (reason := jitcache.fallback_reason()) is not None:
             log.warning(
-                'event=kernel_cache_fallback reason="%s" cache=%s hint="set NUMBA_CACHE_DIR '
-                "to a writable folder (systemd: CacheDirectory=) so restarts load, not "
-                'compile" %s',
-                reason,
-                jitcache.cache_dir(),
-                self.log_context,
+                "kernel_cache_fallback",
+                reason=reason,
+                cache=jitcache.cache_dir(),
+                hint="set NUMBA_CACHE_DIR to a writable folder (systemd: CacheDirectory=) "
+                "so restarts load, not compile",
+                **self.log_fields,
             )
         report = await warm_up_kernels(self.validator)
         # What exists now (modules, numba's compiled kernels) lives as long as the node:
@@ -79,12 +79,7 @@ class Node(NodeState):
         gc.freeze()
         self.warm = True
         self.warm_up_report = report
-        log.info(
-            "event=warmed_up backend=%s %s %s",
-            self.validator.backend,
-            report.log_fields(),
-            self.log_context,
-        )
+        log.info("warmed_up", backend=self.validator.backend, **report.as_dict(), **self.log_fields)
 
     # -- what the app serves --------------------------------------------------------------
 

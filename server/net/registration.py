@@ -27,11 +27,12 @@ import aiohttp
 
 from server.directory.auth import signed_heartbeat
 from server.directory.reservations import ClaimLedger, check_reservation
+from server.logs import EventLogger
 from shared.directory import Heartbeat, HeartbeatAck
 
 __all__ = ["ClaimLedger", "check_reservation", "heartbeat_loop"]
 
-log = logging.getLogger("arena.server")
+log = EventLogger("arena.server")
 
 #: A problem that persists is logged again at most this often (the first time at once).
 _REPEAT_LOG_S = 10.0
@@ -57,8 +58,8 @@ class _Throttle:
         return had
 
 
-def _context(beat: Heartbeat) -> str:
-    return f"region={beat.region} node={beat.node_id} role={beat.role} epoch={beat.epoch}"
+def _context(beat: Heartbeat) -> dict[str, object]:
+    return {"region": beat.region, "node": beat.node_id, "role": beat.role, "epoch": beat.epoch}
 
 
 async def heartbeat_loop(
@@ -103,7 +104,7 @@ async def heartbeat_loop(
                     beat = dataclasses.replace(beat, claimed=claims.pending())
             except ValueError as error:
                 if invalid.due(str(error), loop.time()):
-                    log.error("event=heartbeat_invalid error=%r directory=%s", str(error), url)
+                    log.error("heartbeat_invalid", error=str(error), directory=url)
                 continue
             invalid.clear()
             if beat is None:
@@ -117,10 +118,7 @@ async def heartbeat_loop(
                 reason = type(error).__name__
                 if trouble.due("unreachable", loop.time()):
                     log.warning(
-                        "event=directory_unreachable directory=%s error=%s %s",
-                        url,
-                        reason,
-                        _context(beat),
+                        "directory_unreachable", directory=url, error=reason, **_context(beat)
                     )
                 continue
             answer: Any = None
@@ -131,36 +129,36 @@ async def heartbeat_loop(
                 refusal = str(error_code or "unexpected")[:64]
                 if trouble.due(f"refused:{code}:{refusal}", loop.time()):
                     log.warning(
-                        "event=heartbeat_refused directory=%s status=%d error=%s %s",
-                        url,
-                        code,
-                        refusal,
-                        _context(beat),
+                        "heartbeat_refused",
+                        directory=url,
+                        status=code,
+                        error=refusal,
+                        **_context(beat),
                     )
                 continue
             try:
                 ack = HeartbeatAck.parse(answer)
             except ValueError:
                 if trouble.due("bad_answer", loop.time()):
-                    log.warning("event=directory_bad_answer directory=%s %s", url, _context(beat))
+                    log.warning("directory_bad_answer", directory=url, **_context(beat))
                 continue
             if trouble.clear():
-                log.info("event=directory_reachable directory=%s %s", url, _context(beat))
+                log.info("directory_reachable", directory=url, **_context(beat))
             if claims is not None and beat.claimed:
                 claims.settle(beat.claimed)
             if ack.status != status:
                 level = logging.WARNING if ack.status == "fenced" else logging.INFO
                 log.log(
                     level,
-                    "event=directory_status status=%s group_epoch=%d directory=%s %s",
-                    ack.status,
-                    ack.group_epoch,
-                    url,
-                    _context(beat),
+                    "directory_status",
+                    status=ack.status,
+                    group_epoch=ack.group_epoch,
+                    directory=url,
+                    **_context(beat),
                 )
                 status = ack.status
             if on_ack is not None:
                 try:
                     on_ack(ack)
                 except Exception:  # the node's bug, but it must not end the heartbeats
-                    log.exception("event=heartbeat_callback_failed %s", _context(beat))
+                    log.exception("heartbeat_callback_failed", **_context(beat))

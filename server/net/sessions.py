@@ -22,13 +22,13 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
-import logging
 import math
 import time
 
 import aiohttp
 from aiohttp import WSCloseCode, WSMsgType, web
 
+from server.logs import EventLogger
 from server.net.connection import WS_MAX_MESSAGE_BYTES, Connection
 from server.net.first_frame import FirstFrameGuard
 from server.net.registration import check_reservation
@@ -46,12 +46,13 @@ from shared.protocol import (
     PongMessage,
     ProbeEchoMessage,
     ProbeMessage,
+    SightingMessage,
     TokenMessage,
 )
 
 __all__ = ["JOIN_TIMEOUT_S", "Sessions"]
 
-log = logging.getLogger("arena.server")
+log = EventLogger("arena.server")
 
 JOIN_TIMEOUT_S = 5.0
 IDLE_CHECK_S = 1.0  # how often (wall clock) the seated players' acknowledged inputs are read
@@ -176,11 +177,7 @@ class Sessions:
         connection.seated = True
         node.metrics.players.set(node.matches.player_count)
         log.info(
-            "event=player_joined match=%d player=%d name=%s %s",
-            index,
-            seat.slot,
-            join.name[:32],
-            node.log_context,
+            "player_joined", match=index, player=seat.slot, name=join.name[:32], **node.log_fields
         )
         try:
             if stream is not None:
@@ -195,7 +192,7 @@ class Sessions:
                     # dropped connection keeps its seat for the grace period too.
                     self._orphan(index, seat.slot)
             node.metrics.players.set(node.matches.player_count)
-            log.info("event=player_left match=%d player=%d %s", index, seat.slot, node.log_context)
+            log.info("player_left", match=index, player=seat.slot, **node.log_fields)
 
     async def _park(self, ws: web.WebSocketResponse) -> bool:
         """A player's spare connection to this standby: hold it until this node leads.
@@ -300,11 +297,11 @@ class Sessions:
             return None
         self._orphaned_since.pop((claim.match, claim.slot), None)
         log.info(
-            "event=player_resumed match=%d player=%d ack=%d %s",
-            claim.match,
-            claim.slot,
-            seat.inputs.acked,
-            node.log_context,
+            "player_resumed",
+            match=claim.match,
+            player=claim.slot,
+            ack=seat.inputs.acked,
+            **node.log_fields,
         )
         return claim.match, seat
 
@@ -368,11 +365,11 @@ class Sessions:
         connection.send(protocol.encode(ErrorMessage(error.code, str(error)[:256], fatal)))
         if fatal:
             log.info(
-                "event=client_dropped player=%d reason=%s offences=%d %s",
-                connection.slot,
-                error.code,
-                connection.offences,
-                node.log_context,
+                "client_dropped",
+                player=connection.slot,
+                reason=error.code,
+                offences=connection.offences,
+                **node.log_fields,
             )
         return fatal
 
@@ -411,6 +408,10 @@ class Sessions:
         elif isinstance(message, ProbeEchoMessage):
             node.matches[connection.match].probes.echo(
                 connection.slot, message.id, node.server_time()
+            )
+        elif isinstance(message, SightingMessage):
+            node.view.sighting(
+                connection.match, connection.slot, message.seq, message.target, message.seen
             )
         else:
             return self.complain(connection, protocol.InvalidField("join: already joined"))
@@ -502,10 +503,11 @@ class Sessions:
                 del self._orphaned_since[key]
                 match.leave(slot)
                 log.info(
-                    "event=seat_freed match=%d player=%d reason=not_reclaimed %s",
-                    key[0],
-                    slot,
-                    self.node.log_context,
+                    "seat_freed",
+                    match=key[0],
+                    player=slot,
+                    reason="not_reclaimed",
+                    **self.node.log_fields,
                 )
         if self.node.config.idle_kick > 0 and now >= self._next_idle_check:
             self._next_idle_check = now + IDLE_CHECK_S
@@ -547,11 +549,7 @@ class Sessions:
         text = f"no input for {quiet:.0f} s (--idle-kick-s {node.config.idle_kick:g}): seat freed"
         connection.send(protocol.encode(ErrorMessage("idle_kick", text, fatal=True)))
         log.info(
-            "event=idle_kick match=%d player=%d idle_s=%.1f %s",
-            key[0],
-            key[1],
-            quiet,
-            node.log_context,
+            "idle_kick", match=key[0], player=key[1], idle_s=round(quiet, 1), **node.log_fields
         )
         if connection.stream is not None:
             connection.stream.close(WSCloseCode.POLICY_VIOLATION, b"idle_kick")

@@ -32,6 +32,7 @@ from server.sim.intake import InputIntake
 from server.sim.match import MatchConfig
 from server.sim.matchset import MatchSet
 from server.sim.tickstats import TickStats
+from server.view.tap import ViewTap
 from shared.timestep import TickSchedule
 
 __all__ = ["NodeState"]
@@ -61,6 +62,7 @@ class NodeState:
         self.roles = RoleMachine()
         if config.role == "standby":
             self.roles.apply(RoleEvent.FOLLOW)
+        self.metrics.watch(config.region, lambda: self.roles.role, lambda: self.matches.epoch)
         self.schedule = TickSchedule(config.tick_rate, clock())
         self.stats = TickStats(period=1.0 / config.tick_rate)
         self.secret = config.cluster_secret or os.urandom(32)
@@ -81,7 +83,7 @@ class NodeState:
                 min_standbys=config.min_standbys,
             ),
             self.metrics,
-            "",
+            {},
             clock,
         )
         self.journal = Journal(config.journal, config.node_id)
@@ -91,20 +93,22 @@ class NodeState:
                 config.region,
                 config.checkpoint_interval,
                 self.metrics,
-                f"region={config.region} node={config.node_id}",
+                {"region": config.region, "node": config.node_id},
             )
             if config.checkpoint_dir
             else None
         )
         #: Seated players' input reads, held for the next tick to decode as one batch.
         self.intake = InputIntake(self.matches)
+        #: The live view's tap: shots traced while someone watches ``/view``.
+        self.view = ViewTap(self.matches)
         self.follower = Follower(
             self.matches,
             config.node_id,
             self.secret,
             config.failover_timeout,
             clock,
-            lambda: self.log_context,
+            lambda: self.log_fields,
             tls=self.peer_tls,
         )
         self.follower.public_url = config.public_url
@@ -132,11 +136,13 @@ class NodeState:
         return max(0.0, self.clock() - self.schedule.origin)
 
     @property
-    def log_context(self) -> str:
+    def log_fields(self) -> dict[str, object]:
+        """Who says a log line: every line of a node carries these (:mod:`server.logs`)."""
         c = self.config
-        return (
-            f"region={c.region} node={c.node_id} role={self.role.value} epoch={self.matches.epoch}"
-        )
+        return {
+            "region": c.region, "node": c.node_id, "role": self.role.value,
+            "epoch": self.matches.epoch,
+        }  # fmt: skip
 
     @property
     def ready(self) -> bool:

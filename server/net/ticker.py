@@ -13,11 +13,10 @@ cost is counted. A tick that is not shown is counted by reason, never silently.
 
 from __future__ import annotations
 
-import logging
 import math
 import time
 
-from server.logs import Throttle
+from server.logs import EventLogger, Throttle
 from server.net.sessions import Sessions
 from server.net.state import NodeState
 from server.replication import messages
@@ -27,7 +26,7 @@ from server.replication.commit import Verdict
 
 __all__ = ["Ticker"]
 
-log = logging.getLogger("arena.server")
+log = EventLogger("arena.server")
 
 
 class Ticker:
@@ -38,6 +37,7 @@ class Ticker:
         self.sessions = sessions
         self._skipped = 0  # the schedule's count when last looked at
         self._withheld = Throttle(5.0)
+        self._overruns = Throttle(10.0)  # a busy machine overruns every tick: a line a while
         #: Whether the last tick shown was held by no standby (None: none shown yet).
         self.degraded: bool | None = None
 
@@ -94,13 +94,16 @@ class Ticker:
         node.metrics.ticks.inc()
         if duration > node.stats.period:
             node.metrics.tick_overruns.inc()
-            log.warning(
-                "event=tick_overrun tick=%d duration_ms=%.2f budget_ms=%.2f %s",
-                tick,
-                duration * 1e3,
-                node.stats.period * 1e3,
-                node.log_context,
-            )
+            held = self._overruns.allow("overrun")
+            if held is not None:
+                log.warning(
+                    "tick_overrun",
+                    tick=tick,
+                    duration_ms=round(duration * 1e3, 2),
+                    budget_ms=round(node.stats.period * 1e3, 2),
+                    repeats=held,
+                    **node.log_fields,
+                )
 
     def _checkpoint(self) -> None:
         """Checkpoint the tick just shown, when one is due (a copy: written off the loop)."""
@@ -123,11 +126,7 @@ class Ticker:
         held = self._withheld.allow(reason)
         if held is not None:
             log.warning(
-                "event=tick_unpublished tick=%d reason=%s repeats=%d %s",
-                tick,
-                reason,
-                held,
-                node.log_context,
+                "tick_unpublished", tick=tick, reason=reason, repeats=held, **node.log_fields
             )
 
     def _note_degraded(self, degraded: bool) -> None:
@@ -139,13 +138,14 @@ class Ticker:
         node.metrics.degraded.set(1 if degraded else 0)
         if degraded:
             log.warning(
-                'event=degraded standbys_in_sync=0 hint="players are shown ticks no standby '
-                'holds; a failover now would have no eligible standby" %s',
-                node.log_context,
+                "degraded",
+                standbys_in_sync=0,
+                hint="players are shown ticks no standby holds; a failover now would have "
+                "no eligible standby",
+                **node.log_fields,
             )
         else:
-            log.info("event=replicated standbys_in_sync=%d %s", len(node.hub.commit.in_sync),
-                     node.log_context)  # fmt: skip
+            log.info("replicated", standbys_in_sync=len(node.hub.commit.in_sync), **node.log_fields)
 
     def _note_skips(self) -> None:
         """Count the ticks a stall made the schedule skip, and tell the probes when."""
@@ -158,8 +158,8 @@ class Ticker:
         for match in node.matches.matches:
             match.probes.note_skip(schedule.last_skip_at)
         log.warning(
-            "event=ticks_skipped total=%d at=%.3f %s",
-            schedule.skipped,
-            schedule.last_skip_at or 0.0,
-            node.log_context,
+            "ticks_skipped",
+            total=schedule.skipped,
+            at=round(schedule.last_skip_at or 0.0, 3),
+            **node.log_fields,
         )

@@ -82,9 +82,6 @@ class WarmUpReport:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def log_fields(self) -> str:
-        return " ".join(f"{key}={value}" for key, value in asdict(self).items())
-
 
 @contextlib.contextmanager
 def counting_compiles() -> Iterator[list[int]]:

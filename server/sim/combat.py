@@ -34,7 +34,7 @@ from shared.protocol import ShotEvent
 from shared.protocol.events import ShotResult
 from shared.weapons import EYE_HEIGHT, RESPAWN_DELAY_S, WEAPONS, Weapon, aim_direction
 
-__all__ = ["Combat", "Judgement", "PendingShot", "ShotBatch", "judge"]
+__all__ = ["Combat", "Judgement", "PendingShot", "ShotBatch", "ShotTrace", "judge"]
 
 #: Seconds a shot may come early from rounding alone: tick times are ``tick / rate`` in
 #: floating point, and six ticks at 60 Hz may differ by a hair less than 0.1 s.
@@ -63,6 +63,19 @@ class Judgement:
     verdict: ViewTimeVerdict
     origin: np.ndarray  # (3,) where it left the shooter's eye
     shooter_rtt: float  # the server's RTT estimate of the shooter, -1 without one
+
+
+@dataclass(frozen=True, slots=True)
+class ShotTrace:
+    """A judged shot's line, for the live view: its event, the direction it left the eye
+    in and where it stopped (the hit on a player or cover, the end of its range, a
+    projectile's impact or expiry; the eye itself for a shot rejected unfired)."""
+
+    event: ShotEvent
+    direction: np.ndarray  # (3,) unit
+    end: np.ndarray  # (3,)
+    tick: int  # the tick that judged it
+    time: float  # that tick's server time: the present it was rewound from
 
 
 @dataclass(slots=True)
@@ -107,6 +120,8 @@ class _Outcome:
     victim: int
     hitbox: int
     judged: Judgement
+    direction: np.ndarray  # (3,) for the trace: how it left the eye (hitscan) or flew in
+    end: np.ndarray  # (3,) for the trace: where it stopped
 
 
 class Combat(ArrayState):
@@ -138,6 +153,9 @@ class Combat(ArrayState):
         self.pending: list[PendingShot] = []
         self.flying: list[_Projectile] = []
         self.counters: collections.Counter[str] = collections.Counter()
+        #: The judged shots' lines while someone watches the live view (None: nobody does,
+        #: and nothing is traced); the view takes them a few times a second.
+        self.traces: list[ShotTrace] | None = None
 
     def export_state(self) -> dict[str, Any]:
         """The arrays, and each projectile in flight as a row of plain values."""
@@ -214,9 +232,9 @@ class Combat(ArrayState):
             death = self.death_time[shot.slot]
             if not self.rules.may_fire(view_time, None if np.isnan(death) else float(death)):
                 self.counters["shots_rejected_dead"] += 1
-                batch.events.append(
-                    _shot_event(shot.slot, shot.seq, shot.weapon, "rejected", judged)
-                )
+                event = _shot_event(shot.slot, shot.seq, shot.weapon, "rejected", judged)
+                batch.events.append(event)
+                self._trace(event, shot.direction, shot.origin, present)
             elif shot.weapon.hitscan:
                 batch.hitscan.append((shot, judged))
             else:
@@ -253,10 +271,24 @@ class Combat(ArrayState):
                         victim,
                         hitbox,
                         projectile.judged,
+                        velocity / max(float(np.linalg.norm(velocity)), 1e-12),
+                        position,
                     )
                 )
         outcomes.sort(key=lambda o: (o.time, o.slot, o.seq, o.weapon.id))
-        return batch.events + [self._apply(outcome, tick) for outcome in outcomes]
+        events = list(batch.events)
+        for outcome in outcomes:
+            event = self._apply(outcome, tick)
+            events.append(event)
+            self._trace(event, outcome.direction, outcome.end, batch.present)
+        return events
+
+    def _trace(
+        self, event: ShotEvent, direction: np.ndarray, end: np.ndarray, present: float
+    ) -> None:
+        if self.traces is not None:
+            tick = round(present * self.tick_rate)
+            self.traces.append(ShotTrace(event, direction, end, tick, present))
 
     def resolve(
         self, history: History, validator: HitValidator, present: float, tick: int
@@ -370,6 +402,8 @@ def judge(batches: list[ShotBatch], history: History, validator: HitValidator) -
                     int(result.victim[i]),
                     int(result.hitbox[i]),
                     judged,
+                    shot.direction,
+                    shot.origin + shot.direction * float(result.distance[i]),
                 )
             )
     flying = [(b, p) for b in batches for p in b.flying]

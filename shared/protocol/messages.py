@@ -44,6 +44,7 @@ __all__ = [
     "PingMessage",
     "PongMessage",
     "ServerMessage",
+    "SightingMessage",
     "SnapshotMessage",
     "StandbysMessage",
     "TokenMessage",
@@ -148,6 +149,24 @@ class ProbeEchoMessage(Message):
     TYPE = "probe_echo"
     id: int
     FIELDS = {"id": integer(0, MAX_TICK)}
+
+
+@dataclass(frozen=True, slots=True)
+class SightingMessage(Message):
+    """Client -> server, optional, after an input that fired: the player ``target`` drew
+    at feet position ``seen`` when it fired the shot of input ``seq``. Never used to judge
+    (the server rewinds its own history); only shown beside the server's rewound hitboxes
+    in the node's live view (``/view``), the "client box against server box" of a shot."""
+
+    TYPE = "sighting"
+    seq: int
+    target: int
+    seen: tuple[float, float, float]
+    FIELDS = {
+        "seq": integer(0, U32_MAX),
+        "target": integer(0, 65535),
+        "seen": numbers(3, 1e6),
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,7 +286,7 @@ class ErrorMessage(Message):
     FIELDS = {"code": text(64), "message": text(256), "fatal": flag}
 
 
-ClientMessage = JoinMessage | InputMessage | PingMessage | ProbeEchoMessage
+ClientMessage = JoinMessage | InputMessage | PingMessage | ProbeEchoMessage | SightingMessage
 ServerMessage = (
     WelcomeMessage
     | SnapshotMessage
@@ -279,7 +298,7 @@ ServerMessage = (
 )
 
 _CLIENT_TYPES: dict[str, type[Message]] = {
-    m.TYPE: m for m in (JoinMessage, InputMessage, PingMessage, ProbeEchoMessage)
+    m.TYPE: m for m in (JoinMessage, InputMessage, PingMessage, ProbeEchoMessage, SightingMessage)
 }
 _SERVER_TYPES: dict[str, type[Message]] = {
     m.TYPE: m

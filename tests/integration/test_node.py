@@ -96,7 +96,7 @@ async def test_health_and_metrics_report_the_match(node: NodeProcess) -> None:
     assert health["tick_ms_p99"] >= health["tick_ms_p50"] > 0
     assert "arena_tick_duration_seconds_bucket" in metrics
     assert "arena_players 1.0" in metrics
-    assert "arena_bytes_out_total" in metrics
+    assert "arena_sent_bytes_total" in metrics
 
 
 async def test_a_full_node_refuses_with_a_clear_error(small_node: NodeProcess) -> None:

@@ -85,4 +85,4 @@ def test_a_warm_cache_is_loaded_not_compiled() -> None:
     with start_session(command) as node:
         node.wait_for("event=listening", 120)
         (line,) = [line for line in node.output.splitlines() if "event=warmed_up" in line]
-        assert "cold=False" in line and "compile_events=0" in line, line
+        assert "cold=false" in line and "compile_events=0" in line, line

@@ -155,7 +155,8 @@ def test_any_stream_gives_messages_or_a_framing_close_and_never_another_error(
                 protocol.JoinMessage
                 | protocol.InputMessage
                 | protocol.PingMessage
-                | protocol.ProbeEchoMessage,
+                | protocol.ProbeEchoMessage
+                | protocol.SightingMessage,
             )
 
 

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from server.sim.input_frames import PAYLOAD_MIN_BYTES
 from shared import protocol
 from shared.protocol import (
     ENTITY_DTYPE,
@@ -109,6 +110,12 @@ errors = st.builds(
     ErrorMessage, code=st.text(max_size=64), message=st.text(max_size=256), fatal=st.booleans()
 )
 tokens = st.builds(TokenMessage, token=ascii_token)
+sightings = st.builds(
+    protocol.SightingMessage,
+    seq=st.integers(0, U32),
+    target=st.integers(0, 65535),
+    seen=st.tuples(*[finite(-1e6, 1e6)] * 3),
+)
 
 
 def frame(**fields: Any) -> bytes:
@@ -138,11 +145,20 @@ def bits(value: float) -> bytes:
 # -- round trips --------------------------------------------------------------------------
 
 
-@given(st.one_of(joins, inputs, pings))
+@given(st.one_of(joins, inputs, pings, sightings))
 def test_every_client_message_round_trips(message: protocol.Message) -> None:
     data = encode(message)
     assert len(data) <= MAX_CLIENT_FRAME_BYTES
     assert decode_client(data) == message
+
+
+@given(sightings)
+def test_a_sighting_is_charged_to_the_small_frames_budget_not_the_inputs(
+    message: protocol.SightingMessage,
+) -> None:
+    """Frames are charged by size before they are decoded (server/sim/input_budget.py):
+    a sighting must never be as long as the shortest input, or it would eat the inputs'."""
+    assert len(encode(message)) < PAYLOAD_MIN_BYTES
 
 
 @given(st.one_of(welcomes, snapshots, pongs, errors, tokens))

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 import math
 from typing import Any
 
@@ -45,10 +44,11 @@ from server.coordination.etcd_gateway import (
     holder_from_txn,
     read_answer,
 )
+from server.logs import EventLogger
 
 __all__ = ["EtcdCoordinator"]
 
-log = logging.getLogger("arena.coordination")
+log = EventLogger("arena.coordination")
 
 
 def _region_ok(region: str) -> bool:
@@ -128,10 +128,10 @@ class EtcdCoordinator:
             try:
                 await self._revoke(lease)
             except CoordinatorError as exc:
-                log.warning("event=lease_release_failed lease=%x reason=%s", lease, exc)
+                log.warning("lease_release_failed", lease=f"{lease:x}", reason=str(exc))
             else:
                 if self._leading is not None:
-                    log.info("event=leadership_released coordinator=etcd region=%s", self.region)
+                    log.info("leadership_released", coordinator="etcd", region=self.region)
         self._leading = None
         self._lease = None
         session, self._session = self._session, None
@@ -145,14 +145,14 @@ class EtcdCoordinator:
     ) -> int | None:
         epoch = await self._acquire(node_id, url)
         log.info(
-            "event=campaign coordinator=etcd region=%s node=%s replicated_tick=%d known_epoch=%d "
-            "won=%s epoch=%s",
-            self.region,
-            node_id,
-            replicated_tick,
-            known_epoch,
-            epoch is not None,
-            epoch if epoch is not None else "-",
+            "campaign",
+            coordinator="etcd",
+            region=self.region,
+            node=node_id,
+            replicated_tick=replicated_tick,
+            known_epoch=known_epoch,
+            won=epoch is not None,
+            won_epoch=epoch if epoch is not None else "-",
         )
         if epoch is not None and epoch <= known_epoch:
             await self._give_up(epoch)
@@ -175,10 +175,7 @@ class EtcdCoordinator:
                 # it rather than take it over, so that a standby holding the match (which
                 # campaigns the moment the key goes) wins over this fresh, empty node.
                 log.info(
-                    "event=stale_self_lease region=%s node=%s lease=%x",
-                    self.region,
-                    node_id,
-                    holder.lease,
+                    "stale_self_lease", region=self.region, node=node_id, lease=f"{holder.lease:x}"
                 )
                 await asyncio.sleep(0.25)
             # (no holder: the lease expired between our attempt and the read; try again)
@@ -198,10 +195,11 @@ class EtcdCoordinator:
                 "its data lost? resume with the coordinator that issued that epoch"
             )
         log.info(
-            "event=claim_initial coordinator=etcd region=%s node=%s epoch=%d",
-            self.region,
-            node_id,
-            epoch,
+            "claim_initial",
+            coordinator="etcd",
+            region=self.region,
+            node=node_id,
+            claimed_epoch=epoch,
         )
         return epoch
 
@@ -229,18 +227,19 @@ class EtcdCoordinator:
             try:
                 await self._delete_if(leading[1])
             except CoordinatorError as exc:
-                log.warning("event=step_down_release_failed coordinator=etcd reason=%s", exc)
+                log.warning("step_down_release_failed", coordinator="etcd", reason=str(exc))
 
     async def depose(self, *, node_id: str) -> None:
         holder = await self._read()
         if holder is None or holder.node != node_id:
             return
         log.info(
-            "event=depose coordinator=etcd region=%s node=%s epoch=%d lease=%x",
-            self.region,
-            node_id,
-            holder.create_revision,
-            holder.lease,
+            "depose",
+            coordinator="etcd",
+            region=self.region,
+            deposed=node_id,
+            deposed_epoch=holder.create_revision,
+            lease=f"{holder.lease:x}",
         )
         if holder.lease:
             await self._revoke(holder.lease)
@@ -267,7 +266,7 @@ class EtcdCoordinator:
         self._lease = lease
         self._lease_deadline = sent + ttl
         self._lease_lost = False
-        log.debug("event=lease_granted lease=%x ttl_s=%d", lease, ttl)
+        log.debug("lease_granted", lease=f"{lease:x}", ttl_s=ttl)
 
     async def _ensure_lease(self) -> int:
         if self._session is None:
@@ -289,14 +288,15 @@ class EtcdCoordinator:
             node, epoch, _ = self._leading
             self._leading = None
             log.warning(
-                "event=leadership_lost coordinator=etcd region=%s node=%s epoch=%d reason=%s",
-                self.region,
-                node,
-                epoch,
-                reason,
+                "leadership_lost",
+                coordinator="etcd",
+                region=self.region,
+                node=node,
+                held_epoch=epoch,
+                reason=reason,
             )
         else:
-            log.info("event=lease_lost lease=%x reason=%s", lease, reason)
+            log.info("lease_lost", lease=f"{lease:x}", reason=reason)
 
     async def _keepalive_loop(self) -> None:
         loop = asyncio.get_running_loop()
@@ -311,13 +311,13 @@ class EtcdCoordinator:
             except CoordinatorError as exc:
                 if not self._keepalive_failing:
                     self._keepalive_failing = True
-                    log.warning("event=keepalive_failing lease=%x reason=%s", lease, exc)
+                    log.warning("keepalive_failing", lease=f"{lease:x}", reason=str(exc))
                 if loop.time() >= self._lease_deadline:
                     self._mark_lost(lease, "keepalive_failed")
                 continue
             if self._keepalive_failing:
                 self._keepalive_failing = False
-                log.info("event=keepalive_recovered lease=%x", lease)
+                log.info("keepalive_recovered", lease=f"{lease:x}")
             result = body.get("result")
             try:
                 ttl = gateway_int(result.get("TTL")) if isinstance(result, dict) else 0

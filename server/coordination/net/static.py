@@ -19,7 +19,6 @@ while it campaigned simply follows it again.
 
 from __future__ import annotations
 
-import logging
 import math
 import ssl
 from collections.abc import Iterable, Sequence
@@ -31,11 +30,12 @@ import aiohttp
 from server.coordination.base import CoordinatorError, LeaderInfo, RegionTaken
 from server.coordination.epochs import EpochStore
 from server.coordination.net.peers import ask_peers
+from server.logs import EventLogger
 from server.replication.roles import Role
 
 __all__ = ["PeerHealth", "PeerPoll", "StaticCoordinator", "decide_campaign", "parse_health"]
 
-log = logging.getLogger("arena.coordination")
+log = EventLogger("arena.coordination")
 
 #: Roles a node reports in ``/health`` (a starting one answers 503 until it is ready).
 ROLES = frozenset(role.value for role in Role)
@@ -186,15 +186,15 @@ class StaticCoordinator:
             peers=peers,
         )
         log.info(
-            "event=campaign coordinator=static node=%s replicated_tick=%d known_epoch=%d "
-            "peers_answered=%d/%d won=%s epoch=%s",
-            node_id,
-            replicated_tick,
-            known_epoch,
-            len(peers),
-            len(self.peers),
-            epoch is not None,
-            epoch if epoch is not None else "-",
+            "campaign",
+            coordinator="static",
+            node=node_id,
+            replicated_tick=replicated_tick,
+            known_epoch=known_epoch,
+            peers_answered=len(peers),
+            peers=len(self.peers),
+            won=epoch is not None,
+            won_epoch=epoch if epoch is not None else "-",
         )
         if epoch is not None:
             self.epochs.save(epoch)
@@ -247,9 +247,7 @@ class StaticCoordinator:
             # Bound but not answering: starting (launchers bind first), or paused. A paused
             # primary's lease has run out, and it steps down on meeting our higher epoch.
             log.warning(
-                "event=claim_with_silent_peer coordinator=static node=%s peer=%s",
-                node_id,
-                poll.silent[0],
+                "claim_with_silent_peer", coordinator="static", node=node_id, peer=poll.silent[0]
             )
         epoch = max([self.epochs.load(), known_epoch, *(p.epoch for p in others)]) + 1
         self.epochs.save(epoch)
@@ -272,7 +270,7 @@ class StaticCoordinator:
                 found = parse_health(url, body)
             except ValueError as exc:
                 silent.append(url)
-                log.debug("event=peer_unanswered peer=%s reason=%s", url, exc)
+                log.debug("peer_unanswered", peer=url, reason=str(exc))
                 continue
             if found.node != self.node_id:
                 answered.append(found)

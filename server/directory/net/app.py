@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -25,11 +24,12 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from server.directory.auth import SIGNATURE_HEADER
 from server.directory.service import Answer, Directory, DirectoryConfig
+from server.logs import EventLogger
 from shared.directory import ErrorAnswer
 
 __all__ = ["DIRECTORY", "create_app"]
 
-log = logging.getLogger("arena.directory")
+log = EventLogger("arena.directory")
 
 _MAX_BODY_BYTES = 64 * 1024
 _RETRY_AFTER_S = 1
@@ -107,10 +107,10 @@ async def _sweeper(app: web.Application) -> AsyncIterator[None]:
     task = asyncio.create_task(sweep_forever(), name="directory-sweeper")
     c = directory.config
     log.info(
-        "event=directory_started heartbeat_timeout_s=%g reservation_ttl_s=%g overflow_slack_ms=%g",
-        c.heartbeat_timeout,
-        c.reservation_ttl,
-        c.overflow_slack_ms,
+        "directory_started",
+        heartbeat_timeout_s=c.heartbeat_timeout,
+        reservation_ttl_s=c.reservation_ttl,
+        overflow_slack_ms=c.overflow_slack_ms,
     )
     yield
     task.cancel()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import os
 import re
 import signal
@@ -15,7 +14,7 @@ from aiohttp import web
 from server.directory.auth import DEV_SECRET
 from server.directory.net.app import create_app
 from server.directory.service import DirectoryConfig
-from server.logs import configure_logging
+from server.logs import LOG_FORMATS, EventLogger, announce, configure_logging, set_context
 from server.signing import SECRET_ENV
 from shared.commandline import OneLineParser
 from shared.lifetime import exit_with_parent_if_asked
@@ -75,6 +74,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error"]
     )
+    parser.add_argument(
+        "--log-format",
+        default="logfmt",
+        choices=LOG_FORMATS,
+        help="stderr log lines (and the listening/stopping lines on stdout) as logfmt "
+        "key=value pairs or as JSON objects, one a line",
+    )
     return parser
 
 
@@ -109,14 +115,15 @@ async def _serve(config: DirectoryConfig, host: str, port: int) -> None:
         await site.start()
         bound = runner.addresses[0][1] if runner.addresses else port
         shown = f"[{host}]" if ":" in host else host
-        print(
-            f"event=listening url=http://{shown}:{bound} heartbeat_timeout_s="
-            f"{config.heartbeat_timeout:g} reservation_ttl_s={config.reservation_ttl:g} "
-            f"overflow_slack_ms={config.overflow_slack_ms:g}",
-            flush=True,
+        announce(
+            "listening",
+            url=f"http://{shown}:{bound}",
+            heartbeat_timeout_s=config.heartbeat_timeout,
+            reservation_ttl_s=config.reservation_ttl,
+            overflow_slack_ms=config.overflow_slack_ms,
         )
         await stop.wait()
-        print("event=stopping", flush=True)
+        announce("stopping")
     finally:
         await runner.cleanup()
 
@@ -138,11 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return 2
-    configure_logging(args.log_level)
+    configure_logging(args.log_level, args.log_format)
+    set_context(lambda: {"role": "directory"})  # (a line about a node names the node's)
     if development:
-        logging.getLogger("arena.directory").warning(
-            "event=insecure_dev_secret message=%r",
-            f"{args.secret_env} unset; using the published development secret",
+        EventLogger("arena.directory").warning(
+            "insecure_dev_secret",
+            message=f"{args.secret_env} unset; using the published development secret",
         )
     try:
         asyncio.run(_serve(config, args.host, args.port))

@@ -17,15 +17,14 @@ steps down before it can publish anything.
 from __future__ import annotations
 
 import contextlib
-import logging
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import aiohttp
 
-from server.logs import Throttle
+from server.logs import EventLogger, Throttle
 from server.replication import messages, state
 from server.replication.auth import sign_hello
 from server.replication.detector import SilenceDetector
@@ -33,7 +32,7 @@ from server.sim.matchset import MatchSet
 
 __all__ = ["FollowOutcome", "Follower"]
 
-log = logging.getLogger("arena.replication")
+log = EventLogger("arena.replication")
 
 #: Closing a link to a dead primary must not wait for the closing handshake it never sends.
 LINK_TIMEOUT = aiohttp.ClientWSTimeout(ws_receive=None, ws_close=0.5)
@@ -55,7 +54,7 @@ class Follower:
         secret: bytes,
         silence_timeout: float,
         clock: Callable[[], float],
-        log_context: Callable[[], str],
+        log_fields: Callable[[], Mapping[str, object]],
         *,
         tls: ssl.SSLContext | bool = True,
     ) -> None:
@@ -66,7 +65,7 @@ class Follower:
         #: How long a silence must last (never less than ``silence_timeout``, our promise).
         self.detector = SilenceDetector(silence_timeout)
         self.clock = clock
-        self.log_context = log_context
+        self.log_fields = log_fields
         #: How an ``https://`` primary's certificate is checked (True: the system's CAs).
         self.tls = tls
         self.primary_id = ""
@@ -92,19 +91,15 @@ class Follower:
             return
         if reason == "unauthenticated":
             log.warning(
-                'event=replication_refused reason=unauthenticated repeats=%d hint="the primary '
-                "does not share this node's cluster secret: give every node of the region the "
-                'same ARENA_CLUSTER_SECRET" %s',
-                held,
-                self.log_context(),
+                "replication_refused",
+                reason="unauthenticated",
+                repeats=held,
+                hint="the primary does not share this node's cluster secret: give every node "
+                "of the region the same ARENA_CLUSTER_SECRET",
+                **self.log_fields(),
             )
         else:
-            log.info(
-                "event=replication_refused reason=%s repeats=%d %s",
-                reason,
-                held,
-                self.log_context(),
-            )
+            log.info("replication_refused", reason=reason, repeats=held, **self.log_fields())
 
     async def follow(self, primary_url: str) -> FollowOutcome:
         """Follow ``primary_url`` (``http(s)://host:port``) until it is gone or refuses us.
@@ -124,10 +119,10 @@ class Follower:
             )
         except (aiohttp.ClientError, OSError, TimeoutError) as error:
             log.info(
-                "event=replication_connect_failed url=%s error=%s %s",
-                url,
-                type(error).__name__,
-                self.log_context(),
+                "replication_connect_failed",
+                url=url,
+                error=type(error).__name__,
+                **self.log_fields(),
             )
             return FollowOutcome("refused", time.time(), self.primary_id, self.matches.epoch)
         self._ws = ws
@@ -150,7 +145,7 @@ class Follower:
             try:
                 record = messages.decode(message.data)
             except messages.MessageError as error:
-                log.warning("event=replication_garbage error=%s %s", error, self.log_context())
+                log.warning("replication_garbage", error=str(error), **self.log_fields())
                 continue
             if isinstance(record, messages.Challenge):
                 if not answered:
@@ -182,7 +177,7 @@ class Follower:
                 # were skipped between (a stall, a resume from a checkpoint).
                 if record.tick > self.matches.tick_number and not self._resyncing:
                     self.eligible = True
-                    log.info("event=in_sync tick=%d %s", record.tick, self.log_context())
+                    log.info("in_sync", tick=record.tick, **self.log_fields())
                 continue
             if isinstance(record, messages.OutOfSync):
                 self._lose_eligibility("out_of_sync")
@@ -202,7 +197,7 @@ class Follower:
                 state.apply(self.matches, record)
             except (state.ReplicationGap, state.HashMismatch) as problem:
                 self.resyncs += 1
-                log.warning("event=replication_resync reason=%s %s", problem, self.log_context())
+                log.warning("replication_resync", reason=problem, **self.log_fields())
                 self._lose_eligibility("gap")
                 await self._ask_full_state(ws)
                 continue
@@ -237,7 +232,7 @@ class Follower:
 
     def _lose_eligibility(self, why: str) -> None:
         if self.eligible:
-            log.info("event=not_eligible reason=%s %s", why, self.log_context())
+            log.info("not_eligible", reason=why, **self.log_fields())
         self.eligible = False
 
     async def _ask_full_state(self, ws: aiohttp.ClientWebSocketResponse) -> None:
@@ -255,7 +250,7 @@ class Follower:
             async for message in ws:
                 if message.type is aiohttp.WSMsgType.BINARY:
                     await ws.send_bytes(messages.encode(messages.Fenced(epoch)))
-                    log.info("event=fenced_old_primary epoch=%d %s", epoch, self.log_context())
+                    log.info("fenced_old_primary", fence_epoch=epoch, **self.log_fields())
                     spoke = True
                     break
         await ws.close()

@@ -12,12 +12,11 @@ the standby and hands the link to the hub, which streams it every tick.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable
 
 from aiohttp import WSCloseCode, WSMsgType, web
 
-from server.logs import Throttle
+from server.logs import EventLogger, Throttle
 from server.net.state import NodeState
 from server.replication import messages, state
 from server.replication.auth import new_nonce, verify_hello
@@ -26,7 +25,7 @@ from server.replication.roles import Role
 
 __all__ = ["HELLO_TIMEOUT_S", "StandbyDoor"]
 
-log = logging.getLogger("arena.replication")
+log = EventLogger("arena.replication")
 
 HELLO_TIMEOUT_S = 5.0
 
@@ -58,10 +57,11 @@ class StandbyDoor:
             held = self._refusals.allow("unauthenticated")
             if held is not None:
                 log.warning(
-                    'event=peer_refused reason=unauthenticated repeats=%d hint="a peer does not '
-                    "share this node's cluster secret (ARENA_CLUSTER_SECRET)\" %s",
-                    held,
-                    node.log_context,
+                    "peer_refused",
+                    reason="unauthenticated",
+                    repeats=held,
+                    hint="a peer does not share this node's cluster secret (ARENA_CLUSTER_SECRET)",
+                    **node.log_fields,
                 )
             await ws.send_bytes(messages.encode(messages.Refused("unauthenticated")))
             await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"unauthenticated")

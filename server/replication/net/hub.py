@@ -17,20 +17,20 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
 from aiohttp import WSMsgType, web
 
+from server.logs import EventLogger
 from server.net.metrics import NodeMetrics
 from server.replication import messages
 from server.replication.commit import CommitSet, Decision, Verdict
 
 __all__ = ["OUTBOX_BYTES", "ReplicationHub", "StandbyLink"]
 
-log = logging.getLogger("arena.replication")
+log = EventLogger("arena.replication")
 
 #: Records queued for one standby before they are dropped (about 400 ticks at 300 players).
 OUTBOX_BYTES = 16 << 20
@@ -82,12 +82,12 @@ class ReplicationHub:
         self,
         commit: CommitSet,
         metrics: NodeMetrics,
-        log_context: str,
+        log_fields: Mapping[str, object],
         clock: Callable[[], float],
     ) -> None:
         self.commit = commit
         self.metrics = metrics
-        self.log_context = log_context
+        self.log_fields = log_fields
         self.clock = clock
         self.links: dict[str, StandbyLink] = {}
         self.fenced_epoch: int | None = None
@@ -115,7 +115,7 @@ class ReplicationHub:
             previous.abort()
         self.links[link.node] = link
         self.commit.join(link.node, promise)
-        log.info("event=standby_connected standby=%s %s", link.node, self.log_context)
+        log.info("standby_connected", standby=link.node, **self.log_fields)
         writer = asyncio.create_task(self._write(link), name=f"replicate-to-{link.node}")
         try:
             link.post(full_state())
@@ -127,7 +127,7 @@ class ReplicationHub:
             if self.links.get(link.node) is link:
                 del self.links[link.node]
                 self.commit.leave(link.node)
-            log.info("event=standby_disconnected standby=%s %s", link.node, self.log_context)
+            log.info("standby_disconnected", standby=link.node, **self.log_fields)
             self._progress.set()
 
     async def _write(self, link: StandbyLink) -> None:
@@ -135,10 +135,10 @@ class ReplicationHub:
             await link.write()
         except (ConnectionError, RuntimeError) as error:  # the link closed under us
             log.info(
-                "event=standby_link_failed standby=%s error=%s %s",
-                link.node,
-                type(error).__name__,
-                self.log_context,
+                "standby_link_failed",
+                standby=link.node,
+                error=type(error).__name__,
+                **self.log_fields,
             )
             link.abort()
 
@@ -154,7 +154,7 @@ class ReplicationHub:
                 self.commit.acked(link.node, reply.tick)
             elif isinstance(reply, messages.Resync):
                 self.commit.resynced(link.node)
-                log.info("event=standby_resync standby=%s %s", link.node, self.log_context)
+                log.info("standby_resync", standby=link.node, **self.log_fields)
                 link.drop_records()
                 link.post(full_state())
             elif isinstance(reply, messages.Fenced):
@@ -167,7 +167,7 @@ class ReplicationHub:
         tick may be shown."""
         for node in self.commit.admissions(tick):
             self.links[node].post(messages.encode(messages.InSync(tick)))
-            log.info("event=standby_in_sync standby=%s tick=%d %s", node, tick, self.log_context)
+            log.info("standby_in_sync", standby=node, tick=tick, **self.log_fields)
         for link in self.links.values():
             link.post(record, record=True)
             self.metrics.replication_bytes.inc(len(record))
@@ -192,12 +192,12 @@ class ReplicationHub:
         member = self.commit.members[node]
         self.metrics.standby_out_of_sync.inc()
         log.warning(
-            "event=standby_out_of_sync standby=%s tick=%d acked=%d "
-            'decision="waiting until it answers or its link ends" %s',
-            node,
-            tick,
-            member.acked_tick,
-            self.log_context,
+            "standby_out_of_sync",
+            standby=node,
+            tick=tick,
+            acked=member.acked_tick,
+            decision="waiting until it answers or its link ends",
+            **self.log_fields,
         )
         link = self.links.get(node)
         if link is not None:

@@ -17,7 +17,7 @@ from tests.server.replication.test_checkpoint import new_matches, played
 
 
 def writer_in(folder: Path) -> CheckpointWriter:
-    return CheckpointWriter(str(folder), "eu-west", 1.0, NodeMetrics(), "test")
+    return CheckpointWriter(str(folder), "eu-west", 1.0, NodeMetrics(), {"node": "test"})
 
 
 def taken(tick: int, epoch: int = 1) -> Checkpoint:
@@ -41,7 +41,7 @@ async def test_checkpoints_are_renamed_into_place_and_only_the_newest_kept(
     assert names == sorted(file_name("eu-west", 1, t) for t in range(3, KEEP + 3))
     assert writer.last == (1, KEEP + 2, float(KEEP + 2))
     fingerprint = records.config_fingerprint(new_matches())
-    newest = newest_checkpoint(str(tmp_path / "ckpt"), "eu-west", fingerprint, "test")
+    newest = newest_checkpoint(str(tmp_path / "ckpt"), "eu-west", fingerprint, {"node": "test"})
     assert newest is not None and newest.tick == KEEP + 2
 
 
@@ -54,10 +54,11 @@ async def test_a_damaged_newest_checkpoint_falls_back_to_the_one_before(
         await writer.close()
     (tmp_path / file_name("eu-west", 1, 9)).write_bytes(b"torn")
     fingerprint = records.config_fingerprint(new_matches())
-    newest = newest_checkpoint(str(tmp_path), "eu-west", fingerprint, "test")
+    newest = newest_checkpoint(str(tmp_path), "eu-west", fingerprint, {"node": "test"})
     assert newest is not None and newest.tick == 4
     assert "event=checkpoint_skipped" in caplog.text
-    assert newest_checkpoint(str(tmp_path / "none"), "eu-west", fingerprint, "test") is None
+    nowhere = str(tmp_path / "none")
+    assert newest_checkpoint(nowhere, "eu-west", fingerprint, {"node": "test"}) is None
 
 
 async def test_one_write_at_a_time_a_slow_disk_skips_checkpoints(

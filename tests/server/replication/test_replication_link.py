@@ -29,6 +29,7 @@ from server.net.node import Node, NodeConfig
 from server.replication import messages, state
 from server.replication.auth import sign_hello
 from server.replication.net.follower import Follower
+from server.replication.roles import Role
 from server.sim.matchset import MatchSet
 from server.tokens import issue_token, verify_token
 from shared import protocol
@@ -424,7 +425,7 @@ async def test_a_hello_with_a_wrong_secret_is_refused(caplog: pytest.LogCaptureF
 
         # A follower asked directly never gets past the hello: it installs nothing.
         matches = MatchSet(primary.node.matches.config, 1, primary.node.validator)
-        follower = Follower(matches, "probe", OTHER_SECRET, 1.0, time.perf_counter, lambda: "")
+        follower = Follower(matches, "probe", OTHER_SECRET, 1.0, time.perf_counter, dict)
         try:
             async with asyncio.timeout(WAIT_S):
                 outcome = await follower.follow(primary.url)
@@ -441,7 +442,7 @@ async def test_a_follower_with_a_wrong_secret_reports_that_it_was_refused() -> N
     async with cluster() as (nodes, _session):
         primary = await nodes.start(bind(), node_id="alpha", role="primary")
         follower = Follower(
-            primary.node.matches, "probe", OTHER_SECRET, 1.0, time.perf_counter, lambda: ""
+            primary.node.matches, "probe", OTHER_SECRET, 1.0, time.perf_counter, dict
         )
         try:
             async with asyncio.timeout(WAIT_S):
@@ -678,6 +679,13 @@ async def test_a_fenced_primary_steps_down_and_publishes_nothing_more() -> None:
             await fake.close()
 
 
+def gauged_role(running: RunningNode) -> tuple[list[str], float | None]:
+    """The roles ``arena_node_role`` says 1 for, and ``arena_node_epoch``."""
+    get = running.node.metrics.registry.get_sample_value
+    roles = [r.value for r in Role if get("arena_node_role", {"region": REGION, "role": r.value})]
+    return roles, get("arena_node_epoch", {"region": REGION})
+
+
 async def resume_after(kill: str) -> tuple[protocol.WelcomeMessage, Any, dict[str, Any], Any]:
     """A player joins the primary and sends inputs; the primary is killed (``crash``) or
     stopped (``stop``); somebody tries the seat with a forged token, then the player comes
@@ -697,6 +705,8 @@ async def resume_after(kill: str) -> tuple[protocol.WelcomeMessage, Any, dict[st
                 # A loaded machine may have made beta late once since: it must be in sync now,
                 # or it rightly may not take over.
                 await until_live(session, primary.url, "beta")
+                assert gauged_role(standby) == (["standby"], welcome.epoch)
+                assert gauged_role(primary) == (["primary"], welcome.epoch)
 
                 await getattr(primary, kill)()
 
@@ -706,6 +716,7 @@ async def resume_after(kill: str) -> tuple[protocol.WelcomeMessage, Any, dict[st
                     return found if done else None
 
                 after = await until(promoted, "the standby promotes itself")
+                assert gauged_role(standby) == (["primary"], after["epoch"])
             forged = forge(welcome, secret=OTHER_SECRET)
             refusal = await forger.join(standby.url, "ada", forged)
             back = await resumed.join(standby.url, "ada", welcome.token)

@@ -1,0 +1,1 @@
+"""The live view's edge: the page and its feed (aiohttp)."""
