@@ -13,6 +13,7 @@ region, node, role and epoch).
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import math
@@ -27,6 +28,7 @@ __all__ = [
     "EventLogger",
     "LogFormat",
     "Throttle",
+    "add_log_arguments",
     "announce",
     "configure_logging",
     "logfmt",
@@ -167,6 +169,20 @@ class _Setup:
 
 
 _setup = _Setup()
+
+
+def add_log_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--log-level`` and ``--log-format``, the same on every command that logs."""
+    parser.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+    )
+    parser.add_argument(
+        "--log-format",
+        default="logfmt",
+        choices=LOG_FORMATS,
+        help="stderr log lines (and the listening/stopping lines on stdout) as logfmt "
+        "key=value pairs or as JSON objects, one a line",
+    )
 
 
 def configure_logging(level: str = "info", fmt: LogFormat = "logfmt") -> None:

@@ -20,7 +20,13 @@ from server.coordination.base import (
     CoordinatorUnavailable,
     parse_coordinator_spec,
 )
-from server.logs import LOG_FORMATS, EventLogger, announce, configure_logging, set_context
+from server.logs import (
+    EventLogger,
+    add_log_arguments,
+    announce,
+    configure_logging,
+    set_context,
+)
 from server.net import tls
 from server.net.app import NODE, NODE_TASK, NodeConfig, create_app
 from server.net.warmup import WarmUpError, warm_up_kernels
@@ -283,16 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a PEM CA (or self-signed certificate) this node's connections to its peers "
         "trust besides the system's: a standby's link to an https:// primary, say",
     )
-    parser.add_argument(
-        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
-    )
-    parser.add_argument(
-        "--log-format",
-        default="logfmt",
-        choices=LOG_FORMATS,
-        help="stderr log lines (and the listening/stopping lines on stdout) as logfmt "
-        "key=value pairs or as JSON objects, one a line",
-    )
+    add_log_arguments(parser)
     parser.add_argument(
         "--warm-cache",
         action="store_true",

@@ -14,7 +14,13 @@ from aiohttp import web
 from server.directory.auth import DEV_SECRET
 from server.directory.net.app import create_app
 from server.directory.service import DirectoryConfig
-from server.logs import LOG_FORMATS, EventLogger, announce, configure_logging, set_context
+from server.logs import (
+    EventLogger,
+    add_log_arguments,
+    announce,
+    configure_logging,
+    set_context,
+)
 from server.signing import SECRET_ENV
 from shared.commandline import OneLineParser
 from shared.lifetime import exit_with_parent_if_asked
@@ -71,16 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="when the secret variable is unset, use the fixed, published development secret "
         "(server.directory.DEV_SECRET); never in production",
     )
-    parser.add_argument(
-        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
-    )
-    parser.add_argument(
-        "--log-format",
-        default="logfmt",
-        choices=LOG_FORMATS,
-        help="stderr log lines (and the listening/stopping lines on stdout) as logfmt "
-        "key=value pairs or as JSON objects, one a line",
-    )
+    add_log_arguments(parser)
     return parser
 
 
