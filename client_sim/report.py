@@ -375,6 +375,7 @@ def build_report(
         },
         "ticks": {
             "rate_hz": after.get("tick_rate"),
+            "snapshot_rate_hz": after.get("snapshot_rate"),
             "served": served,
             **tick_percentiles(server, after),
             "histogram": server.get("histogram"),
@@ -470,7 +471,8 @@ def format_summary(report: dict[str, Any]) -> str:
         f"bot process {show(proc['tick_hz'])} ticks/s of {show(proc['target_hz'])} "
         f"({show(None if ratio is None else f'{ratio:.0%}')}), CPU "
         f"{show(proc['cpu_cores'], ' core(s)')}",
-        f"server      {show(t['served'])} ticks at {show(t['rate_hz'])} Hz, tick p50 "
+        f"server      {show(t['served'])} ticks at {show(t['rate_hz'])} Hz (snapshots "
+        f"{show(t.get('snapshot_rate_hz'))} Hz), tick p50 "
         f"{show(t['p50_ms'], ' ms')}, p90 {show(t['p90_ms'], ' ms')}, p95 "
         f"{show(t['p95_ms'], ' ms')}, p99 {show(t['p99_ms'], ' ms')}, "
         f"overruns {show(t['overruns'])}, skipped {show(t['skipped'])}",

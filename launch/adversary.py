@@ -338,12 +338,13 @@ async def rewind_abuse(url: str, seconds: float = 4.0) -> dict[str, Any]:
     judged: the rewind it granted, ``arrival - view_time`` (arrival estimated as the send
     time plus half this client's RTT), against the bound ``max(rtt, rtt/2 + interp) +
     slack``, with the node's RTT of this link (the shot event's ``shooter_rtt``, or ours
-    if larger), the granted interpolation and slack of one tick plus the RTT spread plus
-    :data:`MEASURE_SLACK_S`."""
+    if larger), the granted interpolation and slack of one snapshot interval plus the RTT
+    spread plus :data:`MEASURE_SLACK_S`."""
     fired: dict[tuple[int, int], tuple[str, float]] = {}  # (seat, seq) -> (lie, sent at)
     judged: list[dict[str, Any]] = []
     seat = [0]
     granted = [math.nan]
+    snapshot_rate = [DEFAULT_TICK_RATE]
     lies = list(LIES)
 
     def on_seat(wire: Wire) -> None:
@@ -351,6 +352,7 @@ async def rewind_abuse(url: str, seconds: float = 4.0) -> dict[str, Any]:
         number = seat[0]
         if wire.welcome is not None:
             granted[0] = wire.welcome.interp_delay
+            snapshot_rate[0] = wire.welcome.snapshot_rate
 
         def seen(snapshot: protocol.SnapshotMessage) -> None:
             for event in snapshot.events:
@@ -394,7 +396,7 @@ async def rewind_abuse(url: str, seconds: float = 4.0) -> dict[str, Any]:
         rtts = sorted(shot["rtts"]) or [0.0]
         rtt = max(shot["server_rtt"], float(np.percentile(rtts, 50)))
         spread = float(np.percentile(rtts, 95) - np.percentile(rtts, 10))
-        slack = 1.0 / DEFAULT_TICK_RATE + spread + MEASURE_SLACK_S
+        slack = 1.0 / snapshot_rate[0] + spread + MEASURE_SLACK_S
         bound = max(rtt, rtt / 2 + granted[0]) + slack
         rewind = shot["sent_at"] + float(np.percentile(rtts, 50)) / 2 - shot["view_time"]
         rewinds.append(rewind)

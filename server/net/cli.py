@@ -73,6 +73,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--tick-rate", type=int, default=60, help="simulation ticks per second (20-128)"
     )
     parser.add_argument(
+        "--snapshot-rate",
+        type=int,
+        default=None,
+        metavar="HZ",
+        help="snapshots a second sent to each player, a divisor of the tick rate (e.g. 60, "
+        "30, 20 at 60 Hz; default: 30 where it divides the tick rate, else the tick rate); "
+        "every tick is still simulated, judged and replicated, and a snapshot carries the "
+        "events of the ticks since the last one",
+    )
+    parser.add_argument(
         "--max-players", type=int, default=300, help="seats in the match; joins beyond are refused"
     )
     parser.add_argument(
@@ -384,6 +394,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         region=args.region,
         node_id=args.node_id,
         tick_rate=args.tick_rate,
+        snapshot_rate=args.snapshot_rate,
         max_players=args.max_players,
         matches=args.matches,
         history_seconds=args.history_seconds,

@@ -118,6 +118,7 @@ class Node(NodeState):
             "tick": matches.tick_number,
             "replicated_tick": matches.tick_number,
             "tick_rate": c.tick_rate,
+            "snapshot_rate": c.tick_rate // c.snapshot_interval,
             "players": matches.player_count,
             "max_players": matches.capacity,
             "matches": [

@@ -151,6 +151,7 @@ class Sessions:
             v=protocol.PROTOCOL_VERSION,
             player_id=seat.slot,
             tick_rate=node.config.tick_rate,
+            snapshot_rate=node.config.tick_rate // node.config.snapshot_interval,
             tick=node.matches.tick_number,
             server_time=node.server_time(),
             token=self._new_token(index, seat, connection.token_issued_at),
@@ -433,6 +434,8 @@ class Sessions:
                 return sent, len(seated) - sent
             sent += 1
             result = results[index]
+            if not result.body:
+                continue  # not a snapshot tick (every match of a node shares the cadence)
             head = matches[index].snapshot_head(result, slot)
             if head is None:
                 continue  # seated after this tick was computed: the next one is its first

@@ -52,6 +52,7 @@ class NodeState:
             MatchConfig(
                 arena=config.arena,
                 tick_rate=config.tick_rate,
+                snapshot_interval=config.snapshot_interval,
                 max_players=config.max_players,
                 history_seconds=config.history_seconds,
                 lag_compensation=config.lag_compensation,

@@ -8,7 +8,9 @@ players once the commit set holds it and only while the lease those acknowledgem
 granted lasts (synchronous replication, :mod:`server.replication.commit`), or, with no
 standby in sync, while the coordinator says this node still leads; with the round-trip
 probes that are due, a journal line and, when one is due, a checkpoint; then the tick's
-cost is counted. A tick that is not shown is counted by reason, never silently.
+cost is counted. A tick that is not shown is counted by reason, never silently. With
+``--snapshot-rate`` below the tick rate only every n-th tick is a snapshot tick (its
+snapshot carries the events of the ticks between); every tick is replicated all the same.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from server.replication import messages
 from server.replication import state as records
 from server.replication.checkpoint import Checkpoint
 from server.replication.commit import Verdict
+from server.sim.match import TickResult
 
 __all__ = ["Ticker"]
 
@@ -75,18 +78,9 @@ class Ticker:
             self._unpublished(tick, Verdict.LEASE_EXPIRED.value)
         elif not node.stepping_down.is_set():
             self._note_degraded(decision.deadline is None and wait)
-            until = math.inf if decision.deadline is None else decision.deadline
-            sent, withheld = self.sessions.publish(results, until)
-            if withheld:  # frozen mid-tick: the lease ran out between two players
-                self._unpublished(tick, Verdict.LEASE_EXPIRED.value)
+            if results and results[0].body:  # a snapshot tick (--snapshot-rate)
+                self._show(tick, results, decision.deadline, decision.synced)
             self.sessions.probe(tick / node.config.tick_rate)
-            if sent or not withheld:
-                node.journal.published(
-                    node.matches.epoch, tick, [r.state_hash for r in results], decision.synced
-                )
-                self._checkpoint()
-            if "first_tick_at" not in node.failover and "promoted_at" in node.failover:
-                node.failover["first_tick_at"] = time.time()
         duration = node.clock() - began
         node.metrics.flush()
         node.stats.record(duration)
@@ -104,6 +98,24 @@ class Ticker:
                     repeats=held,
                     **node.log_fields,
                 )
+
+    def _show(
+        self, tick: int, results: list[TickResult], deadline: float | None, synced: bool
+    ) -> None:
+        """Send the tick's snapshot to every player while the lease lasts; note it in the
+        journal and checkpoint it once shown."""
+        node = self.node
+        until = math.inf if deadline is None else deadline
+        sent, withheld = self.sessions.publish(results, until)
+        if withheld:  # frozen mid-tick: the lease ran out between two players
+            self._unpublished(tick, Verdict.LEASE_EXPIRED.value)
+        if sent or not withheld:
+            node.journal.published(
+                node.matches.epoch, tick, [r.state_hash for r in results], synced
+            )
+            self._checkpoint()
+        if "first_tick_at" not in node.failover and "promoted_at" in node.failover:
+            node.failover["first_tick_at"] = time.time()
 
     def _checkpoint(self) -> None:
         """Checkpoint the tick just shown, when one is due (a copy: written off the loop)."""

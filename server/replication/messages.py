@@ -68,9 +68,10 @@ class ConfigFingerprint:
     max_players: int
     history_ticks: int
     map: str
+    snapshot_interval: int = 1  # ticks between snapshots: a promoted standby keeps the cadence
 
     def __post_init__(self) -> None:
-        for name in ("matches", "tick_rate", "max_players", "history_ticks"):
+        for name in ("matches", "tick_rate", "max_players", "history_ticks", "snapshot_interval"):
             _int(f"fingerprint {name}", getattr(self, name), 1)
         _text("fingerprint map", self.map)
 

@@ -20,7 +20,7 @@ from server.replication.messages import ConfigFingerprint, FullState, MatchState
 from server.sim.match import Match
 from server.sim.matchset import MatchSet
 from server.sim.replica import StateMismatch
-from shared.protocol import SnapshotEvent, encode_event
+from shared.protocol import SnapshotEvent, decode_event, encode_event
 
 __all__ = [
     "HashMismatch",
@@ -52,6 +52,7 @@ def config_fingerprint(matches: Match | MatchSet) -> ConfigFingerprint:
         max_players=config.max_players,
         history_ticks=config.history_ticks,
         map=config.arena.name,
+        snapshot_interval=config.snapshot_interval,
     )
 
 
@@ -141,6 +142,12 @@ def apply_match(match: Match, state: MatchState, epoch: int) -> None:
     )
     if world.state_hash() != state.hash:
         raise HashMismatch(f"state hash differs at tick {match.tick_number}")
+    # The events the primary's next snapshot carries, so that this node's first one after a
+    # promotion carries them too (cleared on a snapshot tick: the primary sent them).
+    if match.config.is_snapshot_tick(state.tick):
+        match.unsent_events = []
+    else:
+        match.unsent_events.extend(decode_event(event) for event in state.events)
 
 
 def install_match(match: Match, state: MatchState, epoch: int) -> None:
@@ -148,6 +155,7 @@ def install_match(match: Match, state: MatchState, epoch: int) -> None:
     if state.history is None:
         raise ValueError("install_match takes a full state")
     _restore(match, state, epoch)
+    match.unsent_events = []  # (those of the ticks before are not in a full state)
     try:
         match.history.import_state(state.history)
     except StateMismatch as error:

@@ -138,9 +138,13 @@ class Combat(ArrayState):
         rules: LagCompensation,
         respawn_delay: float = RESPAWN_DELAY_S,
         match_index: int = 0,
+        snapshot_interval: int = 1,
     ) -> None:
         self.world = world
         self.tick_rate = tick_rate
+        #: Seconds between two snapshots: how stale a client's newest snapshot may honestly
+        #: be, the view-time window's slack (``LagCompensation.window``).
+        self.snapshot_period = snapshot_interval / tick_rate
         self.rules = rules
         self.respawn_ticks = max(1, round(respawn_delay * tick_rate))
         self.match_index = match_index
@@ -220,7 +224,7 @@ class Combat(ArrayState):
         """Check this tick's shots (view time, dead shooter) and gather them with the
         projectiles in flight, for the kernels; clears the pending shots."""
         batch = ShotBatch(self, present)
-        period = 1.0 / self.tick_rate
+        period = self.snapshot_period
         for shot in self.pending:
             view_time, verdict = self.rules.view_time(
                 shot.claim, shot.arrival, shot.ack_time, shot.link, shot.interp_delay, period

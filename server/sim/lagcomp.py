@@ -15,7 +15,8 @@ claim an honest client could have made and clamps the others into that window:
   server's own measurement (:mod:`server.sim.rtt`, probes the client cannot answer early),
   so a client that lies about its acks gains nothing (and one that does not answer the
   probes is judged as having no latency at all). Both bounds give way by a ``slack`` of
-  one tick plus the spread the probes measured (a jittery or lossy link earns more).
+  one snapshot interval (a client's newest snapshot may be that much older than the tick)
+  plus the spread the probes measured (a jittery or lossy link earns more).
 * **Never beyond the cap.** Whatever the claim, a shot is judged no further back than
   ``max_rewind`` before its input arrived (the server stamps the arrival).
 
@@ -71,7 +72,7 @@ class LagCompensation:
         """``(earliest, latest)`` view time an honest client's input arriving at
         ``arrival`` could claim; ``ack_time``: its newest snapshot's time (None: it has
         none), ``link``: the server's measurement (None: no probe answered yet),
-        ``period``: one tick. A link faster than an old ack admits wins: the window is
+        ``period``: one snapshot interval. A link faster than an old ack admits wins: the window is
         never wider than the measured round trip allows."""
         measured = link if link is not None else UNMEASURED
         slack = period + measured.spread

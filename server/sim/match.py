@@ -66,6 +66,10 @@ class MatchConfig:
     arena: ArenaMap
     tick_rate: int = 60
     max_players: int = 300
+    #: Ticks from one snapshot to the next (the tick rate over the snapshot rate): every
+    #: tick is simulated and replicated, one in this many is sent to the players, with
+    #: the events of the ticks between.
+    snapshot_interval: int = 1
     history_seconds: float = 1.0
     input_max_depth: int = 4
     #: Ticks a starved player's last input is repeated for (a guess, undone when its
@@ -74,6 +78,19 @@ class MatchConfig:
     input_max_guesses: int = 8
     movement: MovementParams = field(default_factory=MovementParams)
     lag_compensation: LagCompensation = field(default_factory=LagCompensation)
+
+    def __post_init__(self) -> None:
+        if type(self.snapshot_interval) is not int or not 1 <= self.snapshot_interval:
+            raise ValueError("the snapshot interval must be a whole number of ticks >= 1")
+
+    @property
+    def snapshot_rate(self) -> int:
+        return self.tick_rate // self.snapshot_interval
+
+    def is_snapshot_tick(self, tick: int) -> bool:
+        """Whether tick ``tick``'s snapshot goes to the players (on every node alike: the
+        cadence follows the tick number, so a promoted standby keeps it)."""
+        return tick % self.snapshot_interval == 0
 
     @property
     def history_ticks(self) -> int:
@@ -97,8 +114,10 @@ class PlayerSeat:
 class TickResult:
     tick: int
     server_time: float
-    body: bytes  # the shared part of snapshot T, encoded once
-    events: list[SnapshotEvent]
+    #: The shared part of snapshot T, encoded once; empty on a tick whose snapshot is not
+    #: sent (``MatchConfig.snapshot_interval``).
+    body: bytes
+    events: list[SnapshotEvent]  # this tick's own (what standbys are sent)
     #: Who was seated when the tick was computed: the players the body holds, and so the
     #: players this tick's snapshot goes to (see :meth:`Match.snapshot_head`).
     seats: dict[int, PlayerSeat]
@@ -124,7 +143,11 @@ class Match:
             "reference", box_min=config.arena.box_min, box_max=config.arena.box_max
         )
         self.combat = Combat(
-            self.world, config.tick_rate, config.lag_compensation, match_index=index
+            self.world,
+            config.tick_rate,
+            config.lag_compensation,
+            match_index=index,
+            snapshot_interval=config.snapshot_interval,
         )
         self.seats: dict[int, PlayerSeat] = {}
         self.tick_number = 0
@@ -135,6 +158,8 @@ class Match:
         )
         self.counters: collections.Counter[str] = collections.Counter()
         self._events: list[SnapshotEvent] = []
+        #: Events of the ticks since the last snapshot tick: the next snapshot carries them.
+        self.unsent_events: list[SnapshotEvent] = []
         self.joins = 0
         # Every seat's snapshot head, built once per published tick (snapshot_head).
         self._heads_of: TickResult | None = None
@@ -390,13 +415,20 @@ class Match:
         return self.combat.prepare(self.server_time)
 
     def finish(self, batch: ShotBatch) -> TickResult:
-        """Apply the judged shots and encode the snapshot everyone shares."""
+        """Apply the judged shots and, on a snapshot tick, encode the snapshot everyone
+        shares (with the events of the ticks since the last one)."""
         world = self.world
         server_time = self.server_time
         if not batch.empty or batch.events:
             self._events.extend(self.combat.conclude(batch, self.tick_number))
             self.history.mark_newest_alive(world.active & world.alive)
         events, self._events = self._events, []
+        if not self.config.is_snapshot_tick(self.tick_number):
+            self.unsent_events.extend(events)
+            return TickResult(
+                self.tick_number, server_time, b"", events, dict(self.seats), world.state_hash()
+            )
+        shown, self.unsent_events = self.unsent_events + events, []
         active = np.flatnonzero(world.active)
         entities = protocol.pack_entities(
             active,
@@ -413,7 +445,7 @@ class Match:
             server_time,
             self.epoch,
             entities,
-            events,
+            shown,
             protocol.state_digest(state_hash),
         )
         return TickResult(self.tick_number, server_time, body, events, dict(self.seats), state_hash)

@@ -187,10 +187,14 @@ class WelcomeMessage(Message):
     ack: int = -1
     match: int = 0
     interp_delay: float = 0.1
+    #: Snapshots a second this node sends (a divisor of the tick rate): a client sizes its
+    #: interpolation buffer by it.
+    snapshot_rate: int = 60
     FIELDS = {
         "v": integer(0, 65535),
         "player_id": integer(0, 65535),
         "tick_rate": integer(1, 1000),
+        "snapshot_rate": integer(1, 1000),
         "tick": integer(0, MAX_TICK),
         "server_time": number(0.0),
         "token": text(512),

@@ -1,0 +1,120 @@
+"""bench/peers: its verdicts and medians (pure), and a smoke run that starts the real
+servers and clients (naive and Arena; Colyseus only where node and its packages already
+are) and leaves nothing running."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.peers.run import COLYSEUS, FIGURES, medians, ratios, validity
+from tests.processes import start_session
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Two servers' windows at 20 players take ~20 s on an idle 2-core machine; Colyseus ~10 s.
+SMOKE_WITHIN_S = 60.0
+COLYSEUS_EXTRA_S = 30.0
+
+
+def window(**figures: Any) -> dict[str, Any]:
+    """A window's record as ``measure`` builds it, 20 players held at 60 Hz unless
+    ``figures`` says otherwise, with the verdict of the rule under test."""
+    run: dict[str, Any] = {
+        "server": "naive",
+        "players": 20,
+        "ticks": 300,
+        "seated_at_start": 20,
+        "seated_at_end": 20,
+        "connected_at_start": 20,
+        "connected_at_end": 20,
+        "client_reconnects": 0,
+        "client_ticks_per_s": 59.8,
+        **{figure: 1.0 for figure in FIGURES if figure != "client_ticks_per_s"},
+        **figures,
+    }
+    reasons = validity(run)
+    return {**run, "valid": not reasons, "invalid_reasons": reasons}
+
+
+def test_a_window_at_60_hz_with_every_player_held_is_valid() -> None:
+    assert window()["valid"] is True
+    assert window(client_ticks_per_s=57.0)["valid"] is True
+
+
+def test_slow_clients_or_lost_players_make_a_window_invalid() -> None:
+    assert window(client_ticks_per_s=41.0)["invalid_reasons"] == ["clients kept 41.0 Hz (< 57.0)"]
+    assert window(seated_at_end=18)["invalid_reasons"] == [
+        "server held 18 of 20 players at the window's end"
+    ]
+    assert window(client_reconnects=2)["invalid_reasons"] == ["2 client reconnects in the window"]
+    assert window(ticks=0)["invalid_reasons"] == ["the server ran no tick in the window"]
+
+
+def test_medians_leave_invalid_windows_out_and_say_why() -> None:
+    runs = [
+        window(server_cpu_us_per_player_tick=30.0),
+        window(server_cpu_us_per_player_tick=10.0),
+        window(server_cpu_us_per_player_tick=20.0),
+        window(server_cpu_us_per_player_tick=99.0, client_ticks_per_s=20.0),
+    ]
+    record = medians(runs)
+    assert record["server_cpu_us_per_player_tick"] == 20.0
+    assert record["valid_windows"] == 3
+    assert record["server_cpu_us_per_player_tick_runs"] == [30.0, 10.0, 20.0, 99.0]
+    assert record["invalid_reasons"] == ["clients kept 20.0 Hz (< 57.0)"]
+    assert medians([runs[-1]])["server_cpu_us_per_player_tick"] is None
+
+
+def test_ratios_are_arena_over_the_peer_and_empty_without_a_valid_median() -> None:
+    arena = medians([window(server_cpu_us_per_player_tick=20.0)])
+    peer = medians([window(server_cpu_us_per_player_tick=40.0)])
+    assert ratios(arena, peer)["server_cpu_us_per_player_tick"] == 0.5
+    none = medians([window(client_ticks_per_s=10.0)])
+    assert ratios(arena, none)["server_cpu_us_per_player_tick"] is None
+
+
+def colyseus_ready() -> bool:
+    """Node on PATH and the packages already installed: CI never installs npm packages."""
+    return shutil.which("node") is not None and (COLYSEUS / "node_modules").is_dir()
+
+
+@pytest.mark.integration
+def test_a_quick_run_reports_every_figure_of_each_server_and_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    servers = ["naive", "arena"] + (["colyseus"] if colyseus_ready() else [])
+    within = SMOKE_WITHIN_S + (COLYSEUS_EXTRA_S if "colyseus" in servers else 0.0)
+    out = tmp_path / "peers.json"
+    command = [sys.executable, str(ROOT / "bench/peers/run.py"), "--quick",
+               "--servers", ",".join(servers), "--json", str(out)]  # fmt: skip
+    with start_session(command) as bench:
+        try:
+            bench.process.wait(within)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"bench/peers --quick ran over {within:g} s:\n{bench.output[-2000:]}")
+        assert bench.process.returncode == 0, bench.output[-2000:]
+        deadline = time.monotonic() + 5.0
+        while bench.members() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not bench.members(), "bench/peers left processes running"
+    report = json.loads(out.read_text())
+    assert report["bench"] == "peers"
+    for name in servers:
+        record = report["results"]["20"][name]
+        assert record["windows"] == 1
+        for figure in FIGURES:
+            assert figure in record
+        (run,) = [r for r in report["runs"] if r["server"] == name]
+        assert run["players"] == 20 and "valid" in run
+        assert run["ticks"] > 0, run  # the server ran in the window ...
+        assert run["down_bytes_per_client_per_s"] > 0, run  # ... and its clients heard it
+        assert run["server_cpu_us_per_player_tick"] > 0, run
+    ratio_names = {f"arena/{name}" for name in servers if name != "arena"}
+    assert set(report["ratios"]["20"]) == ratio_names

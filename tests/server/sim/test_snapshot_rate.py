@@ -1,0 +1,82 @@
+"""``--snapshot-rate``: every tick simulated and replicated, one in n sent, with the events
+of the ticks between; a promoted standby keeps the cadence and the events not yet sent."""
+
+from __future__ import annotations
+
+import pytest
+
+from server.net.config import NodeConfig
+from server.sim.lagcomp import LagCompensation
+from server.sim.match import Match, MatchConfig
+from shared.arena_map import default_map
+from shared.protocol import JoinEvent, SnapshotMessage, decode_server
+from tests.server.frames import snapshot_for
+from tests.server.replication.test_replication_state import replicate
+
+ARENA = default_map()
+
+
+def every_third(**config: object) -> Match:
+    return Match(MatchConfig(ARENA, max_players=8, snapshot_interval=3, **config))
+
+
+def shown(match: Match, result: object, slot: int) -> SnapshotMessage:
+    snapshot = decode_server(snapshot_for(match, result, slot))  # type: ignore[arg-type]
+    assert isinstance(snapshot, SnapshotMessage)
+    return snapshot
+
+
+def test_only_every_nth_tick_is_a_snapshot_and_it_carries_the_events_between() -> None:
+    match = every_third()
+    first = match.join("a", 0.1).slot
+    bodies = {1: match.tick()}
+    second = match.join("b", 0.1).slot
+    for tick in range(2, 7):
+        bodies[tick] = match.tick()
+    assert [r.tick for r in bodies.values()] == [1, 2, 3, 4, 5, 6]
+    # Every tick has its own events (what a standby is sent), shown or not.
+    assert [r.events for r in bodies.values()] == [[JoinEvent(first)], [JoinEvent(second)],
+                                                   [], [], [], []]  # fmt: skip
+    assert [t for t, r in bodies.items() if r.body] == [3, 6]
+    assert shown(match, bodies[3], first).events == (JoinEvent(first), JoinEvent(second))
+    assert shown(match, bodies[6], second).events == ()
+    assert match.config.snapshot_rate == 20
+
+
+def test_a_promoted_standby_sends_the_events_its_primary_had_not_shown() -> None:
+    primary, standby = every_third(), every_third()
+    primary.join("a", 0.1)
+    for _ in range(3):  # ticks 1-3: the join is shown at tick 3
+        replicate(primary, primary.tick(), standby)
+    late = primary.join("b", 0.1).slot
+    replicate(primary, primary.tick(), standby)  # tick 4: b's join, not shown yet
+    # The primary dies here. The standby's first tick as primary is 5, its first snapshot 6.
+    standby.epoch = primary.epoch + 1
+    assert not standby.tick().body
+    result = standby.tick()
+    assert result.tick == 6 and result.body
+    assert shown(standby, result, late).events == (JoinEvent(late),)
+
+
+@pytest.mark.parametrize(
+    ("rate", "problem"),
+    [
+        (45, "must divide the tick rate (60: 60, 30, 20, 15, 12, 10, ...), not 45"),
+        (15, "at 15 snapshots a second two snapshot intervals are 133.333 ms"),
+        (0, "must divide the tick rate"),
+    ],
+)
+def test_a_snapshot_rate_that_does_not_fit_is_refused_with_why(rate: int, problem: str) -> None:
+    with pytest.raises(ValueError) as refused:
+        NodeConfig(snapshot_rate=rate)
+    assert problem in str(refused.value)
+
+
+def test_a_rate_the_interpolation_cap_holds_is_taken_and_sets_the_interval() -> None:
+    assert NodeConfig(snapshot_rate=20).snapshot_interval == 3
+    assert NodeConfig(snapshot_rate=30).snapshot_interval == 2
+    assert NodeConfig().snapshot_interval == 2  # 30 Hz at the default 60
+    assert NodeConfig(tick_rate=64).snapshot_interval == 1  # (30 does not divide 64)
+    assert NodeConfig(tick_rate=90).snapshot_interval == 3
+    wide = LagCompensation(max_interp_delay=0.2)
+    assert NodeConfig(snapshot_rate=10, lag_compensation=wide).snapshot_interval == 6
