@@ -13,9 +13,11 @@ from shared.arena_map import ArenaMap, default_map
 __all__ = ["DEFAULT_SNAPSHOT_RATE", "NodeConfig"]
 
 #: Snapshots a second by default (where it divides the tick rate). Measured at 60 Hz with 40
-#: bots on the demo's RTT mix (two runs each): 60, 30 and 20 Hz gave fair agreement 1.0,
-#: 1.0 and 0.998 (one unexplained disagreement a run at 20), prediction error 0 at all
-#: three, and 610, 328 and 233 kbit/s down per bot: 30 halves the bandwidth for nothing.
+#: bots on the demo's RTT mix, two runs each on a quiet machine: 60, 30 and 20 Hz gave fair
+#: agreement 1.0 / 1.0, 1.0 / 0.998 (one shooter_position, as 60 Hz runs have had) and
+#: 0.998 / 0.996 (an unexplained disagreement in each, and twice the shots beyond the
+#: rewind cap), prediction error 0 at all three, and 611, 329 and 234 kbit/s down per bot:
+#: 30 halves the bandwidth at no measurable cost, 20 starts to cost fairness.
 DEFAULT_SNAPSHOT_RATE = 30
 
 
