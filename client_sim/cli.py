@@ -353,7 +353,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--interp-delay",
         default="100ms",
-        help="how far in the past bots render others (default: 100ms)",
+        help="how far in the past bots render others: at least two of the node's snapshot "
+        "intervals (its welcome's snapshot_rate; 67 ms at the default 30 Hz) (default: 100ms)",
     )
     parser.add_argument(
         "--behaviour",
