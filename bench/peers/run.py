@@ -51,6 +51,7 @@ from launch.health import node_health
 from launch.nodes import NodeProcess, start_node
 from launch.supervisor import Child, ChildError
 from shared import eventloop
+from shared.commandline import OneLineParser
 from shared.lifetime import EXIT_WITH_PARENT_ENV
 
 __all__ = ["main", "medians", "ratios", "validity"]
@@ -473,7 +474,7 @@ def summary(run: dict[str, Any]) -> str:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="60,150,300,600", help="comma-separated players")
     parser.add_argument("--repeats", type=int, default=3, help="windows per size and server")
     parser.add_argument("--warmup", type=float, default=5.0, help="seconds after all joined")

@@ -120,10 +120,10 @@ def frame(
     shots: Sequence[ViewedShot],
     tick_ms: Sequence[float],
     budget_ms: float,
-    missed: int,
 ) -> dict[str, Any]:
     """The node now: every match's players, the shots new since the last frame, the ticks'
-    durations since then; ``missed``: frames this viewer did not get (it was slow)."""
+    durations since then. Shared by every viewer; each one's count of frames it missed is
+    added on its way out (:mod:`server.view.net.feed`)."""
     return {
         "type": "frame",
         "region": view.region,
@@ -140,5 +140,4 @@ def frame(
         "shots": [shot_record(shot) for shot in shots],
         "tick_ms": [round(ms, 3) for ms in tick_ms],
         "budget_ms": round(budget_ms, 3),
-        "missed": missed,
     }

@@ -113,10 +113,8 @@ class ViewFeed:
             shots,
             self._tick_ms(),
             node.stats.period * 1000.0,
-            0,
         )
         self.recent.extend(message["shots"])
-        del message["missed"]
         return json.dumps(message, separators=(",", ":"))[:-1]
 
     async def run(self) -> None:

@@ -176,7 +176,7 @@ def test_a_frame_is_json_with_every_player_and_the_shot_s_two_boxes() -> None:
     view = frames.NodeView("eu", "eu-a", "primary", 3, 72, 1.2, 200.0)
     message = frames.frame(
         view, [match.world], [{0: "shooter", 1: "victim"}], log.due(1.2, history),
-        [1.0, 2.0], 16.667, 0,
+        [1.0, 2.0], 16.667,
     )  # fmt: skip
     message = json.loads(json.dumps(message))
     assert [(p["id"], p["name"], p["alive"]) for p in message["players"]] == [
