@@ -2,7 +2,7 @@
 # python3 -m venv when it is missing, install the project with its test extras and fill
 # the kernel cache first (so a first demo loads its kernels instead of compiling them).
 # The cache is where every command finds it without help: $NUMBA_CACHE_DIR when set,
-# else ~/.cache/arena/numba (server/jitcache.py), so nothing is set here.
+# else ~/.cache/arena/numba (shared/jitcache.py), so nothing is set here.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin

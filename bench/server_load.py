@@ -14,7 +14,7 @@ were seated or connected. The median is taken over valid runs only; when a popul
 none, its record is marked invalid and the script exits 1 after printing the JSON.
 
     python bench/server_load.py [--players 60,150,300] [--duration 20] [--repeat 1]
-                                [--json PATH]
+                                [--bot-workers 1] [--interest on|off] [--json PATH]
 """
 
 from __future__ import annotations
@@ -53,8 +53,13 @@ async def health(url: str) -> dict[str, Any]:
         return await response.json()
 
 
-async def measure(players: int, duration: float, warmup: float) -> dict[str, Any]:
-    with start_node("--max-players", str(max(players, 300)), "--log-level", "warning") as node:
+async def measure(
+    players: int, duration: float, warmup: float, bot_workers: int = 1, interest: str = "on"
+) -> dict[str, Any]:
+    with start_node(
+        "--max-players", str(max(players, 300)), "--log-level", "warning",
+        "--interest", interest,
+    ) as node:  # fmt: skip
         with tempfile.TemporaryDirectory() as folder:
             report_path = Path(folder) / "bots.json"
             # A child like the node (launch.supervisor): in the bench's process group, and
@@ -73,6 +78,8 @@ async def measure(players: int, duration: float, warmup: float) -> dict[str, Any
                     str(duration),
                     "--latency",
                     "40ms",
+                    "--workers",
+                    str(bot_workers),
                     "--quiet",
                     "--json",
                     str(report_path),
@@ -126,9 +133,28 @@ async def measure(players: int, duration: float, warmup: float) -> dict[str, Any
         "bot_snapshots_per_s": bot_report["snapshots"]["per_bot_per_s"],
         "prediction_error_p99_m": bot_report["prediction"]["error_p99_m"],
         "rtt_p50_ms": bot_report["latency_ms"]["rtt_p50"],
+        # What the players were sent (interest management and deltas, issue 17).
+        "down_kbps_per_bot": bot_report["bandwidth"]["down_kbps_per_bot"],
+        **players_sent(first.get("snapshots", {}), last.get("snapshots", {})),
+        "fair_agreement": bot_report["shots"].get("fair_agreement"),
     }
     reasons = invalid_reasons(record)
     return {**record, "valid": not reasons, "invalid_reasons": reasons}
+
+
+def players_sent(first: dict[str, int], last: dict[str, int]) -> dict[str, float | None]:
+    """Per client snapshot in the window, from the node's tallies (``/health`` snapshots):
+    the players it was sent and the bytes of their records, and the share of full ones."""
+    coded = last.get("coded", 0) - first.get("coded", 0)
+    if coded <= 0:
+        return {"players_per_snapshot": None, "entity_bytes_per_snapshot": None}
+    sent = {k: last.get(k, 0) - first.get(k, 0) for k in ("records_delta", "records_full")}
+    records = sent["records_delta"] + sent["records_full"]
+    return {
+        "players_per_snapshot": round(records / coded, 2),
+        "entity_bytes_per_snapshot": round((last["bytes"] - first["bytes"]) / coded, 1),
+        "full_record_share": round(sent["records_full"] / records, 4) if records else None,
+    }
 
 
 def invalid_reasons(run: dict[str, Any]) -> list[str]:
@@ -197,7 +223,12 @@ def run_summary(run: dict[str, Any]) -> str:
 
 
 async def run(
-    populations: list[int], duration: float, warmup: float, repeat: int = 1
+    populations: list[int],
+    duration: float,
+    warmup: float,
+    repeat: int = 1,
+    bot_workers: int = 1,
+    interest: str = "on",
 ) -> dict[str, Any]:
     loadavg_1m_at_start = os.getloadavg()[0]
     results = []
@@ -210,13 +241,15 @@ async def run(
                 file=sys.stderr,
                 flush=True,
             )
-            runs.append(await measure(players, duration, warmup))
+            runs.append(await measure(players, duration, warmup, bot_workers, interest))
             print(f"server_load: {json.dumps(runs[-1])}", file=sys.stderr, flush=True)
             print(run_summary(runs[-1]), file=sys.stderr, flush=True)
         results.append(median_run(runs))
     return {
         "bench": "server_load",
         "tick_rate_hz": TICK_RATE_HZ,
+        "bot_workers": bot_workers,
+        "interest": interest,
         "valid": all(result["valid"] for result in results),
         "machine": {
             "cpus": os.cpu_count(),
@@ -246,6 +279,12 @@ def main() -> int:
         "run's, with every run's server CPU beside it (on a shared machine the figure moves "
         "from run to run)",
     )
+    parser.add_argument(
+        "--bot-workers", type=int, default=1, help="arena-bots --workers (processes)"
+    )
+    parser.add_argument(
+        "--interest", choices=("on", "off"), default="on", help="the node's --interest"
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the JSON here")
     args = parser.parse_args()
     try:
@@ -256,7 +295,11 @@ def main() -> int:
         parser.error("--players: every population must be at least 1")
     if args.repeat < 1:
         parser.error("--repeat: at least 1")
-    report = asyncio.run(run(populations, args.duration, args.warmup, args.repeat))
+    if args.bot_workers < 1:
+        parser.error("--bot-workers: at least 1")
+    report = asyncio.run(
+        run(populations, args.duration, args.warmup, args.repeat, args.bot_workers, args.interest)
+    )
     text = json.dumps(report, indent=2)
     print(text)
     if args.json:

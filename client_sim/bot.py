@@ -144,6 +144,8 @@ class Bot:
         self._token = token
         self.clock = ClockSync()
         self.snapshots = SnapshotBuffer()
+        # The players this bot held at each of its newest snapshots (deltas decode on them).
+        self.baselines = protocol.EntityBaselines()
         self.welcome: protocol.WelcomeMessage | None = None
         self._welcomed_local = 0.0
         self.latest_tick = -1
@@ -345,11 +347,16 @@ class Bot:
             self._spare = None
         self._changed.set()
 
+    def shows(self, epoch: int, tick: int) -> bool:
+        """Whether the bot would show a snapshot: never one from a deposed primary (a
+        lower epoch), nor one older than the last shown."""
+        return epoch > self.epoch or (epoch == self.epoch and tick > self.latest_tick)
+
     def accept_snapshot(self, epoch: int, tick: int, ack: int) -> bool:
-        """Whether the bot shows this snapshot: never one from a deposed primary (a lower
-        epoch), nor one older than the last shown. Once shown, its ``ack`` frees the
-        inputs it covers from the resend buffer."""
-        if epoch < self.epoch or (epoch == self.epoch and tick <= self.latest_tick):
+        """Show this snapshot if the bot :meth:`shows` it (its tick is then what the bot
+        acknowledges: a baseline it holds). Once shown, its ``ack`` frees the inputs it
+        covers from the resend buffer."""
+        if not self.shows(epoch, tick):
             return False
         self.epoch = epoch
         self.latest_tick = tick

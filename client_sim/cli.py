@@ -301,8 +301,12 @@ async def _receive(
     loop.add_reader(receive.fileno(), readable)
     try:
         await ready
+        # The event loop made the pipe non-blocking; a big result arrives in pieces, so
+        # it is read blocking, off the loop (the worker is writing it now).
+        loop.remove_reader(receive.fileno())
+        os.set_blocking(receive.fileno(), True)
         try:
-            return cast(SwarmResult, receive.recv())
+            return cast(SwarmResult, await asyncio.to_thread(receive.recv))
         except EOFError:
             process.join(WORKER_STOP_S)
             raise RuntimeError(

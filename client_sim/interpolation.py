@@ -171,14 +171,17 @@ def _view(
             pos += (_positions(after) - pos) * weight
             alive &= (after["flags"] & ENTITY_FLAG_ALIVE) != 0
         else:
-            _blend_matching(pos, alive, raw_ids, after, weight)
+            raw_ids, pos, alive = _blend_matching(pos, alive, raw_ids, after, weight)
     return InterpolatedView(render_time, shown_time, raw_ids.astype(np.int64), pos, alive, exact)
 
 
 def _blend_matching(
     pos: np.ndarray, alive: np.ndarray, ids: np.ndarray, after: np.ndarray, weight: float
-) -> None:
-    """Players present in both snapshots move along the segment; others stay put.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ids, positions, alive) of the players present in both snapshots, moved along the
+    segment. A player in only one of them is not drawn: where it was between the two is
+    not known (interest management sent it in one only, or it came or went), and a client
+    must never aim at a place the server did not show it.
 
     The server sends entities sorted by id, so matching is a binary search.
     """
@@ -186,5 +189,5 @@ def _blend_matching(
     index = np.minimum(np.searchsorted(after_ids, ids), max(len(after_ids) - 1, 0))
     both = after_ids[index] == ids if len(after_ids) else np.zeros(len(ids), bool)
     index = index[both]
-    pos[both] += (_positions(after)[index] - pos[both]) * weight
-    alive[both] &= (after["flags"][index] & ENTITY_FLAG_ALIVE) != 0
+    moved = pos[both] + (_positions(after)[index] - pos[both]) * weight
+    return ids[both], moved, alive[both] & ((after["flags"][index] & ENTITY_FLAG_ALIVE) != 0)

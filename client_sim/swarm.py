@@ -36,6 +36,7 @@ from client_sim.shooting import ShotSummary, SwarmShooting
 from client_sim.websocket import TlsTrust
 from shared import eventloop, protocol
 from shared.arena_map import ArenaMap, default_map
+from shared.protocol import baselines
 from shared.timestep import TickSchedule, run_tick_loop
 
 __all__ = ["ProcessFigures", "Swarm", "SwarmConfig", "SwarmResult", "run_swarm"]
@@ -43,6 +44,7 @@ __all__ = ["ProcessFigures", "Swarm", "SwarmConfig", "SwarmResult", "run_swarm"]
 WATCHDOG_INTERVAL_S = 0.1  # how often the swarm looks for silent primaries and missing spares
 PROGRESS_INTERVAL_S = 1.0
 SAMPLE_INTERVAL_S = 1.0  # the report's time series: one sample a second
+MAX_WORLDS = 16  # worlds (region, match, epoch) whose player values a swarm keeps
 #: Errors after which a bot stops playing: kicked for idleness (its seat is gone), or
 #: refused a seat that trying again will not get it.
 FINAL_REFUSALS = frozenset({"idle_kick", "address_limit", "reservation_required"})
@@ -169,9 +171,12 @@ class Swarm:
         self.ticks_run = 0
         self.pump: DeliveryPump
         self.decoder = protocol.ServerFrameDecoder()
-        # The entity records of the latest shared snapshot body, unpacked once for all bots.
-        self._entities: bytes = b""
-        self._records = protocol.unpack_entities(b"")
+        self.codec = protocol.EntityCodec.for_bounds(
+            config.arena.bounds_min, config.arena.bounds_max
+        )
+        # The players' values per world the bots play in (region, match, epoch): each
+        # decoded once for every bot told it (protocol.PlayerValues).
+        self._worlds: dict[tuple[str, int, int], protocol.PlayerValues] = {}
         self.welcomed: asyncio.Event
         self.recorder = SnapshotRecorder(config.record) if config.record else None
         self._finish = asyncio.Event()
@@ -227,6 +232,17 @@ class Swarm:
             self.predictor = SwarmPredictor(self.count, self.config.arena, welcome.tick_rate)
             self.welcomed.set()
 
+    def _world(self, welcome: protocol.WelcomeMessage, epoch: int) -> protocol.PlayerValues:
+        """The values of the world a bot welcomed by ``welcome`` sees at ``epoch``."""
+        key = (welcome.region, welcome.match, epoch)
+        world = self._worlds.get(key)
+        if world is None:
+            if len(self._worlds) >= MAX_WORLDS:  # (the oldest: an epoch long gone)
+                del self._worlds[next(iter(self._worlds))]
+            interval = max(1, welcome.tick_rate // welcome.snapshot_rate)
+            world = self._worlds[key] = protocol.PlayerValues(self.codec, interval)
+        return world
+
     def _new_seat(self, index: int) -> None:
         """Bot ``index`` plays on in a new seat (its token was refused; its player id may
         differ): predicted afresh from its first snapshot there, alive, and what it fired
@@ -237,10 +253,24 @@ class Swarm:
         self.shooting.new_seat(index)
 
     def _on_snapshot(self, bot: Bot, snapshot: protocol.SnapshotMessage) -> None:
-        if self.predictor is None or not bot.accept_snapshot(
-            snapshot.epoch, snapshot.tick, snapshot.ack
-        ):
+        if self.predictor is None or not bot.shows(snapshot.epoch, snapshot.tick):
             return  # a deposed primary's, or not newer than what the bot shows
+        assert bot.welcome is not None
+        try:
+            records = bot.baselines.apply(
+                snapshot.epoch,
+                snapshot.tick,
+                snapshot.base,
+                snapshot.entities,
+                self._world(bot.welcome, snapshot.epoch),
+            )
+        except protocol.MissingBaseline:
+            self.note_error("missing_baseline")  # not shown, not acknowledged: the next
+            return  # is coded against an older base, or none
+        except protocol.ProtocolError as error:
+            self.note_error(f"bad_frame:{error.code}")
+            return
+        bot.accept_snapshot(snapshot.epoch, snapshot.tick, snapshot.ack)
         if self.recorder is not None:
             self.recorder.accepted(
                 bot.params.index, snapshot.epoch, snapshot.tick, snapshot.state, snapshot.ack
@@ -250,10 +280,6 @@ class Swarm:
             self.predictor.place(bot.index, np.array(you[:3]), np.array(you[3:]))
             self.placed[bot.index] = True
         self.predictor.authoritative(bot.index, snapshot.ack, you)
-        if snapshot.entities is not self._entities:
-            self._entities = snapshot.entities
-            self._records = protocol.unpack_entities(snapshot.entities)
-        records = self._records
         bot.snapshots.push(snapshot.server_time, records)
         assert bot.welcome is not None
         mine = self.shooting.concerning(snapshot.events, bot.welcome.player_id)
@@ -398,32 +424,39 @@ class Swarm:
                 lookers.append(index)
                 selves.append(bot.welcome.player_id)
                 brackets.append(bracket)
-        # One perception pass per set of players drawn (usually one for the whole tick).
-        passes: list[tuple[np.ndarray, list[int], list[np.ndarray], list[np.ndarray]]] = []
-        for members, ids, feet, alive in views(brackets):
-            same = next((p for p in passes if np.array_equal(p[0], ids)), None)
-            if same is None:
-                same = (ids, [], [], [])
-                passes.append(same)
-            same[1].extend(members)
-            same[2].append(feet)
-            same[3].append(np.broadcast_to(alive, (len(members), len(alive))))
-        teammates = self._teammates() if self.config.team else None
-        for ids, members, feet_parts, alive_parts in passes:
-            bots = np.array([lookers[k] for k in members])
-            me = np.array([selves[k] for k in members])
-            visible = np.concatenate(alive_parts) & (ids[None] != me[:, None])
-            if teammates is not None:
-                visible &= ~np.isin(ids, teammates)[None]
-            self.brain.perceive_group(
-                bots, predictor.pos[bots], np.concatenate(feet_parts), ids, visible, now
-            )
+        groups = views(brackets)
+        if not groups:
+            return
+        # One perception pass for every looker: each draws its own players (interest
+        # management sends each bot its own), so the pass spans all of them, and a player
+        # a bot does not draw is invisible to it.
+        ids = np.unique(np.concatenate([group[1] for group in groups]))
+        rows = sum(len(group[0]) for group in groups)
+        feet = np.zeros((rows, len(ids), 3))
+        visible = np.zeros((rows, len(ids)), dtype=bool)
+        members: list[int] = []
+        at = 0
+        for group_members, group_ids, group_feet, alive in groups:
+            columns = np.searchsorted(ids, group_ids)
+            span = slice(at, at + len(group_members))
+            feet[span, columns] = group_feet
+            visible[span, columns] = alive
+            members.extend(group_members)
+            at += len(group_members)
+        bots = np.array([lookers[k] for k in members])
+        me = np.array([selves[k] for k in members])
+        visible &= ids[None] != me[:, None]
+        if self.config.team:
+            visible &= ~np.isin(ids, self._teammates())[None]
+        self.brain.perceive_group(bots, predictor.pos[bots], feet, ids, visible, now)
 
     # -- the whole run -------------------------------------------------------------------
 
     async def run(self, progress: Callable[[str], None] | None = None) -> SwarmResult:
         config = self.config
         loop = asyncio.get_running_loop()
+        # The snapshot decoder's kernels, loaded (or compiled once) before any bot connects.
+        baselines.warm_up()
         self.pump = DeliveryPump(loop)
         self.welcomed = asyncio.Event()
         self.bots = [Bot(i, params, self, *self._seat(i)) for i, params in enumerate(config.bots)]

@@ -222,7 +222,7 @@ async def speed_hack(
             broken = any(
                 isinstance(e, protocol.RespawnEvent) and e.player == me for e in snapshot.events
             )
-            records = protocol.unpack_entities(snapshot.entities)
+            records = wire.records
             mine = records[records["id"] == me]
             alive = bool(len(mine) and mine["flags"][0] & protocol.ENTITY_FLAG_ALIVE)
             if broken or not alive:
@@ -544,7 +544,9 @@ async def _text_first(url: str) -> dict[str, Any]:
 
 async def _unmasked_first(url: str) -> dict[str, Any]:
     async with connect(url) as wire:
-        wire.send(protocol.encode(protocol.JoinMessage(1, "bare")), masked=False)
+        wire.send(
+            protocol.encode(protocol.JoinMessage(protocol.PROTOCOL_VERSION, "bare")), masked=False
+        )
         await wire.until_closed(CLOSE_WAIT_S)
         return _answer(wire)
 

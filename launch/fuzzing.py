@@ -14,6 +14,7 @@ from typing import Any
 
 import msgpack
 
+from shared import protocol
 from shared.wsframe import OP_BINARY, OP_TEXT
 
 __all__ = ["FUZZ_KINDS", "MAX_MESSAGE_BYTES", "fuzz_frame"]
@@ -22,7 +23,8 @@ MAX_MESSAGE_BYTES = 1 << 16  # the node's WebSocket limit: a larger message is c
 
 #: One valid message of each client type: what every spoiled message starts from.
 _TEMPLATES: tuple[dict[str, Any], ...] = (
-    {"type": "join", "v": 1, "name": "fz", "token": None, "interp_delay": 0.1},
+    {"type": "join", "v": protocol.PROTOCOL_VERSION, "name": "fz", "token": None,
+     "interp_delay": 0.1},
     {"type": "input", "seq": 1, "tick": 1, "ack_tick": 0, "move": [0.0, 0.0], "yaw": 0.0,
      "pitch": 0.0, "buttons": 0, "view_time": 0.0},
     {"type": "ping", "id": 1, "t": 0.0},

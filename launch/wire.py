@@ -20,10 +20,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
+import numpy as np
 
 from client_sim.websocket import accept_key
 from launch.health import base_url
 from shared import protocol
+from shared.arena_map import default_map
 from shared.wsframe import OP_BINARY, OP_CLOSE, FrameFault, FrameReader, close_code, frame
 
 __all__ = [
@@ -73,6 +75,14 @@ class Wire:
         self.welcomed = asyncio.Event()
         self.answer_probes = True
         self.on_snapshot: Callable[[protocol.SnapshotMessage], None] | None = None
+        # The players held at each newest snapshot (the node's deltas decode against them;
+        # the node runs the default map) and the newest snapshot's players, decoded.
+        arena = default_map()
+        self._codec = protocol.EntityCodec.for_bounds(arena.bounds_min, arena.bounds_max)
+        self.baselines = protocol.EntityBaselines()
+        self._values: protocol.PlayerValues | None = None
+        self.records = np.empty(0, dtype=protocol.ENTITY_DTYPE)
+        self._epoch_seen = -1
         self.latest_tick = -1
         self.latest_time = 0.0
         self.snapshots = 0
@@ -143,7 +153,11 @@ class Wire:
         self, name: str, interp_delay: float = 0.1, within: float = OPEN_TIMEOUT_S
     ) -> bool:
         """Ask for a seat; True once welcomed, False if refused (see :attr:`errors`)."""
-        self.send(protocol.encode(protocol.JoinMessage(1, name, interp_delay=interp_delay)))
+        self.send(
+            protocol.encode(
+                protocol.JoinMessage(protocol.PROTOCOL_VERSION, name, interp_delay=interp_delay)
+            )
+        )
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(within):
                 while self.welcome is None and not self.closed.is_set():
@@ -185,6 +199,18 @@ class Wire:
             self.fault = f"undecodable frame from the node: {error.code}"
             return
         if isinstance(message, protocol.SnapshotMessage):
+            if self._values is None or message.epoch != self._epoch_seen:
+                rate = self.welcome.snapshot_rate if self.welcome is not None else 60
+                interval = max(1, self.tick_rate // rate)
+                self._values = protocol.PlayerValues(self._codec, interval)
+                self._epoch_seen = message.epoch
+            try:
+                self.records = self.baselines.apply(
+                    message.epoch, message.tick, message.base, message.entities, self._values
+                )
+            except protocol.ProtocolError as error:
+                self.fault = f"undecodable snapshot from the node: {error}"
+                return
             self.snapshots += 1
             self.latest_tick, self.latest_time = message.tick, message.server_time
             if self.on_snapshot is not None:

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from aiohttp import web
 
-from server import jitcache, limits
+from server import limits
 from server.coordination.base import (
     CoordinatorError,
     CoordinatorUnavailable,
@@ -32,8 +32,9 @@ from server.net.app import NODE, NODE_TASK, NodeConfig, create_app
 from server.net.warmup import WarmUpError, warm_up_kernels
 from server.replication.auth import SECRET_ENV, load_secret
 from server.sim.hitreg.backend import BackendUnavailable, check_backend, make_validator
+from server.sim.interest import InterestConfig
 from server.sim.lagcomp import LagCompensation
-from shared import eventloop
+from shared import eventloop, jitcache
 from shared.arena_map import MapError, default_map, load_map
 from shared.commandline import OneLineParser
 from shared.lifetime import exit_with_parent_if_asked
@@ -81,6 +82,38 @@ def build_parser() -> argparse.ArgumentParser:
         "30, 20 at 60 Hz; default: 30 where it divides the tick rate, else the tick rate); "
         "every tick is still simulated, judged and replicated, and a snapshot carries the "
         "events of the ticks since the last one",
+    )
+    defaults = InterestConfig()
+    parser.add_argument(
+        "--interest",
+        choices=("on", "off"),
+        default="on",
+        help="interest management: each player is sent, every snapshot, the players near it, "
+        "in its view cone or in a fight with it, and a few others by priority (off: everyone, "
+        "every snapshot); what is simulated and judged is the same either way",
+    )
+    parser.add_argument(
+        "--interest-near-m",
+        type=float,
+        default=defaults.near_m,
+        metavar="M",
+        help="players within this distance are always sent",
+    )
+    parser.add_argument(
+        "--interest-view-m",
+        type=float,
+        default=defaults.view_m,
+        metavar="M",
+        help=f"players in the view cone (+-{defaults.view_half_angle_deg:g} degrees of the aim) "
+        "within this distance are always sent",
+    )
+    parser.add_argument(
+        "--interest-background",
+        type=int,
+        default=defaults.background,
+        metavar="N",
+        help="players outside a player's interest sent to it per snapshot, by priority "
+        "(nearer and longer unsent first)",
     )
     parser.add_argument(
         "--max-players", type=int, default=300, help="seats in the match; joins beyond are refused"
@@ -400,6 +433,12 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         history_seconds=args.history_seconds,
         arena=arena,
         hitreg_backend=args.hitreg_backend,
+        interest=InterestConfig(
+            enabled=args.interest == "on",
+            near_m=args.interest_near_m,
+            view_m=args.interest_view_m,
+            background=args.interest_background,
+        ),
         lag_compensation=LagCompensation(
             max_rewind=args.max_rewind_ms / 1000.0,
             max_interp_delay=args.max_interp_ms / 1000.0,

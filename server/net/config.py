@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from server import limits
 from server.replication.commit import LEASE_SHARE
 from server.sim.hitreg.backend import BackendName
+from server.sim.interest import InterestConfig
 from server.sim.lagcomp import LagCompensation
 from shared.arena_map import ArenaMap, default_map
 
@@ -38,6 +39,8 @@ class NodeConfig:
     hitreg_backend: BackendName = "auto"
     matches: int = 1  # matches this node hosts; a full match opens the next
     lag_compensation: LagCompensation = field(default_factory=LagCompensation)
+    #: Which players each client is sent (``--interest``, ``--interest-*``).
+    interest: InterestConfig = field(default_factory=InterestConfig)
     # Failover.
     public_url: str = ""  # this node's base URL as peers and players reach it
     primary_url: str = ""  # a standby's primary at start-up

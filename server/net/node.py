@@ -20,7 +20,6 @@ from typing import Any, Literal
 
 from aiohttp import web
 
-from server import jitcache
 from server.directory import Heartbeat
 from server.logs import EventLogger
 from server.net.config import NodeConfig
@@ -31,6 +30,7 @@ from server.net.ticker import Ticker
 from server.net.warmup import WarmUpReport, warm_up_kernels
 from server.replication.net.handshake import StandbyDoor
 from server.replication.roles import Role
+from shared import jitcache
 
 __all__ = ["Node", "NodeConfig"]
 
@@ -104,6 +104,13 @@ class Node(NodeState):
             return "warming_up"
         return "ready" if self.ready else "starting"
 
+    def _snapshot_tally(self) -> dict[str, int]:
+        """What every match's players were sent, summed (``DeltaEncoder.tally``)."""
+        total: collections.Counter[str] = collections.Counter()
+        for match in self.matches.matches:
+            total.update(match.deltas.tally())
+        return dict(total)
+
     def health(self) -> dict[str, object]:
         c, matches = self.config, self.matches
         combat = sum((m.combat.counters for m in matches.matches), collections.Counter())
@@ -131,6 +138,7 @@ class Node(NodeState):
             "ticks_skipped": self.schedule.skipped,
             "hitreg_backend": self.validator.backend,
             "combat": dict(sorted(combat.items())),
+            "snapshots": self._snapshot_tally(),
             "replication": c.replication,
             "coordinator": c.coordinator,
             # Whether this node holds every tick the region showed (a standby that may be

@@ -56,6 +56,7 @@ class NodeState:
                 max_players=config.max_players,
                 history_seconds=config.history_seconds,
                 lag_compensation=config.lag_compensation,
+                interest=config.interest,
             ),
             config.matches,
             self.validator,

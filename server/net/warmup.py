@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from server import jitcache
+from shared import jitcache
 
 __all__ = ["GROUPS", "WarmUpError", "WarmUpReport", "in_daemon_thread", "warm_up_kernels"]
 
@@ -48,7 +48,7 @@ T = TypeVar("T")
 
 #: The CPU kernel groups compiled side by side on a cold start, longest first (so the
 #: cores finish together): about 3.5, 2.8, 1.2, 1.0 and 0.9 s of CPU on the 2-core machine.
-GROUPS = ("projectiles", "hitscan", "grid", "frames", "queues")
+GROUPS = ("projectiles", "hitscan", "grid", "deltas", "frames", "queues")
 #: Source files whose contents the kernels are compiled from (their globals included).
 _SOURCES = (
     "server/sim/hitreg/cpu.py",
@@ -57,7 +57,10 @@ _SOURCES = (
     "server/sim/hitreg/batches.py",
     "server/sim/input_frames.py",
     "server/sim/inputs.py",
+    "server/sim/deltas.py",
+    "server/sim/interest.py",
     "shared/hitbox.py",
+    "shared/protocol/deltas.py",
     "shared/protocol/fields.py",
     "shared/protocol/inputs.py",
 )
@@ -108,7 +111,7 @@ def counting_compiles() -> Iterator[list[int]]:
 
 def warm_group(group: str) -> int:
     """Compile (or load) one group of the CPU kernels; returns numba's compile events."""
-    from server.sim import inputs
+    from server.sim import deltas, inputs
     from server.sim.hitreg import make_validator
     from server.sim.input_frames import decode_input_frames, split_read
 
@@ -122,6 +125,8 @@ def warm_group(group: str) -> int:
             split_read(b"", 1)
         elif group == "queues":
             inputs.warm_up()
+        elif group == "deltas":
+            deltas.warm_up()
         else:
             raise ValueError(f"unknown kernel group {group!r}; known: {', '.join(GROUPS)}")
     return count[0]
@@ -129,7 +134,7 @@ def warm_group(group: str) -> int:
 
 def warm_in_process(validator: Any) -> int:
     """Compile (or load) every kernel the node runs, in this process; compile events."""
-    from server.sim import inputs
+    from server.sim import deltas, inputs
     from server.sim.input_frames import decode_input_frames, split_read
 
     with counting_compiles() as count:
@@ -137,6 +142,7 @@ def warm_in_process(validator: Any) -> int:
         decode_input_frames([])
         split_read(b"", 1)
         inputs.warm_up()
+        deltas.warm_up()
     return count[0]
 
 

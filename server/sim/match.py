@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from server.sim.combat import Combat, ShotBatch, judge
+from server.sim.deltas import DeltaEncoder
 from server.sim.history import HistoryRing, HistoryStore
 from server.sim.hitreg.backend import History, HitValidator, make_validator
 from server.sim.inputs import (
@@ -30,13 +31,22 @@ from server.sim.inputs import (
     ReleasedInputs,
     SeatInputs,
 )
+from server.sim.interest import InterestConfig
 from server.sim.lagcomp import LagCompensation, LinkEstimate
 from server.sim.rtt import RttProbes
 from server.sim.world import World
 from shared import protocol
 from shared.arena_map import ArenaMap
 from shared.movement import MovementParams, step
-from shared.protocol import InputMessage, JoinEvent, LeaveEvent, RespawnEvent, SnapshotEvent
+from shared.protocol import (
+    InputMessage,
+    JoinEvent,
+    LeaveEvent,
+    RespawnEvent,
+    ShotEvent,
+    SnapshotEvent,
+)
+from shared.protocol.deltas import EntityCodec
 from shared.protocol.inputs import (
     ACK_TICK,
     BUTTONS,
@@ -78,6 +88,8 @@ class MatchConfig:
     input_max_guesses: int = 8
     movement: MovementParams = field(default_factory=MovementParams)
     lag_compensation: LagCompensation = field(default_factory=LagCompensation)
+    #: Which players each client is sent (what is simulated and judged is unchanged).
+    interest: InterestConfig = field(default_factory=InterestConfig)
 
     def __post_init__(self) -> None:
         if type(self.snapshot_interval) is not int or not 1 <= self.snapshot_interval:
@@ -122,6 +134,23 @@ class TickResult:
     #: players this tick's snapshot goes to (see :meth:`Match.snapshot_head`).
     seats: dict[int, PlayerSeat]
     state_hash: str = ""  # the world's after the tick (what standbys check, journals keep)
+    #: On a snapshot tick, the world the clients' parts are coded from.
+    shown: ShownWorld | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShownWorld:
+    """The world of a snapshot tick as its clients are told it."""
+
+    quantised: np.ndarray  # (capacity, 10) int32, EntityCodec.quantise
+    present: np.ndarray  # (capacity,) bool, the seats in play
+    pos: np.ndarray  # (capacity, 3) float64
+    yaw: np.ndarray  # (capacity,) float64
+    #: The events it tells (those of the ticks since the last snapshot), each packed once,
+    #: and the players each concerns: (shooter, victim) of a shot, (-1, -1) for an event
+    #: everyone is told.
+    events: list[bytes]
+    parties: np.ndarray  # (E, 2) int64
 
 
 class Match:
@@ -161,10 +190,13 @@ class Match:
         #: Events of the ticks since the last snapshot tick: the next snapshot carries them.
         self.unsent_events: list[SnapshotEvent] = []
         self.joins = 0
-        # Every seat's snapshot head, built once per published tick (snapshot_head).
-        self._heads_of: TickResult | None = None
-        self._heads = b""
-        self._head_at: dict[int, int] = {}
+        self.codec = EntityCodec.for_bounds(config.arena.bounds_min, config.arena.bounds_max)
+        self.deltas = DeltaEncoder(
+            self.codec, config.max_players, config.snapshot_interval, config.interest
+        )
+        # Every seat's part of a snapshot, built once per published tick (snapshot_head).
+        self._parts_of: TickResult | None = None
+        self._parts: dict[int, bytes] = {}
 
     @property
     def server_time(self) -> float:
@@ -185,6 +217,7 @@ class Match:
         self.world.seat(slot, x, y)
         self.world.seat_id[slot] = seat_id
         self.combat.seat(slot)
+        self.deltas.forget(slot)
         granted = self.config.lag_compensation.grant_interp_delay(interp_delay)
         seat = PlayerSeat(slot, name, granted, self._new_seat_inputs(slot), seat_id)
         self.seats[slot] = seat
@@ -246,6 +279,7 @@ class Match:
     def leave(self, slot: int) -> None:
         if self.seats.pop(slot, None) is not None:
             self.world.vacate(slot)
+            self.deltas.forget(slot)
             self.probes.forget(slot)
             self._events.append(LeaveEvent(slot))
 
@@ -312,6 +346,7 @@ class Match:
             self.counters["input_applied"] += len(released.slot)
         if len(slots) < len(seated):
             self.counters["input_repeated"] += len(seated) - len(slots)
+        self.deltas.note_acks(released.slot, released.ints[:, ACK_TICK])
         if cut := int(np.count_nonzero(released.held)):
             # Seats whose catch-up went beyond the time they had: the rest waits queued.
             self.counters["input_catch_up_cut"] += cut
@@ -423,32 +458,35 @@ class Match:
             self._events.extend(self.combat.conclude(batch, self.tick_number))
             self.history.mark_newest_alive(world.active & world.alive)
         events, self._events = self._events, []
+        self.deltas.note_fights(events, server_time)
         if not self.config.is_snapshot_tick(self.tick_number):
             self.unsent_events.extend(events)
             return TickResult(
                 self.tick_number, server_time, b"", events, dict(self.seats), world.state_hash()
             )
         shown, self.unsent_events = self.unsent_events + events, []
-        active = np.flatnonzero(world.active)
-        entities = protocol.pack_entities(
-            active,
-            world.pos[active],
-            world.vel[active],
-            world.yaw[active],
-            world.pitch[active],
-            world.health[active],
-            world.alive[active],
+        quantised = self.codec.quantise(
+            world.pos, world.vel, world.yaw, world.pitch, world.health, world.alive
+        )
+        parties = np.array(
+            [(e.shooter, e.victim) if type(e) is ShotEvent else (-1, -1) for e in shown],
+            dtype=np.int64,
+        ).reshape(-1, 2)
+        seen = ShownWorld(
+            quantised,
+            world.active.copy(),
+            world.pos.copy(),
+            world.yaw.copy(),
+            [protocol.pack_event(event) for event in shown],
+            parties,
         )
         state_hash = world.state_hash()
         body = protocol.encode_snapshot_body(
-            self.tick_number,
-            server_time,
-            self.epoch,
-            entities,
-            shown,
-            protocol.state_digest(state_hash),
+            self.tick_number, server_time, self.epoch, protocol.state_digest(state_hash)
         )
-        return TickResult(self.tick_number, server_time, body, events, dict(self.seats), state_hash)
+        return TickResult(
+            self.tick_number, server_time, body, events, dict(self.seats), state_hash, seen
+        )
 
     def history_view(self) -> History:
         """This match's ring as the hit kernels' (single-match) history, without copying."""
@@ -462,30 +500,69 @@ class Match:
         )
 
     def snapshot_head(self, result: TickResult, slot: int) -> bytes | None:
-        """One client's part of a tick's snapshot: its ack and own full-precision state
-        (the frame is this head + ``result.body``, see :func:`protocol.encode_snapshot`).
-        Every seat's head is built at once, for the first client of the tick.
+        """One client's part of a tick's snapshot: its ack, its own full-precision state
+        and the players it is sent, coded against its acknowledged snapshot (the frame is
+        this part + ``result.body``, see :func:`protocol.encode_snapshot`). Every seat's
+        part is built at once, for the first client of the tick.
 
         The state is the one its acknowledged input left: a living player whose last ticks
         were guesses is sent where it stood before them (they will be undone), so that the
         client's reconciliation replays its unacknowledged inputs from the right place.
 
         None for a player seated after the tick was computed (a node publishes a tick
-        after awaiting its standbys, and joins go on meanwhile): the body does not hold
-        that player, whose first snapshot is the next tick's.
+        after awaiting its standbys, and joins go on meanwhile): its first snapshot is the
+        next tick's.
         """
         seat = self.seats.get(slot)
         if seat is None or result.seats.get(slot) is not seat:
             return None
-        if self._heads_of is not result:
-            self._heads_of = result
-            seats, world = result.seats, self.world
-            slots = list(seats)
-            acks = self.inputs.acked[slots]
-            states = np.hstack((world.pos[slots], world.vel[slots]))
-            guessed = self.inputs.guessing[slots] & world.alive[slots]
-            states[guessed] = self.inputs.before_guesses[slots][guessed]
-            self._heads = protocol.snapshot_heads(acks, states)
-            self._head_at = {s: i * protocol.SNAPSHOT_HEAD_BYTES for i, s in enumerate(slots)}
-        at = self._head_at[slot]
-        return self._heads[at : at + protocol.SNAPSHOT_HEAD_BYTES]
+        if self._parts_of is not result:
+            self._parts_of = result
+            self._parts = self._build_parts(result)
+        return self._parts.get(slot)
+
+    def _build_parts(self, result: TickResult) -> dict[int, bytes]:
+        """Every seat's :meth:`snapshot_head` of ``result``, coded in one pass."""
+        shown = result.shown
+        if shown is None:
+            return {}  # not a snapshot tick
+        seats, world = result.seats, self.world
+        slots = np.array(sorted(seats), dtype=np.int64)
+        acks = self.inputs.acked[slots]
+        states = np.hstack((world.pos[slots], world.vel[slots]))
+        guessed = self.inputs.guessing[slots] & world.alive[slots]
+        states[guessed] = self.inputs.before_guesses[slots][guessed]
+        heads = protocol.snapshot_heads(acks, states)
+        seat_ids = np.array([seats[s].seat_id for s in slots.tolist()], dtype=np.int64)
+        bases, blobs, selected = self.deltas.encode(
+            result.tick, result.server_time, slots, seat_ids, shown.present, shown.pos,
+            shown.yaw, shown.quantised,
+        )  # fmt: skip
+        told = _events_told(shown, selected)
+        size = protocol.SNAPSHOT_HEAD_BYTES
+        part = protocol.entities_part
+        return {
+            slot: heads[i * size : (i + 1) * size] + part(base, blob) + told[i]
+            for i, (slot, base, blob) in enumerate(
+                zip(slots.tolist(), bases.tolist(), blobs, strict=True)
+            )
+        }
+
+
+def _events_told(shown: ShownWorld, selected: np.ndarray) -> list[bytes]:
+    """Each client's ``events`` part: every join, leave and respawn, and the shots whose
+    shooter or victim it is sent this snapshot (itself included), so that what a client
+    is told grows with the players near it, not with the match."""
+    if not shown.events:
+        return [protocol.events_part([])] * len(selected)
+    shooter, victim = shown.parties[:, 0], shown.parties[:, 1]
+    widest = int(shown.parties.max()) + 1
+    if widest > selected.shape[1]:  # (a player seated and gone between two snapshots)
+        selected = np.pad(selected, ((0, 0), (0, widest - selected.shape[1])))
+    everyone = shooter < 0
+    tells = everyone[None, :] | selected[:, np.maximum(shooter, 0)]
+    tells |= (victim >= 0)[None, :] & selected[:, np.maximum(victim, 0)]
+    packed = shown.events
+    return [
+        protocol.events_part([packed[i] for i in np.flatnonzero(row).tolist()]) for row in tells
+    ]

@@ -9,13 +9,17 @@ truth that the decoders and that document follow:
   fast paths);
 * :mod:`.inputs` the ``input`` message's fields, once, for every encoder and decoder;
 * :mod:`.events` what a snapshot tells of a tick (joins, leaves, respawns, shots);
-* :mod:`.snapshots` entity records and the snapshot's shared body and per-client head.
+* :mod:`.snapshots` entity records and the snapshot's shared body and per-client head;
+* :mod:`.deltas` the players quantised and coded against a client's baseline, and
+  :mod:`.baselines` what a client holds to decode them.
 
 This package is what clients import: ``from shared import protocol``.
 """
 
 from __future__ import annotations
 
+from shared.protocol.baselines import BASELINES_KEPT, EntityBaselines, MissingBaseline
+from shared.protocol.deltas import EntityCodec, PlayerValues
 from shared.protocol.errors import (
     FrameTooLarge,
     InvalidField,
@@ -66,6 +70,7 @@ from shared.protocol.messages import (
     encode_input,
 )
 from shared.protocol.snapshots import (
+    ENTITIES_PART_BYTES,
     ENTITY_DTYPE,
     ENTITY_FLAG_ALIVE,
     SNAPSHOT_HEAD_BYTES,
@@ -73,15 +78,18 @@ from shared.protocol.snapshots import (
     ServerFrameDecoder,
     encode_snapshot,
     encode_snapshot_body,
+    entities_part,
     entity_pitch,
     entity_yaw,
-    pack_entities,
+    events_part,
+    pack_event,
     snapshot_heads,
     state_digest,
-    unpack_entities,
 )
 
 __all__ = [
+    "BASELINES_KEPT",
+    "ENTITIES_PART_BYTES",
     "ENTITY_DTYPE",
     "ENTITY_FLAG_ALIVE",
     "JUDGEMENTS",
@@ -96,6 +104,8 @@ __all__ = [
     "STATE_DIGEST_BYTES",
     "U32_MAX",
     "ClientMessage",
+    "EntityBaselines",
+    "EntityCodec",
     "ErrorMessage",
     "FrameTooLarge",
     "InputMessage",
@@ -105,7 +115,9 @@ __all__ = [
     "LeaveEvent",
     "MalformedFrame",
     "Message",
+    "MissingBaseline",
     "PingMessage",
+    "PlayerValues",
     "PongMessage",
     "ProbeEchoMessage",
     "ProbeMessage",
@@ -130,10 +142,11 @@ __all__ = [
     "encode_input",
     "encode_snapshot",
     "encode_snapshot_body",
+    "entities_part",
     "entity_pitch",
     "entity_yaw",
-    "pack_entities",
+    "events_part",
+    "pack_event",
     "snapshot_heads",
     "state_digest",
-    "unpack_entities",
 ]

@@ -28,7 +28,7 @@ __all__ = [
     "texts",
 ]
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 MAX_CLIENT_FRAME_BYTES = 1024  # an input is ~120 bytes; anything near this is abuse
 MAX_SERVER_FRAME_BYTES = 1 << 20  # 1 MiB: ~40,000 entities; a node caps players far below
 

@@ -210,7 +210,11 @@ class WelcomeMessage(Message):
 
 @dataclass(frozen=True, slots=True)
 class SnapshotMessage(Message):
-    """Server -> client, once per tick: the authoritative world and this client's ack."""
+    """Server -> client, at the snapshot rate: the authoritative world and this client's ack.
+
+    ``entities`` are the players this client is shown, coded against its snapshot of tick
+    ``base`` (-1: none; see :mod:`shared.protocol.deltas`): a client decodes them with the
+    players it held at ``base`` (:class:`shared.protocol.baselines.EntityBaselines`)."""
 
     TYPE = "snapshot"
     tick: int
@@ -221,6 +225,7 @@ class SnapshotMessage(Message):
     entities: bytes
     events: tuple[SnapshotEvent, ...] = ()
     state: bytes = b""  # the world's digest: what an audit checks against the journals
+    base: int = -1
     FIELDS = {
         "tick": integer(0, MAX_TICK),
         "server_time": number(0.0),
@@ -230,6 +235,7 @@ class SnapshotMessage(Message):
         "entities": binary,
         "events": _snapshot_events,
         "state": binary,
+        "base": integer(-1, MAX_TICK),
     }
 
     def to_wire(self) -> dict[str, Any]:
@@ -457,6 +463,7 @@ def _fast_snapshot(raw: dict[Any, Any]) -> SnapshotMessage | None:
         return None
     tick, server_time, epoch, ack = raw["tick"], raw["server_time"], raw["epoch"], raw["ack"]
     you, entities, events, state = raw["you"], raw["entities"], raw["events"], raw["state"]
+    base = raw["base"]
     if not (
         type(tick) is int
         and 0 <= tick <= MAX_TICK
@@ -466,6 +473,8 @@ def _fast_snapshot(raw: dict[Any, Any]) -> SnapshotMessage | None:
         and 0 <= epoch <= MAX_EPOCH
         and type(ack) is int
         and -1 <= ack <= U32_MAX
+        and type(base) is int
+        and -1 <= base <= MAX_TICK
         and type(entities) is bytes
         and type(state) is bytes
         and type(events) is list
@@ -484,6 +493,7 @@ def _fast_snapshot(raw: dict[Any, Any]) -> SnapshotMessage | None:
         ("entities", entities),
         ("events", _snapshot_events("snapshot.events", events)),
         ("state", state),
+        ("base", base),
     ):
         object.__setattr__(message, name, value)
     return message

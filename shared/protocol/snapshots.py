@@ -3,9 +3,10 @@ per-client head built for every client at once, and the decoder that reads each 
 body once per process (a bot swarm).
 
 Snapshots are what the node sends most: the part every client shares (tick, time,
-entities, events) is encoded once per tick by :func:`encode_snapshot_body`, and each
-client's frame is that body plus a small per-client header (:func:`encode_snapshot`),
-spliced at the msgpack level.
+events, state digest) is encoded once per tick by :func:`encode_snapshot_body`, and each
+client's frame is a small per-client head (ack, own state), its players coded against its
+acknowledged snapshot (:mod:`shared.protocol.deltas`), then that body
+(:func:`encode_snapshot`), spliced at the msgpack level.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from collections.abc import Sequence
 import msgpack
 import numpy as np
 
-from shared.protocol.errors import InvalidField
 from shared.protocol.events import SnapshotEvent, encode_event
-from shared.protocol.fields import MAX_SERVER_FRAME_BYTES
+from shared.protocol.fields import MAX_SERVER_FRAME_BYTES, MAX_TICK
 from shared.protocol.messages import ServerMessage, SnapshotMessage, decode_server
 
 __all__ = [
+    "ENTITIES_PART_BYTES",
     "ENTITY_DTYPE",
     "ENTITY_FLAG_ALIVE",
     "SNAPSHOT_HEAD_BYTES",
@@ -30,12 +31,13 @@ __all__ = [
     "ServerFrameDecoder",
     "encode_snapshot",
     "encode_snapshot_body",
+    "entities_part",
     "entity_pitch",
     "entity_yaw",
-    "pack_entities",
+    "events_part",
+    "pack_event",
     "snapshot_heads",
     "state_digest",
-    "unpack_entities",
 ]
 
 #: How much of the world's state hash a snapshot carries (the audit's key, not a MAC).
@@ -47,18 +49,18 @@ def state_digest(state_hash: str) -> bytes:
     return bytes.fromhex(state_hash[: 2 * STATE_DIGEST_BYTES])
 
 
-# One entity record in a snapshot, little-endian, packed (26 bytes). Quantisation:
-# velocity as float16 (about 3 significant digits), yaw in [-pi, pi) as uint16 steps of
-# 2*pi/65536, pitch in [-pi/2, pi/2] as int16 steps of (pi/2)/32767.
+# One player as a client draws it (what a snapshot's decoded ``entities`` are, see
+# :mod:`shared.protocol.deltas`): positions and velocities as float32, yaw in [-pi, pi) as
+# uint16 steps of 2*pi/65536, pitch in [-pi/2, pi/2] as int16 steps of (pi/2)/32767.
 ENTITY_DTYPE = np.dtype(
     [
         ("id", "<u2"),
         ("x", "<f4"),
         ("y", "<f4"),
         ("z", "<f4"),
-        ("vx", "<f2"),
-        ("vy", "<f2"),
-        ("vz", "<f2"),
+        ("vx", "<f4"),
+        ("vy", "<f4"),
+        ("vz", "<f4"),
         ("yaw", "<u2"),
         ("pitch", "<i2"),
         ("health", "u1"),
@@ -70,37 +72,6 @@ _YAW_STEP = 2.0 * math.pi / 65536.0
 _PITCH_STEP = (math.pi / 2.0) / 32767.0
 
 
-def pack_entities(
-    ids: np.ndarray,
-    pos: np.ndarray,
-    vel: np.ndarray,
-    yaw: np.ndarray,
-    pitch: np.ndarray,
-    health: np.ndarray,
-    alive: np.ndarray,
-) -> bytes:
-    """Quantise N players' public state into ``N * ENTITY_DTYPE.itemsize`` bytes."""
-    records = np.empty(len(ids), dtype=ENTITY_DTYPE)
-    records["id"] = ids
-    records["x"], records["y"], records["z"] = pos[:, 0], pos[:, 1], pos[:, 2]
-    records["vx"], records["vy"], records["vz"] = vel[:, 0], vel[:, 1], vel[:, 2]
-    wrapped = np.mod(yaw + math.pi, 2.0 * math.pi)
-    records["yaw"] = np.round(wrapped / _YAW_STEP).astype(np.int64) % 65536
-    records["pitch"] = np.round(np.clip(pitch, -math.pi / 2, math.pi / 2) / _PITCH_STEP)
-    records["health"] = np.clip(health, 0, 255)
-    records["flags"] = np.where(alive, ENTITY_FLAG_ALIVE, 0)
-    return records.tobytes()
-
-
-def unpack_entities(blob: bytes) -> np.ndarray:
-    """The inverse view: a structured array over the blob (zero-copy, read-only)."""
-    if len(blob) % ENTITY_DTYPE.itemsize:
-        raise InvalidField(
-            f"snapshot.entities: {len(blob)} bytes is not a multiple of {ENTITY_DTYPE.itemsize}"
-        )
-    return np.frombuffer(blob, dtype=ENTITY_DTYPE)
-
-
 def entity_yaw(records: np.ndarray) -> np.ndarray:
     return records["yaw"].astype(np.float64) * _YAW_STEP - math.pi
 
@@ -109,22 +80,15 @@ def entity_pitch(records: np.ndarray) -> np.ndarray:
     return records["pitch"].astype(np.float64) * _PITCH_STEP
 
 
-def encode_snapshot_body(
-    tick: int,
-    server_time: float,
-    epoch: int,
-    entities: bytes,
-    events: Sequence[SnapshotEvent],
-    state: bytes = b"",
-) -> bytes:
+def encode_snapshot_body(tick: int, server_time: float, epoch: int, state: bytes = b"") -> bytes:
     """Encode the part of a snapshot that every recipient shares, once per tick.
 
     ``state``: the world's digest (:data:`STATE_DIGEST_BYTES` of it), so that what a client
     was shown can be checked against what the region's journals say it published.
 
     The result is a run of msgpack key/value pairs, not a whole value: msgpack is
-    concatenative, so a map header followed by these pairs and the per-client pairs is
-    one valid map (see :func:`encode_snapshot`).
+    concatenative, so a map header followed by the per-client pairs and these is one
+    valid map (see :func:`encode_snapshot`).
     """
     packer = msgpack.Packer(use_bin_type=True, autoreset=False)
     for key, value in (
@@ -132,8 +96,6 @@ def encode_snapshot_body(
         ("tick", tick),
         ("server_time", server_time),
         ("epoch", epoch),
-        ("entities", entities),
-        ("events", [encode_event(event) for event in events]),
         ("state", state),
     ):
         packer.pack(key)
@@ -141,21 +103,57 @@ def encode_snapshot_body(
     return packer.bytes()
 
 
-_BODY_PAIRS = 7  # type, tick, server_time, epoch, entities, events, state
-_HEADER_PAIRS = 2  # ack, you
-_MAP_HEADER = bytes([0x80 | (_BODY_PAIRS + _HEADER_PAIRS)])  # msgpack fixmap of 9 pairs
+_BODY_PAIRS = 5  # type, tick, server_time, epoch, state
+_HEADER_PAIRS = 5  # ack, you, base, entities, events
+_MAP_HEADER = bytes([0x80 | (_BODY_PAIRS + _HEADER_PAIRS)])  # msgpack fixmap of 10 pairs
 _ACK_KEY = msgpack.packb("ack")
 _YOU_KEY_AND_ARRAY = msgpack.packb("you") + bytes([0x96])  # then a fixarray of 6 floats
 _YOU_FLOATS = struct.Struct(">B d B d B d B d B d B d")  # each float64 tagged 0xcb
 
 
-def encode_snapshot(body: bytes, ack: int, you: Sequence[float]) -> bytes:
-    """One client's snapshot frame: map header + its ack and own state + the shared body.
+def encode_snapshot(
+    body: bytes,
+    ack: int,
+    you: Sequence[float],
+    base: int = -1,
+    entities: bytes = b"",
+    events: Sequence[SnapshotEvent] = (),
+) -> bytes:
+    """One client's snapshot frame: map header, its ack and own state, its players (coded
+    against its snapshot ``base``) and the events it is told, then the shared body.
 
     ``you`` is this client's own position and velocity at full float64 precision, so its
     reconciliation replays from exactly the server's state.
     """
-    return snapshot_heads(np.array([ack]), np.array([you], dtype=np.float64)) + body
+    head = snapshot_heads(np.array([ack]), np.array([you], dtype=np.float64))
+    return (
+        head + entities_part(base, entities) + events_part([pack_event(e) for e in events]) + body
+    )
+
+
+_BASE_KEY = msgpack.packb("base")
+_ENTITIES_KEY = msgpack.packb("entities")
+_ENTITIES_PART = struct.Struct(f">{len(_BASE_KEY)}sBq{len(_ENTITIES_KEY)}sBI")
+#: The fixed bytes in front of a client's coded players: base (int64) and a bin32 header.
+ENTITIES_PART_BYTES = _ENTITIES_PART.size
+
+
+_EVENTS_KEY = msgpack.packb("events")
+
+
+def pack_event(event: SnapshotEvent) -> bytes:
+    """One event as msgpack (encoded once per tick, spliced into each client's events)."""
+    return msgpack.packb(encode_event(event), use_bin_type=True)
+
+
+def events_part(packed: Sequence[bytes]) -> bytes:
+    """A client's ``events`` pair from events packed by :func:`pack_event` (an array32)."""
+    return _EVENTS_KEY + struct.pack(">BI", 0xDD, len(packed)) + b"".join(packed)
+
+
+def entities_part(base: int, entities: bytes) -> bytes:
+    """A client's ``base`` and ``entities`` pairs (always int64 and bin32: a fixed layout)."""
+    return _ENTITIES_PART.pack(_BASE_KEY, 0xD3, base, _ENTITIES_KEY, 0xC6, len(entities)) + entities
 
 
 #: Every head has the same size: the ack always as a 32-bit msgpack int (``0xce`` uint32,
@@ -191,9 +189,19 @@ _BODY_KEY_BYTES = 48  # enough of a body to hold its tick, server time and epoch
 _FLOAT64_TAGS = (0xCB,) * 6
 
 
-def _snapshot_head(data: bytes) -> tuple[int, tuple[float, ...], int] | None:
-    """(ack, you, where the shared body starts) of a frame laid out as
-    :func:`encode_snapshot` writes it, with valid values; None for anything else."""
+_MAX_EVENTS = 4096  # as decode_server's longest array
+#: A client's keys as text: found anywhere in a body (in any msgpack string form), the body
+#: is never shared (a repeated key overrides the client's own; a false alarm only costs a
+#: decode).
+_CLIENT_KEYS = (b"ack", b"you", b"base", b"entities", b"events")
+
+
+def _snapshot_head(
+    data: bytes,
+) -> tuple[int, tuple[float, ...], int, bytes, list[bytes], int] | None:
+    """(ack, you, base, entities, each packed event, where the shared body starts) of a
+    frame laid out as :func:`encode_snapshot` writes it, with valid values; None for
+    anything else."""
     if not data.startswith(_SNAPSHOT_PREFIX):
         return None
     pos = len(_SNAPSHOT_PREFIX)
@@ -215,29 +223,68 @@ def _snapshot_head(data: bytes) -> tuple[int, tuple[float, ...], int] | None:
             return None
         pos += len(_YOU_KEY_AND_ARRAY)
         fields = _YOU_FLOATS.unpack_from(data, pos)
+        you = fields[1::2]
+        # (min and max can miss a NaN; the sum cannot.)
+        if fields[0::2] != _FLOAT64_TAGS or not (
+            -1e9 <= min(you) and max(you) <= 1e9 and math.isfinite(sum(you))
+        ):
+            return None
+        pos += _YOU_FLOATS.size
+        base_key, base_tag, base, entities_key, bin_tag, size = _ENTITIES_PART.unpack_from(
+            data, pos
+        )
     except (IndexError, struct.error):
         return None
-    you = fields[1::2]
-    # (min and max can miss a NaN; the sum cannot.)
-    if fields[0::2] != _FLOAT64_TAGS or not (
-        -1e9 <= min(you) and max(you) <= 1e9 and math.isfinite(sum(you))
-    ):
+    if (base_key, base_tag, entities_key, bin_tag) != (_BASE_KEY, 0xD3, _ENTITIES_KEY, 0xC6):
         return None
-    return ack, you, pos + _YOU_FLOATS.size
+    if not -1 <= base <= MAX_TICK:
+        return None
+    start = pos + _ENTITIES_PART.size
+    end = start + size
+    if end > len(data) or not data.startswith(_EVENTS_KEY, end):
+        return None
+    at = end + len(_EVENTS_KEY)
+    if data[at : at + 1] != b"\xdd" or len(data) < at + 5:
+        return None
+    (count,) = struct.unpack_from(">I", data, at + 1)
+    at += 5
+    if count > _MAX_EVENTS:
+        return None
+    if count == 0:  # (most frames: no event for this client)
+        return ack, you, base, data[start:end], [], at
+    unpacker = msgpack.Unpacker(
+        raw=False, max_buffer_size=MAX_SERVER_FRAME_BYTES, max_bin_len=MAX_SERVER_FRAME_BYTES,
+        max_str_len=MAX_SERVER_FRAME_BYTES, max_array_len=4096, max_map_len=64,
+    )  # fmt: skip
+    unpacker.feed(data[at:])
+    events = []
+    try:
+        for _ in range(count):
+            first = unpacker.tell()
+            unpacker.skip()
+            events.append(data[at + first : at + unpacker.tell()])
+    except Exception:  # msgpack raises several unrelated types for a cut or bad value
+        return None
+    return ack, you, base, data[start:end], events, at + unpacker.tell()
 
 
 class ServerFrameDecoder:
     """:func:`decode_server` for a process with many connections to one server (a bot swarm).
 
-    Every recipient of a tick's snapshot gets the same shared body behind its own ack and
-    state (:func:`encode_snapshot`). This decoder reads that head directly and decodes each
-    distinct body once, so all recipients of a tick share one ``entities`` and one
-    ``events`` object; a frame it cannot split, or a new body, takes the general path.
+    Every recipient of a tick's snapshot gets the same shared body behind its own ack,
+    state, players and events (:func:`encode_snapshot`); the node packs each event once
+    and splices it into every frame that tells it. This decoder reads the per-client part
+    directly and decodes each distinct body and each distinct event once, so recipients
+    share those objects; a frame it cannot split, or anything new, takes the general path.
     """
 
-    def __init__(self, capacity: int = 64) -> None:
+    def __init__(self, capacity: int = 64, events_capacity: int = 4096) -> None:
+        if capacity < 1 or events_capacity < 1:
+            raise ValueError("the decoder's capacities must be at least 1")
         self._capacity = capacity
+        self._events_capacity = events_capacity
         self._bodies: dict[tuple[bytes, int], tuple[bytes, SnapshotMessage]] = {}
+        self._events: dict[bytes, SnapshotEvent] = {}
         #: Snapshots whose body was decoded already.
         self.shared = 0
 
@@ -245,22 +292,36 @@ class ServerFrameDecoder:
         head = _snapshot_head(data) if len(data) <= MAX_SERVER_FRAME_BYTES else None
         if head is None:
             return decode_server(data)
-        ack, you, start = head
+        ack, you, base, entities, packed, start = head
         body = data[start:]
         key = (body[:_BODY_KEY_BYTES], len(body))
         cached = self._bodies.get(key)
-        if cached is None or cached[0] != body:
+        known = self._events
+        events = [known.get(event) for event in packed]
+        if cached is None or cached[0] != body or None in events:
             message = decode_server(data)
             if (
                 type(message) is SnapshotMessage
                 and message.ack == ack
                 and message.you == you
-                and _ACK_KEY not in body  # a body that repeats a head key overrides it:
-                and _YOU_KEY_AND_ARRAY[:-1] not in body  # never shared (rather than wrong)
+                and message.base == base
+                and message.entities == entities
+                and len(message.events) == len(packed)
+                # A body that repeats a client's key overrides it: never shared (not wrong).
+                and not any(key in body for key in _CLIENT_KEYS)
             ):
                 if cached is None and len(self._bodies) >= self._capacity:
                     del self._bodies[next(iter(self._bodies))]  # the oldest
                 self._bodies[key] = (body, message)
+                shared = []
+                for raw, event in zip(packed, message.events, strict=True):
+                    held = known.get(raw)
+                    if held is None:
+                        if len(known) >= self._events_capacity:
+                            del known[next(iter(known))]
+                        known[raw] = held = event
+                    shared.append(held)
+                object.__setattr__(message, "events", tuple(shared))  # (a frozen dataclass)
             return message
         self.shared += 1
         template = cached[1]
@@ -271,7 +332,8 @@ class ServerFrameDecoder:
         put(message, "epoch", template.epoch)
         put(message, "ack", ack)
         put(message, "you", you)
-        put(message, "entities", template.entities)
-        put(message, "events", template.events)
+        put(message, "entities", entities)
+        put(message, "events", tuple(events))
         put(message, "state", template.state)
+        put(message, "base", base)
         return message

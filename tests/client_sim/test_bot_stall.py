@@ -8,11 +8,15 @@ from types import SimpleNamespace
 from client_sim.bot import PROBE_TIMEOUT_S, STALL_GIVE_UP_S, STALL_TIMEOUT_S, Bot
 from client_sim.latency import draw_bot, parse_distribution
 from shared import protocol
+from shared.arena_map import default_map as _default_map
+from shared.protocol import EntityCodec as _EntityCodec
+
+CODEC = _EntityCodec.for_bounds(_default_map().bounds_min, _default_map().bounds_max)
 
 
 def seated_bot() -> Bot:
     params = draw_bot(0, seed=1, rtt=parse_distribution("40ms"))
-    bot = Bot(0, params, SimpleNamespace(config=None, pump=None), "ws://a/ws")  # type: ignore[arg-type]
+    bot = Bot(0, params, SimpleNamespace(config=None, pump=None, codec=CODEC), "ws://a/ws")  # type: ignore[arg-type]
     bot.welcome = protocol.WelcomeMessage(1, 0, 60, 10, 0.2, "tok", "arena", "eu", 3)
     bot._welcomed_local = -1e9  # long ago
     bot._connections[0] = SimpleNamespace(closed=False, url="ws://a/ws")  # type: ignore[assignment]

@@ -12,6 +12,10 @@ from client_sim.latency import draw_bot, parse_distribution
 from client_sim.marksman import ShotRecord
 from client_sim.swarm import Swarm, SwarmConfig
 from shared import protocol
+from shared.arena_map import default_map as _default_map
+from shared.protocol import EntityCodec as _EntityCodec
+
+CODEC = _EntityCodec.for_bounds(_default_map().bounds_min, _default_map().bounds_max)
 
 T = TypeVar("T")
 
@@ -30,7 +34,7 @@ PARAMS = draw_bot(0, seed=1, rtt=parse_distribution("40ms"))
 
 def playing_bot(swarm: Swarm | None = None) -> Bot:
     """A bot seated with token ``t1`` on connection 0, with a spare (1) parked with it."""
-    host: Any = swarm or SimpleNamespace(config=None, pump=None)
+    host: Any = swarm or SimpleNamespace(config=None, pump=None, codec=CODEC)
     bot = Bot(0, PARAMS, host, "ws://a/ws")
     bot._connections = {0: connection(0, None), 1: connection(1, "t1")}
     bot._active, bot._spare = 0, 1

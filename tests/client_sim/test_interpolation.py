@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from client_sim.interpolation import SnapshotBuffer, views
-from shared.protocol import pack_entities, unpack_entities
+from tests.records import entity_records
 
 
 def records(
@@ -20,7 +20,7 @@ def records(
 ) -> np.ndarray:
     n = len(ids)
     pos = np.array(positions, dtype=np.float64).reshape(n, 3)
-    blob = pack_entities(
+    return entity_records(
         np.array(ids),
         pos,
         np.zeros((n, 3)),
@@ -29,7 +29,6 @@ def records(
         np.full(n, 100),
         np.array([True] * n if alive is None else alive),
     )
-    return unpack_entities(blob)
 
 
 A = records([0, 1], [[0.0, 0.0, 0.0], [4.0, 8.0, 0.0]])
@@ -78,13 +77,16 @@ def test_interpolation_uses_the_two_snapshots_around_render_time() -> None:
     assert view.positions.tolist() == [[2.0, 1.0, 0.0], [2.0, 4.0, 2.0]]
 
 
-def test_a_player_missing_from_the_later_snapshot_stays_where_it_was() -> None:
+def test_a_player_in_only_one_of_the_two_snapshots_is_not_drawn_between_them() -> None:
+    """Where it was between the two is not known (interest management sent it in one only,
+    or it came or went): a bot must never aim at a place the server did not show it."""
     before = records([0, 1, 2], [[0.0, 0.0, 0.0], [4.0, 4.0, 0.0], [8.0, 0.0, 0.0]])
     after = records([0, 2, 3], [[2.0, 0.0, 0.0], [8.0, 2.0, 0.0], [16.0, 16.0, 0.0]])
     view = buffer((1.0, before), (1.5, after)).view(1.25)
     assert view is not None
-    assert view.ids.tolist() == [0, 1, 2]  # the newcomer 3 is drawn from its first snapshot
-    assert view.positions.tolist() == [[1.0, 0.0, 0.0], [4.0, 4.0, 0.0], [8.0, 1.0, 0.0]]
+    assert view.ids.tolist() == [0, 2]  # neither 1 (gone) nor the newcomer 3
+    assert view.positions.tolist() == [[1.0, 0.0, 0.0], [8.0, 1.0, 0.0]]
+    assert view.alive.tolist() == [True, True]
 
 
 def test_a_player_who_dies_between_the_snapshots_is_drawn_dead() -> None:

@@ -24,8 +24,9 @@ from client_sim.shooting import ShotSummary, SwarmShooting
 from shared.arena_map import default_map, parse_map
 from shared.hitbox import HIT_PLAYER, HITBOX_TORSO, ray_hit_player
 from shared.movement import BUTTON_FIRE
-from shared.protocol import RespawnEvent, ShotEvent, pack_entities, unpack_entities
+from shared.protocol import RespawnEvent, ShotEvent
 from shared.weapons import BUTTON_ALT_FIRE, EYE_HEIGHT, LAUNCHER, RIFLE, aim_direction
+from tests.records import entity_records as records_of
 
 ARENA = default_map()
 RATE = 60
@@ -252,16 +253,14 @@ TARGET_FEET = (-26.0, -10.0, 0.0)  # 10 m north, nothing in between
 def entity_records(players: dict[int, tuple[float, float, float]]) -> np.ndarray:
     ids = sorted(players)
     n = len(ids)
-    return unpack_entities(
-        pack_entities(
-            np.array(ids),
-            np.array([players[i] for i in ids]),
-            np.zeros((n, 3)),
-            np.zeros(n),
-            np.zeros(n),
-            np.full(n, 100),
-            np.ones(n, dtype=bool),
-        )
+    return records_of(
+        np.array(ids),
+        np.array([players[i] for i in ids]),
+        np.zeros((n, 3)),
+        np.zeros(n),
+        np.zeros(n),
+        np.full(n, 100),
+        np.ones(n, dtype=bool),
     )
 
 
@@ -330,7 +329,9 @@ def fire_rifle(shooting: SwarmShooting, seq: int = 12) -> tuple[float, float, in
 
 def test_fire_aims_at_the_target_and_claims_the_time_it_drew() -> None:
     shooting = book()
-    yaw, pitch, buttons, view_time = fire_rifle(shooting)
+    fired = fire_rifle(shooting)
+    assert fired is not None
+    yaw, pitch, buttons, view_time = fired
     assert buttons == BUTTON_FIRE and view_time == 1.0
     assert yaw == pytest.approx(math.pi / 2)
     assert pitch == pytest.approx(math.atan2(CHEST_HEIGHT - EYE_HEIGHT, 10.0))

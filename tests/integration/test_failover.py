@@ -146,7 +146,9 @@ async def test_repeated_kills_each_new_standby_takes_over_in_turn(
 async def watch_player(url: str, seen: list[tuple[int, int]]) -> None:
     """A raw player on one node: records (epoch, tick) of every snapshot it is shown."""
     async with aiohttp.ClientSession() as session, session.ws_connect(url) as ws:
-        await ws.send_bytes(protocol.encode(protocol.JoinMessage(1, "watcher")))
+        await ws.send_bytes(
+            protocol.encode(protocol.JoinMessage(protocol.PROTOCOL_VERSION, "watcher"))
+        )
         async for message in ws:
             if message.type is not aiohttp.WSMsgType.BINARY:
                 break

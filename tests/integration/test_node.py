@@ -28,7 +28,7 @@ def _swarm(url: str, count: int, duration: float, latency: str = "40ms") -> Swar
     return Swarm(SwarmConfig(url=url, bots=bots, duration=duration, seed=7))
 
 
-async def _join(session: aiohttp.ClientSession, url: str, version: int = 1):
+async def _join(session: aiohttp.ClientSession, url: str, version: int = protocol.PROTOCOL_VERSION):
     ws = await session.ws_connect(url)
     await ws.send_bytes(protocol.encode(protocol.JoinMessage(version, "probe")))
     reply = protocol.decode_server((await ws.receive()).data)
@@ -117,7 +117,7 @@ async def test_a_protocol_version_mismatch_is_refused_cleanly(node: NodeProcess)
         ws, refusal = await _join(session, node.url, version=99)
         assert isinstance(refusal, protocol.ErrorMessage)
         assert refusal.code == "version_mismatch"
-        assert "protocol 1" in refusal.message
+        assert f"protocol {protocol.PROTOCOL_VERSION}" in refusal.message
         await ws.receive()
         assert ws.close_code == aiohttp.WSCloseCode.PROTOCOL_ERROR
 

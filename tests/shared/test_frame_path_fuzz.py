@@ -43,7 +43,8 @@ values = st.recursive(
     max_leaves=12,
 )
 VALID: tuple[dict[str, Any], ...] = (
-    {"type": "join", "v": 1, "name": "a", "token": None, "interp_delay": 0.1},
+    {"type": "join", "v": protocol.PROTOCOL_VERSION, "name": "a", "token": None,
+     "interp_delay": 0.1},
     {"type": "input", "seq": 1, "tick": 1, "ack_tick": 0, "move": [0.0, 1.0], "yaw": 0.5,
      "pitch": 0.0, "buttons": 2, "view_time": 1.0},
     {"type": "ping", "id": 1, "t": 2.0},

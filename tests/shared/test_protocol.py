@@ -1,4 +1,5 @@
-"""The wire codec: round trips, the spliced snapshot, quantisation and every rejection path."""
+"""The wire codec: round trips, the spliced snapshot, entity quantisation and every
+rejection path."""
 
 from __future__ import annotations
 
@@ -15,9 +16,12 @@ from hypothesis import strategies as st
 from server.sim.input_frames import PAYLOAD_MIN_BYTES
 from shared import protocol
 from shared.protocol import (
-    ENTITY_DTYPE,
+    ENTITIES_PART_BYTES,
     MAX_CLIENT_FRAME_BYTES,
     MAX_SERVER_FRAME_BYTES,
+    PROTOCOL_VERSION,
+    SNAPSHOT_HEAD_BYTES,
+    EntityCodec,
     ErrorMessage,
     FrameTooLarge,
     InputMessage,
@@ -37,15 +41,15 @@ from shared.protocol import (
     encode_input,
     encode_snapshot,
     encode_snapshot_body,
-    pack_entities,
-    unpack_entities,
 )
-from shared.protocol.events import JoinEvent, SnapshotEvent
+from shared.protocol.deltas import POSITION_STEP_M, VELOCITY_STEP_MS, Z_RANGE_M
+from shared.protocol.events import JoinEvent, ShotEvent, SnapshotEvent, encode_event
 from tests.shared.strategies import snapshot_events
 
 U32 = 2**32 - 1
 MAX_SEQ = 2**31 - 1
 MAX_TICK = 2**53
+MAX_BASE = 2**53  # MAX_TICK: a head writes its base as an int64 (a fixed layout)
 
 # -- strategies ---------------------------------------------------------------------------
 
@@ -104,6 +108,8 @@ snapshots = st.builds(
     you=st.tuples(*[finite(-1e9, 1e9)] * 6),
     entities=st.binary(max_size=26 * 8),
     events=events.map(tuple),
+    state=st.binary(max_size=8),
+    base=st.integers(-1, MAX_TICK),
 )
 pongs = st.builds(PongMessage, id=st.integers(0, U32), t=finite(), server_time=finite(0.0))
 errors = st.builds(
@@ -198,7 +204,7 @@ def test_encode_input_is_byte_identical_to_encoding_an_input_message(
     view_time: float,
     ack_tick: int,
 ) -> None:
-    args = dict(
+    args: dict[str, Any] = dict(
         seq=seq,
         tick=tick,
         move=move,
@@ -217,7 +223,7 @@ def test_encode_input_accepts_numpy_floats_like_a_bot_computes_them() -> None:
         seq=1,
         tick=2,
         move=(move[0], move[1]),
-        yaw=np.float32(0.5),
+        yaw=np.float32(0.5),  # type: ignore[arg-type]  # (what a bot passes, on purpose)
         pitch=np.float64(0.0),
         buttons=0,
         view_time=1.0,
@@ -235,8 +241,10 @@ def test_encode_input_accepts_numpy_floats_like_a_bot_computes_them() -> None:
     epoch=st.integers(0, 2**63 - 1),
     ack=st.integers(-1, U32),
     you=st.lists(finite(-1e9, 1e9), min_size=6, max_size=6),
+    base=st.integers(-1, MAX_BASE),
     entities=st.binary(max_size=26 * 4),
     events=events,
+    state=st.binary(max_size=8),
 )
 def test_spliced_snapshot_decodes_to_the_same_message(
     tick: int,
@@ -244,34 +252,114 @@ def test_spliced_snapshot_decodes_to_the_same_message(
     epoch: int,
     ack: int,
     you: list[float],
+    base: int,
     entities: bytes,
     events: list[SnapshotEvent],
+    state: bytes,
 ) -> None:
-    body = encode_snapshot_body(tick, server_time, epoch, entities, events)
-    decoded = decode_server(encode_snapshot(body, ack, np.array(you, dtype=np.float64)))
+    body = encode_snapshot_body(tick, server_time, epoch, state)
+    frame_ = encode_snapshot(body, ack, you, base, entities, events)
+    decoded = decode_server(frame_)
     assert isinstance(decoded, SnapshotMessage)
-    assert decoded == SnapshotMessage(tick, server_time, epoch, ack, tuple(you), entities, events)
+    assert decoded == SnapshotMessage(
+        tick, server_time, epoch, ack, tuple(you), entities, tuple(events), state, base
+    )
     # Full float64 precision, down to the sign of zero.
     assert [bits(v) for v in decoded.you] == [bits(v) for v in you]
     assert bits(decoded.server_time) == bits(server_time)
 
 
+#: The events pair's bytes before its events: the key and an array32 header.
+EVENTS_PART_BYTES = len(msgpack.packb("events")) + 5
+
+
+@given(
+    ack=st.integers(-1, U32),
+    base=st.integers(-1, MAX_BASE),
+    entities=st.binary(max_size=64),
+    events=events,
+)
+def test_a_clients_part_has_a_fixed_layout_whatever_its_values(
+    ack: int, base: int, entities: bytes, events: list[SnapshotEvent]
+) -> None:
+    """The node builds every client's head at once and splices its players and its events
+    after it: the head, the base/entities part and the events' header must not change size
+    with the values they carry (the events themselves are packed once per tick)."""
+    body = encode_snapshot_body(5, 0.5, 1)
+    packed = [protocol.pack_event(event) for event in events]
+    frame_ = encode_snapshot(body, ack, (0.0,) * 6, base, entities, events)
+    told = protocol.events_part(packed)
+    assert len(told) == EVENTS_PART_BYTES + sum(map(len, packed))
+    assert len(frame_) == (
+        SNAPSHOT_HEAD_BYTES + ENTITIES_PART_BYTES + len(entities) + len(told) + len(body)
+    )
+    assert frame_.endswith(entities + told + body)
+    assert frame_[SNAPSHOT_HEAD_BYTES:].startswith(protocol.entities_part(base, entities) + told)
+
+
+@pytest.mark.parametrize("count", [0, 1, 15, 16, 70_000])
+def test_the_events_are_always_an_array32_of_events_packed_on_their_own(count: int) -> None:
+    """Whatever their number (msgpack would write a fixarray or an array16 for most), so
+    that a part is its packed events behind a fixed header."""
+    event = JoinEvent(3)
+    packed = protocol.pack_event(event)
+    assert packed == msgpack.packb(encode_event(event), use_bin_type=True)
+    told = protocol.events_part([packed] * count)
+    assert told[:EVENTS_PART_BYTES] == msgpack.packb("events") + b"\xdd" + struct.pack(">I", count)
+    unpacker = msgpack.Unpacker(raw=False, max_array_len=max(count, 1))
+    unpacker.feed(told)
+    assert [*unpacker] == ["events", [encode_event(event)] * count]
+
+
 def test_spliced_snapshot_is_the_same_map_as_a_plain_encoded_one() -> None:
     you = (1.0 / 3.0, -2.0e-300, 0.0, -0.0, 6.0, 1e9)
-    events = [JoinEvent(3)]
-    body = encode_snapshot_body(42, 0.7, 3, b"\x01\x02", events)
-    spliced = msgpack.unpackb(encode_snapshot(body, 9, np.array(you)), raw=False)
-    plain = msgpack.unpackb(encode(SnapshotMessage(42, 0.7, 3, 9, you, b"\x01\x02", events)))
+    events: list[SnapshotEvent] = [
+        JoinEvent(3),
+        ShotEvent(3, 1, 0, "hit", 0.5, victim=2, damage=20),
+    ]
+    body = encode_snapshot_body(42, 0.7, 3, b"\x07" * 8)
+    spliced = msgpack.unpackb(encode_snapshot(body, 9, you, 40, b"\x01\x02", events), raw=False)
+    assert len(spliced) == 10
+    plain = msgpack.unpackb(
+        encode(SnapshotMessage(42, 0.7, 3, 9, you, b"\x01\x02", tuple(events), b"\x07" * 8, 40))
+    )
     assert spliced == plain
 
 
-def test_one_body_serves_every_client_with_its_own_header() -> None:
-    body = encode_snapshot_body(10, 10 / 60, 0, b"", [])
-    a = decode_server(encode_snapshot(body, 1, np.arange(6.0)))
-    b = decode_server(encode_snapshot(body, -1, -np.arange(6.0)))
-    assert (a.ack, a.you) == (1, (0.0, 1.0, 2.0, 3.0, 4.0, 5.0))
-    assert (b.ack, b.you) == (-1, (-0.0, -1.0, -2.0, -3.0, -4.0, -5.0))
+def test_the_shared_body_carries_no_clients_part() -> None:
+    """Five pairs every recipient shares; what each client is told (its events too) is its
+    own part's."""
+    body = encode_snapshot_body(42, 0.7, 3, b"\x07" * 8)
+    assert msgpack.unpackb(bytes([0x85]) + body) == {
+        "type": "snapshot",
+        "tick": 42,
+        "server_time": 0.7,
+        "epoch": 3,
+        "state": b"\x07" * 8,
+    }
+    assert encode_snapshot_body(42, 0.7, 3) == encode_snapshot_body(42, 0.7, 3, b"")
+
+
+def test_a_snapshot_without_a_base_says_so() -> None:
+    """``base`` -1 (every record full) is also what a snapshot built without one carries."""
+    body = encode_snapshot_body(3, 0.05, 0)
+    decoded = decode_server(encode_snapshot(body, -1, (0.0,) * 6))
+    assert isinstance(decoded, SnapshotMessage)
+    assert (decoded.base, decoded.entities, decoded.events) == (-1, b"", ())
+    assert SnapshotMessage(3, 0.05, 0, -1, (0.0,) * 6, b"").base == -1
+
+
+def test_one_body_serves_every_client_with_its_own_part() -> None:
+    body = encode_snapshot_body(10, 10 / 60, 0)
+    a = decode_server(
+        encode_snapshot(body, 1, np.arange(6.0).tolist(), 8, b"\x01\x02\x03", [JoinEvent(2)])
+    )
+    b = decode_server(encode_snapshot(body, -1, (-np.arange(6.0)).tolist()))
+    assert isinstance(a, SnapshotMessage) and isinstance(b, SnapshotMessage)
+    assert (a.ack, a.you, a.base, a.entities) == (1, (0.0, 1.0, 2.0, 3.0, 4.0, 5.0), 8, b"\1\2\3")
+    assert (b.ack, b.you, b.base, b.entities) == (-1, (-0.0, -1.0, -2.0, -3.0, -4.0, -5.0), -1, b"")
     assert a.tick == b.tick == 10
+    assert (a.events, b.events) == ((JoinEvent(2),), ())
 
 
 # -- entity quantisation ------------------------------------------------------------------
@@ -281,27 +369,48 @@ def angle_difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.abs((a - b + math.pi) % (2 * math.pi) - math.pi)
 
 
-@given(st.integers(0, 40), st.integers(0, 2**32 - 1))
-def test_entities_round_trip_within_the_documented_quantisation(n: int, seed: int) -> None:
+@given(
+    n=st.integers(0, 40),
+    seed=st.integers(0, 2**32 - 1),
+    corner=st.tuples(st.integers(-1000, 0), st.integers(-1000, 0)),
+    size=st.tuples(st.integers(1, 2000), st.integers(1, 2000)),
+)
+def test_entities_quantise_within_the_stated_precision(
+    n: int, seed: int, corner: tuple[int, int], size: tuple[int, int]
+) -> None:
+    """deltas.py's stated precision over a map's bounds: positions within half a
+    POSITION_STEP_M, velocity within half a VELOCITY_STEP_MS, angles within half a step;
+    the records a client draws are those values as ENTITY_DTYPE holds them."""
     rng = np.random.default_rng(seed)
-    ids = rng.choice(65536, size=n, replace=False)
-    pos = rng.uniform(-1000.0, 1000.0, size=(n, 3))
-    vel = rng.uniform(-60.0, 60.0, size=(n, 3))
+    lo = np.array(corner, dtype=np.float64)
+    hi = lo + np.array(size, dtype=np.float64)
+    codec = EntityCodec.for_bounds(lo, hi)
+    ids = np.sort(rng.choice(65536, size=n, replace=False))
+    pos = np.column_stack(
+        [rng.uniform(lo[0], hi[0], n), rng.uniform(lo[1], hi[1], n), rng.uniform(*Z_RANGE_M, n)]
+    )
+    vel = rng.uniform(-64.0, 64.0, size=(n, 3))
     yaw = rng.uniform(-math.pi, math.pi, size=n)
     pitch = rng.uniform(-math.pi / 2, math.pi / 2, size=n)
     health = rng.integers(0, 256, size=n)
     alive = rng.random(n) < 0.5
 
-    blob = pack_entities(ids, pos, vel, yaw, pitch, health, alive)
-    assert len(blob) == n * ENTITY_DTYPE.itemsize == n * 26
-    records = unpack_entities(blob)
+    quantised = codec.quantise(pos, vel, yaw, pitch, health, alive)
+    assert quantised.shape == (n, 10) and quantised.dtype == np.int32
+    assert np.all((quantised >= 0) & (quantised < (1 << codec.bits)))  # each within its bits
+    records = codec.records(ids, quantised)
+    assert records.dtype == protocol.ENTITY_DTYPE
 
     assert records["id"].tolist() == ids.tolist()
-    for axis, key in enumerate("xyz"):  # float32: exactly the nearest float32
-        assert np.array_equal(records[key], pos[:, axis].astype(np.float32))
-    for axis, key in enumerate(("vx", "vy", "vz")):  # float16: 11 significant bits
-        got = records[key].astype(np.float64)
-        assert np.all(np.abs(got - vel[:, axis]) <= np.abs(vel[:, axis]) * 2.0**-11 + 1e-7)
+    half = 1 << (int(codec.bits[3]) - 1)
+    for axis, key in enumerate("xyz"):
+        exact = codec.origin[axis] + quantised[:, axis] * POSITION_STEP_M
+        assert np.all(np.abs(exact - pos[:, axis]) <= POSITION_STEP_M / 2 + 1e-9)
+        assert np.array_equal(records[key], exact.astype(protocol.ENTITY_DTYPE[key]))
+    for axis, key in enumerate(("vx", "vy", "vz")):
+        exact = (quantised[:, 3 + axis] - half) * VELOCITY_STEP_MS
+        assert np.all(np.abs(exact - vel[:, axis]) <= VELOCITY_STEP_MS / 2 + 1e-9)
+        assert np.array_equal(records[key], exact.astype(protocol.ENTITY_DTYPE[key]))
     yaw_step = 2 * math.pi / 65536
     pitch_step = (math.pi / 2) / 32767
     assert np.all(angle_difference(protocol.entity_yaw(records), yaw) <= yaw_step / 2 + 1e-12)
@@ -310,10 +419,24 @@ def test_entities_round_trip_within_the_documented_quantisation(n: int, seed: in
     assert records["flags"].tolist() == alive.astype(int).tolist()
 
 
+def test_positions_on_the_grid_come_back_exactly() -> None:
+    """Binary fractions of a metre (what the interpolation tests use) survive exactly."""
+    codec = EntityCodec.for_bounds(np.array([-30.0, -30.0]), np.array([30.0, 30.0]))
+    pos = np.array(
+        [[-30.0, -30.0, -16.0], [0.0, 0.0, 0.0], [1.5, -2.25, 0.125], [30.0, 30.0, 48.0]]
+    )
+    vel = np.array([[0.0, 0.0, 0.0], [-64.0, 64.0, 0.5], [1 / 256, -1 / 256, 7.5], [3.0] * 3])
+    n = len(pos)
+    quantised = codec.quantise(pos, vel, np.zeros(n), np.zeros(n), np.full(n, 100), np.ones(n))
+    records = codec.records(np.arange(n), quantised)
+    assert np.column_stack([records[k] for k in "xyz"]).tolist() == pos.tolist()
+    assert np.column_stack([records[k] for k in ("vx", "vy", "vz")]).tolist() == vel.tolist()
+
+
 def test_entity_angles_wrap_and_clamp_and_health_clamps() -> None:
     n = 4
-    blob = pack_entities(
-        np.arange(n),
+    codec = EntityCodec.for_bounds(np.array([-30.0, -30.0]), np.array([30.0, 30.0]))
+    quantised = codec.quantise(
         np.zeros((n, 3)),
         np.zeros((n, 3)),
         np.array([math.pi, -math.pi, 3 * math.pi / 2, 0.0]),
@@ -321,7 +444,7 @@ def test_entity_angles_wrap_and_clamp_and_health_clamps() -> None:
         np.array([-5, 300, 100, 0]),
         np.array([True, False, True, True]),
     )
-    records = unpack_entities(blob)
+    records = codec.records(np.arange(n), quantised)
     yaw = protocol.entity_yaw(records)
     assert yaw[0] == yaw[1] == -math.pi  # pi and -pi are the same direction
     assert yaw[2] == pytest.approx(-math.pi / 2, abs=1e-12)
@@ -331,10 +454,19 @@ def test_entity_angles_wrap_and_clamp_and_health_clamps() -> None:
     assert records["flags"].tolist() == [1, 0, 1, 1]
 
 
-def test_unpack_entities_rejects_a_partial_record() -> None:
-    with pytest.raises(InvalidField) as info:
-        unpack_entities(b"\x00" * 27)
-    assert info.value.code == "invalid_field"
+def test_positions_and_velocities_beyond_the_ranges_clamp_to_their_edges() -> None:
+    """Outside the map (or faster than any player moves) a field saturates at its width
+    instead of wrapping into a value on the far side."""
+    codec = EntityCodec.for_bounds(np.array([-30.0, -30.0]), np.array([30.0, 30.0]))
+    pos = np.array([[-31.0, -1e6, -100.0], [1e6, 1e6, 1e6]])
+    vel = np.array([[-1e6, -200.0, 0.0], [1e6, 200.0, 0.0]])
+    quantised = codec.quantise(pos, vel, np.zeros(2), np.zeros(2), np.zeros(2), np.ones(2))
+    top = (1 << codec.bits) - 1
+    assert quantised[0, 0:5].tolist() == [0, 0, 0, 0, 0]
+    assert quantised[1, 0:5].tolist() == top[0:5].tolist()
+    records = codec.records(np.arange(2), quantised)
+    assert (records["x"][0], records["y"][0], records["z"][0]) == (-30.0, -30.0, -16.0)
+    assert min(records["x"][1], records["y"][1]) >= 30.0 and records["z"][1] >= 48.0
 
 
 # -- rejections ---------------------------------------------------------------------------
@@ -512,10 +644,10 @@ def test_range_limits_themselves_are_accepted(name: str, value: int) -> None:
 @pytest.mark.parametrize(
     "fields",
     [
-        {"type": "join", "v": 1, "name": "x" * 33},
+        {"type": "join", "v": PROTOCOL_VERSION, "name": "x" * 33},
         {"type": "join", "v": 65536},
-        {"type": "join", "v": 1, "interp_delay": 1.5},
-        {"type": "join", "v": 1, "token": 5},
+        {"type": "join", "v": PROTOCOL_VERSION, "interp_delay": 1.5},
+        {"type": "join", "v": PROTOCOL_VERSION, "token": 5},
         {"type": "ping", "id": 1, "t": math.nan},
         {"type": "ping", "id": -1, "t": 0.0},
     ],
@@ -525,7 +657,9 @@ def test_join_and_ping_fields_are_validated(fields: dict[str, Any]) -> None:
 
 
 def test_join_defaults_apply_to_omitted_optional_fields() -> None:
-    assert decode_client(frame(type="join", v=1)) == JoinMessage(1, "", None, 0.1)
+    assert decode_client(frame(type="join", v=PROTOCOL_VERSION)) == JoinMessage(
+        PROTOCOL_VERSION, "", None, 0.1
+    )
 
 
 @pytest.mark.parametrize(
@@ -534,6 +668,9 @@ def test_join_defaults_apply_to_omitted_optional_fields() -> None:
         {"you": [0.0] * 5},
         {"you": [0.0] * 5 + [math.inf]},
         {"ack": -2},
+        {"base": -2},
+        {"base": MAX_TICK + 1},
+        {"base": 1.0},
         {"entities": "text"},
         {"events": [1, 2]},
         {"server_time": -1.0},

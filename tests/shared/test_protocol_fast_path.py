@@ -97,6 +97,8 @@ snapshots = st.fixed_dictionaries(
         "ack": st.one_of(st.integers(-3, 10**6), values),
         "you": st.one_of(st.lists(st.floats(-2e9, 2e9), min_size=6, max_size=6), values),
         "entities": st.one_of(st.binary(max_size=52), values),
+        "state": st.one_of(st.binary(max_size=8), values),
+        "base": st.one_of(st.integers(-3, 10**6), values),
         "events": st.one_of(
             st.lists(
                 st.dictionaries(st.text(max_size=3), st.integers(-(2**63), 2**64 - 1), max_size=2),
@@ -129,3 +131,11 @@ def test_the_snapshot_fast_path_accepts_only_what_the_general_path_accepts(frame
         assert decoded == expected
     else:
         assert not isinstance(decoded, SnapshotMessage)
+
+
+def test_the_snapshot_fast_path_takes_a_valid_frame() -> None:
+    """Every key a node writes, of its wire type: the fast path, not the general one."""
+    raw = {"tick": 9, "server_time": 0.15, "epoch": 1, "ack": 4, "you": [0.0] * 6,
+           "entities": b"\x01\x02\x03", "events": [], "state": b"\x00" * 8, "base": 7}  # fmt: skip
+    fast = _fast_snapshot(raw)
+    assert fast == SnapshotMessage(9, 0.15, 1, 4, (0.0,) * 6, b"\x01\x02\x03", (), b"\x00" * 8, 7)

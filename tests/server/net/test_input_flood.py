@@ -44,7 +44,13 @@ class RawClient:
         return cls(reader, writer)
 
     async def join(self, name: str) -> protocol.WelcomeMessage:
-        self.send(frame(OP_BINARY, protocol.encode(protocol.JoinMessage(1, name)), masked=True))
+        self.send(
+            frame(
+                OP_BINARY,
+                protocol.encode(protocol.JoinMessage(protocol.PROTOCOL_VERSION, name)),
+                masked=True,
+            )
+        )
         async with asyncio.timeout(WAIT_S):
             await self.welcomed.wait()
         assert self.welcome is not None

@@ -243,7 +243,9 @@ class Player:
 
     async def join(self, base_url: str, name: str = "ada", token: str | None = None) -> Any:
         self.ws = await self.session.ws_connect(base_url + "/ws")
-        await self.ws.send_bytes(protocol.encode(protocol.JoinMessage(1, name, token)))
+        await self.ws.send_bytes(
+            protocol.encode(protocol.JoinMessage(protocol.PROTOCOL_VERSION, name, token))
+        )
         async with asyncio.timeout(WAIT_S):
             message = await self.ws.receive()
         if message.type is not WSMsgType.BINARY:

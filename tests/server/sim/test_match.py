@@ -25,9 +25,9 @@ from shared.protocol import (
     SnapshotMessage,
     decode_client,
     decode_server,
-    unpack_entities,
 )
-from tests.server.frames import snapshot_for
+from shared.protocol.deltas import POSITION_STEP_M
+from tests.server.frames import players_shown, snapshot_for
 
 ARENA = default_map()
 RATE = 60
@@ -107,7 +107,7 @@ def test_leaving_frees_the_slot_and_emits_a_leave_event() -> None:
     assert result.events == [LeaveEvent(a.slot)]
     snapshot = decode_server(snapshot_for(match, result, b.slot))
     assert snapshot.events == (LeaveEvent(a.slot),)
-    assert unpack_entities(snapshot.entities)["id"].tolist() == [b.slot]
+    assert players_shown(match, result, b.slot)["id"].tolist() == [b.slot]
     # The slot is free again, and the next join takes it.
     c = match.join("c", 0.1)
     assert c.slot == a.slot
@@ -153,9 +153,9 @@ def test_snapshot_for_decodes_with_tick_ack_and_own_state() -> None:
     you = np.concatenate((match.world.pos[seat.slot], match.world.vel[seat.slot]))
     assert np.array(snapshot.you).tobytes() == you.tobytes()  # bit-exact
     assert match.world.pos[seat.slot, 0] > ARENA.spawn_point(0)[0]  # it did move
-    records = unpack_entities(snapshot.entities)
+    records = players_shown(match, results[-1], seat.slot)
     assert records["id"].tolist() == [seat.slot, other.slot]
-    assert records["x"][0] == np.float32(match.world.pos[seat.slot, 0])
+    assert abs(records["x"][0] - match.world.pos[seat.slot, 0]) <= POSITION_STEP_M / 2
     assert decode_server(snapshot_for(match, results[-1], other.slot)).ack == -1
 
 
@@ -170,8 +170,8 @@ def test_while_guessed_a_player_is_told_where_its_acknowledged_input_left_it() -
     snapshot = decode_server(snapshot_for(match, result, seat.slot))
     assert isinstance(snapshot, SnapshotMessage) and snapshot.ack == 0
     assert np.array(snapshot.you).tobytes() == acked_state.tobytes()
-    records = unpack_entities(snapshot.entities)  # the others see the guess
-    assert records["x"][0] == np.float32(match.world.pos[seat.slot, 0])
+    records = players_shown(match, result, seat.slot)  # the others see the guess
+    assert abs(records["x"][0] - match.world.pos[seat.slot, 0]) <= POSITION_STEP_M / 2
 
 
 def test_every_client_gets_the_same_body_with_its_own_header() -> None:
@@ -205,8 +205,7 @@ def test_a_tick_goes_only_to_the_players_seated_when_it_was_computed() -> None:
         match.world.pos[a.slot]
     )
     following = match.tick()
-    snapshot = decode_server(snapshot_for(match, following, late.slot))
-    assert late.slot in unpack_entities(snapshot.entities)["id"].tolist()
+    assert late.slot in players_shown(match, following, late.slot)["id"].tolist()
     assert match.snapshot_head(following, taken.slot) is not None
 
 

@@ -20,7 +20,6 @@ from shared.protocol import (
     RespawnEvent,
     ShotEvent,
     decode_server,
-    unpack_entities,
 )
 from shared.weapons import (
     BUTTON_ALT_FIRE,
@@ -29,7 +28,7 @@ from shared.weapons import (
     RESPAWN_DELAY_S,
     aim_direction,
 )
-from tests.server.frames import snapshot_for
+from tests.server.frames import players_shown, snapshot_for
 
 ARENA = default_map()
 RATE = 60
@@ -186,7 +185,7 @@ def test_the_snapshot_carries_the_shot_s_result(backend: str) -> None:
     for slot in (SHOOTER, VICTIM):
         snapshot = decode_server(snapshot_for(match, result, slot))
         assert snapshot.events == (expected,)
-        records = unpack_entities(snapshot.entities)
+        records = players_shown(match, result, slot)
         assert records["health"].tolist() == [MAX_HEALTH, MAX_HEALTH - 50]
 
 
@@ -219,7 +218,7 @@ def test_a_kill_shows_in_the_snapshot_and_corrects_the_history(backend: str) -> 
     before = (ring.start + len(ring) - 2) % ring.capacity  # the snapshot of tick T - 1
     assert int(ring.ticks[before]) == tick - 1
     assert ring.alive[before][:2].tolist() == [1, 1]
-    records = unpack_entities(decode_server(snapshot_for(match, match.tick(), SHOOTER)).entities)
+    records = players_shown(match, match.tick(), SHOOTER)
     assert records["health"].tolist() == [MAX_HEALTH, 0]
     assert (records["flags"] & ENTITY_FLAG_ALIVE).tolist() == [1, 0]
 

@@ -1,10 +1,11 @@
-"""Where numba keeps the node's compiled kernels: one place, however a command is started.
+"""Where numba keeps compiled kernels (the node's, and the bots' snapshot decoder): one
+place, however a command is started.
 
 numba writes a kernel's machine code next to its source (``__pycache__``) unless
 ``NUMBA_CACHE_DIR`` says otherwise. A Makefile that sets the variable and a command started
 by hand that does not then use two caches, and the second one compiles everything again
-(tens of seconds on a busy machine). So the cache is chosen here, when the ``server``
-package is imported and before any kernel module is:
+(tens of seconds on a busy machine). So the cache is chosen here, when the ``server`` or
+``client_sim`` package is imported and before any kernel module is:
 
 1. ``$NUMBA_CACHE_DIR`` when it is set (operators, CI, systemd's ``CacheDirectory=``);
 2. else ``$XDG_CACHE_HOME/arena/numba`` (``~/.cache/arena/numba``), per user;

@@ -1,0 +1,290 @@
+"""Each client's players of a snapshot, coded against the snapshot it acknowledged.
+
+The server keeps the same account of every client that the client keeps of itself
+(:class:`shared.protocol.baselines.EntityBaselines`): after each snapshot sent to it, the
+tick of the value it holds for every player (-1 for none). A client's next snapshot is
+coded against its newest acknowledged one (the ``ack_tick`` of its inputs) when that is
+one this node sent it and no more than ``BASELINES_KEPT`` snapshot intervals old, else
+against nothing (every record full). The values themselves live once, in a ring of the
+quantised world of the newest snapshot ticks; a player whose held value has left the ring
+is sent in full.
+
+Sans-I/O: arrays in, bytes out; every seated client of a match is coded in one compiled
+call per snapshot tick. A seat given to another player starts its account afresh.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from server.sim.interest import InterestConfig, select_players
+from shared.protocol import ShotEvent, SnapshotEvent
+from shared.protocol.baselines import BASELINES_KEPT
+from shared.protocol.deltas import (
+    KIND_DELTA,
+    KIND_FULL,
+    KIND_GONE,
+    EntityCodec,
+    write_gone,
+    write_record,
+)
+
+__all__ = ["VALUE_RING", "DeltaEncoder", "warm_up"]
+
+#: Snapshot ticks whose quantised world is kept (2.1 s at 30 snapshots a second): a value
+#: a client holds from longer ago is sent in full.
+VALUE_RING = 64
+_GROWTH = 64  # the accounts grow by this many slots at a time
+
+
+class DeltaEncoder:
+    """One match's accounts of what its clients hold, and their coded players."""
+
+    def __init__(
+        self,
+        codec: EntityCodec,
+        capacity: int,
+        snapshot_interval: int,
+        interest: InterestConfig,
+        kept: int = BASELINES_KEPT,
+    ) -> None:
+        self.codec = codec
+        self.capacity = capacity
+        self.interval = snapshot_interval
+        self.interest = interest
+        self.kept = kept
+        fields = len(codec.bits)
+        self.ring_values = np.zeros((VALUE_RING, capacity, fields), dtype=np.int32)
+        self.ring_ticks = np.full(VALUE_RING, -1, dtype=np.int64)
+        self.acked = np.full(capacity, -1, dtype=np.int64)
+        # Per client slot: the tick of each player's held value after each of its newest
+        # snapshots (rows by snapshot number), the tick of each row, whose seat it is;
+        # per pair of slots: the priority accumulator and the end of their fight.
+        self.known: np.ndarray
+        self.known_ticks: np.ndarray
+        self.seat_ids: np.ndarray
+        self.priority: np.ndarray
+        self.fight_until: np.ndarray
+        self._size = 0
+        self._resize(min(capacity, _GROWTH))
+        # Scratch of encode(): every client's records; each distinct record, encoded once
+        # (the pool) and where it lies (the memo).
+        self._out = np.zeros((0, 0), dtype=np.uint8)
+        self._memo = np.empty((0, 0, 2), dtype=np.int64)
+        self._pool = np.zeros(0, dtype=np.uint8)
+        #: What was coded: clients' snapshots, their bytes, records by kind (tally()).
+        self.clients_coded = 0
+        self.bytes_coded = 0
+        self._tally = np.zeros(4, dtype=np.int64)
+
+    def _resize(self, size: int) -> None:
+        """Accounts for slots ``[0, size)`` (they grow with the highest seated slot, so a
+        node configured for many players pays for the ones it seats)."""
+        old = self._size
+        known = np.full((size, self.kept, size), -1, dtype=np.int64)
+        known_ticks = np.full((size, self.kept), -1, dtype=np.int64)
+        seat_ids = np.full(size, -1, dtype=np.int64)
+        priority = np.zeros((size, size), dtype=np.float64)
+        fight_until = np.full((size, size), -np.inf)
+        if old:
+            known[:old, :, :old] = self.known
+            known_ticks[:old] = self.known_ticks
+            seat_ids[:old] = self.seat_ids
+            priority[:old, :old] = self.priority
+            fight_until[:old, :old] = self.fight_until
+        self.known, self.known_ticks, self.seat_ids = known, known_ticks, seat_ids
+        self.priority, self.fight_until = priority, fight_until
+        self._size = size
+
+    def tally(self) -> dict[str, int]:
+        """Counts since the start: clients' snapshots coded, their ``entities`` bytes, the
+        records sent by kind and the distinct records encoded (the rest were copies)."""
+        delta, full, gone, encoded = self._tally.tolist()
+        return {
+            "coded": self.clients_coded,
+            "bytes": self.bytes_coded,
+            "records_delta": delta,
+            "records_full": full,
+            "records_gone": gone,
+            "records_encoded": encoded,
+        }
+
+    # -- what the clients say and do ----------------------------------------------------
+
+    def forget(self, slot: int) -> None:
+        """A seat freed or given to a player: the fights of whoever held it end (its new
+        player's own, noted from now on, count before its first snapshot too)."""
+        if slot < self._size:
+            self.fight_until[slot] = -np.inf
+            self.fight_until[:, slot] = -np.inf
+
+    def note_acks(self, slots: np.ndarray, ack_ticks: np.ndarray) -> None:
+        """Inputs released this tick: each names its client's newest snapshot."""
+        if len(slots):
+            np.maximum.at(self.acked, slots, ack_ticks)
+
+    def note_fights(self, events: list[SnapshotEvent], now: float) -> None:
+        """Shots that hit somebody: shooter and victim stay relevant to each other."""
+        until = now + self.interest.fight_memory_s
+        for event in events:
+            if type(event) is ShotEvent and event.victim >= 0:
+                a, b = event.shooter, event.victim
+                if max(a, b) >= self._size:
+                    self._resize(min(self.capacity, -(-(max(a, b) + 1) // _GROWTH) * _GROWTH))
+                self.fight_until[a, b] = self.fight_until[b, a] = until
+
+    # -- a snapshot tick ------------------------------------------------------------------
+
+    def encode(
+        self,
+        tick: int,
+        now: float,
+        slots: np.ndarray,
+        seat_ids: np.ndarray,
+        present: np.ndarray,
+        pos: np.ndarray,
+        yaw: np.ndarray,
+        values: np.ndarray,
+    ) -> tuple[np.ndarray, list[bytes], np.ndarray]:
+        """Snapshot ``tick``'s coded players for the clients in ``slots`` (whose seats are
+        ``seat_ids``): (each one's base tick, each one's ``entities``, the players each is
+        sent: ``(C, size)`` bool, by slot). ``present``,
+        ``pos``, ``yaw``: the world's per slot; ``values``: its quantised state
+        (:meth:`EntityCodec.quantise`, ``(capacity, 10)``)."""
+        ring = (tick // self.interval) % VALUE_RING
+        self.ring_values[ring] = values
+        self.ring_ticks[ring] = tick
+        if not len(slots):
+            return np.empty(0, dtype=np.int64), [], np.zeros((0, 0), dtype=np.bool_)
+        live = np.flatnonzero(present)
+        size = int(max(slots.max(), live.max() if len(live) else 0)) + 1
+        if size > self._size:
+            self._resize(min(self.capacity, -(-size // _GROWTH) * _GROWTH))
+        size = self._size
+        stale = self.seat_ids[slots] != seat_ids
+        changed = slots[stale]
+        if len(changed):  # another player in the seat: nothing of the last one's holds
+            self.known[changed] = -1
+            self.known_ticks[changed] = -1
+            self.priority[changed] = 0.0
+            self.priority[:, changed] = 0.0
+            self.acked[changed] = -1
+            # (its fights are its own: a seat's old ones went when it was freed, forget())
+            self.seat_ids[changed] = seat_ids[stale]
+        acked = self.acked[slots]
+        rows = (np.maximum(acked, 0) // self.interval) % self.kept
+        usable = (
+            (acked >= 0)
+            & (acked < tick)
+            & (tick - acked <= self.kept * self.interval)
+            & (self.known_ticks[slots, rows] == acked)
+        )
+        bases = np.where(usable, acked, -1)
+        base_rows = np.where(usable, rows, -1)
+        write_row = (tick // self.interval) % self.kept
+        shown = present[:size]
+        selected = select_players(
+            self.interest, slots, pos[:size], yaw[:size], shown, self.fight_until, now,
+            self.priority,
+        )  # fmt: skip
+        width = size * self.codec.max_record_bytes()
+        if self._out.shape[0] < len(slots) or self._out.shape[1] != width:
+            self._out = np.zeros((max(len(slots), self._out.shape[0]), width), dtype=np.uint8)
+            self._memo = np.empty((VALUE_RING + 1, size, 2), dtype=np.int64)
+            self._pool = np.zeros((VALUE_RING + 1) * width, dtype=np.uint8)
+        self._memo[:, :, 0] = -1
+        lengths = np.zeros(len(slots), dtype=np.int64)
+        _encode_clients(
+            slots, base_rows, write_row, tick, selected, values[:size], shown, self.known,
+            self.ring_values, self.ring_ticks, self.interval, self.codec.bits, self._memo,
+            self._pool, self._out, lengths, self._tally,
+        )  # fmt: skip
+        self.clients_coded += len(slots)
+        self.bytes_coded += int(lengths.sum())
+        self.known_ticks[slots, write_row] = tick
+        out = self._out
+        blobs = [out[c, :n].tobytes() for c, n in enumerate(lengths.tolist())]
+        return bases, blobs, selected
+
+
+@numba.njit(cache=True)
+def _encode_clients(
+    viewers: np.ndarray,
+    base_rows: np.ndarray,
+    write_row: int,
+    tick: int,
+    selected: np.ndarray,
+    current: np.ndarray,
+    present: np.ndarray,
+    known: np.ndarray,
+    ring_values: np.ndarray,
+    ring_ticks: np.ndarray,
+    interval: int,
+    bits: np.ndarray,
+    memo: np.ndarray,
+    pool: np.ndarray,
+    out: np.ndarray,
+    lengths: np.ndarray,
+    tally: np.ndarray,
+) -> None:
+    """Every viewer's records, and its account after this snapshot (row ``write_row``).
+
+    A record depends only on the player and the tick of the value its client holds (or on
+    none: a full one), so each distinct one is encoded once into ``pool`` and copied to
+    every client that needs it (``memo``: its offset and length per held value's ring slot,
+    the last row for full records; reset by the caller). ``tally``: records written by
+    kind (delta, full, gone) and records encoded, added to."""
+    players = len(present)
+    ring = len(ring_ticks)
+    pooled = 0
+    for c in range(len(viewers)):
+        s, b = viewers[c], base_rows[c]
+        row = out[c]
+        at = 0  # bytes
+        for e in range(players):
+            held = known[s, b, e] if b >= 0 else -1
+            if not present[e]:
+                if held >= 0:
+                    row[at : at + 3] = 0
+                    at = write_gone(row, at * 8, e) >> 3
+                    tally[KIND_GONE] += 1
+                known[s, write_row, e] = -1
+                continue
+            if not selected[c, e]:
+                known[s, write_row, e] = held
+                continue
+            slot = (held // interval) % ring if held >= 0 else ring
+            if slot < ring and ring_ticks[slot] != held:
+                slot = ring  # the value it holds left the ring: sent in full
+            start, size = memo[slot, e, 0], memo[slot, e, 1]
+            if start < 0:
+                has_old = slot < ring
+                old = ring_values[slot, e] if has_old else current[e]
+                start = pooled
+                pool[start : start + row.shape[0] // players] = 0
+                pooled = write_record(pool, start * 8, e, current[e], old, has_old, bits) >> 3
+                size = pooled - start
+                memo[slot, e, 0], memo[slot, e, 1] = start, size
+                tally[3] += 1
+            row[at : at + size] = pool[start : start + size]
+            at += size
+            tally[KIND_DELTA if slot < ring else KIND_FULL] += 1
+            known[s, write_row, e] = tick
+        lengths[c] = at
+
+
+def warm_up() -> None:
+    """Compile (or load from the cache) the encoder's and interest's kernels."""
+    from shared.arena_map import default_map
+
+    arena = default_map()
+    codec = EntityCodec.for_bounds(arena.bounds_min, arena.bounds_max)
+    encoder = DeltaEncoder(codec, 2, 1, InterestConfig())
+    present = np.ones(2, dtype=np.bool_)
+    pos, yaw = np.zeros((2, 3)), np.zeros(2)
+    values = codec.quantise(pos, pos, yaw, yaw, np.zeros(2), present)
+    slots, seats = np.arange(2), np.arange(2)
+    encoder.encode(1, 0.0, slots, seats, present, pos, yaw, values)
+    encoder.note_acks(slots, np.ones(2, dtype=np.int64))
+    encoder.encode(2, 0.0, slots, seats, present, pos, yaw, values)

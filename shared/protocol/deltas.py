@@ -1,0 +1,476 @@
+"""Entity deltas: a snapshot's players quantised against the map and coded against the
+snapshot the client acknowledged (Quake 3's delta snapshots, Fiedler's bit-packing).
+
+Every player's public state is ten unsigned integers (:data:`FIELDS`), each a stated
+precision over a stated range (:class:`EntityCodec`): positions 1/4096 m over the map's
+bounds, velocity 1/256 m/s over +-64 m/s, yaw and pitch in 65536 steps, health and flags
+as bytes. A snapshot's ``entities`` are records, one per player it carries, each starting
+on a byte (so records can be spliced) and bit-packed inside, least significant bit first:
+
+* ``id`` (16 bits), ``kind`` (2 bits): 0 a delta, 1 a full record, 2 the player is gone;
+* a full record: the ten fields at their full widths;
+* a delta: a 4-bit mask of the groups that changed (position, velocity, look, status);
+  per field of a changed group a 2-bit class (0 unchanged, 1 a 7-bit signed difference,
+  2 a 13-bit signed difference, 3 the field at full width) and its payload. Differences
+  are modulo the field's range, so yaw wraps.
+
+A delta is against the value the client held for that player in the baseline snapshot
+(``base``, the client's newest acknowledged one; -1 for none, when every record is full).
+Decoding gives back exactly the integers the server coded: the tests compare them bit for
+bit. The kernels are plain functions over NumPy arrays (numba, cached), no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from shared.protocol.errors import InvalidField
+from shared.protocol.snapshots import ENTITY_DTYPE, ENTITY_FLAG_ALIVE
+
+__all__ = [
+    "FIELDS",
+    "KIND_DELTA",
+    "KIND_FULL",
+    "KIND_GONE",
+    "POSITION_STEP_M",
+    "VELOCITY_STEP_MS",
+    "EntityCodec",
+    "MissingBaseline",
+    "PlayerValues",
+    "encode_records",
+    "max_record_bytes",
+    "write_gone",
+    "write_record",
+]
+
+FIELDS = ("x", "y", "z", "vx", "vy", "vz", "yaw", "pitch", "health", "flags")
+#: Field groups a delta's mask names: position, velocity, look, status.
+GROUP_STARTS = np.array([0, 3, 6, 8, 10], dtype=np.int64)
+KIND_DELTA, KIND_FULL, KIND_GONE = 0, 1, 2
+
+POSITION_STEP_M = 1.0 / 4096.0
+VELOCITY_STEP_MS = 1.0 / 256.0
+VELOCITY_LIMIT_MS = 64.0
+#: Heights a player's feet can have (the floor is z = 0; boxes and jumps stay well within).
+Z_RANGE_M = (-16.0, 48.0)
+_ID_BITS, _KIND_BITS, _CLASS_BITS = 16, 2, 2
+_SMALL_BITS, _MEDIUM_BITS = 7, 13
+_YAW_STEP = 2.0 * math.pi / 65536.0
+_PITCH_STEP = (math.pi / 2.0) / 32767.0
+
+
+class MissingBaseline(InvalidField):
+    """A snapshot coded against a base this client does not hold (it is not shown, and
+    so not acknowledged: the server codes the next one against an older base, or none)."""
+
+
+def _bits_for(span: float, step: float) -> int:
+    return max(1, math.ceil(math.log2(span / step + 1.0)))
+
+
+@dataclass(frozen=True)
+class EntityCodec:
+    """The quantisation of one map: each field's width, step and origin."""
+
+    origin: np.ndarray  # (3,) float64, the map's lowest corner (x, y) and lowest z
+    bits: np.ndarray  # (10,) int64, each field's width
+
+    @classmethod
+    def for_bounds(cls, bounds_min: np.ndarray, bounds_max: np.ndarray) -> EntityCodec:
+        """The codec of a map whose floor spans ``bounds_min`` to ``bounds_max`` (x, y)."""
+        lo = np.asarray(bounds_min, dtype=np.float64)
+        hi = np.asarray(bounds_max, dtype=np.float64)
+        z_lo, z_hi = Z_RANGE_M
+        velocity = _bits_for(2 * VELOCITY_LIMIT_MS, VELOCITY_STEP_MS)
+        bits = [
+            _bits_for(float(hi[0] - lo[0]), POSITION_STEP_M),
+            _bits_for(float(hi[1] - lo[1]), POSITION_STEP_M),
+            _bits_for(z_hi - z_lo, POSITION_STEP_M),
+            velocity,
+            velocity,
+            velocity,
+            16,
+            16,
+            8,
+            8,
+        ]
+        return cls(np.array([lo[0], lo[1], z_lo]), np.array(bits, dtype=np.int64))
+
+    def quantise(
+        self,
+        pos: np.ndarray,
+        vel: np.ndarray,
+        yaw: np.ndarray,
+        pitch: np.ndarray,
+        health: np.ndarray,
+        alive: np.ndarray,
+    ) -> np.ndarray:
+        """N players' public state as ``(N, 10)`` int32, each field within its width."""
+        out = np.empty((len(pos), len(FIELDS)), dtype=np.int32)
+        top = (1 << self.bits) - 1
+        out[:, 0:3] = np.clip(np.round((pos - self.origin) / POSITION_STEP_M), 0, top[0:3])
+        out[:, 3:6] = np.clip(np.round(vel / VELOCITY_STEP_MS) + self.velocity_half, 0, top[3:6])
+        out[:, 6] = (
+            np.round(np.mod(yaw + math.pi, 2.0 * math.pi) / _YAW_STEP).astype(np.int64) % 65536
+        )
+        out[:, 7] = np.round(np.clip(pitch, -math.pi / 2, math.pi / 2) / _PITCH_STEP) + 32768
+        out[:, 8] = np.clip(health, 0, 255)
+        out[:, 9] = np.where(alive, ENTITY_FLAG_ALIVE, 0)
+        return out
+
+    def records(self, ids: np.ndarray, quantised: np.ndarray) -> np.ndarray:
+        """Quantised players as the entity records clients draw (:data:`ENTITY_DTYPE`)."""
+        records = np.empty(len(ids), dtype=ENTITY_DTYPE)
+        rows = np.arange(len(ids), dtype=np.int64)
+        values = np.ascontiguousarray(quantised, dtype=np.int32)
+        ids = np.asarray(ids, dtype=np.int64)
+        _fill_records(ids, values, rows, self.origin, self.velocity_half, records)
+        return records
+
+    def max_record_bytes(self) -> int:
+        return max_record_bytes(self.bits)
+
+    @property
+    def velocity_half(self) -> int:
+        """The value of a velocity of 0 (velocities are offset to be unsigned)."""
+        return 1 << (int(self.bits[3]) - 1)
+
+
+def max_record_bytes(bits: np.ndarray) -> int:
+    """The longest record a codec of these widths writes (a delta of every field)."""
+    widest = _ID_BITS + _KIND_BITS + 4 + len(FIELDS) * _CLASS_BITS + int(np.sum(bits))
+    return (widest + 7) // 8
+
+
+# -- bits --------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True, inline="always")
+def _put(out: np.ndarray, at: int, value: int, width: int) -> int:
+    """Write ``width`` low bits of ``value`` at bit ``at`` of ``out`` (zeroed); the new end."""
+    bits = (value & ((1 << width) - 1)) << (at & 7)
+    i = at >> 3
+    while bits:
+        out[i] |= np.uint8(bits & 0xFF)
+        bits >>= 8
+        i += 1
+    return at + width
+
+
+@numba.njit(cache=True, inline="always")
+def _get(data: np.ndarray, at: int, width: int) -> int:
+    """``width`` bits at bit ``at`` (the caller checked that they lie within ``data``)."""
+    i, shift = at >> 3, at & 7
+    value = 0
+    for k in range((shift + width + 7) >> 3):
+        value |= int(data[i + k]) << (8 * k)
+    return (value >> shift) & ((1 << width) - 1)
+
+
+@numba.njit(cache=True, inline="always")
+def _signed_difference(new: int, old: int, width: int) -> int:
+    """(new - old) modulo 2**width, as the signed value nearest zero."""
+    size = 1 << width
+    d = (new - old) & (size - 1)
+    if d >= size >> 1:
+        d -= size
+    return d
+
+
+@numba.njit(cache=True, inline="always")
+def _delta_class(d: int, width: int) -> int:
+    if d == 0:
+        return 0
+    if -64 <= d <= 63 and _SMALL_BITS < width:
+        return 1
+    if -4096 <= d <= 4095 and _MEDIUM_BITS < width:
+        return 2
+    return 3
+
+
+@numba.njit(cache=True)
+def write_record(
+    out: np.ndarray,
+    at: int,
+    entity: int,
+    new: np.ndarray,
+    old: np.ndarray,
+    has_old: bool,
+    bits: np.ndarray,
+) -> int:
+    """One player's record at byte-aligned bit ``at``: a delta against ``old`` when
+    ``has_old``, else full. Returns the byte-aligned end."""
+    at = _put(out, at, entity, _ID_BITS)
+    fields = len(bits)
+    if not has_old:
+        at = _put(out, at, KIND_FULL, _KIND_BITS)
+        for f in range(fields):
+            at = _put(out, at, new[f], bits[f])
+        return (at + 7) & ~7
+    at = _put(out, at, KIND_DELTA, _KIND_BITS)
+    mask = 0
+    for g in range(4):
+        for f in range(GROUP_STARTS[g], GROUP_STARTS[g + 1]):
+            if new[f] != old[f]:
+                mask |= 1 << g
+    at = _put(out, at, mask, 4)
+    for g in range(4):
+        if not mask >> g & 1:
+            continue
+        for f in range(GROUP_STARTS[g], GROUP_STARTS[g + 1]):
+            d = _signed_difference(new[f], old[f], bits[f])
+            kind = _delta_class(d, bits[f])
+            at = _put(out, at, kind, _CLASS_BITS)
+            if kind == 1:
+                at = _put(out, at, d & ((1 << _SMALL_BITS) - 1), _SMALL_BITS)
+            elif kind == 2:
+                at = _put(out, at, d & ((1 << _MEDIUM_BITS) - 1), _MEDIUM_BITS)
+            elif kind == 3:
+                at = _put(out, at, new[f], bits[f])
+    return (at + 7) & ~7
+
+
+@numba.njit(cache=True)
+def write_gone(out: np.ndarray, at: int, entity: int) -> int:
+    """The record saying player ``entity`` left (the client forgets it); the end."""
+    at = _put(out, at, entity, _ID_BITS)
+    return (_put(out, at, KIND_GONE, _KIND_BITS) + 7) & ~7
+
+
+@numba.njit(cache=True)
+def encode_records(
+    ids: np.ndarray,
+    kinds: np.ndarray,
+    new: np.ndarray,
+    old: np.ndarray,
+    bits: np.ndarray,
+    out: np.ndarray,
+) -> int:
+    """Records for ``ids`` (ascending), each of ``kinds`` (delta, full, gone), the new and
+    the baseline values ``(K, 10)`` row by row, into ``out`` (zeroed, long enough:
+    ``len(ids) * max_record_bytes``). Returns the bytes written."""
+    at = 0
+    for row in range(len(ids)):
+        if kinds[row] == KIND_GONE:
+            at = write_gone(out, at, ids[row])
+        else:
+            at = write_record(out, at, ids[row], new[row], old[row], kinds[row] == KIND_DELTA, bits)
+    return at >> 3
+
+
+@numba.njit(cache=True)
+def _fill_records(
+    ids: np.ndarray,
+    values: np.ndarray,
+    rows: np.ndarray,
+    origin: np.ndarray,
+    velocity_half: int,
+    records: np.ndarray,
+) -> int:
+    """Dequantise the players at ``rows`` (of ``ids``/``values``; -1 skipped) into
+    ``records``; returns how many."""
+    n = 0
+    for k in range(len(rows)):
+        r = rows[k]
+        if r < 0:
+            continue
+        record = records[n]
+        record["id"] = ids[r]
+        record["x"] = origin[0] + values[r, 0] * POSITION_STEP_M
+        record["y"] = origin[1] + values[r, 1] * POSITION_STEP_M
+        record["z"] = origin[2] + values[r, 2] * POSITION_STEP_M
+        record["vx"] = (values[r, 3] - velocity_half) * VELOCITY_STEP_MS
+        record["vy"] = (values[r, 4] - velocity_half) * VELOCITY_STEP_MS
+        record["vz"] = (values[r, 5] - velocity_half) * VELOCITY_STEP_MS
+        record["yaw"] = values[r, 6]
+        record["pitch"] = values[r, 7] - 32768
+        record["health"] = values[r, 8]
+        record["flags"] = values[r, 9]
+        n += 1
+    return n
+
+
+_DECODED, _BAD, _TOO_SMALL, _MISSING = 0, 1, 2, 3
+
+
+@numba.njit(cache=True)
+def _decode_shared(
+    data: np.ndarray,
+    base: np.ndarray,
+    tick: int,
+    slot: int,
+    store_values: np.ndarray,
+    store_ticks: np.ndarray,
+    interval: int,
+    bits: np.ndarray,
+    origin: np.ndarray,
+    velocity_half: int,
+) -> tuple[int, int, np.ndarray, np.ndarray]:
+    """Decode ``data`` against ``base`` (the tick of the value held per player id, -1
+    none) with the values in a store shared by many clients of one world (``store_*``:
+    per ring slot of snapshot ticks and player id, the value and its tick). Only a blob
+    that decodes whole is written to the store (at ``slot``, this tick's): a bad one leaves
+    it as it was. Returns (``_DECODED`` and the records read; ``_BAD``/``_MISSING`` and
+    the bad record's index; ``_TOO_SMALL`` and the highest id, for a good blob naming ids
+    beyond the store; the ticks held after this snapshot, per id; the records shown)."""
+    players = store_values.shape[1]
+    ring = store_values.shape[0]
+    fields = len(bits)
+    most = len(data) // 3 + 1
+    ids = np.empty(most, dtype=np.int64)
+    kinds = np.empty(most, dtype=np.int64)
+    values = np.empty((most, fields), dtype=np.int32)
+    end = len(data) * 8
+    at = 0
+    count = 0
+    full_width = 0
+    for f in range(fields):
+        full_width += bits[f]
+    previous = -1
+    while at < end:
+        if at + _ID_BITS + _KIND_BITS > end:
+            return _BAD, count, base[:0], np.empty(0, dtype=ENTITY_DTYPE)
+        entity = _get(data, at, _ID_BITS)
+        kind = _get(data, at + _ID_BITS, _KIND_BITS)
+        at += _ID_BITS + _KIND_BITS
+        if entity <= previous or kind > KIND_GONE:
+            return _BAD, count, base[:0], np.empty(0, dtype=ENTITY_DTYPE)
+        previous = entity
+        ids[count], kinds[count] = entity, kind
+        if kind == KIND_FULL:
+            if at + full_width > end:
+                return _BAD, count, base[:0], np.empty(0, dtype=ENTITY_DTYPE)
+            for f in range(fields):
+                values[count, f] = _get(data, at, bits[f])
+                at += bits[f]
+        elif kind == KIND_DELTA:
+            kt = base[entity] if entity < len(base) else -1
+            if kt < 0 or at + 4 > end:
+                return _BAD, count, base[:0], np.empty(0, dtype=ENTITY_DTYPE)
+            old = (kt // interval) % ring
+            if entity >= players or store_ticks[old, entity] != kt:  # gone from the store
+                return _MISSING, count, base[:0], np.empty(0, dtype=ENTITY_DTYPE)
+            mask = _get(data, at, 4)
+            at += 4
+            for f in range(fields):
+                values[count, f] = store_values[old, entity, f]
+            for g in range(4):
+                if not mask >> g & 1:
+                    continue
+                for f in range(GROUP_STARTS[g], GROUP_STARTS[g + 1]):
+                    if at + _CLASS_BITS > end:
+                        return _BAD, count, base[:0], np.empty(0, dtype=ENTITY_DTYPE)
+                    klass = _get(data, at, _CLASS_BITS)
+                    at += _CLASS_BITS
+                    if klass == 0:
+                        continue
+                    width = _SMALL_BITS if klass == 1 else _MEDIUM_BITS if klass == 2 else bits[f]
+                    if at + width > end:
+                        return _BAD, count, base[:0], np.empty(0, dtype=ENTITY_DTYPE)
+                    raw = _get(data, at, width)
+                    at += width
+                    if klass == 3:
+                        values[count, f] = raw
+                    else:
+                        if raw >= 1 << (width - 1):
+                            raw -= 1 << width
+                        values[count, f] = (values[count, f] + raw) & ((1 << bits[f]) - 1)
+        at = (at + 7) & ~7
+        count += 1
+    if count and ids[count - 1] >= players:
+        return _TOO_SMALL, ids[count - 1], base[:0], np.empty(0, dtype=ENTITY_DTYPE)
+    # The whole blob decoded: commit its values and build what is held and shown.
+    top = len(base)
+    if count:
+        top = max(top, ids[count - 1] + 1)
+    held = np.full(top, -1, dtype=np.int64)
+    held[: len(base)] = base
+    records = np.empty(count, dtype=ENTITY_DTYPE)
+    shown = 0
+    for r in range(count):
+        entity = ids[r]
+        if kinds[r] == KIND_GONE:
+            held[entity] = -1
+            continue
+        for f in range(fields):
+            store_values[slot, entity, f] = values[r, f]
+        store_ticks[slot, entity] = tick
+        held[entity] = tick
+        v = values[r]
+        record = records[shown]
+        record["id"] = entity
+        record["x"] = origin[0] + v[0] * POSITION_STEP_M
+        record["y"] = origin[1] + v[1] * POSITION_STEP_M
+        record["z"] = origin[2] + v[2] * POSITION_STEP_M
+        record["vx"] = (v[3] - velocity_half) * VELOCITY_STEP_MS
+        record["vy"] = (v[4] - velocity_half) * VELOCITY_STEP_MS
+        record["vz"] = (v[5] - velocity_half) * VELOCITY_STEP_MS
+        record["yaw"] = v[6]
+        record["pitch"] = v[7] - 32768
+        record["health"] = v[8]
+        record["flags"] = v[9]
+        shown += 1
+    return _DECODED, count, held, records[:shown]
+
+
+class PlayerValues:
+    """The players' values of one world (a node's match, an epoch) as its clients decoded
+    them, per ring slot of snapshot ticks: shared by every client of a process that plays
+    in that world, since a player's value at a tick is the same for every client told it.
+    So a client keeps only, per snapshot, the tick of each value it holds (see
+    :class:`~shared.protocol.baselines.EntityBaselines`), and a swarm keeps each value
+    once. The ring is twice the node's (``VALUE_RING`` snapshot ticks): a value the node
+    still codes against is still here unless its frame comes more than a ring of the node's
+    later than a newer one, to another client of the process, on another link."""
+
+    RING = 128
+
+    def __init__(self, codec: EntityCodec, snapshot_interval: int, players: int = 256) -> None:
+        self.codec = codec
+        self.interval = snapshot_interval
+        self.values = np.zeros((self.RING, players, len(FIELDS)), dtype=np.int32)
+        self.ticks = np.full((self.RING, players), -1, dtype=np.int64)
+
+    def decode(self, tick: int, base: np.ndarray, data: bytes) -> tuple[np.ndarray, np.ndarray]:
+        """Snapshot ``tick``'s ``entities`` against ``base`` (per id, the tick of each
+        value held): (the ticks held after it; the records shown). InvalidField for a blob
+        that does not decode against it."""
+        blob = np.frombuffer(data, dtype=np.uint8)
+        slot = (tick // self.interval) % self.RING
+        codec = self.codec
+        while True:
+            status, at, held, records = _decode_shared(
+                blob, base, tick, slot, self.values, self.ticks, self.interval, codec.bits,
+                codec.origin, codec.velocity_half,
+            )  # fmt: skip
+            if status != _TOO_SMALL:
+                break
+            self._grow(at + 1)  # a good blob naming ids beyond the store: room, once more
+        if status == _MISSING:
+            raise MissingBaseline(f"snapshot {tick}: the base value of record {at} is gone")
+        if status == _BAD:
+            raise InvalidField(f"snapshot.entities: record {at} does not decode")
+        return held, records
+
+    def held(self, ticks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """What a client holds whose held ticks are ``ticks`` (per id, -1 none): (ids,
+        their values ``(K, 10)``) of the values still in the store (a value a newer tick
+        took the place of is left out)."""
+        ids = np.flatnonzero(ticks >= 0)
+        ids = ids[ids < self.values.shape[1]]
+        slots = (ticks[ids] // self.interval) % self.RING
+        ids = ids[self.ticks[slots, ids] == ticks[ids]]
+        slots = (ticks[ids] // self.interval) % self.RING
+        return ids, self.values[slots, ids]
+
+    def _grow(self, players: int) -> None:
+        size = max(players, 2 * self.values.shape[1])
+        values = np.zeros((self.RING, size, len(FIELDS)), dtype=np.int32)
+        ticks = np.full((self.RING, size), -1, dtype=np.int64)
+        values[:, : self.values.shape[1]] = self.values
+        ticks[:, : self.ticks.shape[1]] = self.ticks
+        self.values, self.ticks = values, ticks
