@@ -149,9 +149,9 @@ class DeltaEncoder:
     ) -> tuple[np.ndarray, list[bytes], np.ndarray]:
         """Snapshot ``tick``'s coded players for the clients in ``slots`` (whose seats are
         ``seat_ids``): (each one's base tick, each one's ``entities``, the players each is
-        sent: ``(C, size)`` bool, by slot). ``present``,
-        ``pos``, ``yaw``: the world's per slot; ``values``: its quantised state
-        (:meth:`EntityCodec.quantise`, ``(capacity, 10)``)."""
+        sent: ``(C, size)`` bool, by slot). ``present``, ``pos``, ``yaw``: the world's per
+        slot; ``values``: its quantised state (:meth:`EntityCodec.quantise`,
+        ``(capacity, 10)``)."""
         ring = (tick // self.interval) % VALUE_RING
         self.ring_values[ring] = values
         self.ring_ticks[ring] = tick

@@ -123,12 +123,13 @@ class EntityCodec:
         return out
 
     def records(self, ids: np.ndarray, quantised: np.ndarray) -> np.ndarray:
-        """Quantised players as the entity records clients draw (:data:`ENTITY_DTYPE`)."""
+        """Quantised players as the entity records clients draw (:data:`ENTITY_DTYPE`),
+        exactly as a client decodes them."""
         records = np.empty(len(ids), dtype=ENTITY_DTYPE)
-        rows = np.arange(len(ids), dtype=np.int64)
         values = np.ascontiguousarray(quantised, dtype=np.int32)
-        ids = np.asarray(ids, dtype=np.int64)
-        _fill_records(ids, values, rows, self.origin, self.velocity_half, records)
+        _fill_records(
+            np.asarray(ids, dtype=np.int64), values, self.origin, self.velocity_half, records
+        )
         return records
 
     def max_record_bytes(self) -> int:
@@ -262,36 +263,30 @@ def encode_records(
     return at >> 3
 
 
+@numba.njit(cache=True, inline="always")
+def _dequantise(
+    record: np.ndarray, entity: int, v: np.ndarray, origin: np.ndarray, velocity_half: int
+) -> None:
+    """One player's quantised values ``v`` as the record a client draws."""
+    record["id"] = entity
+    record["x"] = origin[0] + v[0] * POSITION_STEP_M
+    record["y"] = origin[1] + v[1] * POSITION_STEP_M
+    record["z"] = origin[2] + v[2] * POSITION_STEP_M
+    record["vx"] = (v[3] - velocity_half) * VELOCITY_STEP_MS
+    record["vy"] = (v[4] - velocity_half) * VELOCITY_STEP_MS
+    record["vz"] = (v[5] - velocity_half) * VELOCITY_STEP_MS
+    record["yaw"] = v[6]
+    record["pitch"] = v[7] - 32768
+    record["health"] = v[8]
+    record["flags"] = v[9]
+
+
 @numba.njit(cache=True)
 def _fill_records(
-    ids: np.ndarray,
-    values: np.ndarray,
-    rows: np.ndarray,
-    origin: np.ndarray,
-    velocity_half: int,
-    records: np.ndarray,
-) -> int:
-    """Dequantise the players at ``rows`` (of ``ids``/``values``; -1 skipped) into
-    ``records``; returns how many."""
-    n = 0
-    for k in range(len(rows)):
-        r = rows[k]
-        if r < 0:
-            continue
-        record = records[n]
-        record["id"] = ids[r]
-        record["x"] = origin[0] + values[r, 0] * POSITION_STEP_M
-        record["y"] = origin[1] + values[r, 1] * POSITION_STEP_M
-        record["z"] = origin[2] + values[r, 2] * POSITION_STEP_M
-        record["vx"] = (values[r, 3] - velocity_half) * VELOCITY_STEP_MS
-        record["vy"] = (values[r, 4] - velocity_half) * VELOCITY_STEP_MS
-        record["vz"] = (values[r, 5] - velocity_half) * VELOCITY_STEP_MS
-        record["yaw"] = values[r, 6]
-        record["pitch"] = values[r, 7] - 32768
-        record["health"] = values[r, 8]
-        record["flags"] = values[r, 9]
-        n += 1
-    return n
+    ids: np.ndarray, values: np.ndarray, origin: np.ndarray, velocity_half: int, records: np.ndarray
+) -> None:
+    for r in range(len(ids)):
+        _dequantise(records[r], ids[r], values[r], origin, velocity_half)
 
 
 _DECODED, _BAD, _TOO_SMALL, _MISSING = 0, 1, 2, 3
@@ -400,19 +395,7 @@ def _decode_shared(
             store_values[slot, entity, f] = values[r, f]
         store_ticks[slot, entity] = tick
         held[entity] = tick
-        v = values[r]
-        record = records[shown]
-        record["id"] = entity
-        record["x"] = origin[0] + v[0] * POSITION_STEP_M
-        record["y"] = origin[1] + v[1] * POSITION_STEP_M
-        record["z"] = origin[2] + v[2] * POSITION_STEP_M
-        record["vx"] = (v[3] - velocity_half) * VELOCITY_STEP_MS
-        record["vy"] = (v[4] - velocity_half) * VELOCITY_STEP_MS
-        record["vz"] = (v[5] - velocity_half) * VELOCITY_STEP_MS
-        record["yaw"] = v[6]
-        record["pitch"] = v[7] - 32768
-        record["health"] = v[8]
-        record["flags"] = v[9]
+        _dequantise(records[shown], entity, values[r], origin, velocity_half)
         shown += 1
     return _DECODED, count, held, records[:shown]
 
