@@ -70,31 +70,16 @@ class SwarmShooting:
         #: Per hit received and checked: (the server's RTT estimate of its shooter in ms,
         #: NaN when none; whether the victim was behind cover on its own screen).
         self.hits_checked: list[tuple[float, bool]] = []
-        self._indexed: tuple[SnapshotEvent, ...] = ()
-        self._by_player: dict[int, list[SnapshotEvent]] = {}
         #: Per bot: the target and where it was drawn at the last shot, and the local time
         #: its next sighting may be sent (:meth:`sighting`).
         self._sighted: list[tuple[int, tuple[float, float, float]] | None] = [None] * count
         self._next_sighting = np.zeros(count)
 
-    def concerning(self, events: tuple[SnapshotEvent, ...], player: int) -> list[SnapshotEvent]:
+    @staticmethod
+    def concerning(events: tuple[SnapshotEvent, ...], player: int) -> list[SnapshotEvent]:
         """The events of a snapshot that name ``player`` (as shooter, victim or respawned).
-
-        Every bot of a tick gets the same events object (the decoder shares the snapshot
-        body), so the index is built once per tick rather than scanned once per bot.
-        """
-        if events is not self._indexed:
-            by_player: dict[int, list[SnapshotEvent]] = {}
-            for event in events:
-                if isinstance(event, ShotEvent):
-                    named: tuple[int, ...] = (event.shooter, event.victim)
-                else:
-                    named = (event.player,)
-                for who in dict.fromkeys(named):  # (a bot that hit itself: listed once)
-                    if who >= 0:
-                        by_player.setdefault(who, []).append(event)
-            self._indexed, self._by_player = events, by_player
-        return self._by_player.get(player, [])
+        A client is told only the events near it, so this is a short scan."""
+        return [event for event in events if event.names(player)] if events else []
 
     def shooters(self, ready: np.ndarray, brain: Brain, now: float, tick_rate: int) -> np.ndarray:
         """Bots among ``ready`` that pull the trigger this tick."""

@@ -563,6 +563,15 @@ def _events_told(shown: ShownWorld, selected: np.ndarray) -> list[bytes]:
     tells = everyone[None, :] | selected[:, np.maximum(shooter, 0)]
     tells |= (victim >= 0)[None, :] & selected[:, np.maximum(victim, 0)]
     packed = shown.events
-    return [
-        protocol.events_part([packed[i] for i in np.flatnonzero(row).tolist()]) for row in tells
-    ]
+    rows, columns = np.nonzero(tells)
+    bounds = np.searchsorted(rows, np.arange(len(tells) + 1)).tolist()
+    told = columns.tolist()
+    parts: dict[tuple[int, ...], bytes] = {}  # clients told the same events share a part
+    out = []
+    for c in range(len(tells)):
+        which = tuple(told[bounds[c] : bounds[c + 1]])
+        part = parts.get(which)
+        if part is None:
+            part = parts[which] = protocol.events_part([packed[i] for i in which])
+        out.append(part)
+    return out
