@@ -9,12 +9,14 @@ was already dead). Each disagreement has one cause, the first that applies:
 * ``shooter_dead``: the server refused the shot, its shooter was dead at the view time;
 * ``beyond_cap``: the claim was older than the rewind cap;
 * ``victim_already_dead``: an earlier shot in the server's story had killed the victim;
+* ``victim_not_shown``: the server's hitscan victim was not among the players the bot
+  drew (interest management did not send it; the shot's ray went on to it);
 * ``claim_clamped``: the claim lay outside what the bot could have seen, by the server's
   measurement of its link, and was judged at another time;
 * ``shooter_position``: the server fired from an eye more than 1 mm away from the bot's;
 * ``unexplained``: none of these, a bug somewhere.
 
-The first three are the game's rules deciding, not unfairness: ``fair_agreement`` leaves
+The first four are the game's rules deciding, not unfairness: ``fair_agreement`` leaves
 out the shots they decided.
 """
 
@@ -31,10 +33,11 @@ CAUSES = (
     "beyond_cap",
     "shooter_dead",
     "victim_already_dead",
+    "victim_not_shown",
     "shooter_position",
     "unexplained",
 )
-RULE_CAUSES = ("shooter_dead", "beyond_cap", "victim_already_dead")
+RULE_CAUSES = ("shooter_dead", "beyond_cap", "victim_already_dead", "victim_not_shown")
 POSITION_TOLERANCE_M = 1e-3
 
 
@@ -46,6 +49,12 @@ def rule_outcome(record: ShotRecord) -> str | None:
         return "beyond_cap"
     if record.server_result == "hit" and record.server_damage == 0:
         return "victim_already_dead"
+    if (
+        record.server_result == "hit"
+        and record.drawn is not None
+        and record.server_victim not in record.drawn
+    ):
+        return "victim_not_shown"
     return None
 
 

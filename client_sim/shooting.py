@@ -128,6 +128,7 @@ class SwarmShooting:
             eye=(float(eye[0]), float(eye[1]), float(eye[2])),
         )  # fmt: skip
         if weapon.hitscan:
+            record.drawn = frozenset(view.ids.tolist())
             record.client_victim, record.client_hitbox = hitscan_verdict(
                 eye, yaw, pitch, view.ids, view.positions, present, self.arena
             )

@@ -484,6 +484,8 @@ def settle_rifle(**fields: Any) -> ShotSummary:
         ({"result": "miss", "origin": (-26.0, -20.5, EYE_HEIGHT)}, None, "shooter_position"),
         ({"result": "miss", "origin": (-26.0, -20.0005, EYE_HEIGHT)}, None, "unexplained"),
         ({"result": "miss"}, None, "unexplained"),
+        # The server's ray went on to a player this bot was not sent (interest management).
+        ({"victim": 9}, "victim_not_shown", "victim_not_shown"),
     ],
 )
 def test_each_disagreement_has_one_cause_and_rules_are_told_apart(

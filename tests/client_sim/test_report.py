@@ -66,7 +66,12 @@ def test_shot_figures_count_and_rate_with_their_documented_denominators() -> Non
         "fair_false_negative_rate": 0.5,
         "fair_false_positive_rate": 0.5,  # 1 of the 2 server hits the shooter saw miss
         "disagreements_by_cause": {**NO_CAUSES, "claim_clamped": 1, "unexplained": 1},
-        "decided_by_rule": {"shooter_dead": 1, "beyond_cap": 0, "victim_already_dead": 0},
+        "decided_by_rule": {
+            "shooter_dead": 1,
+            "beyond_cap": 0,
+            "victim_already_dead": 0,
+            "victim_not_shown": 0,
+        },
     }
 
 
