@@ -281,7 +281,6 @@ class Swarm:
             self.placed[bot.index] = True
         self.predictor.authoritative(bot.index, snapshot.ack, you)
         bot.snapshots.push(snapshot.server_time, records)
-        assert bot.welcome is not None
         mine = self.shooting.concerning(snapshot.events, bot.welcome.player_id)
         if not mine and not self.shooting.awaiting[bot.index]:
             return  # nothing happened to this bot and nothing is in flight: kept cheap
