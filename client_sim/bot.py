@@ -160,6 +160,7 @@ class Bot:
         self._ping_id = 0
         self.failovers: list[FailoverEvent] = []
         self._sent_frames: deque[tuple[int, bytes]] = deque(maxlen=SENT_FRAMES_KEPT)
+        self._outbox: list[bytes] = []  # inputs held for the next command packet
         self._connections: dict[int, _Connection] = {}
         self._active: int | None = None  # where inputs go: the connection that welcomed us
         self._spare: int | None = None
@@ -204,23 +205,37 @@ class Bot:
     # -- the link: everything goes through the delay lines ------------------------------
 
     def send(self, frame: bytes, connection: int | None = None) -> None:
-        """Send on ``connection`` (default: the active one) through the up line."""
+        """Send on ``connection`` (default: the active one) through the up line, now."""
+        self._send_packet([frame], connection)
+
+    def _send_packet(self, frames: list[bytes], connection: int | None = None) -> None:
+        """Frames that leave in one write, as one packet of the up line."""
         target = self._active if connection is None else connection
-        if target is None:
+        if target is None or not frames:
             return
         due = self._link.up.schedule(self._loop.time())
-        self.swarm.pump.at(due, self._release_up, (target, frame))
+        self.swarm.pump.at(due, self._release_up, (target, frames))
 
-    def send_input(self, seq: int, frame: bytes) -> None:
+    def hold_input(self, seq: int, frame: bytes) -> None:
+        """An input for the next command packet (:meth:`flush`): a client sends its inputs
+        at its command rate, each packet with every input since the last."""
         self._sent_frames.append((seq, frame))
-        self.send(frame)
+        self._outbox.append(frame)
         self.inputs_sent += 1
 
-    def _release_up(self, packet: tuple[int, bytes]) -> None:
+    def flush(self, *extra: bytes) -> None:
+        """Send the held inputs, and ``extra`` frames after them, in one packet."""
+        if extra:
+            self._outbox.extend(extra)
+        if self._outbox:
+            frames, self._outbox = self._outbox, []
+            self._send_packet(frames)
+
+    def _release_up(self, packet: tuple[int, list[bytes]]) -> None:
         connection = self._connections.get(packet[0])
-        # A frame for a connection that is gone is lost with it, like data in flight.
-        if connection is not None and connection.ws.send(packet[1]):
-            self.bytes_up += len(packet[1])
+        # A packet for a connection that is gone is lost with it, like data in flight.
+        if connection is not None and connection.ws.send_many(packet[1]):
+            self.bytes_up += sum(len(frame) for frame in packet[1])
 
     def _arrived(self, connection_id: int, data: bytes) -> None:
         """A frame came off the socket: it reaches the bot when the down line releases it."""
@@ -302,9 +317,8 @@ class Bot:
 
     def _resend_after(self, ack: int) -> None:
         """Everything the new primary has not applied goes again, in order."""
-        for seq, frame in list(self._sent_frames):
-            if seq > ack:
-                self.send(frame)
+        self._outbox.clear()  # (held inputs are among them)
+        self._send_packet([frame for seq, frame in self._sent_frames if seq > ack])
 
     def token_renewed(self, message: protocol.TokenMessage) -> None:
         """The primary renewed our session token: joins carry this one from now on, and the
@@ -383,12 +397,16 @@ class Bot:
         self.clock.observe(pong.t, pong.server_time, self.local_time())
 
     def ping(self, local: float) -> None:
-        """Ping at the bot's local time ``local``, and say when the next one is due: a burst
+        """Ping now, with the held inputs (see :meth:`ping_frame`)."""
+        self.flush(self.ping_frame(local))
+
+    def ping_frame(self, local: float) -> bytes:
+        """A ping at the bot's local time ``local``, and when the next one is due: a burst
         until the clock is synced, then the steady interval."""
         synced = self.clock.synced
         self.next_ping = local + (self.swarm.config.ping_interval if synced else SYNC_PING_INTERVAL)
         self._ping_id += 1
-        self.send(protocol.encode(protocol.PingMessage(self._ping_id, local)))
+        return protocol.encode(protocol.PingMessage(self._ping_id, local))
 
     # -- connections -----------------------------------------------------------------------
 

@@ -76,6 +76,7 @@ class BotRun:
     seed: int
     workers: int
     interp_delay: float
+    input_rate: float = 30.0  # command packets a second (each with the inputs since the last)
     skill: AimSkill = field(default_factory=AimSkill)
     behaviour: str = "play"
     directory: str = ""  # seat the bots through this arena-directory instead of --server
@@ -112,6 +113,7 @@ class BotRun:
                 duration=self.duration,
                 seed=self.seed * 1000 + w,
                 interp_delay=self.interp_delay,
+                input_rate=self.input_rate,
                 skill=self.skill,
                 behaviour=self.behaviour,
                 routes=tuple(route_shares[w]),
@@ -361,6 +363,15 @@ def build_parser() -> argparse.ArgumentParser:
         "intervals (its welcome's snapshot_rate; 67 ms at the default 30 Hz) (default: 100ms)",
     )
     parser.add_argument(
+        "--input-rate",
+        type=float,
+        default=30.0,
+        metavar="HZ",
+        help="command packets each bot sends a second, each with every input since the "
+        "last (one input a tick; Source's cl_cmdrate); rounded to whole ticks, at most the "
+        "tick rate (default: 30)",
+    )
+    parser.add_argument(
         "--behaviour",
         default="play",
         choices=BEHAVIOURS,
@@ -475,6 +486,8 @@ def parse_run(args: argparse.Namespace) -> BotRun:
     for flag in ("aim_error_deg", "reaction_ms", "fire_rate", "launcher_share"):
         if not math.isfinite(getattr(args, flag)):
             raise ValueError(f"--{flag.replace('_', '-')} must be a finite number")
+    if not (math.isfinite(args.input_rate) and args.input_rate > 0):
+        raise ValueError("--input-rate must be a positive number of packets a second")
     if not 0.0 <= args.loss <= 1.0:
         raise ValueError("--loss is a probability between 0 and 1")
     if urlsplit(args.server).scheme not in ("ws", "wss"):
@@ -490,6 +503,7 @@ def parse_run(args: argparse.Namespace) -> BotRun:
         seed=args.seed,
         workers=min(args.workers, args.count),
         interp_delay=parse_spec_duration(args.interp_delay, label="interp delay"),
+        input_rate=args.input_rate,
         skill=AimSkill(
             error_deg=args.aim_error_deg,
             reaction_s=args.reaction_ms / 1000.0,

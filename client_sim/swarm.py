@@ -59,6 +59,9 @@ class SwarmConfig:
     interp_delay: float = 0.1
     ping_interval: float = 0.5
     perceive_hz: float = 10.0
+    #: Command packets a second: each carries every input since the last (Source's
+    #: ``cl_cmdrate``). Rounded to a whole number of ticks, at most one packet a tick.
+    input_rate: float = 30.0
     connect_timeout: float = 10.0
     name_prefix: str = "bot"
     arena: ArenaMap = field(default_factory=default_map)
@@ -168,6 +171,7 @@ class Swarm:
         self.shooting = SwarmShooting(self.count, config.arena, config.skill, self.rng)
         self.placed = np.zeros(self.count, dtype=bool)
         self.tick_rate = 0
+        self.inputs_per_packet = 1
         self.ticks_run = 0
         self.pump: DeliveryPump
         self.decoder = protocol.ServerFrameDecoder()
@@ -229,6 +233,7 @@ class Swarm:
             self.recorder.welcomed(bot.params.index, welcome.epoch, welcome.player_id, welcome.ack)
         if self.predictor is None:
             self.tick_rate = welcome.tick_rate
+            self.inputs_per_packet = inputs_per_packet(welcome.tick_rate, self.config.input_rate)
             self.predictor = SwarmPredictor(self.count, self.config.arena, welcome.tick_rate)
             self.welcomed.set()
 
@@ -336,6 +341,7 @@ class Swarm:
             strict=True,
         )
         bots, rate = self.bots, self.tick_rate
+        send_tick = self.ticks_run % self.inputs_per_packet == 0
         for index, seq, move, yaw, pitch, buttons in rows:
             bot = bots[index]
             local = bot.local_time()
@@ -358,11 +364,12 @@ class Swarm:
                 view_time=render_time,
                 ack_tick=bot.latest_tick,
             )
-            bot.send_input(seq, frame)
-            if sighting is not None:
-                bot.send(sighting)
+            bot.hold_input(seq, frame)
+            extra = [] if sighting is None else [sighting]
             if local >= bot.next_ping:
-                bot.ping(local)
+                extra.append(bot.ping_frame(local))
+            if extra or send_tick:  # (a ping or a sighting leaves now, with the inputs)
+                bot.flush(*extra)
 
     def _shoot(
         self, bot: Bot, seq: int, render_time: float
@@ -626,6 +633,12 @@ class Swarm:
             clock_to_wall=time.time() - asyncio.get_running_loop().time(),
             node_urls=self.node_counts(),
         )
+
+
+def inputs_per_packet(tick_rate: int, input_rate: float) -> int:
+    """The ticks between two command packets: the tick rate over the input rate, rounded
+    to the nearest whole tick (at least one)."""
+    return max(1, round(tick_rate / input_rate))
 
 
 @dataclass(slots=True)

@@ -226,6 +226,14 @@ class WebSocketClient(asyncio.Protocol):
         self._write(OP_BINARY, payload)
         return True
 
+    def send_many(self, payloads: list[bytes]) -> bool:
+        """Send several binary messages in one write (one TCP segment when they fit, as a
+        game client's command packet); False (and nothing sent) once closing."""
+        if self._close_sent or self._lost or self._transport is None:
+            return False
+        self._transport.write(b"".join([frame(OP_BINARY, p, masked=True) for p in payloads]))
+        return True
+
     def _send_close(self, code: int) -> None:
         if not self._close_sent:
             self._write(OP_CLOSE, code.to_bytes(2, "big"))

@@ -149,6 +149,7 @@ async def test_sigterm_tells_clients_and_exits_cleanly(node: NodeProcess) -> Non
         (["client_sim.cli", "--latency", "1e308s"], "longer than 60 s"),
         (["client_sim.cli", "--json", "/nonexistent/r.json"], "does not exist"),
         (["client_sim.cli", "--duration", "inf"], "--duration"),
+        (["client_sim.cli", "--input-rate", "0"], "--input-rate"),
         (["launch.demo", "--latency", "bogus(1)"], "unknown distribution"),
         (["launch.demo", "--json", "/nonexistent/r.json"], "does not exist"),
         (["launch.demo", "--regions", "na,atlantis"], "atlantis"),

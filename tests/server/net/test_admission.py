@@ -142,7 +142,7 @@ async def test_a_bot_kicked_for_idleness_counts_it_and_never_comes_back(
 
             await until(playing, "the bot plays")
             bot = swarm.bots[0]
-            monkeypatch.setattr(bot, "send_input", lambda seq, frame: None)  # it goes quiet
+            monkeypatch.setattr(bot, "hold_input", lambda seq, frame: None)  # it goes quiet
 
             async def kicked() -> bool:
                 return counted(primary, "arena_idle_kicks_total") == 1 and not bot.playing
