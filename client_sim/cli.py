@@ -44,7 +44,7 @@ from client_sim.report_thresholds import (
     check_known,
     parse_threshold,
 )
-from client_sim.routing import Route, route_bots, routing_figures
+from client_sim.routing import Directories, Route, route_bots, routing_figures
 from client_sim.swarm import Swarm, SwarmConfig, SwarmResult, run_swarm
 from client_sim.websocket import TlsTrust
 from shared import eventloop
@@ -409,9 +409,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--directory",
         default="",
-        metavar="URL",
+        metavar="URL[,URL...]",
         help="seat the bots through this arena-directory (each measures every "
-        "region's probe and asks for a seat) instead of joining --server",
+        "region's probe and asks for a seat) instead of joining --server; several "
+        "comma-separated directories sharing one registry: a failed seat request is "
+        "retried once on the next",
     )
     parser.add_argument(
         "--population",
@@ -492,6 +494,8 @@ def parse_run(args: argparse.Namespace) -> BotRun:
         raise ValueError("--loss is a probability between 0 and 1")
     if urlsplit(args.server).scheme not in ("ws", "wss"):
         raise ValueError(f"--server must be a ws:// or wss:// URL, got {args.server!r}")
+    if args.directory:
+        Directories(args.directory)  # each URL checked, in one line
     run = BotRun(
         url=args.server,
         count=args.count,

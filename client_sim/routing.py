@@ -6,6 +6,10 @@ the directory for a seat with those *measured* RTTs, and then plays on the node 
 given, joining with the seat reservation. The bot's link to the game is then the link to
 that region. What the routing cost each player is in the report: the RTT of the region it
 got, the best it measured, and the difference (regret).
+
+Several directories sharing one registry (``arena-directory --registry etcd://``) are given
+comma-separated (``--directory URL,URL``): :class:`Directories` asks one, and a seat request
+it cannot answer goes once to the next (``docs/routing.md``).
 """
 
 from __future__ import annotations
@@ -30,10 +34,71 @@ from client_sim.geography import (
     request_seat,
 )
 from client_sim.latency import BotParams, LinkProfile
+from shared.directory import Seat, directory_urls
 
-__all__ = ["Route", "route_bots", "routing_figures"]
+__all__ = ["Directories", "Route", "route_bots", "routing_figures"]
 
 _CONCURRENT_SEATINGS = 32
+# The errors that say "this directory could not answer" rather than "no seat": worth the
+# same request at another directory (503 unavailable: it cannot reach the shared registry).
+_FAILOVER_CODES = frozenset({"unreachable", "bad_answer", "unavailable"})
+
+
+class Directories:
+    """The directories to ask, in order of preference (``URL[,URL...]``).
+
+    A seat request the current directory cannot answer (unreachable, a garbled answer, 503
+    ``unavailable``) is sent once more, to the next directory, which is asked first from
+    then on. ``requests``, ``retries`` and ``failures`` (requests that failed on the retry
+    too) count what happened, for the report and the tests.
+    """
+
+    def __init__(self, spec: str) -> None:
+        self.urls = directory_urls(spec)
+        self._current = 0
+        self.requests = 0
+        self.retries = 0
+        self.failures = 0
+
+    @property
+    def current(self) -> str:
+        return self.urls[self._current]
+
+    def _failed(self, url: str) -> None:
+        """Move past ``url``, unless a concurrent request already did."""
+        if self.urls[self._current] == url:
+            self._current = (self._current + 1) % len(self.urls)
+
+    async def probes(self, session: aiohttp.ClientSession) -> dict[str, str]:
+        """Region -> probe URL from the first directory that answers."""
+        for attempt in range(len(self.urls)):
+            url = self.current
+            try:
+                return await fetch_probes(url, session=session)
+            except DirectoryError as error:
+                if error.code not in _FAILOVER_CODES or attempt == len(self.urls) - 1:
+                    raise
+                self._failed(url)
+        raise AssertionError("the loop returns or raises")
+
+    async def seat(
+        self, player: str, rtt_ms: dict[str, float], session: aiohttp.ClientSession
+    ) -> Seat:
+        """``POST /seat`` at the current directory, and once more at the next if it failed."""
+        self.requests += 1
+        tries = 2 if len(self.urls) > 1 else 1
+        for attempt in range(tries):
+            url = self.current
+            try:
+                return await request_seat(url, player, rtt_ms, session=session)
+            except DirectoryError as error:
+                if error.code not in _FAILOVER_CODES or attempt == tries - 1:
+                    if error.code in _FAILOVER_CODES:
+                        self.failures += 1
+                    raise
+                self.retries += 1
+                self._failed(url)
+        raise AssertionError("the loop returns or raises")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +117,7 @@ class Route:
 
 async def _seat_one(
     session: aiohttp.ClientSession,
-    directory: str,
+    directory: Directories,
     probes: dict[str, str],
     home: BotHome,
     name: str,
@@ -66,7 +131,7 @@ async def _seat_one(
         raise DirectoryError("no_probe", "no region's probe answered")
     for attempt in range(20):
         try:
-            seat = await request_seat(directory, name, rtt_ms, session=session)
+            seat = await directory.seat(name, rtt_ms, session)
             break
         except NoCapacity:
             if attempt == 19:
@@ -87,7 +152,7 @@ async def _seat_one(
 
 async def route_bots(
     *,
-    directory: str,
+    directory: str | Directories,
     population: str,
     count: int,
     seed: int,
@@ -95,23 +160,31 @@ async def route_bots(
     name_prefix: str = "bot",
     regions: dict[str, str] | None = None,
 ) -> tuple[list[BotParams], list[Route]]:
-    """Seat ``count`` bots through the directory; their links follow the regions they got."""
+    """Seat ``count`` bots through the directory (``URL[,URL...]``: :class:`Directories`);
+    their links follow the regions they got."""
+    directories = directory if isinstance(directory, Directories) else Directories(directory)
     homes = draw_geography(population, count, seed)
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
-        probes = await fetch_probes(directory, session=session)
+        probes = await directories.probes(session)
         if not probes:
-            raise DirectoryError("no_region", f"the directory at {directory} knows no live region")
+            where = directories.current
+            raise DirectoryError("no_region", f"the directory at {where} knows no live region")
         gate = asyncio.Semaphore(_CONCURRENT_SEATINGS)
 
         async def seat(home: BotHome) -> Route:
             async with gate:
                 return await _seat_one(
-                    session, directory, probes, home, f"{name_prefix}-{home.index}", regions
+                    session, directories, probes, home, f"{name_prefix}-{home.index}", regions
                 )
 
         routes = await asyncio.gather(*(seat(home) for home in homes))
+    retried = (
+        f" ({directories.retries} seat request(s) retried on another directory)"
+        if directories.retries
+        else ""
+    )
     print(
-        f"arena-bots: {count} bots seated in {len({r.region for r in routes})} region(s)",
+        f"arena-bots: {count} bots seated in {len({r.region for r in routes})} region(s)" + retried,
         file=sys.stderr,
         flush=True,
     )

@@ -6,7 +6,8 @@ transaction has no ``succeeded``, a range with no match has no ``kvs``, a keep-a
 expired lease has no ``TTL``); ``lease/keepalive`` is a stream that answers
 ``{"result": ...}`` once per request object; errors come back as a non-200 status with
 ``{"error", "message", "code"}`` where ``code`` is a gRPC status code. The coordinator that
-talks to the gateway is :mod:`server.coordination.net.etcd`.
+talks to the gateway is :mod:`server.coordination.net.etcd`; the directory's shared state
+(:mod:`server.directory.etcd_state`) builds its transactions with the helpers below.
 """
 
 from __future__ import annotations
@@ -22,11 +23,19 @@ __all__ = [
     "GRPC_NOT_FOUND",
     "ElectionHolder",
     "EtcdRequestError",
+    "KeyValue",
+    "compare_mod_revision",
+    "delete_op",
     "encoded",
     "gateway_int",
     "holder_from_range",
     "holder_from_txn",
+    "key_values",
+    "put_op",
+    "range_op",
     "read_answer",
+    "txn_body",
+    "txn_ranges",
 ]
 
 # gRPC status codes etcd's gateway returns in the "code" field of an error body.
@@ -57,6 +66,19 @@ class ElectionHolder:
 def encoded(text: str) -> str:
     """A key or value as the gateway takes it (base64)."""
     return base64.b64encode(text.encode()).decode("ascii")
+
+
+def _prefix_end(prefix: str) -> str:
+    """The ``range_end`` that makes a range cover every key starting with ``prefix``
+    (etcd's ``clientv3.GetPrefixRangeEnd``: the prefix with its last byte below 0xff
+    incremented), base64."""
+    raw = bytearray(prefix.encode())
+    while raw and raw[-1] == 0xFF:
+        raw.pop()
+    if not raw:
+        return base64.b64encode(b"\0").decode("ascii")  # every key
+    raw[-1] += 1
+    return base64.b64encode(bytes(raw)).decode("ascii")
 
 
 def gateway_int(value: Any) -> int:
@@ -120,3 +142,84 @@ def read_answer(endpoint: str, path: str, status: int, text: str) -> dict[str, A
             raise CoordinatorUnavailable(f"etcd at {endpoint} unavailable: {message}")
         raise EtcdRequestError(f"etcd refused {path}: {message}", code=code, status=status)
     return body
+
+
+# -- key-value transactions (what the directory's shared state is built from) -------------
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValue:
+    """One key as a range answer lists it (key and value decoded; revisions as ints)."""
+
+    key: str
+    value: bytes
+    lease: int
+    create_revision: int
+    mod_revision: int
+
+
+def key_values(kvs: Any) -> list[KeyValue]:
+    """A range answer's ``kvs`` (absent when nothing matched), decoded."""
+    if not kvs:
+        return []
+    return [
+        KeyValue(
+            key=base64.b64decode(kv.get("key", "")).decode("utf-8", "replace"),
+            value=base64.b64decode(kv.get("value", "")),
+            lease=gateway_int(kv.get("lease")),
+            create_revision=gateway_int(kv.get("create_revision")),
+            mod_revision=gateway_int(kv.get("mod_revision")),
+        )
+        for kv in kvs
+    ]
+
+
+def put_op(key: str, value: bytes, *, lease: int = 0, prev_kv: bool = False) -> dict[str, Any]:
+    """A transaction's put of ``value`` at ``key`` (attached to ``lease`` unless 0)."""
+    put: dict[str, Any] = {"key": encoded(key), "value": base64.b64encode(value).decode("ascii")}
+    if lease:
+        put["lease"] = str(lease)
+    if prev_kv:
+        put["prev_kv"] = True
+    return {"request_put": put}
+
+
+def range_op(key: str, *, prefix: bool = False) -> dict[str, Any]:
+    """A transaction's read of ``key`` (``prefix``: of every key starting with it)."""
+    ranged = {"key": encoded(key)}
+    if prefix:
+        ranged["range_end"] = _prefix_end(key)
+    return {"request_range": ranged}
+
+
+def delete_op(key: str) -> dict[str, Any]:
+    """A transaction's delete of ``key`` (a missing key is no error)."""
+    return {"request_delete_range": {"key": encoded(key)}}
+
+
+def compare_mod_revision(key: str, revision: int) -> dict[str, Any]:
+    """True while ``key`` was last written at ``revision`` (0: while it does not exist;
+    etcd compares a missing key's revisions as 0)."""
+    return {"key": encoded(key), "target": "MOD", "mod_revision": str(revision)}
+
+
+def txn_body(
+    compare: list[dict[str, Any]],
+    success: list[dict[str, Any]],
+    failure: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The ``kv/txn`` request: ``success`` runs when every comparison holds (none: always),
+    else ``failure``; all of it at one revision."""
+    body: dict[str, Any] = {"compare": compare, "success": success}
+    if failure:
+        body["failure"] = failure
+    return body
+
+
+def txn_ranges(body: dict[str, Any]) -> list[list[KeyValue]]:
+    """The keys each range of a transaction's answer read, in the order of its ranges."""
+    return [
+        key_values(response["response_range"].get("kvs"))
+        for response in body.get("responses") or []
+        if isinstance(response.get("response_range"), dict)
+    ]

@@ -12,11 +12,19 @@ from server.exposition import Registry
 
 __all__ = ["HEARTBEAT_OUTCOMES", "SEAT_OUTCOMES", "DirectoryMetrics"]
 
-#: ``arena_directory_seat_requests_total{outcome}``.
-SEAT_OUTCOMES = ("granted", "overflow", "no_capacity", "no_region", "bad_request")
+#: ``arena_directory_seat_requests_total{outcome}`` (``unavailable``: the shared state in etcd
+#: could not be reached, ``--registry etcd://`` only).
+SEAT_OUTCOMES = ("granted", "overflow", "no_capacity", "no_region", "bad_request", "unavailable")
 #: ``arena_directory_heartbeats_total{outcome}``: accepted, or the error code answered
 #: (:meth:`server.directory.service.Directory.heartbeat`).
-HEARTBEAT_OUTCOMES = ("accepted", "unauthenticated", "bad_signature", "malformed", "invalid_field")
+HEARTBEAT_OUTCOMES = (
+    "accepted",
+    "unauthenticated",
+    "bad_signature",
+    "malformed",
+    "invalid_field",
+    "unavailable",
+)
 
 
 class DirectoryMetrics:
@@ -28,7 +36,7 @@ class DirectoryMetrics:
         self.seat_requests = Counter(
             "arena_directory_seat_requests",
             "POST /seat answers by outcome: granted (best region), overflow (a region within "
-            "the slack), no_capacity, no_region, bad_request",
+            "the slack), no_capacity, no_region, bad_request, unavailable (etcd)",
             ["outcome"],
             registry=r,
         )

@@ -14,7 +14,10 @@ Rules, in order (``docs/routing.md`` explains why):
 3. The first region in that order with a free seat wins, as long as its RTT is within
    ``slack_ms`` of the best (inclusive). A region further away is never used, even if empty.
 4. Within the region, the least-loaded node wins: ``(players + reserved) / capacity``,
-   ties by ``node_id``. A node is full when ``players + reserved >= capacity``.
+   ties by ``node_id`` (or by the caller's ``tie_break`` rank: directories sharing a
+   registry rank per player, so that two of them seating at once rarely pick the same
+   node and lose a transaction to each other). A node is full when
+   ``players + reserved >= capacity``.
 
 No wall clock and no I/O here: ``now`` is a parameter, on whatever clock built the views.
 """
@@ -22,7 +25,7 @@ No wall clock and no I/O here: ``now`` is a parameter, on whatever clock built t
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -131,13 +134,16 @@ def _by_id(node: NodeView) -> str:
     return node.node_id
 
 
-def _least_loaded(nodes: Iterable[NodeView]) -> NodeView | None:
+def _least_loaded(
+    nodes: Iterable[NodeView], tie_break: Callable[[str], str] | None
+) -> NodeView | None:
     best: NodeView | None = None
-    best_key: tuple[float, str] | None = None
+    best_key: tuple[float, str, str] | None = None
     for node in nodes:
         if node.free < 1:
             continue
-        key = (node.load, node.node_id)
+        rank = tie_break(node.node_id) if tie_break is not None else ""
+        key = (node.load, rank, node.node_id)
         if best_key is None or key < best_key:
             best, best_key = node, key
     return best
@@ -149,6 +155,7 @@ def choose(
     *,
     now: float,
     slack_ms: float,
+    tie_break: Callable[[str], str] | None = None,
 ) -> Placement | NoPlacement:
     """The placement the rules above give, or :class:`NoPlacement` saying why there is none."""
     if not math.isfinite(slack_ms) or slack_ms < 0:
@@ -172,7 +179,7 @@ def choose(
         if best is None:
             best = (rtt, name)
         considered.append(name)
-        node = _least_loaded(nodes)
+        node = _least_loaded(nodes, tie_break)
         if node is not None:
             return Placement(
                 region=name,

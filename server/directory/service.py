@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from server.directory.auth import SIGNATURE_HEADER, check_signature
 from server.directory.listing import region_summaries
 from server.directory.metrics import DirectoryMetrics
-from server.directory.policy import NoPlacement, choose, routable_nodes
-from server.directory.registry import Registry
+from server.directory.policy import NoPlacement, Placement, RegionView, choose, routable_nodes
+from server.directory.registry import HeartbeatOutcome, Registry
 from server.directory.reservations import issue, reservation_id
 from server.logs import EventLogger
 from shared.directory import (
@@ -82,6 +82,14 @@ class Directory:
 
     def heartbeat(self, body: bytes, signature: str | None, remote: str = "-") -> Answer:
         """Authenticate, validate and record one heartbeat (the raw body, as signed)."""
+        beat = self.admit(body, signature, remote)
+        if not isinstance(beat, Heartbeat):
+            return beat
+        return self.acknowledge(beat, self.registry.heartbeat(beat, self.clock()))
+
+    def admit(self, body: bytes, signature: str | None, remote: str = "-") -> Heartbeat | Answer:
+        """The heartbeat in ``body`` once its signature and fields check out, else the
+        refusal to answer (counted and logged)."""
         if not signature:
             return self._refuse(
                 401, "unauthenticated", f"missing {SIGNATURE_HEADER} header", remote
@@ -91,12 +99,14 @@ class Directory:
                 401, "bad_signature", f"{SIGNATURE_HEADER} does not match the body", remote
             )
         try:
-            beat = Heartbeat.parse(json.loads(body))
+            return Heartbeat.parse(json.loads(body))
         except (ValueError, UnicodeDecodeError, RecursionError) as error:
             if isinstance(error, MessageError):
                 return self._refuse(400, error.code, str(error), remote)
             return self._refuse(400, "malformed", "the body is not valid JSON", remote)
-        outcome = self.registry.heartbeat(beat, self.clock())
+
+    def acknowledge(self, beat: Heartbeat, outcome: HeartbeatOutcome) -> Answer:
+        """Count, log and answer a recorded heartbeat."""
         self.metrics.heartbeats.labels("accepted").inc()
         context = {
             "region": beat.region, "node": beat.node_id, "role": beat.role, "epoch": beat.epoch
@@ -125,6 +135,18 @@ class Directory:
         )
         return 200, ack.to_json()
 
+    def unavailable(self, kind: str, reason: str) -> Answer:
+        """503 for a request the shared state (etcd) could not serve: ask another directory."""
+        counted = {"heartbeat": self.metrics.heartbeats, "seat": self.metrics.seat_requests}
+        if kind in counted:
+            counted[kind].labels("unavailable").inc()
+        now = self.clock()
+        if now - self._reject_logged.get(("etcd", kind), -math.inf) >= _REJECT_LOG_INTERVAL_S:
+            self._reject_logged[("etcd", kind)] = now
+            log.warning("shared_state_unavailable", request=kind, reason=reason)
+        message = "the directory cannot reach its shared state; ask another directory or retry"
+        return 503, ErrorAnswer("unavailable", message).to_json()
+
     def _refuse(self, status: int, code: str, message: str, remote: str) -> Answer:
         self.metrics.heartbeats.labels(code).inc()
         now = self.clock()
@@ -138,27 +160,53 @@ class Directory:
 
     def seat(self, document: object) -> Answer:
         """Answer one ``POST /seat`` body (already JSON-decoded)."""
+        request = self.seat_request(document)
+        if not isinstance(request, SeatRequest):
+            return request
+        now = self.clock()
+        decision = self.place(request, self.registry.views(now), now)
+        if not isinstance(decision, Placement):
+            return decision
+        wall = self.wall()
+        token = self.token(request, decision, wall)
+        ttl = self.config.reservation_ttl
+        self.registry.reserve(decision.node_id, reservation_id(token), request.player, now, ttl)
+        return self.granted(request, decision, token, wall)
+
+    def seat_request(self, document: object) -> SeatRequest | Answer:
+        """The request in a ``POST /seat`` body, or the 400 to answer (counted)."""
         try:
-            request = SeatRequest.parse(document)
+            return SeatRequest.parse(document)
         except MessageError as error:
             self.metrics.seat_requests.labels("bad_request").inc()
             return 400, ErrorAnswer(error.code, str(error)).to_json()
-        config = self.config
-        now = self.clock()
-        decision = choose(
-            self.registry.views(now), request.rtt_ms, now=now, slack_ms=config.overflow_slack_ms
-        )
+
+    def place(
+        self,
+        request: SeatRequest,
+        views: tuple[RegionView, ...],
+        now: float,
+        tie_break: Callable[[str], str] | None = None,
+    ) -> Placement | Answer:
+        """The policy's placement over ``views`` (live at ``now``), or the 503 to answer."""
+        slack = self.config.overflow_slack_ms
+        decision = choose(views, request.rtt_ms, now=now, slack_ms=slack, tie_break=tie_break)
         if isinstance(decision, NoPlacement):
             self.seats_refused += 1
             return 503, self._no_seat(decision).to_json()
-        wall = self.wall()
+        return decision
+
+    def token(self, request: SeatRequest, decision: Placement, wall: float) -> str:
+        """The signed reservation for ``decision``, valid from ``wall`` for the TTL."""
+        c = self.config
+        return issue(
+            c.secret, request.player, decision.node_id, decision.region, wall, c.reservation_ttl
+        )
+
+    def granted(self, request: SeatRequest, decision: Placement, token: str, wall: float) -> Answer:
+        """Count, log and answer a seat whose reservation is recorded."""
+        config = self.config
         player = request.player
-        token = issue(
-            config.secret, player, decision.node_id, decision.region, wall, config.reservation_ttl
-        )
-        self.registry.reserve(
-            decision.node_id, reservation_id(token), player, now, config.reservation_ttl
-        )
         self.seats_granted += 1
         self.metrics.seat_requests.labels("overflow" if decision.overflow else "granted").inc()
         log.debug(
@@ -206,8 +254,12 @@ class Directory:
     def regions(self) -> dict[str, object]:
         """``GET /regions``."""
         now = self.clock()
+        return self.listing(self.registry.views(now), now)
+
+    def listing(self, views: tuple[RegionView, ...], now: float) -> dict[str, object]:
+        """``GET /regions`` over ``views`` (live at ``now``)."""
         listing = RegionListing(
-            regions=region_summaries(self.registry.views(now), now),
+            regions=region_summaries(views, now),
             heartbeat_timeout_s=self.config.heartbeat_timeout,
             generated_at=round(self.wall(), 3),
         )
@@ -216,11 +268,14 @@ class Directory:
     def health(self) -> dict[str, object]:
         """``GET /health``."""
         now = self.clock()
-        views = self.registry.views(now)
+        return self.health_of(self.registry.views(now), now, self.registry.known)
+
+    def health_of(self, views: tuple[RegionView, ...], now: float, known: int) -> dict[str, object]:
+        """``GET /health`` over ``views`` (live at ``now``) of ``known`` stored nodes."""
         live = [n for r in views for n in r.nodes if n.live(now)]
         return {
             "status": "ok",
-            "nodes_known": self.registry.known,
+            "nodes_known": known,
             "nodes_live": len(live),
             "regions": sorted({n.region for n in live}),
             "seats_granted": self.seats_granted,
@@ -229,15 +284,19 @@ class Directory:
             "heartbeat_timeout_s": self.config.heartbeat_timeout,
             "reservation_ttl_s": self.config.reservation_ttl,
             "overflow_slack_ms": self.config.overflow_slack_ms,
-            "uptime_s": round(now - self.started_at, 3),
+            "uptime_s": round(self.clock() - self.started_at, 3),
         }
 
     def refresh_gauges(self) -> None:
         """Set the per-region gauges from the registry (called on each scrape)."""
         now = self.clock()
+        self.gauges_of(self.registry.views(now), now)
+
+    def gauges_of(self, views: tuple[RegionView, ...], now: float) -> None:
+        """Set the per-region gauges from ``views`` (live at ``now``)."""
         self.metrics.nodes_live.clear()
         self.metrics.reserved.clear()
-        for region in self.registry.views(now):
+        for region in views:
             routable = routable_nodes(region, now)
             live = [n for n in region.nodes if n.live(now)]
             if not live:

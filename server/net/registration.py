@@ -1,8 +1,11 @@
 """The node's heartbeat loop to the directory: signed heartbeats out, acknowledgements in.
 
-A node started with ``--directory URL`` runs :func:`heartbeat_loop` beside its role loop:
-every ``interval`` seconds it asks ``describe()`` what it is (region, endpoint, probe, role,
-epoch, load) and POSTs that, signed with the cluster secret, to ``/nodes/heartbeat``. The
+A node started with ``--directory URL[,URL...]`` runs :func:`heartbeat_loop` beside its role
+loop: every ``interval`` seconds it asks ``describe()`` what it is (region, endpoint, probe,
+role, epoch, load) and POSTs that, signed with the cluster secret, to ``/nodes/heartbeat``.
+Several URLs name directories sharing one registry (``arena-directory --registry etcd://``):
+the beats go to one of them, and when it cannot answer (unreachable, or a 5xx such as 503
+``unavailable``) the same beat goes to the next one at once, which then keeps the beats. The
 directory is advisory to a running match, so the loop never lets a network problem reach the
 node: an unreachable or refusing directory is logged (once per outage or per new error, then
 at most every 10 s) and the next beat simply tries again. Only cancellation ends it.
@@ -28,7 +31,7 @@ import aiohttp
 from server.directory.auth import signed_heartbeat
 from server.directory.reservations import ClaimLedger, check_reservation
 from server.logs import EventLogger
-from shared.directory import Heartbeat, HeartbeatAck
+from shared.directory import Heartbeat, HeartbeatAck, directory_urls
 
 __all__ = ["ClaimLedger", "check_reservation", "heartbeat_loop"]
 
@@ -58,6 +61,17 @@ class _Throttle:
         return had
 
 
+async def _post(
+    session: aiohttp.ClientSession, url: str, body: bytes, headers: dict[str, str]
+) -> tuple[int, bytes] | str:
+    """``(status, body)`` of the answer, or why there is none (the error's name)."""
+    try:
+        async with session.post(url, data=body, headers=headers) as response:
+            return response.status, await response.read()
+    except (aiohttp.ClientError, OSError, TimeoutError) as error:
+        return type(error).__name__
+
+
 def _context(beat: Heartbeat) -> dict[str, object]:
     return {"region": beat.region, "node": beat.node_id, "role": beat.role, "epoch": beat.epoch}
 
@@ -74,6 +88,9 @@ async def heartbeat_loop(
 ) -> None:
     """Heartbeat to the directory at ``directory_url`` every ``interval`` s until cancelled.
 
+    ``directory_url`` may name several directories, comma-separated (:func:`directory_urls`):
+    a beat that one cannot answer goes on to the next at once.
+
     ``describe()`` is called for every beat, so the node's current role, epoch and load go
     out; it may return ``None`` while the node has nothing to report yet (still starting).
     A ``describe()`` that raises ``ValueError`` (an invalid field, e.g. a region name the
@@ -86,7 +103,9 @@ async def heartbeat_loop(
     """
     if not math.isfinite(interval) or interval <= 0:
         raise ValueError(f"heartbeat interval must be a positive number, got {interval!r}")
-    url = directory_url.rstrip("/") + "/nodes/heartbeat"
+    urls = [base + "/nodes/heartbeat" for base in directory_urls(directory_url)]
+    current = 0  # the directory the beats go to, until it fails
+    answered_by: str | None = None
     limit = aiohttp.ClientTimeout(
         total=request_timeout if request_timeout is not None else max(1.0, 2 * interval)
     )
@@ -104,23 +123,31 @@ async def heartbeat_loop(
                     beat = dataclasses.replace(beat, claimed=claims.pending())
             except ValueError as error:
                 if invalid.due(str(error), loop.time()):
-                    log.error("heartbeat_invalid", error=str(error), directory=url)
+                    log.error("heartbeat_invalid", error=str(error), directory=urls[current])
                 continue
             invalid.clear()
             if beat is None:
                 continue
             body, headers = signed_heartbeat(secret, beat)
-            try:
-                async with session.post(url, data=body, headers=headers) as response:
-                    code = response.status
-                    raw = await response.read()
-            except (aiohttp.ClientError, OSError, TimeoutError) as error:
-                reason = type(error).__name__
+            for _ in urls:  # each directory at most once per beat
+                url = urls[current]
+                answered = await _post(session, url, body, headers)
+                if not isinstance(answered, str) and answered[0] < 500:
+                    break
                 if trouble.due("unreachable", loop.time()):
+                    reason = answered if isinstance(answered, str) else f"HTTP {answered[0]}"
                     log.warning(
                         "directory_unreachable", directory=url, error=reason, **_context(beat)
                     )
+                current = (current + 1) % len(urls)
+            if isinstance(answered, str) or answered[0] >= 500:
                 continue
+            if answered_by not in (None, url):
+                log.info(
+                    "directory_switched", directory=url, previous=answered_by, **_context(beat)
+                )
+            answered_by = url
+            code, raw = answered
             answer: Any = None
             with contextlib.suppress(ValueError, RecursionError):
                 answer = json.loads(raw)

@@ -28,6 +28,7 @@ from shared.directory.common import (
     MessageError,
     NodeStatus,
     Role,
+    directory_urls,
 )
 from shared.directory.nodes import Heartbeat, HeartbeatAck
 from shared.directory.players import (
@@ -53,4 +54,5 @@ __all__ = [
     "Role",
     "Seat",
     "SeatRequest",
+    "directory_urls",
 ]

@@ -30,6 +30,7 @@ __all__ = [
     "MessageError",
     "NodeStatus",
     "Role",
+    "directory_urls",
     "flag",
     "integer",
     "invalid",
@@ -190,3 +191,15 @@ class ErrorAnswer:
 
 
 _ERROR_FIELDS = ("error", "message")
+
+
+def directory_urls(spec: str) -> tuple[str, ...]:
+    """The base URLs in a ``--directory`` value (comma-separated, in order of preference:
+    directories sharing one registry); ValueError with one line when one is not an
+    http(s) URL."""
+    urls = tuple(part.strip().rstrip("/") for part in spec.split(","))
+    for url in urls:
+        scheme, sep, rest = url.partition("://")
+        if scheme not in ("http", "https") or not sep or not rest or " " in url:
+            raise ValueError(f"--directory: {url!r} is not an http(s):// URL")
+    return urls

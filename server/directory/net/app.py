@@ -7,6 +7,10 @@ Endpoints (``docs/routing.md`` has every field):
 * ``POST /seat``: a player's measured RTTs in, a node and a signed reservation out.
 * ``GET /health`` (JSON) and ``GET /metrics`` (Prometheus).
 
+With ``etcd`` the registry and reservations live in etcd (:mod:`.etcd`), shared by every
+directory pointed at it; without, in this process (:class:`~server.directory.registry.
+Registry`).
+
 Every error is JSON ``{"error": code, "message": one line}``, including 404/405/413; the
 message never echoes secrets or stack traces. 503 answers carry ``Retry-After``.
 """
@@ -23,11 +27,12 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from server.directory.auth import SIGNATURE_HEADER
+from server.directory.net.etcd import EtcdDirectory, EtcdRegistry
 from server.directory.service import Answer, Directory, DirectoryConfig
 from server.logs import EventLogger
 from shared.directory import ErrorAnswer
 
-__all__ = ["DIRECTORY", "create_app"]
+__all__ = ["DIRECTORY", "SHARED", "create_app"]
 
 log = EventLogger("arena.directory")
 
@@ -35,6 +40,8 @@ _MAX_BODY_BYTES = 64 * 1024
 _RETRY_AFTER_S = 1
 
 DIRECTORY = web.AppKey("directory", Directory)
+#: Present with ``--registry etcd://``: requests are answered over the shared registry.
+SHARED = web.AppKey("shared", EtcdDirectory)
 
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -66,7 +73,10 @@ def _json(result: Answer) -> web.Response:
 async def _heartbeat(request: web.Request) -> web.Response:
     body = await request.read()
     signature = request.headers.get(SIGNATURE_HEADER)
-    return _json(request.app[DIRECTORY].heartbeat(body, signature, request.remote or "-"))
+    remote = request.remote or "-"
+    if (shared := request.app.get(SHARED)) is not None:
+        return _json(await shared.heartbeat(body, signature, remote))
+    return _json(request.app[DIRECTORY].heartbeat(body, signature, remote))
 
 
 async def _seat(request: web.Request) -> web.Response:
@@ -76,20 +86,29 @@ async def _seat(request: web.Request) -> web.Response:
     except (ValueError, UnicodeDecodeError, RecursionError):
         request.app[DIRECTORY].metrics.seat_requests.labels("bad_request").inc()
         return _error(400, "malformed", "the body is not valid JSON")
+    if (shared := request.app.get(SHARED)) is not None:
+        return _json(await shared.seat(document))
     return _json(request.app[DIRECTORY].seat(document))
 
 
 async def _regions(request: web.Request) -> web.Response:
+    if (shared := request.app.get(SHARED)) is not None:
+        return _json(await shared.regions())
     return web.json_response(request.app[DIRECTORY].regions())
 
 
 async def _health(request: web.Request) -> web.Response:
+    if (shared := request.app.get(SHARED)) is not None:
+        return _json(await shared.health())
     return web.json_response(request.app[DIRECTORY].health())
 
 
 async def _metrics(request: web.Request) -> web.Response:
     directory = request.app[DIRECTORY]
-    directory.refresh_gauges()
+    if (shared := request.app.get(SHARED)) is not None:
+        await shared.refresh_gauges()
+    else:
+        directory.refresh_gauges()
     body = generate_latest(directory.metrics.registry)
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
@@ -118,14 +137,35 @@ async def _sweeper(app: web.Application) -> AsyncIterator[None]:
         await task
 
 
+async def _shared_registry(app: web.Application) -> AsyncIterator[None]:
+    """Connect to etcd before serving (its errors end the start-up) and close at the end."""
+    registry = app[SHARED].registry
+    await registry.start()
+    log.info("shared_registry", etcd=registry.endpoint, node_lease_ttl_s=registry.node_ttl)
+    yield
+    await registry.close()
+
+
 def create_app(
     config: DirectoryConfig,
     clock: Callable[[], float] = time.monotonic,
     wall: Callable[[], float] = time.time,
+    *,
+    etcd: str = "",
 ) -> web.Application:
-    """Build the directory's aiohttp application (clocks injectable for tests)."""
+    """Build the directory's aiohttp application (clocks injectable for tests). ``etcd``:
+    the gateway URL (``http://HOST:PORT``) of the shared registry; empty keeps it in this
+    process's memory."""
     app = web.Application(client_max_size=_MAX_BODY_BYTES, middlewares=[_json_errors])
-    app[DIRECTORY] = Directory(config, clock, wall)
+    app[DIRECTORY] = directory = Directory(config, clock, wall)
+    if etcd:
+        registry = EtcdRegistry(
+            etcd,
+            heartbeat_timeout=config.heartbeat_timeout,
+            reservation_ttl=config.reservation_ttl,
+        )
+        app[SHARED] = EtcdDirectory(directory, registry)
+        app.cleanup_ctx.append(_shared_registry)
     app.router.add_post("/nodes/heartbeat", _heartbeat)
     app.router.add_post("/seat", _seat)
     app.router.add_get("/regions", _regions)

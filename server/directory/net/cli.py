@@ -1,4 +1,8 @@
-"""``arena-directory``: run the regional directory until SIGTERM or Ctrl-C."""
+"""``arena-directory``: run the regional directory until SIGTERM or Ctrl-C.
+
+``--registry etcd://HOST:PORT`` keeps nodes and reservations in etcd, so several directories
+serve the same regions (``docs/routing.md``, "Several directories over etcd").
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import sys
 
 from aiohttp import web
 
+from server.coordination.base import CoordinatorError, parse_coordinator_spec
 from server.directory.auth import DEV_SECRET
 from server.directory.net.app import create_app
 from server.directory.service import DirectoryConfig
@@ -66,6 +71,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="when the nearest region is full, use another one at most this much farther",
     )
     parser.add_argument(
+        "--registry",
+        default="memory",
+        metavar="WHERE",
+        help="where nodes and seat reservations are kept: memory (this process; one "
+        "directory) or etcd://HOST:PORT (etcd's v3 gateway, shared by every directory given "
+        "the same one, so any of them answers and one dying changes nothing for players)",
+    )
+    parser.add_argument(
         "--secret-env",
         default=SECRET_ENV,
         metavar="NAME",
@@ -99,8 +112,21 @@ def _secret(args: argparse.Namespace) -> tuple[bytes, bool]:
     return value.encode(), False
 
 
-async def _serve(config: DirectoryConfig, host: str, port: int) -> None:
-    app = create_app(config)
+def _registry(spec: str) -> str:
+    """``--registry``: "" for memory, else etcd's gateway URL; ValueError with one line."""
+    if spec == "memory":
+        return ""
+    try:
+        kind, endpoint = parse_coordinator_spec(spec)
+    except ValueError:
+        kind, endpoint = "", None
+    if kind != "etcd" or endpoint is None:
+        raise ValueError(f"--registry: {spec!r} is neither 'memory' nor etcd://HOST:PORT")
+    return endpoint
+
+
+async def _serve(config: DirectoryConfig, host: str, port: int, etcd: str) -> None:
+    app = create_app(config, etcd=etcd)
     runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=2.0, access_log=None)
     await runner.setup()
     stop = asyncio.Event()
@@ -133,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         if not 0 <= args.port <= 65535:
             raise ValueError(f"--port: {args.port} is outside 0-65535")
         secret, development = _secret(args)
+        etcd = _registry(args.registry)
         config = DirectoryConfig(
             secret=secret,
             heartbeat_timeout=args.heartbeat_timeout,
@@ -150,7 +177,10 @@ def main(argv: list[str] | None = None) -> int:
             message=f"{args.secret_env} unset; using the published development secret",
         )
     try:
-        asyncio.run(_serve(config, args.host, args.port))
+        asyncio.run(_serve(config, args.host, args.port, etcd))
+    except CoordinatorError as error:
+        print(f"{PROG}: error: --registry {args.registry}: {error}", file=sys.stderr)
+        return 2
     except OSError as error:
         reason = error.strerror or str(error)
         print(f"{PROG}: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)

@@ -346,3 +346,15 @@ def test_invariants_of_every_seat(
     # Least loaded among the routable nodes of its region that have room.
     rivals = [n for n in routable_nodes(region, NOW) if n.free >= 1]
     assert (chosen.load, chosen.node_id) == min((n.load, n.node_id) for n in rivals)
+
+
+def test_a_tie_break_ranks_equally_loaded_nodes_but_never_beats_load() -> None:
+    views = regions(node("eu-1", players=2), node("eu-2", players=2), node("eu-3", players=1))
+    reverse = {"eu-1": "c", "eu-2": "b", "eu-3": "a"}.__getitem__
+    assert seat(views, {"eu": 10.0}).node_id == "eu-3"  # the least loaded, whatever the rank
+    tied = regions(node("eu-1", players=2), node("eu-2", players=2))
+    assert seat(tied, {"eu": 10.0}).node_id == "eu-1"  # by node id
+    decision = choose(tied, {"eu": 10.0}, now=NOW, slack_ms=40.0, tie_break=reverse)
+    assert isinstance(decision, Placement) and decision.node_id == "eu-2"
+    decision = choose(views, {"eu": 10.0}, now=NOW, slack_ms=40.0, tie_break=reverse)
+    assert isinstance(decision, Placement) and decision.node_id == "eu-3"
