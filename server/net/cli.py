@@ -20,6 +20,7 @@ from server.coordination.base import (
     CoordinatorUnavailable,
     parse_coordinator_spec,
 )
+from server.lifecycle import STOPPING_STATUS, sdk_url_from_env, systemd_status
 from server.logs import (
     EventLogger,
     add_log_arguments,
@@ -27,7 +28,7 @@ from server.logs import (
     configure_logging,
     set_context,
 )
-from server.net import tls
+from server.net import agones, sd_notify, tls
 from server.net.app import NODE, NODE_TASK, NodeConfig, create_app
 from server.net.warmup import WarmUpError, warm_up_kernels
 from server.replication.auth import SECRET_ENV, load_secret
@@ -37,6 +38,7 @@ from server.sim.lagcomp import LagCompensation
 from shared import eventloop, jitcache
 from shared.arena_map import MapError, default_map, load_map
 from shared.commandline import OneLineParser
+from shared.directory import directory_urls
 from shared.lifetime import exit_with_parent_if_asked
 
 __all__ = ["main"]
@@ -205,8 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
     failover.add_argument(
         "--directory",
         default="",
-        metavar="URL",
-        help="heartbeat to this arena-directory and admit players with its seat reservations",
+        metavar="URL[,URL...]",
+        help="heartbeat to this arena-directory and admit players with its seat reservations; "
+        "several comma-separated directories sharing one registry (arena-directory "
+        "--registry etcd://...): when one fails, the beats go to the next",
     )
     failover.add_argument(
         "--failover-timeout-ms",
@@ -332,6 +336,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="a PEM CA (or self-signed certificate) this node's connections to its peers "
         "trust besides the system's: a standby's link to an https:// primary, say",
     )
+    platform = parser.add_argument_group("platform (systemd's Type=notify needs no flag)")
+    platform.add_argument(
+        "--agones",
+        action="store_true",
+        help="run as an Agones GameServer: speak the SDK (REST) to its sidecar: Ready once "
+        "warm and the role decided, Health while the tick loop runs, labels region, role "
+        "and epoch, Allocate when the match starts, Shutdown when it ends and on SIGTERM "
+        "(docs/agones.md)",
+    )
+    platform.add_argument(
+        "--agones-url",
+        default=None,
+        metavar="URL",
+        help="with --agones: the SDK server's REST address (default: "
+        "http://localhost:$AGONES_SDK_HTTP_PORT, which Agones sets, else "
+        "http://localhost:9358)",
+    )
     add_log_arguments(parser)
     parser.add_argument(
         "--warm-cache",
@@ -354,6 +375,11 @@ async def _serve(
     if not config.public_url:
         config = replace(config, public_url=f"http{secure}://{host}:{bound}")
     app = create_app(config)
+    node = app[NODE]
+    if config.agones_url:  # the platform's view of the node: Agones' SDK, systemd's socket
+        app.cleanup_ctx.append(agones.lifecycle_context(node))
+    if systemd := sd_notify.status_context(node.platform_view, lambda: node.log_fields):
+        app.cleanup_ctx.append(systemd)
     runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=2.0)
     await runner.setup()
     await web.SockSite(runner, sock, ssl_context=listener).start()
@@ -361,7 +387,6 @@ async def _serve(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    node = app[NODE]
     set_context(lambda: node.log_fields)  # this process is this node: every line says so
     stopping = asyncio.create_task(stop.wait())
     ready = asyncio.create_task(node.became_ready.wait())
@@ -369,10 +394,12 @@ async def _serve(
         await asyncio.wait([stopping, ready, app[NODE_TASK]], return_when=asyncio.FIRST_COMPLETED)
         if ready.done() and not app[NODE_TASK].done():
             announce("listening", url=f"ws{secure}://{host}:{bound}/ws", **node.log_fields)
+            sd_notify.notify("READY=1", f"STATUS={systemd_status(node.platform_view())}")
             await asyncio.wait([stopping, app[NODE_TASK]], return_when=asyncio.FIRST_COMPLETED)
     finally:
         stopping.cancel()
         ready.cancel()
+        sd_notify.notify("STOPPING=1", f"STATUS={STOPPING_STATUS}")
         announce("stopping", **node.log_fields)
         failed = app[NODE_TASK].done() and not app[NODE_TASK].cancelled()
         problem = app[NODE_TASK].exception() if failed else None
@@ -421,6 +448,10 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
     if args.token_ttl_s < 60:  # (tests run nodes with shorter ones, through NodeConfig)
         raise ValueError("--token-ttl-s must be at least 60")
     parse_coordinator_spec(args.coordinator)
+    if args.directory:
+        directory_urls(args.directory)
+    if args.agones_url is not None and not args.agones:
+        raise ValueError("--agones-url is for a node run with --agones; give both")
     tls.client_context(args.tls_ca)  # a CA file that cannot be read fails here, in one line
     arena = load_map(args.map) if args.map else default_map()
     return NodeConfig(
@@ -469,6 +500,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
         tls_ca=args.tls_ca,
+        agones_url=(args.agones_url or sdk_url_from_env(os.environ)) if args.agones else "",
     )
 
 

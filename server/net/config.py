@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from server import limits
+from server.lifecycle import check_label_value, check_sdk_url
 from server.replication.commit import LEASE_SHARE
 from server.sim.hitreg.backend import BackendName
 from server.sim.interest import InterestConfig
@@ -58,7 +59,7 @@ class NodeConfig:
     seat_grace: float = 30.0  # a seat whose player is gone waits this long for its token
     token_ttl: float = 600.0  # a session token's life; renewed at half of it while connected
     # Routing.
-    directory_url: str = ""  # heartbeat here; admit players with its seat reservations
+    directory_url: str = ""  # heartbeat here (URL[,URL...]); admit players with its reservations
     # Admission.
     open_join: bool = False  # with a directory: also seat joins that carry no reservation
     idle_kick: float = 120.0  # a seated player that sends no input this long loses its seat
@@ -69,6 +70,8 @@ class NodeConfig:
     tls_cert: str = ""  # listen with TLS with this PEM certificate (chain) ...
     tls_key: str = ""  # ... and its PEM private key; both or neither
     tls_ca: str = ""  # a PEM CA the node's own connections to peers also trust
+    # Agones (server/net/agones.py): the SDK server's REST address ("": not under Agones).
+    agones_url: str = ""
 
     @property
     def snapshot_interval(self) -> int:
@@ -144,6 +147,9 @@ class NodeConfig:
             raise ValueError("the view rate must be from 0 (no /view) to 60 frames a second")
         if bool(self.tls_cert) != bool(self.tls_key):
             raise ValueError("give --tls-cert and --tls-key together (or neither)")
+        if self.agones_url:
+            check_sdk_url(self.agones_url)
+            check_label_value("--region", self.region)  # Agones labels the GameServer with it
 
     @property
     def lease(self) -> float:

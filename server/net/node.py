@@ -21,6 +21,7 @@ from typing import Any, Literal
 from aiohttp import web
 
 from server.directory import Heartbeat
+from server.lifecycle import NodeView
 from server.logs import EventLogger
 from server.net.config import NodeConfig
 from server.net.leadership import Leadership
@@ -103,6 +104,11 @@ class Node(NodeState):
         if not self.warm:
             return "warming_up"
         return "ready" if self.ready else "starting"
+
+    def platform_view(self) -> NodeView:
+        """What Agones and systemd are told about (:mod:`server.lifecycle`)."""
+        m = self.matches
+        return NodeView(self.status, self.role.value, m.epoch, m.player_count, self.stats.recorded)
 
     def _snapshot_tally(self) -> dict[str, int]:
         """What every match's players were sent, summed (``DeltaEncoder.tally``)."""
