@@ -8,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.arena-installed
 
-.PHONY: demo test test-fast test-cuda lint bench clean warm
+.PHONY: demo test test-fast test-cuda lint bench clean warm image
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,11 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/server_load.py
 	$(BIN)/python bench/hitreg.py
+
+# The node's container image, arena:latest (deploy/Containerfile), with podman or else
+# docker; the base is made locally (debootstrap) when missing: no registry needed.
+image:
+	deploy/image/build.sh node
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache demo-report.json demo-report.html demo-report/
