@@ -46,9 +46,30 @@ from server.coordination.etcd_gateway import (
 )
 from server.logs import EventLogger
 
-__all__ = ["EtcdCoordinator"]
+__all__ = ["EtcdCoordinator", "gateway_post"]
 
 log = EventLogger("arena.coordination")
+
+
+async def gateway_post(
+    session: aiohttp.ClientSession,
+    endpoint: str,
+    path: str,
+    payload: dict[str, Any],
+    request_timeout: float,
+) -> dict[str, Any]:
+    """POST ``payload`` to etcd's gateway at ``endpoint``/v3/``path``, the answer read
+    (:func:`read_answer`); :class:`CoordinatorUnavailable` when etcd does not answer."""
+    url = f"{endpoint}/v3/{path}"
+    try:
+        async with asyncio.timeout(request_timeout):
+            async with session.post(url, json=payload) as response:
+                status = response.status
+                text = await response.text()
+    except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+        reason = "timed out" if isinstance(exc, TimeoutError) else type(exc).__name__
+        raise CoordinatorUnavailable(f"etcd at {endpoint} unreachable: {reason}") from None
+    return read_answer(endpoint, path, status, text)
 
 
 def _region_ok(region: str) -> bool:
@@ -408,13 +429,4 @@ class EtcdCoordinator:
         session = self._session
         if session is None:
             raise RuntimeError("etcd coordinator not started: call start() first")
-        url = f"{self.endpoint}/v3/{path}"
-        try:
-            async with asyncio.timeout(self.request_timeout):
-                async with session.post(url, json=payload) as response:
-                    status = response.status
-                    text = await response.text()
-        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            reason = "timed out" if isinstance(exc, TimeoutError) else type(exc).__name__
-            raise CoordinatorUnavailable(f"etcd at {self.endpoint} unreachable: {reason}") from None
-        return read_answer(self.endpoint, path, status, text)
+        return await gateway_post(session, self.endpoint, path, payload, self.request_timeout)

@@ -32,9 +32,9 @@ from server.coordination.etcd_gateway import (
     EtcdRequestError,
     gateway_int,
     range_op,
-    read_answer,
     txn_body,
 )
+from server.coordination.net.etcd import gateway_post
 from server.directory.etcd_state import (
     GroupState,
     KeyLayout,
@@ -223,16 +223,7 @@ class EtcdRegistry:
         session = self._session
         if session is None:
             raise RuntimeError("etcd registry not started: call start() first")
-        url = f"{self.endpoint}/v3/{path}"
-        try:
-            async with asyncio.timeout(self.request_timeout):
-                async with session.post(url, json=payload) as response:
-                    status = response.status
-                    text = await response.text()
-        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            reason = "timed out" if isinstance(exc, TimeoutError) else type(exc).__name__
-            raise CoordinatorUnavailable(f"etcd at {self.endpoint} unreachable: {reason}") from None
-        return read_answer(self.endpoint, path, status, text)
+        return await gateway_post(session, self.endpoint, path, payload, self.request_timeout)
 
 
 class EtcdDirectory:

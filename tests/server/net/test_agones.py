@@ -10,10 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 import socket
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -34,6 +33,7 @@ from server.lifecycle import (
 from server.net.agones import AgonesSdk, Reporter, drive, exchange, lifecycle_context
 from server.net.app import NODE, NODE_TASK, NodeConfig, create_app
 from shared import protocol
+from tests.server.net.conftest import LogLines
 
 URL = "http://10.0.0.7:7777"
 LABEL_PREFIX = "agones.dev/sdk-"  # what the SDK server puts before a key (SetLabel)
@@ -300,32 +300,6 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-class Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-    def events(self, name: str) -> list[str]:
-        return [line for line in self.lines if line.startswith(f"event={name} ")]
-
-
-@pytest.fixture
-def logs() -> Iterator[Lines]:
-    handler = Lines()
-    logger = logging.getLogger("arena.server")
-    old_level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
-    try:
-        yield handler
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(old_level)
-
-
 async def eventually(check: Callable[[], bool], within: float = 10.0) -> None:
     deadline = time.monotonic() + within
     while not check():
@@ -364,7 +338,7 @@ async def test_the_client_makes_the_documented_calls() -> None:
         assert fake.annotations == {"agones.dev/sdk-url": URL}
 
 
-async def test_a_missing_sidecar_is_logged_and_retried_until_it_answers(logs: Lines) -> None:
+async def test_a_missing_sidecar_is_logged_and_retried_until_it_answers(logs: LogLines) -> None:
     port = free_port()
     async with aiohttp.ClientSession() as session:
         life = AgonesLifecycle("r", URL, health_interval=0.05)
@@ -391,7 +365,7 @@ async def test_a_missing_sidecar_is_logged_and_retried_until_it_answers(logs: Li
     assert len(logs.events("agones_sdk_unanswered")) == 1  # throttled: one line a while
 
 
-async def test_a_refused_call_is_logged_once(logs: Lines) -> None:
+async def test_a_refused_call_is_logged_once(logs: LogLines) -> None:
     async with fake_sdk() as (fake, url), aiohttp.ClientSession() as session:
         fake.refuse.add("PUT /metadata/annotation")
         life = AgonesLifecycle("r", URL, health_interval=1e9)
@@ -444,7 +418,7 @@ async def agones_node(
 
 
 async def test_a_node_says_ready_after_its_warm_up_labels_itself_and_pings_while_ticking(
-    logs: Lines,
+    logs: LogLines,
 ) -> None:
     async with fake_sdk() as (fake, url):
         async with agones_node(url) as (app, _):
@@ -468,7 +442,7 @@ async def test_a_node_says_ready_after_its_warm_up_labels_itself_and_pings_while
         assert "reason=stopping" in logs.events("agones_shutdown")[0]
 
 
-async def test_a_stalled_tick_loop_stops_the_health_pings(logs: Lines) -> None:
+async def test_a_stalled_tick_loop_stops_the_health_pings(logs: LogLines) -> None:
     async with fake_sdk() as (fake, url), agones_node(url) as (app, stall):
         await eventually(lambda: fake.count("POST /health") >= 2)
         stall.set()
@@ -481,7 +455,7 @@ async def test_a_stalled_tick_loop_stops_the_health_pings(logs: Lines) -> None:
 
 
 async def test_allocate_when_the_first_player_joins_and_shutdown_when_the_match_ends(
-    logs: Lines,
+    logs: LogLines,
 ) -> None:
     async with fake_sdk() as (fake, url), agones_node(url, seat_grace=0.0) as (app, _):
         await eventually(lambda: fake.state == "Ready")

@@ -5,36 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
-from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
-from aiohttp import web
 
-from server.directory.net.app import create_app
-from server.directory.service import DirectoryConfig
 from server.net.registration import heartbeat_loop
 from shared.directory import Heartbeat, directory_urls
-
-SECRET = b"heartbeat-failover-secret-0123456789"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.asynccontextmanager
-async def directory_at(port: int) -> AsyncIterator[str]:
-    runner = web.AppRunner(create_app(DirectoryConfig(secret=SECRET, heartbeat_timeout=5.0)))
-    await runner.setup()
-    try:
-        await web.TCPSite(runner, "127.0.0.1", port).start()
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+from tests.server.net.test_registration import SECRET, directory_at, free_port
 
 
 def beat() -> Heartbeat:

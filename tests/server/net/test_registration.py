@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import socket
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -19,6 +18,7 @@ from server.directory.net.app import create_app
 from server.directory.service import DirectoryConfig
 from server.net.registration import ClaimLedger, check_reservation, heartbeat_loop
 from shared.directory import Heartbeat, HeartbeatAck
+from tests.server.net.conftest import LogLines
 from tests.shared import heartbeats
 
 SECRET = b"registration-test-secret-0123456789"
@@ -47,34 +47,6 @@ async def directory_at(port: int) -> AsyncIterator[str]:
 async def directory() -> AsyncIterator[str]:
     async with directory_at(free_port()) as url:
         yield url
-
-
-class _Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-    def events(self, name: str) -> list[str]:
-        return [line for line in self.lines if line.startswith(f"event={name} ")]
-
-
-@pytest.fixture
-def logs() -> Iterator[_Lines]:
-    """What ``arena.server`` logged (attached directly: configure_logging may stop
-    propagation to the root logger that caplog listens on)."""
-    handler = _Lines()
-    logger = logging.getLogger("arena.server")
-    old_level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
-    try:
-        yield handler
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(old_level)
 
 
 def beat(**changes: Any) -> Heartbeat:
@@ -148,7 +120,7 @@ async def test_heartbeats_register_the_node_and_follow_its_state(directory: str)
 
 
 async def test_a_stopped_directory_does_not_end_the_loop_and_a_restarted_one_hears_it(
-    logs: _Lines,
+    logs: LogLines,
 ) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -174,7 +146,7 @@ async def test_a_stopped_directory_does_not_end_the_loop_and_a_restarted_one_hea
 
 
 async def test_a_directory_that_refuses_is_logged_once_and_retried(
-    directory: str, logs: _Lines
+    directory: str, logs: LogLines
 ) -> None:
     async with running(directory_url=directory, describe=beat, secret=b"not-the-cluster-secret"):
         await asyncio.sleep(8 * INTERVAL)
@@ -185,7 +157,7 @@ async def test_a_directory_that_refuses_is_logged_once_and_retried(
 
 
 async def test_nothing_to_report_and_invalid_descriptions_do_not_end_the_loop(
-    directory: str, logs: _Lines
+    directory: str, logs: LogLines
 ) -> None:
     calls = {"n": 0}
 
