@@ -175,19 +175,7 @@ class Snapshot:
             beat = stored.beat
             reserved = sum(1 for r in self.reservations.get(node_id, ()) if now < r.expires_at)
             by_region.setdefault(beat.region, []).append(
-                NodeView(
-                    node_id=node_id,
-                    region=beat.region,
-                    endpoint=beat.endpoint,
-                    role=beat.role,
-                    epoch=beat.epoch,
-                    players=beat.players,
-                    capacity=beat.capacity,
-                    reserved=reserved,
-                    expires_at=stored.expires_at,
-                    group=beat.group,
-                    probe=beat.probe,
-                )
+                NodeView.of(beat, reserved, stored.expires_at)
             )
         return tuple(
             RegionView(

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from shared.directory import Role
+from shared.directory import Heartbeat, Role
 
 __all__ = [
     "NoPlacement",
@@ -58,6 +58,23 @@ class NodeView:
     expires_at: float = math.inf
     group: str = ""
     probe: str = ""
+
+    @classmethod
+    def of(cls, beat: Heartbeat, reserved: int, expires_at: float) -> NodeView:
+        """The node its last heartbeat describes, with the seats handed out since."""
+        return cls(
+            node_id=beat.node_id,
+            region=beat.region,
+            endpoint=beat.endpoint,
+            role=beat.role,
+            epoch=beat.epoch,
+            players=beat.players,
+            capacity=beat.capacity,
+            reserved=reserved,
+            expires_at=expires_at,
+            group=beat.group,
+            probe=beat.probe,
+        )
 
     @property
     def group_key(self) -> str:

@@ -208,18 +208,8 @@ class Registry:
     def _view(self, node: _Node) -> NodeView:
         if node.view is None:
             beat = node.beat
-            node.view = NodeView(
-                node_id=beat.node_id,
-                region=beat.region,
-                endpoint=beat.endpoint,
-                role=beat.role,
-                epoch=beat.epoch,
-                players=beat.players,
-                capacity=beat.capacity,
-                reserved=len(node.reservations),
-                expires_at=node.last_seen + self.heartbeat_timeout,
-                group=beat.group,
-                probe=beat.probe,
+            node.view = NodeView.of(
+                beat, len(node.reservations), node.last_seen + self.heartbeat_timeout
             )
         return node.view
 
