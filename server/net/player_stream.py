@@ -8,7 +8,8 @@ through aiohttp's message queue, a task wake-up and an async iterator per messag
 players that path was about a sixth of the node's CPU (``bench/server_load.py``).
 
 No read can make the node work without bound: each one is first split into its frames by
-their headers alone (:func:`server.sim.input_frames.split_read`, one numba pass), every
+their headers alone (:func:`server.sim.input_frames.split_read`, one numba pass; a read of
+one frame, or a command packet of two to four inputs, by a few lines of Python), every
 frame is charged to the connection's budget for its kind (:mod:`server.sim.input_budget`),
 and the frames over budget are dropped there, before anything unmasks or decodes them. A
 flood of 64 KiB of tiny frames costs one pass over its headers and a budget's worth of
@@ -33,6 +34,7 @@ from server.sim.input_frames import (
     FRAME_LONG_INPUT,
     FRAME_ODD,
     FRAME_SMALL,
+    input_frame_ends,
     sole_frame_kind,
     split_read,
 )
@@ -162,6 +164,8 @@ class PlayerStream(asyncio.Protocol):
         kind = sole_frame_kind(data)
         if kind >= 0:
             self._sole(data, kind, now)
+        elif (ends := input_frame_ends(data)) is not None:
+            self._command_packet(data, ends, now)
         else:
             self._split(data, now)
 
@@ -189,6 +193,18 @@ class PlayerStream(asyncio.Protocol):
                 self.feed(data)  # (no input: it may be read before the held ones)
             else:
                 self._in_order(data)
+
+    def _command_packet(self, data: bytes, ends: list[int], now: float) -> None:
+        """A read of a few whole input frames (:func:`input_frame_ends`): those the budget
+        grants, from the first, held for the tick as one."""
+        granted = self._admit(FrameKind.INPUT, len(ends), now)
+        if not granted or self.closing:
+            return
+        kept = data if granted == len(ends) else data[: ends[granted - 1]]
+        if self._intake is not None and self._owner is not None and self._reader.idle:
+            self._held = self._intake.hold(self._owner, kept, now)
+        else:
+            self._in_order(kept)
 
     def _split(self, data: bytes, now: float) -> None:
         """Any other read: split into frames, the surplus of each kind dropped unread."""

@@ -44,6 +44,7 @@ __all__ = [
     "InputColumns",
     "ReadFrames",
     "decode_input_frames",
+    "input_frame_ends",
     "sole_frame_kind",
     "split_read",
 ]
@@ -412,3 +413,27 @@ def sole_frame_kind(data: bytes) -> int:
     if length > 125 or size != FRAME_HEADER_BYTES + length:
         return -1
     return _kind(data[0], length, FRAME_HEADER_BYTES)
+
+
+#: The most frames :func:`input_frame_ends` walks: a command packet holds a few inputs.
+_COMMAND_PACKET_FRAMES = 4
+
+
+def input_frame_ends(data: bytes) -> list[int] | None:
+    """Where each frame ends, for a read of two to four whole input frames with 7-bit
+    lengths (a client's command packet: the inputs since its last one), without the kernel;
+    None for any other read (which :func:`split_read` then splits)."""
+    ends: list[int] = []
+    at, size = 0, len(data)
+    while at < size:
+        if len(ends) == _COMMAND_PACKET_FRAMES or size - at < FRAME_HEADER_BYTES:
+            return None
+        length = data[at + 1] ^ 0x80  # (a client masks: length > 127 if it did not)
+        end = at + FRAME_HEADER_BYTES + length
+        if length > 125 or end > size:
+            return None
+        if _kind(data[at], length, FRAME_HEADER_BYTES) != FRAME_INPUT:
+            return None
+        ends.append(end)
+        at = end
+    return ends if len(ends) > 1 else None

@@ -126,6 +126,19 @@ async def test_a_64_kib_read_of_inputs_holds_a_burst_of_them_for_the_batch() -> 
     assert player.queued() == list(range(1, INPUT_BURST + 1))  # the first ones, in order
 
 
+async def test_command_packets_are_held_whole_and_charged_per_input() -> None:
+    player = Seated()
+    for first in range(1, 60, 2):  # a client's command packets: two inputs a read
+        player.stream.data_received(an_input(first) + an_input(first + 1))
+    assert len(player.intake) == 30 and player.handled == []
+    assert player.queued() == list(range(1, 61))
+    # The burst is spent: of the next packet's two inputs, the one a refill allows passes.
+    player.now = 1.0 / TICK_RATE
+    player.stream.data_received(an_input(61) + an_input(62))
+    assert player.queued()[-1] == 61
+    assert player.dropped[FrameKind.INPUT] == 1
+
+
 async def test_one_connection_cannot_fill_the_intake_for_everyone() -> None:
     player = Seated()
     for seq in range(1, DEFAULT_LIMIT + 1):  # one input a read, all at one instant

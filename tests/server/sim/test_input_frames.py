@@ -18,6 +18,7 @@ from server.sim.input_frames import (
     FRAME_ODD,
     FRAME_SMALL,
     decode_input_frames,
+    input_frame_ends,
     sole_frame_kind,
     split_read,
 )
@@ -273,3 +274,32 @@ def test_integers_of_every_width_and_sign_decode() -> None:
         )
         assert columns.read_ok[0] and columns.ints[0, 2] == -1
     assert np.array_equal(columns.read_of, [0])
+
+
+@given(some_frames, st.integers(0, 2000))
+@settings(max_examples=300, deadline=None)
+def test_a_command_packet_is_told_without_the_kernel_as_the_kernel_would(
+    frames: list[tuple[int, int, bool]], cut: int
+) -> None:
+    parts = [bytes([first]) + frame(first & 0x0F, bytes(length), masked=masked)[1:]
+             for first, length, masked in frames]  # fmt: skip
+    data = b"".join(parts)[:cut]
+    split = split_read(data, 1 << 16)
+    whole_inputs = (
+        split.need == 0
+        and split.end == len(data)
+        and 2 <= len(split.kinds) <= 4
+        and all(kind == FRAME_INPUT for kind in split.kinds.tolist())
+    )
+    ends = input_frame_ends(data)
+    assert (ends is not None) == whole_inputs
+    if ends is not None:
+        assert ends == split.bounds[1:].tolist()
+
+
+def test_two_to_four_whole_inputs_are_a_command_packet() -> None:
+    one = frame(OP_BINARY, protocol.encode(InputMessage(1, 1, (0, 0), 0, 0, 0, 1, -1)), masked=True)
+    assert input_frame_ends(one * 2) == [len(one), 2 * len(one)]
+    assert input_frame_ends(one * 4) == [len(one) * k for k in range(1, 5)]
+    for other in (one, one * 5, one * 2 + frame(OP_PING, b"", masked=True), (one * 2)[:-1]):
+        assert input_frame_ends(other) is None
