@@ -27,7 +27,7 @@ demo: warm
 # Every test: the main suite, then the CUDA kernels in numba's simulator, which must be
 # switched on before numba is imported and so runs in its own pytest invocation.
 test: warm lint
-	$(BIN)/python -m pytest tests --ignore=tests/cuda
+	$(BIN)/python -m pytest tests --ignore=tests/cuda --durations=15
 	NUMBA_ENABLE_CUDASIM=1 $(BIN)/python -m pytest tests/cuda
 
 test-fast: $(STAMP)
