@@ -313,3 +313,40 @@ async def test_a_seat_chosen_on_a_stale_snapshot_is_refused_by_the_revision_fenc
         finally:
             await one.close()
             await two.close()
+
+
+async def test_after_etcd_stalls_past_the_nodes_leases_the_region_comes_back_by_itself() -> None:
+    """etcd paused (SIGSTOP) for longer than a node's lease: the directory answers 503
+    meanwhile, and once etcd runs again the node's next beats register it anew and players
+    are seated, with nothing done by hand."""
+    with running_etcd() as etcd, directory(etcd.endpoint) as (_, url):
+        async with probes() as base, aiohttp.ClientSession() as http:
+            beat = node_beat("eu-1", base)
+            loop = asyncio.create_task(
+                heartbeat_loop(
+                    directory_url=url,
+                    secret=SECRET.encode(),
+                    describe=lambda: beat,
+                    interval=0.5,
+                    claims=ClaimLedger(),
+                )
+            )
+            try:
+
+                async def registered() -> bool:
+                    return set(await listed(http, url)) == {"eu-1"}
+
+                await until(registered)
+                etcd.process.send_signal(signal.SIGSTOP)
+                try:
+                    await asyncio.sleep(TIMEOUT_S + 2.0)  # past the node's lease
+                    async with http.get(f"{url}/health") as response:
+                        assert response.status == 503
+                finally:
+                    etcd.process.send_signal(signal.SIGCONT)
+                await until(registered)
+                seat = await Directories(url).seat("after-the-stall", {"eu": 20.0}, http)
+                assert seat.node_id == "eu-1"
+            finally:
+                loop.cancel()
+                await asyncio.gather(loop, return_exceptions=True)
