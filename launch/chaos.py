@@ -26,6 +26,7 @@ from client_sim.latency import LatencySpecError, parse_duration
 from launch import torture
 from launch.health import HEALTH_WITHIN_S, base_url, node_health
 from shared.commandline import OneLineParser
+from shared.lifetime import pid_namespace
 
 __all__ = ["base_url", "kill_primary", "main", "node_health", "wait_for_new_primary"]
 
@@ -49,6 +50,19 @@ async def wait_for_new_primary(
     return None
 
 
+def node_pid(url: str, health: dict[str, Any]) -> int:
+    """The node's process id as this machine knows it; RuntimeError when the node runs in
+    another pid namespace (a container: its pid means another process here)."""
+    theirs = health.get("pid_namespace")
+    if theirs is not None and theirs != pid_namespace():
+        raise RuntimeError(
+            f"{base_url(url)} runs in another pid namespace (a container?): its pid "
+            f"{health['pid']} is not a process here; stop it with its container engine "
+            "(podman kill, docker kill)"
+        )
+    return int(health["pid"])
+
+
 async def kill_primary(
     primary: str, watch: list[str], within: float = 10.0, pid: int | None = None
 ) -> dict[str, Any]:
@@ -61,7 +75,7 @@ async def kill_primary(
         raise RuntimeError(f"no node answers at {base_url(primary)} within {HEALTH_WITHIN_S:g} s")
     if health.get("role") != "primary":
         raise RuntimeError(f"{base_url(primary)} is a {health.get('role')}, not the primary")
-    target = int(health["pid"])
+    target = node_pid(primary, health)
     if pid is not None and pid != target:
         raise RuntimeError(f"{base_url(primary)} is process {target}, not {pid}; not killing it")
     killed_at = time.time()
@@ -82,7 +96,7 @@ async def pause_node(node: str, seconds: float) -> dict[str, Any]:
     health = await node_health(node, within=HEALTH_WITHIN_S)
     if health is None:
         raise RuntimeError(f"no node answers at {base_url(node)} within {HEALTH_WITHIN_S:g} s")
-    pid = int(health["pid"])
+    pid = node_pid(node, health)
     os.kill(pid, signal.SIGSTOP)
     try:
         await asyncio.sleep(seconds)

@@ -18,6 +18,7 @@ __all__ = [
     "EXIT_WITH_PARENT_ENV",
     "exit_with_parent",
     "exit_with_parent_if_asked",
+    "pid_namespace",
     "sigterm_as_interrupt",
 ]
 
@@ -53,3 +54,13 @@ def sigterm_as_interrupt() -> None:
     cancellation of the main task instead (an exception raised at an arbitrary point of
     the loop could leave its shutdown waiting)."""
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
+def pid_namespace() -> int | None:
+    """The identity of this process's pid namespace (its inode; None where there is none to
+    read): a pid means the same process to two processes only when theirs are equal. A node
+    in a container says its pid is 1; the host must not signal its own pid 1."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return None

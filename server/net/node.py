@@ -32,6 +32,7 @@ from server.net.warmup import WarmUpReport, warm_up_kernels
 from server.replication.net.handshake import StandbyDoor
 from server.replication.roles import Role
 from shared import jitcache
+from shared.lifetime import pid_namespace
 
 __all__ = ["Node", "NodeConfig"]
 
@@ -161,6 +162,7 @@ class Node(NodeState):
             "checkpoint": self._checkpoint_health(),
             "parked_players": self.sessions.parked,
             "pid": os.getpid(),
+            "pid_namespace": pid_namespace(),
             "uptime_s": round(time.time() - self.started_at, 3),
         }
 

@@ -20,7 +20,7 @@ import aiohttp
 import pytest
 
 from client_sim.report import failover_figures
-from launch.chaos import wait_for_new_primary
+from launch.chaos import kill_primary, wait_for_new_primary
 from launch.health import node_health
 from shared import protocol
 from tests.deploy.conftest import Containers, podman
@@ -69,6 +69,9 @@ async def kill_container_primary(primary: ContainerNode, watch: list[str]) -> di
     (``podman kill``: SIGKILL to the node, PID 1 there); the same outcome dict."""
     health = await node_health(primary.base_url)
     assert health is not None and health["role"] == "primary", health
+    # arena-chaos signals the pid /health names: a container's is another process's here.
+    with pytest.raises(RuntimeError, match="another pid namespace"):
+        await kill_primary(primary.base_url, watch)
     killed_at = time.time()
     await asyncio.to_thread(podman, "kill", "--signal", "KILL", primary.name)
     successor = await wait_for_new_primary(watch, int(health["epoch"]), within=10.0)
