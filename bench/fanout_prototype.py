@@ -81,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(str(error))
     if args.role is not None:
         from shared import eventloop
+        from shared.lifetime import exit_with_parent
+
+        exit_with_parent()  # (a bench that dies leaves no server or client behind)
 
         if args.role == "tick":
             side = tick(args.mode, args.port, args.clients, args.tick_rate, args.body_bytes)

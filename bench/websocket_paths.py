@@ -42,6 +42,7 @@ HEAD_BYTES = 64  # a player's own part of a snapshot (ack, state, base)
 INPUT_BYTES = 60
 INPUTS_PER_PACKET = 2
 MIN_DELIVERED = 0.95
+QUIESCE_S = 0.5  # after the window, both sides stop sending for this long before counting
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--frame-bytes must be more than the {HEAD_BYTES}-byte head")
     if args.role is not None:
         from shared import eventloop
+        from shared.lifetime import exit_with_parent
+
+        exit_with_parent()  # (a bench that dies leaves no server or client behind)
 
         side = serve if args.role == "server" else play
         eventloop.run(side(args.library, args.port, args.clients, args.rate, args.frame_bytes))
@@ -145,6 +149,9 @@ def measure(library: str, clients: int, rate: float, frame_bytes: int, seconds: 
         load = os.getloadavg()[0]
         time.sleep(seconds)
         cpu1 = (_cpu_s(server.pid), _cpu_s(client.pid))
+        for process in (server, client):  # both stop sending; what is in flight lands
+            process.send_signal(signal.SIGUSR1)
+        time.sleep(QUIESCE_S)
         counts = {}
         for name, process in (("client", client), ("server", server)):
             process.send_signal(signal.SIGTERM)
@@ -200,9 +207,16 @@ class _Counts:
         print(json.dumps({"frames_in": self.frames_in, "frames_out": self.frames_out}), flush=True)
 
 
-async def _until_terminated() -> None:
-    stop = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+async def _send_until_told(rate: float, send_all: Any) -> None:
+    """``send_all()`` at ``rate`` Hz until SIGUSR1 (then what was sent can land), and
+    return at SIGTERM."""
+    loop = asyncio.get_running_loop()
+    quiet, stop = asyncio.Event(), asyncio.Event()
+    loop.add_signal_handler(signal.SIGUSR1, quiet.set)
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    ticking = asyncio.create_task(_every(rate, send_all))
+    await quiet.wait()
+    ticking.cancel()
     await stop.wait()
 
 
@@ -224,9 +238,7 @@ async def serve(library: str, port: int, clients: int, rate: float, frame_bytes:
     head, body = _snapshot_parts(frame_bytes)
     send_all = await (_serve_own if library == "own" else _serve_picows)(port, counts, head, body)
     print("listening", flush=True)
-    ticking = asyncio.create_task(_every(rate, send_all))
-    await _until_terminated()
-    ticking.cancel()
+    await _send_until_told(rate, send_all)
     counts.report()
 
 
@@ -306,9 +318,7 @@ async def play(library: str, port: int, clients: int, rate: float, _frame_bytes:
     connect_all = _play_own if library == "own" else _play_picows
     send_all = await connect_all(url, clients, counts, inputs)
     print("connected", flush=True)
-    ticking = asyncio.create_task(_every(rate, send_all))
-    await _until_terminated()
-    ticking.cancel()
+    await _send_until_told(rate, send_all)
     counts.report()
 
 
