@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.tools import missing_tool, required_tool
+
 ROOT = Path(__file__).resolve().parents[2]
 #: The tests' own tag, so that they never replace an ``arena:latest`` someone built.
 IMAGE = "localhost/arena:test"
@@ -32,20 +34,9 @@ BUILD_WITHIN_S = 900.0
 ULIMITS = ("--ulimit", "nofile=16384:16384", "--ulimit", "nproc=4096:4096")
 
 
-def missing_tool(message: str) -> None:
-    """Skip the test for want of a tool, or fail it in CI, which must have installed it."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{message}: CI must install it (.ci/run)", pytrace=False)
-    pytest.skip(message)
-
-
 def podman_binary() -> str:
     """The path of ``podman``; skips the test (fails it in CI) when there is none."""
-    path = shutil.which("podman")
-    if path is None:
-        missing_tool("podman not installed (apt-get install podman runc debootstrap)")
-    assert path is not None
-    return path
+    return required_tool("podman", "podman runc debootstrap")
 
 
 def podman_command() -> list[str]:

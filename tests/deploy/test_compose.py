@@ -14,7 +14,6 @@ import asyncio
 import json
 import os
 import secrets
-import shutil
 import subprocess
 import sys
 import time
@@ -27,7 +26,8 @@ import aiohttp
 import pytest
 
 from launch.health import node_health
-from tests.deploy.conftest import ROOT, missing_tool, podman, podman_logs
+from tests.deploy.conftest import ROOT, podman, podman_logs
+from tests.tools import required_tool
 
 pytestmark = pytest.mark.integration
 
@@ -40,11 +40,7 @@ UP_S = 120.0
 
 
 def podman_compose() -> str:
-    path = shutil.which("podman-compose")
-    if path is None:
-        missing_tool("podman-compose not installed (apt-get install podman-compose)")
-    assert path is not None
-    return path
+    return required_tool("podman-compose", "podman-compose")
 
 
 @pytest.fixture(scope="session")

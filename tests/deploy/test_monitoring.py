@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from server.directory.metrics import DirectoryMetrics
 from tests.server.replication.test_replication_link import REGION, bind, cluster
+from tests.tools import required_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMETHEUS = ROOT / "deploy" / "prometheus"
@@ -29,13 +28,7 @@ DASHBOARD = ROOT / "deploy" / "grafana" / "arena-region.json"
 
 
 def promtool() -> str:
-    path = shutil.which("promtool")
-    if path is None:
-        message = "promtool not installed (apt-get install prometheus)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{message}: CI must install it (.ci/run)", pytrace=False)
-        pytest.skip(message)
-    return path
+    return required_tool("promtool", "prometheus")
 
 
 def run_promtool(*args: str, stdin: str | None = None, cwd: Path = ROOT) -> str:

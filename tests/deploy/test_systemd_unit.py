@@ -9,7 +9,6 @@ systemd-analyze comes with systemd; where it is missing these tests skip, except
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from server.net.sd_notify import watchdog_interval
+from tests.tools import required_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 UNIT = ROOT / "deploy" / "arena-server@.service"
@@ -29,13 +29,7 @@ DEPENDENCIES = ("sysinit.target", "basic.target", "network-online.target", "netw
 
 
 def systemd_analyze() -> str:
-    path = shutil.which("systemd-analyze")
-    if path is None:
-        message = "systemd-analyze not installed (it comes with systemd)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{message}: CI must have it", pytrace=False)
-        pytest.skip(message)
-    return path
+    return required_tool("systemd-analyze", "systemd")
 
 
 def directives(text: str) -> dict[str, list[str]]:

@@ -8,13 +8,13 @@ failure: CI installs it in ``.ci/run``.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 
 import pytest
 
 from launch.etcd_local import EtcdProcess, EtcdUnavailable, find_etcd
 from launch.etcd_local import running_etcd as _running_etcd
+from tests.tools import missing_tool
 
 __all__ = ["EtcdProcess", "etcd_binary", "etcd_process", "etcd_url", "running_etcd"]
 
@@ -23,10 +23,8 @@ def etcd_binary() -> str:
     """The path of ``etcd``; skips the test (fails it in CI) when there is none."""
     path = find_etcd()
     if path is None:
-        message = "etcd not installed (apt-get install etcd-server)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{message}: CI must install it (.ci/run)", pytrace=False)
-        pytest.skip(message)
+        missing_tool("etcd not installed (apt-get install etcd-server)")
+    assert path is not None
     return path
 
 

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import os
 import secrets
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,26 +20,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 
 from launch.nodes import NodeProcess, start_node
 from tests.integration.test_failover import region, until_live_standby
+from tests.tools import required_tool
 
 BOTS = 10
 PAGE_WAIT_S = 60.0
 
 
 def _browser() -> tuple[str, str]:
-    chromium = shutil.which("chromium")
-    driver = shutil.which("chromedriver")
-    if chromium is None or driver is None:
-        message = (
-            "chromium and chromium-driver not installed (apt-get install chromium chromium-driver)"
-        )
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{message}: CI must install them (.ci/run)", pytrace=False)
-        pytest.skip(message)
-    return chromium, driver
+    return required_tool("chromium", "chromium"), required_tool("chromedriver", "chromium-driver")
 
 
 def _artifacts() -> Path:
