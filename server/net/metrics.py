@@ -37,7 +37,9 @@ JOIN_REFUSALS = (
     "token", "in_use",
 )  # fmt: skip
 #: ``arena_ticks_unpublished_total{reason}``: the commit set's refusals, and a lost lease.
-UNPUBLISHED_REASONS = (Verdict.LEASE_EXPIRED.value, Verdict.HALTED.value, "not_leading")
+UNPUBLISHED_REASONS = (
+    Verdict.LEASE_EXPIRED.value, Verdict.HALTED.value, Verdict.STOPPING.value, "not_leading"
+)  # fmt: skip
 #: ``arena_peers_refused_total{reason}``.
 PEER_REFUSALS = ("unauthenticated",)
 
@@ -148,7 +150,8 @@ class NodeMetrics:
             "arena_ticks_unpublished",
             "Ticks computed but not shown to players, by reason (lease_expired: acknowledged "
             "too late to show safely; halted: fewer standbys in sync than --min-standbys; "
-            "not_leading: the coordinator's lease is gone)",
+            "not_leading: the coordinator's lease is gone; stopping: computed as the node "
+            "began to stop)",
             ["reason"],
             registry=r,
         )

@@ -92,8 +92,10 @@ class Node(NodeState):
         await self.standbys.serve(request, ws)
 
     async def close_all(self) -> None:
-        """Shutdown: every player is told (``shutdown``) and closed with 1001."""
+        """Shutdown: the tick in flight waits for no standby any more (nothing is shown
+        from now on), and every player is told (``shutdown``) and closed with 1001."""
         self.shutting_down = True
+        self.hub.stop_waiting()
         await self.sessions.close_all("shutdown", "the node is shutting down")
 
     @property

@@ -50,6 +50,7 @@ class Verdict(enum.Enum):
     WAIT = "wait"  # a member has not acknowledged it yet
     HALTED = "halted"  # fewer than ``min_standbys`` members in sync
     LEASE_EXPIRED = "lease_expired"  # acknowledged, but too late to show it safely
+    STOPPING = "stopping"  # the primary stops: it shows nothing more, and waits for nobody
 
 
 @dataclass(slots=True)

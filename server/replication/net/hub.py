@@ -91,7 +91,16 @@ class ReplicationHub:
         self.clock = clock
         self.links: dict[str, StandbyLink] = {}
         self.fenced_epoch: int | None = None
+        self.stopping = False
         self._progress = asyncio.Event()
+
+    def stop_waiting(self) -> None:
+        """The node stops: no tick is shown any more, so none waits for an acknowledgement
+        and no standby is told it is late. aiohttp drops whatever arrives once its shutdown
+        began, acknowledgements included: a standby that holds every tick shown must not
+        lose its eligibility for an ack the stop itself threw away."""
+        self.stopping = True
+        self._progress.set()
 
     def describe(self) -> list[dict[str, object]]:
         links = self.links
@@ -174,6 +183,8 @@ class ReplicationHub:
         self.commit.sent(tick, self.clock())
         stalled = False
         while True:
+            if self.stopping:
+                return Decision(Verdict.STOPPING)
             decision = self.commit.decide(tick, self.clock(), wait=wait)
             for node in decision.late:
                 self._tell_out_of_sync(node, tick)
