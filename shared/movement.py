@@ -7,6 +7,12 @@ the same inputs give bit-identical states whether the arrays hold one player or 
 hundred, on any machine. No transcendental functions: the move vector is already in world
 axes, so no sin/cos of the yaw is needed.
 
+:func:`step` runs a numba kernel, one loop over the players (a tick's few dozen NumPy calls
+cost more than the arithmetic: about 0.2 ms at any player count). :func:`step_reference`
+is the same model in NumPy, the readable one: the kernel must agree with it bit for bit,
+which holds because both do the same IEEE operations in the same order (no fastmath, so no
+fused multiply-adds).
+
 Units: metres, seconds, z up, the floor at z = 0. A player is a vertical box of half-width
 ``PLAYER_RADIUS`` and height ``PLAYER_HEIGHT`` standing on its feet position.
 """
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from shared.arena_map import ArenaMap
@@ -26,6 +33,8 @@ __all__ = [
     "PLAYER_RADIUS",
     "MovementParams",
     "step",
+    "step_reference",
+    "warm_up",
 ]
 
 PLAYER_RADIUS = 0.4
@@ -85,7 +94,7 @@ def _resolve_axis(pos: np.ndarray, vel: np.ndarray, axis: int, dt: float, arena:
     vel[:, axis] = np.where(outside, 0.0, vel[:, axis])
 
 
-def step(
+def step_reference(
     pos: np.ndarray,
     vel: np.ndarray,
     move: np.ndarray,
@@ -121,3 +130,121 @@ def step(
     _resolve_axis(pos, vel, 0, dt, arena)
     _resolve_axis(pos, vel, 1, dt, arena)
     return pos, vel
+
+
+def step(
+    pos: np.ndarray,
+    vel: np.ndarray,
+    move: np.ndarray,
+    buttons: np.ndarray,
+    dt: float,
+    arena: ArenaMap,
+    params: MovementParams = MovementParams(),
+) -> tuple[np.ndarray, np.ndarray]:
+    """Advance N players by one tick of length ``dt``; returns new ``(pos, vel)``, exactly
+    as :func:`step_reference` does (same arguments; the inputs are not modified)."""
+    return _step_players(
+        np.ascontiguousarray(pos, dtype=np.float64),
+        np.ascontiguousarray(vel, dtype=np.float64),
+        np.ascontiguousarray(move, dtype=np.float64),
+        np.ascontiguousarray(buttons, dtype=np.int64),
+        float(dt),
+        arena.box_min,
+        arena.box_max,
+        arena.bounds_min,
+        arena.bounds_max,
+        params.max_speed,
+        params.ground_accel,
+        params.air_accel,
+        params.friction,
+        params.jump_speed,
+        params.gravity,
+    )
+
+
+@numba.njit(cache=True, nogil=True)
+def _step_players(
+    pos: np.ndarray,
+    vel: np.ndarray,
+    move: np.ndarray,
+    buttons: np.ndarray,
+    dt: float,
+    box_min: np.ndarray,
+    box_max: np.ndarray,
+    bounds_min: np.ndarray,
+    bounds_max: np.ndarray,
+    max_speed: float,
+    ground_accel: float,
+    air_accel: float,
+    friction: float,
+    jump_speed: float,
+    gravity: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`step_reference`, player by player, operation for operation."""
+    out_pos, out_vel = pos.copy(), vel.copy()
+    damping = max(0.0, 1.0 - friction * dt)
+    for i in range(pos.shape[0]):
+        p, v = out_pos[i], out_vel[i]
+        on_ground = p[2] <= 0.0
+        vx, vy = v[0], v[1]
+        if on_ground:
+            vx, vy = vx * damping, vy * damping
+        limit = (ground_accel if on_ground else air_accel) * dt
+        dx, dy = move[i, 0] * max_speed - vx, move[i, 1] * max_speed - vy
+        length = np.sqrt(dx * dx + dy * dy)
+        scale = limit / (length if length > 0.0 else 1.0) if length > limit else 1.0
+        v[0], v[1] = vx + dx * scale, vy + dy * scale
+        jumping = on_ground and (buttons[i] & BUTTON_JUMP) != 0
+        v[2] = (jump_speed if jumping else v[2]) - gravity * dt
+        p[2] = p[2] + v[2] * dt
+        if p[2] <= 0.0:
+            p[2], v[2] = 0.0, 0.0
+        for axis in range(2):
+            _resolve_axis_of_one(p, v, axis, dt, box_min, box_max, bounds_min, bounds_max)
+    return out_pos, out_vel
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _resolve_axis_of_one(
+    p: np.ndarray,
+    v: np.ndarray,
+    axis: int,
+    dt: float,
+    box_min: np.ndarray,
+    box_max: np.ndarray,
+    bounds_min: np.ndarray,
+    bounds_max: np.ndarray,
+) -> None:
+    """:func:`_resolve_axis` for one player (in place)."""
+    other = 1 - axis
+    moved = p[axis] + v[axis] * dt
+    blocked, stop_forward, stop_backward = False, np.inf, -np.inf
+    for b in range(box_min.shape[0]):
+        lo, hi = box_min[b], box_max[b]
+        if (
+            moved + PLAYER_RADIUS > lo[axis]
+            and moved - PLAYER_RADIUS < hi[axis]
+            and p[other] + PLAYER_RADIUS > lo[other]
+            and p[other] - PLAYER_RADIUS < hi[other]
+            and p[2] + PLAYER_HEIGHT > lo[2]
+            and p[2] < hi[2]
+        ):
+            blocked = True
+            stop_forward = min(stop_forward, lo[axis] - PLAYER_RADIUS - _SKIN)
+            stop_backward = max(stop_backward, hi[axis] + PLAYER_RADIUS + _SKIN)
+    if blocked:
+        moved = stop_forward if v[axis] > 0.0 else stop_backward
+        v[axis] = 0.0
+    low = bounds_min[axis] + PLAYER_RADIUS
+    high = bounds_max[axis] - PLAYER_RADIUS
+    if moved < low or moved > high:
+        v[axis] = 0.0
+    p[axis] = min(max(moved, low), high)
+
+
+def warm_up() -> None:
+    """Compile (or load from the cache) the movement kernel, for the types step passes."""
+    from shared.arena_map import default_map
+
+    one = np.zeros((1, 3))
+    step(one, one, np.zeros((1, 2)), np.zeros(1, dtype=np.int64), 1.0 / 60, default_map())

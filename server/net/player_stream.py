@@ -34,7 +34,7 @@ from server.sim.input_frames import (
     FRAME_LONG_INPUT,
     FRAME_ODD,
     FRAME_SMALL,
-    input_frame_ends,
+    few_frames,
     sole_frame_kind,
     split_read,
 )
@@ -164,10 +164,12 @@ class PlayerStream(asyncio.Protocol):
         kind = sole_frame_kind(data)
         if kind >= 0:
             self._sole(data, kind, now)
-        elif (ends := input_frame_ends(data)) is not None:
-            self._command_packet(data, ends, now)
-        else:
+        elif (few := few_frames(data)) is None:
             self._split(data, now)
+        elif FRAME_SMALL in few[1]:
+            self._mixed(data, *few, now)
+        else:
+            self._command_packet(data, few[0], now)
 
     def feed(self, data: bytes) -> None:
         """Read ``data`` now, frame by frame (a fault closes the connection)."""
@@ -195,7 +197,7 @@ class PlayerStream(asyncio.Protocol):
                 self._in_order(data)
 
     def _command_packet(self, data: bytes, ends: list[int], now: float) -> None:
-        """A read of a few whole input frames (:func:`input_frame_ends`): those the budget
+        """A read of a few whole input frames (:func:`few_frames`): those the budget
         grants, from the first, held for the tick as one."""
         granted = self._admit(FrameKind.INPUT, len(ends), now)
         if not granted or self.closing:
@@ -205,6 +207,39 @@ class PlayerStream(asyncio.Protocol):
             self._held = self._intake.hold(self._owner, kept, now)
         else:
             self._in_order(kept)
+
+    def _mixed(self, data: bytes, ends: list[int], kinds: list[int], now: float) -> None:
+        """A read of a few whole inputs and small frames (:func:`few_frames`), as
+        :meth:`_split` treats it, in plain Python: the inputs the budget grants are held
+        for the tick, the small frames it grants are read now."""
+        inputs = kinds.count(FRAME_INPUT)
+        granted_inputs = self._admit(FrameKind.INPUT, inputs, now) if inputs else 0
+        if self.closing:
+            return
+        granted_others = self._admit(FrameKind.PING, len(kinds) - inputs, now)
+        if self.closing:
+            return
+        held: list[bytes] = []
+        rest: list[bytes] = []
+        kept: list[bytes] = []  # both, in the read's order
+        start = 0
+        for end, kind in zip(ends, kinds, strict=True):
+            if kind == FRAME_INPUT and len(held) < granted_inputs:
+                held.append(data[start:end])
+                kept.append(held[-1])
+            elif kind == FRAME_SMALL and len(rest) < granted_others:
+                rest.append(data[start:end])
+                kept.append(rest[-1])
+            start = end
+        intake, owner = self._intake, self._owner
+        if intake is None or owner is None or not self._reader.idle:
+            if kept:
+                self._in_order(b"".join(kept))
+            return
+        if held:
+            self._held = intake.hold(owner, b"".join(held), now)
+        if rest:  # (none of them is an input: they may be read before the held ones)
+            self.feed(b"".join(rest))
 
     def _split(self, data: bytes, now: float) -> None:
         """Any other read: split into frames, the surplus of each kind dropped unread."""

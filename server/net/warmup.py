@@ -61,6 +61,7 @@ _SOURCES = (
     "server/sim/deltas.py",
     "server/sim/interest.py",
     "shared/hitbox.py",
+    "shared/movement.py",
     "shared/protocol/deltas.py",
     "shared/protocol/fields.py",
     "shared/protocol/inputs.py",
@@ -115,6 +116,7 @@ def warm_group(group: str) -> int:
     from server.sim import deltas, inputs
     from server.sim.hitreg import make_validator
     from server.sim.input_frames import decode_input_frames, split_read
+    from shared import movement
 
     with counting_compiles() as count:
         if group in ("hitscan", "projectiles"):
@@ -126,6 +128,7 @@ def warm_group(group: str) -> int:
             split_read(b"", 1)
         elif group == "queues":
             inputs.warm_up()
+            movement.warm_up()
         elif group == "deltas":
             deltas.warm_up()
         else:
@@ -137,12 +140,14 @@ def warm_in_process(validator: Any) -> int:
     """Compile (or load) every kernel the node runs, in this process; compile events."""
     from server.sim import deltas, inputs
     from server.sim.input_frames import decode_input_frames, split_read
+    from shared import movement
 
     with counting_compiles() as count:
         validator.warm_up()
         decode_input_frames([])
         split_read(b"", 1)
         inputs.warm_up()
+        movement.warm_up()
         deltas.warm_up()
     return count[0]
 

@@ -44,7 +44,7 @@ __all__ = [
     "InputColumns",
     "ReadFrames",
     "decode_input_frames",
-    "input_frame_ends",
+    "few_frames",
     "sole_frame_kind",
     "split_read",
 ]
@@ -415,25 +415,31 @@ def sole_frame_kind(data: bytes) -> int:
     return _kind(data[0], length, FRAME_HEADER_BYTES)
 
 
-#: The most frames :func:`input_frame_ends` walks: a command packet holds a few inputs.
-_COMMAND_PACKET_FRAMES = 4
+#: The most frames :func:`few_frames` walks: a command packet holds a few inputs, and a
+#: ping or a sighting may ride with them.
+_FEW_FRAMES = 8
 
 
-def input_frame_ends(data: bytes) -> list[int] | None:
-    """Where each frame ends, for a read of two to four whole input frames with 7-bit
-    lengths (a client's command packet: the inputs since its last one), without the kernel;
-    None for any other read (which :func:`split_read` then splits)."""
+def few_frames(data: bytes) -> tuple[list[int], list[int]] | None:
+    """Where each frame ends and its kind, for a read of two to eight whole frames with
+    7-bit lengths, each an input or a small frame (a client's command packet: the inputs
+    since its last one, with a ping or a sighting), without the kernel; None for any other
+    read (which :func:`split_read` then splits). Most reads are one frame or one of these:
+    a kernel call and its arrays cost more than the walk."""
     ends: list[int] = []
+    kinds: list[int] = []
     at, size = 0, len(data)
     while at < size:
-        if len(ends) == _COMMAND_PACKET_FRAMES or size - at < FRAME_HEADER_BYTES:
+        if len(ends) == _FEW_FRAMES or size - at < FRAME_HEADER_BYTES:
             return None
         length = data[at + 1] ^ 0x80  # (a client masks: length > 127 if it did not)
         end = at + FRAME_HEADER_BYTES + length
         if length > 125 or end > size:
             return None
-        if _kind(data[at], length, FRAME_HEADER_BYTES) != FRAME_INPUT:
+        kind = _kind(data[at], length, FRAME_HEADER_BYTES)
+        if kind != FRAME_INPUT and kind != FRAME_SMALL:
             return None
         ends.append(end)
+        kinds.append(kind)
         at = end
-    return ends if len(ends) > 1 else None
+    return (ends, kinds) if len(ends) > 1 else None

@@ -65,7 +65,9 @@ class World(ArrayState):
     def state_hash(self) -> str:
         """A digest of everything that defines the world (its replicated arrays), to
         compare replicas and runs."""
-        digest = hashlib.blake2b(digest_size=16)
-        for blob in self.array_state().values():
-            digest.update(blob)
-        return digest.hexdigest()
+        # SHA-256 (its first 16 bytes): the CPU's SHA instructions make it twice as fast
+        # as BLAKE2b here, and this runs every tick.
+        digest = hashlib.sha256()
+        for name in self.REPLICATED:  # (the bytes array_state sends, hashed without a copy)
+            digest.update(np.ascontiguousarray(getattr(self, name)).data)
+        return digest.hexdigest()[:32]

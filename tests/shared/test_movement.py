@@ -20,6 +20,7 @@ from shared.movement import (
     PLAYER_RADIUS,
     MovementParams,
     step,
+    step_reference,
 )
 from shared.protocol import InputMessage, decode_server
 from tests.server.frames import snapshot_for
@@ -124,6 +125,28 @@ def test_a_player_steps_bit_identically_alone_and_inside_a_batch_of_fifty(
         alone_pos, alone_vel = step(alone_pos, alone_vel, move[[me]], buttons[[me]], DT, arena)
         assert same_bits(pos[[me]], alone_pos)
         assert same_bits(vel[[me]], alone_vel)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([ARENA, ROOM]), st.integers(1, 60))
+def test_the_kernel_steps_bit_for_bit_as_the_numpy_reference(
+    seed: int, arena: ArenaMap, n: int
+) -> None:
+    """Players anywhere (inside boxes and outside the bounds too, mid-air, jumping), any
+    moves up to full length: the kernel's states are the reference's, bit for bit."""
+    rng = np.random.default_rng(seed)
+    lo, hi = arena.bounds_min - 1.0, arena.bounds_max + 1.0
+    pos = np.column_stack(
+        (rng.uniform(lo, hi, size=(n, 2)), rng.choice([0.0, 0.0, 0.3, 1.0, 2.5], n))
+    )
+    vel = rng.normal(0.0, 5.0, (n, 3))
+    for _ in range(30):
+        move = random_moves(rng, n)
+        buttons = rng.integers(0, 4, n)
+        kernel = step(pos, vel, move, buttons, DT, arena)
+        reference = step_reference(pos, vel, move, buttons, DT, arena)
+        assert same_bits(kernel[0], reference[0]) and same_bits(kernel[1], reference[1])
+        pos, vel = kernel
 
 
 @settings(max_examples=15, deadline=None)

@@ -287,3 +287,45 @@ def test_however_a_stream_is_cut_into_reads_every_frame_within_budget_arrives_in
         assert player.dropped == {FrameKind.INPUT: 0, FrameKind.PING: 0}
 
     asyncio.run(run())
+
+
+@given(
+    st.lists(st.sampled_from(["input", "ping", "ws_ping"]), min_size=2, max_size=8),
+    st.integers(0, 8),
+    st.integers(0, 8),
+)
+@settings(max_examples=150, deadline=None)
+def test_a_few_frames_in_one_read_fare_as_the_kernel_split_would(
+    kinds: list[str], inputs_left: int, pings_left: int
+) -> None:
+    """The plain-Python path for a command packet with a ping or a sighting in it
+    (``few_frames``) holds, reads, answers and drops what the general split does, whatever
+    is left of the budgets."""
+    parts, seq = [], 0
+    for kind in kinds:
+        if kind == "input":
+            seq += 1
+            parts.append(an_input(seq))
+        else:
+            ping = a_ping(len(parts)) if kind == "ping" else frame(OP_PING, b"!", masked=True)
+            parts.append(ping)
+    data = b"".join(parts)
+
+    async def outcome(split: bool) -> tuple[object, ...]:
+        player = Queueing(max_offences=1000)
+        # Spend most of each budget first, with reads the two paths treat alike.
+        for spent in range(INPUT_BURST - inputs_left):
+            player.stream.data_received(an_input(1000 + spent))
+        for _ in range(PING_ALLOWANCE.burst - pings_left):
+            player.stream.data_received(frame(OP_PING, b"", masked=True))
+        player.transport.writes.clear()
+        player.held()  # (what those left in the intake)
+        if split:
+            player.stream._split(data, player.now)
+        else:
+            player.stream.data_received(data)
+        held = player.held()
+        return held, player.handled, player.opcodes_written(), player.dropped
+
+    assume(any(kind != "input" for kind in kinds))  # (all inputs: the command packet's path)
+    assert asyncio.run(outcome(split=False)) == asyncio.run(outcome(split=True))

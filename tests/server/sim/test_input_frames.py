@@ -18,7 +18,7 @@ from server.sim.input_frames import (
     FRAME_ODD,
     FRAME_SMALL,
     decode_input_frames,
-    input_frame_ends,
+    few_frames,
     sole_frame_kind,
     split_read,
 )
@@ -285,21 +285,34 @@ def test_a_command_packet_is_told_without_the_kernel_as_the_kernel_would(
              for first, length, masked in frames]  # fmt: skip
     data = b"".join(parts)[:cut]
     split = split_read(data, 1 << 16)
-    whole_inputs = (
+    few_whole = (
         split.need == 0
         and split.end == len(data)
-        and 2 <= len(split.kinds) <= 4
-        and all(kind == FRAME_INPUT for kind in split.kinds.tolist())
+        and 2 <= len(split.kinds) <= 8
+        and all(kind in (FRAME_INPUT, FRAME_SMALL) for kind in split.kinds.tolist())
+        and all(data[at + 1] & 0x7F <= 125 for at in split.bounds[:-1].tolist())
     )
-    ends = input_frame_ends(data)
-    assert (ends is not None) == whole_inputs
-    if ends is not None:
-        assert ends == split.bounds[1:].tolist()
+    few = few_frames(data)
+    assert (few is not None) == few_whole
+    if few is not None:
+        assert few == (split.bounds[1:].tolist(), split.kinds.tolist())
 
 
-def test_two_to_four_whole_inputs_are_a_command_packet() -> None:
+def test_a_few_whole_inputs_and_small_frames_are_a_command_packet() -> None:
     one = frame(OP_BINARY, protocol.encode(InputMessage(1, 1, (0, 0), 0, 0, 0, 1, -1)), masked=True)
-    assert input_frame_ends(one * 2) == [len(one), 2 * len(one)]
-    assert input_frame_ends(one * 4) == [len(one) * k for k in range(1, 5)]
-    for other in (one, one * 5, one * 2 + frame(OP_PING, b"", masked=True), (one * 2)[:-1]):
-        assert input_frame_ends(other) is None
+    ping = frame(OP_PING, b"", masked=True)
+    assert few_frames(one * 2) == ([len(one), 2 * len(one)], [FRAME_INPUT] * 2)
+    assert few_frames(one * 8) == ([len(one) * k for k in range(1, 9)], [FRAME_INPUT] * 8)
+    assert few_frames(one * 2 + ping) == (
+        [len(one), 2 * len(one), 2 * len(one) + len(ping)],
+        [FRAME_INPUT, FRAME_INPUT, FRAME_SMALL],
+    )
+    close = frame(OP_CLOSE, b"", masked=True)
+    for other in (
+        one,
+        one * 9,
+        one * 2 + close,
+        (one * 2)[:-1],
+        one + frame(OP_BINARY, b"x", masked=False),
+    ):
+        assert few_frames(other) is None
