@@ -370,6 +370,38 @@ def angle_difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 @given(
+    n=st.integers(0, 60),
+    seed=st.integers(0, 2**32 - 1),
+    corner=st.tuples(st.integers(-1000, 0), st.integers(-1000, 0)),
+    size=st.tuples(st.integers(1, 2000), st.integers(1, 2000)),
+)
+def test_the_quantise_kernel_is_the_numpy_reference_bit_for_bit(
+    n: int, seed: int, corner: tuple[int, int], size: tuple[int, int]
+) -> None:
+    """Values inside and outside every field's range, and exactly halfway between two
+    steps (rounded to even by both): the kernel writes what the reference writes."""
+    rng = np.random.default_rng(seed)
+    lo = np.array(corner, dtype=np.float64)
+    hi = lo + np.array(size, dtype=np.float64)
+    codec = EntityCodec.for_bounds(lo, hi)
+    pos = np.column_stack(
+        [rng.uniform(lo[0] - 5, hi[0] + 5, n), rng.uniform(lo[1] - 5, hi[1] + 5, n),
+         rng.uniform(Z_RANGE_M[0] - 5, Z_RANGE_M[1] + 5, n)]
+    )  # fmt: skip
+    vel = rng.normal(0.0, 60.0, size=(n, 3))
+    halves = rng.random(n) < 0.3  # exactly between two steps
+    pos[halves] = lo[0] + (np.round(pos[halves] / POSITION_STEP_M) + 0.5) * POSITION_STEP_M
+    vel[halves] = (np.round(vel[halves] / VELOCITY_STEP_MS) + 0.5) * VELOCITY_STEP_MS
+    yaw = rng.uniform(-10.0, 10.0, size=n)
+    pitch = rng.uniform(-3.0, 3.0, size=n)
+    health = rng.integers(-40, 300, size=n).astype(np.int16)
+    alive = rng.random(n) < 0.5
+    kernel = codec.quantise(pos, vel, yaw, pitch, health, alive)
+    reference = codec.quantise_reference(pos, vel, yaw, pitch, health, alive)
+    assert kernel.dtype == reference.dtype and np.array_equal(kernel, reference)
+
+
+@given(
     n=st.integers(0, 40),
     seed=st.integers(0, 2**32 - 1),
     corner=st.tuples(st.integers(-1000, 0), st.integers(-1000, 0)),

@@ -148,8 +148,11 @@ def test_a_second_frame_with_the_same_body_shares_its_decode(
     for raw, event in zip(packed_events(first[4]), one.events, strict=True):
         decoded.setdefault(raw, event)  # (the first of repeated events is the one kept)
     known = all(raw in decoded for raw in packed_events(second[4]))
-    assert decoder.shared == int(known)
-    if known:
+    # A body that holds a client's key anywhere (its state may spell "base") is never
+    # shared: a repeated key would override the client's own.
+    clean = not any(key in body for key in (b"ack", b"you", b"base", b"entities", b"events"))
+    assert decoder.shared == int(known and clean)
+    if known and clean:
         for raw, event in zip(packed_events(second[4]), two.events, strict=True):
             assert event is decoded[raw]
     assert one == decode_server(first_frame)  # the first message was not changed
