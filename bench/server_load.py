@@ -41,10 +41,18 @@ TICK_RATE_HZ = 60
 BOT_TICKS_PER_S_FLOOR = 0.95 * TICK_RATE_HZ
 
 
-def process_cpu_seconds(pid: int) -> float:
-    """User + system CPU of one process, from /proc (the node runs as a child)."""
+def process_cpu_times(pid: int) -> tuple[float, float]:
+    """User and system (kernel) CPU seconds of one process, from /proc.
+
+    The system part is mostly the socket reads and writes: the share no Python can save.
+    """
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return int(fields[11]) / CLOCK_TICKS, int(fields[12]) / CLOCK_TICKS
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU of one process (the node runs as a child)."""
+    return sum(process_cpu_times(pid))
 
 
 async def health(url: str) -> dict[str, Any]:
@@ -96,10 +104,10 @@ async def measure(
                         raise RuntimeError(f"only some of {players} bots joined in time")
                 await asyncio.sleep(warmup)
                 loadavg_1m = os.getloadavg()[0]
-                first, cpu0 = await health(node.url), process_cpu_seconds(node.process.pid)
+                first, cpu0 = await health(node.url), process_cpu_times(node.process.pid)
                 window = max(1.0, duration - (time.monotonic() - began) - 2.0)
                 await asyncio.sleep(window)
-                last, cpu1 = await health(node.url), process_cpu_seconds(node.process.pid)
+                last, cpu1 = await health(node.url), process_cpu_times(node.process.pid)
                 returncode = await asyncio.to_thread(bots.wait, duration + 60)
                 if returncode != 0:
                     raise RuntimeError(f"arena-bots exited with {returncode}")
@@ -111,6 +119,7 @@ async def measure(
     # the figure is still computed, so that a refused run can be shown.
     seated = min(first["players"], last["players"])
     player_ticks = seated * ticks
+    cpu, system = sum(cpu1) - sum(cpu0), cpu1[1] - cpu0[1]
     record: dict[str, Any] = {
         "players": players,
         "connected": bot_report["bots"]["connected"],
@@ -121,9 +130,13 @@ async def measure(
         "window_s": round(window, 2),
         "ticks": ticks,
         "server_cpu_us_per_player_tick": (
-            round((cpu1 - cpu0) / player_ticks * 1e6, 2) if player_ticks > 0 else None
+            round(cpu / player_ticks * 1e6, 2) if player_ticks > 0 else None
         ),
-        "server_cpu_share": round((cpu1 - cpu0) / window, 3),
+        # The kernel's part (socket reads and writes, mostly): a floor under any node code.
+        "server_sys_us_per_player_tick": (
+            round(system / player_ticks * 1e6, 2) if player_ticks > 0 else None
+        ),
+        "server_cpu_share": round(cpu / window, 3),
         "tick_p50_ms": last["tick_ms_p50"],
         "tick_p99_ms": last["tick_ms_p99"],
         "tick_budget_ms": round(1000 / last["tick_rate"], 2),

@@ -5,6 +5,11 @@ per tick at 60 Hz (move x/y, yaw, pitch, buttons, seq: a wander, as the Colyseus
 send it) and counting the bytes of every message it receives. ``--decode one`` unpacks the
 state on client 0 only (the others count and drop it), ``--decode all`` on every client.
 
+``arena-wander``: N connections to an Arena node that play as the naive and Colyseus
+clients do (the same wander, an input per tick at 60 Hz) in Arena's protocol: command
+packets of two inputs, each acknowledging the newest snapshot read; ``--decode one``
+decodes the players on client 0 only (every client reads the snapshot's head for its ack).
+
 ``arena``: Arena's own bots (``client_sim.swarm.Swarm``: prediction, reconciliation,
 interpolation, the ``--behaviour`` they play), over a 1 ms modelled link without jitter.
 
@@ -13,7 +18,8 @@ gets ``{"event":"ready",...}`` once every client joined (or failed), then
 ``{"event":"mark",...}`` with running totals each time ``mark`` arrives on stdin; it ends
 on stdin's EOF (or SIGTERM) with ``{"event":"end",...}``. ``run.py`` takes the deltas.
 
-    python bench/peers/clients.py {naive,arena} --url URL --count N [--decode one|all]
+    python bench/peers/clients.py {naive,arena-wander,arena} --url URL --count N
+                                  [--decode one|all]
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import math
 import signal
@@ -35,11 +42,14 @@ import msgpack
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from client_sim import websocket
 from client_sim.brain import BEHAVIOURS
 from client_sim.latency import LinkProfile, draw_bot, parse_distribution
-from client_sim.swarm import Swarm, SwarmConfig
-from shared import eventloop
+from client_sim.swarm import Swarm, SwarmConfig, inputs_per_packet
+from shared import eventloop, protocol
+from shared.arena_map import default_map
 from shared.lifetime import exit_with_parent_if_asked
+from shared.protocol import baselines
 from shared.timestep import TickSchedule, run_tick_loop
 
 __all__ = ["main"]
@@ -47,6 +57,8 @@ __all__ = ["main"]
 TICK_RATE_HZ = 60
 JOIN_WITHIN_S = 120.0
 JOINS_AT_ONCE = 20
+#: Arena's default input rate: command packets a second (two inputs each at 60 Hz).
+ARENA_INPUT_RATE_HZ = 30.0
 #: Long enough for any window; the process ends when run.py closes its stdin.
 ARENA_PLAY_S = 24 * 3600.0
 
@@ -177,6 +189,172 @@ class NaiveClients:
                         await ws.close()
 
 
+# -- arena-wander: the peers' workload against Arena's protocol ------------------------------
+
+
+class ArenaWanderClients:
+    """N connections that play like the peers' clients: a wander, an input per tick at
+    60 Hz, sent as Arena's command packets (two inputs a write at the default 30 a
+    second), each acknowledging the newest snapshot its client read. Every client reads
+    each snapshot's head (its tick is the ack the node codes the next delta against);
+    ``--decode one`` decodes the players on client 0 only, ``all`` on every client, with
+    the baselines Arena's bots keep. No prediction, aim or interpolation: the clients cost
+    what the peers' cost, so the node, not its load generator, sets the pace."""
+
+    def __init__(self, url: str, count: int, decode: str, seed: int = 1) -> None:
+        self.url, self.count, self.decode = url, count, decode
+        self.rng = np.random.default_rng(seed)
+        self.sockets: list[websocket.WebSocketClient | None] = [None] * count
+        self.angle = self.rng.uniform(0, 2 * math.pi, count)
+        self.latest_tick = [-1] * count
+        self.latest_time = [0.0] * count  # its server time
+        self.read_at = [0.0] * count  # when it was read (monotonic)
+        self.welcomed = [False] * count
+        self.baselines = [protocol.EntityBaselines() for _ in range(count)]
+        self.worlds: dict[tuple[str, int, int], protocol.PlayerValues] = {}
+        self.region_match = ("", 0)
+        self.decoder = protocol.ServerFrameDecoder()
+        self.codec: protocol.EntityCodec | None = None
+        self.interval = 1
+        self.outbox: list[list[bytes]] = [[] for _ in range(count)]
+        self.every = inputs_per_packet(TICK_RATE_HZ, ARENA_INPUT_RATE_HZ)
+        self.seq = 0
+        self.ticks = 0
+        self.bytes_down = 0
+        self.messages_down = 0
+        self.inputs_sent = 0
+        self.failed = 0
+        self.decoded_players: int | None = None
+        self.schedule: TickSchedule | None = None
+
+    def totals(self, event: str) -> dict[str, Any]:
+        return {
+            "event": event,
+            "t": time.monotonic(),
+            "cpu_s": time.process_time(),
+            "connected": sum(ws is not None and not ws.closed for ws in self.sockets),
+            "ticks": self.ticks,
+            "ticks_skipped": self.schedule.skipped if self.schedule is not None else 0,
+            "bytes_down": self.bytes_down,
+            "messages_down": self.messages_down,
+            "inputs_sent": self.inputs_sent,
+            "decoded_players": self.decoded_players,
+        }
+
+    def received(self, index: int, data: bytes) -> None:
+        self.bytes_down += len(data)
+        try:
+            message = self.decoder.decode(data)
+        except protocol.ProtocolError as error:
+            print(f"clients.py: client {index}: a bad frame: {error}", file=sys.stderr)
+            return
+        if isinstance(message, protocol.SnapshotMessage):
+            if message.tick <= self.latest_tick[index]:
+                return
+            self.messages_down += 1
+            if self.decode == "all" or index == 0:
+                if not self.decoded(index, message):
+                    return  # not held: not acknowledged, the next is coded against an older
+            self.latest_tick[index] = message.tick
+            self.latest_time[index] = message.server_time
+            self.read_at[index] = time.monotonic()
+        elif isinstance(message, protocol.WelcomeMessage):
+            self.welcomed[index] = True
+            self.interval = max(1, message.tick_rate // message.snapshot_rate)
+            self.region_match = (message.region, message.match)
+        elif isinstance(message, protocol.ProbeMessage):
+            self.send_now(index, protocol.encode(protocol.ProbeEchoMessage(message.id)))
+
+    def decoded(self, index: int, snapshot: protocol.SnapshotMessage) -> bool:
+        """Decode ``snapshot``'s players against this client's baselines."""
+        assert self.codec is not None
+        key = (*self.region_match, snapshot.epoch)
+        world = self.worlds.get(key)
+        if world is None:
+            world = self.worlds[key] = protocol.PlayerValues(self.codec, self.interval)
+        try:
+            records = self.baselines[index].apply(
+                snapshot.epoch, snapshot.tick, snapshot.base, snapshot.entities, world
+            )
+        except protocol.ProtocolError as error:
+            print(f"clients.py: client {index}: {error}", file=sys.stderr)
+            return False
+        if index == 0:
+            self.decoded_players = len(records)
+        return True
+
+    def send_now(self, index: int, frame: bytes) -> None:
+        ws = self.sockets[index]
+        if ws is not None and not ws.closed:
+            ws.send(frame)
+
+    async def join(self, index: int) -> None:
+        try:
+            async with asyncio.timeout(JOIN_WITHIN_S):
+                ws = await websocket.connect(
+                    self.url,
+                    functools.partial(self.received, index),
+                    lambda: None,
+                    max_size=protocol.MAX_SERVER_FRAME_BYTES,
+                )
+        except (OSError, TimeoutError, ValueError, websocket.HandshakeError) as error:
+            self.failed += 1
+            print(f"clients.py: client {index} could not join: {error}", file=sys.stderr)
+            return
+        self.sockets[index] = ws
+        join = protocol.JoinMessage(protocol.PROTOCOL_VERSION, f"wander-{index}")
+        ws.send(protocol.encode(join))
+
+    async def tick(self, _tick: int) -> None:
+        # The peers' wander: each heading turns a little every tick.
+        self.angle += (self.rng.random(self.count) - 0.5) * 0.3
+        self.seq += 1
+        pitch = math.sin(self.seq / 30) * 0.3
+        flush = self.seq % self.every == 0
+        now = time.monotonic()
+        for index, ws in enumerate(self.sockets):
+            if ws is None or ws.closed or not self.welcomed[index]:
+                continue
+            angle = float(self.angle[index])
+            server_now = self.latest_time[index] + (now - self.read_at[index])
+            box = self.outbox[index]
+            box.append(protocol.encode_input(
+                seq=self.seq, tick=max(0, int(server_now * TICK_RATE_HZ)),
+                move=(math.cos(angle), math.sin(angle)), yaw=angle, pitch=pitch, buttons=0,
+                view_time=max(0.0, self.latest_time[index] - 0.1),
+                ack_tick=self.latest_tick[index],
+            ))  # fmt: skip
+            if flush:
+                if ws.send_many(box):
+                    self.inputs_sent += len(box)
+                box.clear()
+        self.ticks += 1
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        baselines.warm_up()  # (the decoder's kernels, before anyone joins)
+        arena = default_map()  # (the node's, as the bots assume too)
+        self.codec = protocol.EntityCodec.for_bounds(arena.bounds_min, arena.bounds_max)
+        for start in range(0, self.count, JOINS_AT_ONCE):
+            batch = range(start, min(self.count, start + JOINS_AT_ONCE))
+            await asyncio.gather(*(self.join(i) for i in batch))
+        deadline = time.monotonic() + JOIN_WITHIN_S
+        while sum(self.welcomed) + self.failed < self.count and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        self.schedule = TickSchedule(TICK_RATE_HZ, loop.time())
+        ticker = asyncio.create_task(run_tick_loop(self.schedule, self.tick, loop.time))
+        emit({**self.totals("ready"), "failed": self.count - sum(self.welcomed),
+              "decode": self.decode})  # fmt: skip
+        try:
+            await answer_marks(self.totals)
+        finally:
+            ticker.cancel()
+            await asyncio.gather(ticker, return_exceptions=True)
+            for ws in self.sockets:
+                if ws is not None:
+                    await ws.close()
+
+
 # -- arena: the project's own bots ------------------------------------------------------------
 
 
@@ -233,12 +411,13 @@ class ArenaClients:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("peer", choices=("naive", "arena"))
+    parser.add_argument("peer", choices=("naive", "arena", "arena-wander"))
     parser.add_argument("--url", required=True, help="the server's ws:// URL")
     parser.add_argument("--count", type=int, required=True, help="clients in this process")
     parser.add_argument(
-        "--decode", choices=("one", "all"), default="one", help="naive: who unpacks the state"
-    )
+        "--decode", choices=("one", "all"), default="one",
+        help="naive, arena-wander: who unpacks the state",
+    )  # fmt: skip
     parser.add_argument(
         "--behaviour", choices=BEHAVIOURS, default="play", help="arena: what the bots play"
     )
@@ -246,8 +425,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.count < 1:
         parser.error("--count: at least 1")
     exit_with_parent_if_asked()  # a bench's child: never outlive it
+    clients: NaiveClients | ArenaWanderClients | ArenaClients
     if args.peer == "naive":
-        clients: NaiveClients | ArenaClients = NaiveClients(args.url, args.count, args.decode)
+        clients = NaiveClients(args.url, args.count, args.decode)
+    elif args.peer == "arena-wander":
+        clients = ArenaWanderClients(args.url, args.count, args.decode)
     else:
         clients = ArenaClients(args.url, args.count, args.behaviour)
     with contextlib.suppress(KeyboardInterrupt):

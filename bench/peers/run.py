@@ -46,7 +46,7 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench.adversary import Sample, node_metrics, tick_quantile
-from bench.server_load import process_cpu_seconds
+from bench.server_load import process_cpu_seconds, process_cpu_times
 from launch.health import node_health
 from launch.nodes import NodeProcess, start_node
 from launch.supervisor import Child, ChildError
@@ -60,7 +60,7 @@ TICK_RATE_HZ = 60
 CLIENT_TICKS_FLOOR = 0.95 * TICK_RATE_HZ
 HERE = Path(__file__).resolve().parent
 COLYSEUS = HERE / "colyseus"
-PEERS = ("arena", "colyseus", "naive")
+PEERS = ("arena", "arena-wander", "colyseus", "naive")
 #: Each figure the medians and ratios are taken of.
 FIGURES = (
     "server_cpu_us_per_player_tick",
@@ -70,6 +70,7 @@ FIGURES = (
     "client_cpu_us_per_client_tick",
     "client_ticks_per_s",
     "server_ticks_per_s",
+    "server_sys_us_per_player_tick",
 )
 #: Ratios Arena / peer: below 1 Arena is cheaper (or sends less).
 RATIO_FIGURES = FIGURES[:5]
@@ -200,14 +201,15 @@ class Clients:
 
     @classmethod
     async def start(
-        cls, server: Server, count: int, core: int, decode: str, behaviour: str
+        cls, server: Server, kind: str, count: int, core: int, decode: str, behaviour: str
     ) -> Clients:
-        if server.peer == "colyseus":
+        """``kind``: whose clients (a peer's name, or ``arena-wander``)."""
+        if kind == "colyseus":
             command = ["node", str(COLYSEUS / "clients.js"), "--url", server.url,
                        "--room", server.room, "--count", str(count),
                        "--decode", decode]  # fmt: skip
-        elif server.peer == "naive":
-            command = [sys.executable, str(HERE / "clients.py"), "naive", "--url", server.url,
+        elif kind in ("naive", "arena-wander"):
+            command = [sys.executable, str(HERE / "clients.py"), kind, "--url", server.url,
                        "--count", str(count), "--decode", decode]  # fmt: skip
         else:
             command = [sys.executable, str(HERE / "clients.py"), "arena", "--url", server.url,
@@ -269,12 +271,15 @@ async def measure(
     name: str, players: int, args: argparse.Namespace, cores: tuple[int, int]
 ) -> dict[str, Any]:
     """One window of one server under ``players`` clients."""
-    peer, _, decode = name.partition("-decode-")
+    kind, _, decode = name.partition("-decode-")
     decode = decode or "one"
+    peer = "arena" if kind == "arena-wander" else kind  # (Arena's node, the peers' clients)
     server_core, client_core = cores
     record: dict[str, Any] = {"server": name, "players": players, "decode": decode}
     async with started(peer, players, server_core) as server:
-        clients = await Clients.start(server, players, client_core, decode, args.arena_behaviour)
+        clients = await Clients.start(
+            server, kind, players, client_core, decode, args.arena_behaviour
+        )
         try:
             ready = await clients.line(60.0 + players * 0.5)
             record["clients_failed_to_join"] = ready.get("failed", 0)
@@ -284,22 +289,27 @@ async def measure(
             await asyncio.sleep(args.warmup)
             record["loadavg_1m"] = os.getloadavg()[0]
             stats0 = await server.stats(reset=True)
-            cpu0, mark0 = process_cpu_seconds(server.pid), await clients.mark()
+            cpu0, mark0 = process_cpu_times(server.pid), await clients.mark()
             await asyncio.sleep(args.window)
             stats1 = await server.stats(reset=False)
-            cpu1, mark1 = process_cpu_seconds(server.pid), await clients.mark()
+            cpu1, mark1 = process_cpu_times(server.pid), await clients.mark()
         finally:
             await clients.stop()
-    record.update(figures(players, server.window(stats0, stats1), cpu1 - cpu0, mark0, mark1))
+    used = [end - start for start, end in zip(cpu0, cpu1, strict=True)]
+    record.update(figures(players, server.window(stats0, stats1), used, mark0, mark1))
     reasons = validity(record)
     return {**record, "valid": not reasons, "invalid_reasons": reasons}
 
 
 def figures(
-    players: int, window: dict[str, Any], server_cpu_s: float, start: dict[str, Any],
+    players: int, window: dict[str, Any], server_cpu: list[float], start: dict[str, Any],
     end: dict[str, Any],
 ) -> dict[str, Any]:  # fmt: skip
-    """The window's figures from the server's and the clients' deltas."""
+    """The window's figures from the server's and the clients' deltas.
+
+    ``server_cpu`` is the server's user and system seconds in the window.
+    """
+    server_cpu_s, server_sys_s = sum(server_cpu), server_cpu[1]
     seconds = end["t"] - start["t"]
     ticks = window["ticks"]
     seated = min(window["seated_at_start"], window["seated_at_end"])
@@ -318,6 +328,8 @@ def figures(
         "connected_at_start": start["connected"],
         "connected_at_end": end["connected"],
         "server_cpu_us_per_player_tick": per(server_cpu_s, seated * ticks, 1e6),
+        # The kernel's part (socket reads and writes, mostly): a floor under any server code.
+        "server_sys_us_per_player_tick": per(server_sys_s, seated * ticks, 1e6),
         "server_cpu_share": per(server_cpu_s, seconds, digits=3),
         "server_ticks_per_s": per(ticks, seconds),
         "down_bytes_per_client_per_s": per(down, connected * seconds, digits=0),
@@ -451,12 +463,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     report["results"] = results
     report["ratios"] = {
         size: {
-            f"arena/{name}": ratios(by_server["arena"], by_server[name])
-            for name in args.servers
-            if name != "arena"
+            f"{arena}/{name}": ratios(by_server[arena], by_server[name])
+            for arena in by_server
+            if arena.startswith("arena")
+            for name in by_server
+            if not name.startswith("arena")
         }
         for size, by_server in results.items()
-        if "arena" in by_server
     }
     report["machine"]["loadavg_1m_at_end"] = os.getloadavg()[0]
     return report
@@ -482,9 +495,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--servers",
         default=",".join(PEERS),
-        help="comma-separated: arena, colyseus, naive; colyseus-decode-all and "
-        "naive-decode-all run that peer with every client decoding every state message "
-        "(default: one client decodes, the others count bytes)",
+        help="comma-separated: arena (Arena's bots), arena-wander (Arena's node under "
+        "clients that play as the peers' do), colyseus, naive; colyseus-decode-all, "
+        "naive-decode-all and arena-wander-decode-all run that peer with every client "
+        "decoding every state message (default: one client decodes, the others count bytes)",
     )
     parser.add_argument(
         "--arena-behaviour", default="play", help="what Arena's bots play (default: play)"
@@ -503,7 +517,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if not args.sizes or min(args.sizes) < 1:
         parser.error("--sizes: every size must be at least 1")
     args.servers = [s.strip() for s in args.servers.split(",") if s.strip()]
-    known = {*PEERS, "colyseus-decode-all", "naive-decode-all"}
+    known = {*PEERS, "colyseus-decode-all", "naive-decode-all", "arena-wander-decode-all"}
     if not args.servers or any(s not in known for s in args.servers):
         parser.error(f"--servers: choose from {', '.join(sorted(known))}")
     if args.repeats < 1 or args.window <= 0 or args.warmup < 0:

@@ -1,6 +1,6 @@
 """bench/peers: its verdicts and medians (pure), and a smoke run that starts the real
-servers and clients (naive and Arena; Colyseus only where node and its packages already
-are) and leaves nothing running."""
+servers and clients (naive, Arena under its bots and under wandering clients; Colyseus only
+where node and its packages already are) and leaves nothing running."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from bench.peers.run import COLYSEUS, FIGURES, medians, ratios, validity
 from tests.processes import start_session
 
 ROOT = Path(__file__).resolve().parents[2]
-#: Two servers' windows at 20 players take ~20 s on an idle 2-core machine; Colyseus ~10 s.
-SMOKE_WITHIN_S = 60.0
+#: Three servers' windows at 20 players take ~30 s on an idle 2-core machine; Colyseus ~10 s.
+SMOKE_WITHIN_S = 90.0
 COLYSEUS_EXTRA_S = 30.0
 
 
@@ -89,7 +89,7 @@ def colyseus_ready() -> bool:
 def test_a_quick_run_reports_every_figure_of_each_server_and_leaves_nothing(
     tmp_path: Path,
 ) -> None:
-    servers = ["naive", "arena"] + (["colyseus"] if colyseus_ready() else [])
+    servers = ["naive", "arena", "arena-wander"] + (["colyseus"] if colyseus_ready() else [])
     within = SMOKE_WITHIN_S + (COLYSEUS_EXTRA_S if "colyseus" in servers else 0.0)
     out = tmp_path / "peers.json"
     command = [sys.executable, str(ROOT / "bench/peers/run.py"), "--quick",
@@ -116,5 +116,11 @@ def test_a_quick_run_reports_every_figure_of_each_server_and_leaves_nothing(
         assert run["ticks"] > 0, run  # the server ran in the window ...
         assert run["down_bytes_per_client_per_s"] > 0, run  # ... and its clients heard it
         assert run["server_cpu_us_per_player_tick"] > 0, run
-    ratio_names = {f"arena/{name}" for name in servers if name != "arena"}
+    # The wandering clients acknowledged what they read: client 0 decoded its players
+    # against its baselines, and every client sent its 60 inputs a second.
+    (wander,) = [r for r in report["runs"] if r["server"] == "arena-wander"]
+    assert wander["decoded_players_at_end"] >= 1, wander
+    assert wander["inputs_per_client_per_s"] > 50, wander
+    peers = [name for name in servers if not name.startswith("arena")]
+    ratio_names = {f"{arena}/{name}" for arena in ("arena", "arena-wander") for name in peers}
     assert set(report["ratios"]["20"]) == ratio_names
