@@ -98,16 +98,19 @@ async def answer_marks(totals: Callable[[str], dict[str, Any]]) -> None:
     emit(totals("end"))
 
 
-# -- naive: aiohttp clients of naive_server.py ------------------------------------------------
+# -- the peers' clients: a wander, an input per tick --------------------------------------------
 
 
-class NaiveClients:
-    """N connections, one 60 Hz input loop for all of them, bytes counted per message."""
+class WanderingClients:
+    """What every peer's clients share: N of them wandering (each heading turns a little
+    every tick, so most fields change each tick), one input each per tick at 60 Hz, and
+    the running totals of the line protocol. ``sockets`` is the subclass'."""
+
+    sockets: list[Any]
 
     def __init__(self, url: str, count: int, decode: str, seed: int = 1) -> None:
         self.url, self.count, self.decode = url, count, decode
         self.rng = np.random.default_rng(seed)
-        self.sockets: list[aiohttp.ClientWebSocketResponse | None] = [None] * count
         self.angle = self.rng.uniform(0, 2 * math.pi, count)
         self.seq = 0
         self.ticks = 0
@@ -117,6 +120,31 @@ class NaiveClients:
         self.failed = 0
         self.decoded_players: int | None = None
         self.schedule: TickSchedule | None = None
+
+    def wander(self) -> float:
+        """Turn every heading for this tick; the tick's pitch."""
+        self.angle += (self.rng.random(self.count) - 0.5) * 0.3
+        self.seq += 1
+        return math.sin(self.seq / 30) * 0.3
+
+    async def tick(self, _tick: int) -> None:
+        raise NotImplementedError
+
+    async def play(self, failed: int) -> None:
+        """Once every client joined (``failed`` did not): tick at 60 Hz and answer the
+        marks until stdin ends; then every socket is closed."""
+        loop = asyncio.get_running_loop()
+        self.schedule = TickSchedule(TICK_RATE_HZ, loop.time())
+        ticker = asyncio.create_task(run_tick_loop(self.schedule, self.tick, loop.time))
+        emit({**self.totals("ready"), "failed": failed, "decode": self.decode})
+        try:
+            await answer_marks(self.totals)
+        finally:
+            ticker.cancel()
+            await asyncio.gather(ticker, return_exceptions=True)
+            for ws in self.sockets:
+                if ws is not None:
+                    await ws.close()
 
     def totals(self, event: str) -> dict[str, Any]:
         return {
@@ -131,6 +159,17 @@ class NaiveClients:
             "inputs_sent": self.inputs_sent,
             "decoded_players": self.decoded_players,
         }
+
+
+# -- naive: aiohttp clients of naive_server.py ------------------------------------------------
+
+
+class NaiveClients(WanderingClients):
+    """N connections, one 60 Hz input loop for all of them, bytes counted per message."""
+
+    def __init__(self, url: str, count: int, decode: str, seed: int = 1) -> None:
+        super().__init__(url, count, decode, seed)
+        self.sockets: list[aiohttp.ClientWebSocketResponse | None] = [None] * count
 
     async def receive(self, index: int, ws: aiohttp.ClientWebSocketResponse) -> None:
         decodes = self.decode == "all" or index == 0
@@ -154,10 +193,7 @@ class NaiveClients:
         asyncio.get_running_loop().create_task(self.receive(index, ws))
 
     async def tick(self, _tick: int) -> None:
-        # A wander: each heading turns a little every tick, so most fields change each tick.
-        self.angle += (self.rng.random(self.count) - 0.5) * 0.3
-        self.seq += 1
-        pitch = math.sin(self.seq / 30) * 0.3
+        pitch = self.wander()
         for index, ws in enumerate(self.sockets):
             if ws is None or ws.closed:
                 continue
@@ -169,30 +205,19 @@ class NaiveClients:
         self.ticks += 1
 
     async def run(self) -> None:
-        loop = asyncio.get_running_loop()
         # One connector without a cap: aiohttp's default stops at 100 connections.
         connector = aiohttp.TCPConnector(limit=0)
         async with aiohttp.ClientSession(connector=connector) as session:
             for start in range(0, self.count, JOINS_AT_ONCE):
                 batch = range(start, min(self.count, start + JOINS_AT_ONCE))
                 await asyncio.gather(*(self.join(session, i) for i in batch))
-            self.schedule = TickSchedule(TICK_RATE_HZ, loop.time())
-            ticker = asyncio.create_task(run_tick_loop(self.schedule, self.tick, loop.time))
-            emit({**self.totals("ready"), "failed": self.failed, "decode": self.decode})
-            try:
-                await answer_marks(self.totals)
-            finally:
-                ticker.cancel()
-                await asyncio.gather(ticker, return_exceptions=True)
-                for ws in self.sockets:
-                    if ws is not None:
-                        await ws.close()
+            await self.play(self.failed)
 
 
 # -- arena-wander: the peers' workload against Arena's protocol ------------------------------
 
 
-class ArenaWanderClients:
+class ArenaWanderClients(WanderingClients):
     """N connections that play like the peers' clients: a wander, an input per tick at
     60 Hz, sent as Arena's command packets (two inputs a write at the default 30 a
     second), each acknowledging the newest snapshot its client read. Every client reads
@@ -202,10 +227,8 @@ class ArenaWanderClients:
     what the peers' cost, so the node, not its load generator, sets the pace."""
 
     def __init__(self, url: str, count: int, decode: str, seed: int = 1) -> None:
-        self.url, self.count, self.decode = url, count, decode
-        self.rng = np.random.default_rng(seed)
+        super().__init__(url, count, decode, seed)
         self.sockets: list[websocket.WebSocketClient | None] = [None] * count
-        self.angle = self.rng.uniform(0, 2 * math.pi, count)
         self.latest_tick = [-1] * count
         self.latest_time = [0.0] * count  # its server time
         self.read_at = [0.0] * count  # when it was read (monotonic)
@@ -218,28 +241,6 @@ class ArenaWanderClients:
         self.interval = 1
         self.outbox: list[list[bytes]] = [[] for _ in range(count)]
         self.every = inputs_per_packet(TICK_RATE_HZ, ARENA_INPUT_RATE_HZ)
-        self.seq = 0
-        self.ticks = 0
-        self.bytes_down = 0
-        self.messages_down = 0
-        self.inputs_sent = 0
-        self.failed = 0
-        self.decoded_players: int | None = None
-        self.schedule: TickSchedule | None = None
-
-    def totals(self, event: str) -> dict[str, Any]:
-        return {
-            "event": event,
-            "t": time.monotonic(),
-            "cpu_s": time.process_time(),
-            "connected": sum(ws is not None and not ws.closed for ws in self.sockets),
-            "ticks": self.ticks,
-            "ticks_skipped": self.schedule.skipped if self.schedule is not None else 0,
-            "bytes_down": self.bytes_down,
-            "messages_down": self.messages_down,
-            "inputs_sent": self.inputs_sent,
-            "decoded_players": self.decoded_players,
-        }
 
     def received(self, index: int, data: bytes) -> None:
         self.bytes_down += len(data)
@@ -306,10 +307,7 @@ class ArenaWanderClients:
         ws.send(protocol.encode(join))
 
     async def tick(self, _tick: int) -> None:
-        # The peers' wander: each heading turns a little every tick.
-        self.angle += (self.rng.random(self.count) - 0.5) * 0.3
-        self.seq += 1
-        pitch = math.sin(self.seq / 30) * 0.3
+        pitch = self.wander()
         flush = self.seq % self.every == 0
         now = time.monotonic()
         for index, ws in enumerate(self.sockets):
@@ -331,7 +329,6 @@ class ArenaWanderClients:
         self.ticks += 1
 
     async def run(self) -> None:
-        loop = asyncio.get_running_loop()
         baselines.warm_up()  # (the decoder's kernels, before anyone joins)
         arena = default_map()  # (the node's, as the bots assume too)
         self.codec = protocol.EntityCodec.for_bounds(arena.bounds_min, arena.bounds_max)
@@ -341,18 +338,7 @@ class ArenaWanderClients:
         deadline = time.monotonic() + JOIN_WITHIN_S
         while sum(self.welcomed) + self.failed < self.count and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
-        self.schedule = TickSchedule(TICK_RATE_HZ, loop.time())
-        ticker = asyncio.create_task(run_tick_loop(self.schedule, self.tick, loop.time))
-        emit({**self.totals("ready"), "failed": self.count - sum(self.welcomed),
-              "decode": self.decode})  # fmt: skip
-        try:
-            await answer_marks(self.totals)
-        finally:
-            ticker.cancel()
-            await asyncio.gather(ticker, return_exceptions=True)
-            for ws in self.sockets:
-                if ws is not None:
-                    await ws.close()
+        await self.play(self.count - sum(self.welcomed))
 
 
 # -- arena: the project's own bots ------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The snapshot fan-out spread over two ticks: with snapshots every other tick, the seats of
 one parity get a snapshot at its tick and the others at the start of the next, under the
-same lease, and never from a node that is stepping down or was fenced meanwhile."""
+same lease and epoch, and never from a node that is stepping down or was fenced meanwhile."""
 
 from __future__ import annotations
 
@@ -76,12 +76,12 @@ def test_every_other_seat_gets_the_snapshot_a_tick_later_and_the_same_one() -> N
     ticker = Ticker(state, sessions)
     ticker._show(8, [snapshot(8)], deadline=None, synced=True)
     assert heard(connections) == [0, 2, 4]
-    ticker._show_rest()  # the start of tick 9
+    ticker._show_rest(9)  # the start of tick 9
     assert heard(connections) == [0, 1, 2, 3, 4, 5]
     assert {c.sent[0] for c in connections.values()} == {
         (b"head-%d" % slot, b"body-8") for slot in range(6)
     }
-    ticker._show_rest()  # nothing is sent twice
+    ticker._show_rest(10)  # nothing is sent twice
     assert all(len(c.sent) == 1 for c in connections.values())
 
 
@@ -92,13 +92,13 @@ def test_with_a_snapshot_every_tick_everyone_gets_it_at_once() -> None:
     ticker = Ticker(state, sessions)
     ticker._show(8, [snapshot(8)], deadline=None, synced=True)
     assert heard(connections) == [0, 1, 2, 3]
-    ticker._show_rest()
+    ticker._show_rest(9)
     assert all(len(c.sent) == 1 for c in connections.values())
 
 
 def test_the_rest_is_withheld_when_the_lease_ran_out_or_the_node_may_be_deposed() -> None:
     clock = [10.0]
-    for stop in ("lease", "stepping_down", "fenced", "shutting_down"):
+    for stop in ("lease", "stepping_down", "fenced", "shutting_down", "new_epoch", "late"):
         state = node(2, clock)
         sessions = Sessions(state)
         connections = seated(sessions, range(4))
@@ -110,9 +110,11 @@ def test_the_rest_is_withheld_when_the_lease_ran_out_or_the_node_may_be_deposed(
             state.stepping_down.set()
         elif stop == "fenced":
             state.hub.fenced_epoch = 4
-        else:
+        elif stop == "new_epoch":  # stepped down, then led again: another epoch's seats
+            state.matches.epoch = 4
+        elif stop == "shutting_down":
             state.shutting_down = True
-        ticker._show_rest()
+        ticker._show_rest(12 if stop == "late" else 9)
         assert heard(connections) == [0, 2], stop
         assert state.unpublished == (["lease_expired"] if stop == "lease" else []), stop
         clock[0] = 10.0
