@@ -55,7 +55,7 @@ class Ticker:
         if node.shutting_down:
             return  # a stopping primary shows nothing more: its standbys hold all it showed
         began = node.clock()
-        self._show_rest(tick)
+        self._show_rest()
         self._note_skips()
         node.intake.drain()
         node.metrics.count_inputs(*node.intake.take_tally())
@@ -126,17 +126,18 @@ class Ticker:
         if "first_tick_at" not in node.failover and "promoted_at" in node.failover:
             node.failover["first_tick_at"] = time.time()
 
-    def _show_rest(self, tick: int) -> None:
-        """The last snapshot, to the seats its tick left for tick ``tick``, the next: while
-        its lease lasts, in the epoch it was shown in, and never once this node is
-        stepping down (it may be deposed)."""
+    def _show_rest(self) -> None:
+        """The last snapshot, to the seats its tick left for the next: while its lease
+        lasts, in the epoch it was shown in, and never once this node is stepping down (it
+        may be deposed). After a stall too: a snapshot carries the events of its interval,
+        which its clients would never learn otherwise."""
         rest, self._rest = self._rest, None
         node = self.node
         if rest is None or node.shutting_down or node.stepping_down.is_set():
             return
         shown, epoch, results, until = rest
         fenced = node.hub.fenced_epoch
-        if tick != shown + 1 or epoch != node.matches.epoch or (fenced or -1) > epoch:
+        if epoch != node.matches.epoch or (fenced or -1) > epoch:
             return  # (a node that led before and leads again: that snapshot is long gone)
         _, withheld = self.sessions.publish(results, until, (1, 2))
         if withheld:

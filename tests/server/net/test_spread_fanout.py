@@ -76,12 +76,12 @@ def test_every_other_seat_gets_the_snapshot_a_tick_later_and_the_same_one() -> N
     ticker = Ticker(state, sessions)
     ticker._show(8, [snapshot(8)], deadline=None, synced=True)
     assert heard(connections) == [0, 2, 4]
-    ticker._show_rest(9)  # the start of tick 9
+    ticker._show_rest()  # the start of tick 9
     assert heard(connections) == [0, 1, 2, 3, 4, 5]
     assert {c.sent[0] for c in connections.values()} == {
         (b"head-%d" % slot, b"body-8") for slot in range(6)
     }
-    ticker._show_rest(10)  # nothing is sent twice
+    ticker._show_rest()  # nothing is sent twice
     assert all(len(c.sent) == 1 for c in connections.values())
 
 
@@ -92,13 +92,13 @@ def test_with_a_snapshot_every_tick_everyone_gets_it_at_once() -> None:
     ticker = Ticker(state, sessions)
     ticker._show(8, [snapshot(8)], deadline=None, synced=True)
     assert heard(connections) == [0, 1, 2, 3]
-    ticker._show_rest(9)
+    ticker._show_rest()
     assert all(len(c.sent) == 1 for c in connections.values())
 
 
 def test_the_rest_is_withheld_when_the_lease_ran_out_or_the_node_may_be_deposed() -> None:
     clock = [10.0]
-    for stop in ("lease", "stepping_down", "fenced", "shutting_down", "new_epoch", "late"):
+    for stop in ("lease", "stepping_down", "fenced", "shutting_down", "new_epoch"):
         state = node(2, clock)
         sessions = Sessions(state)
         connections = seated(sessions, range(4))
@@ -114,10 +114,22 @@ def test_the_rest_is_withheld_when_the_lease_ran_out_or_the_node_may_be_deposed(
             state.matches.epoch = 4
         elif stop == "shutting_down":
             state.shutting_down = True
-        ticker._show_rest(12 if stop == "late" else 9)
+        ticker._show_rest()
         assert heard(connections) == [0, 2], stop
         assert state.unpublished == (["lease_expired"] if stop == "lease" else []), stop
         clock[0] = 10.0
+
+
+def test_after_a_stall_the_rest_still_gets_the_snapshot_and_its_events() -> None:
+    clock = [10.0]
+    state = node(2, clock)
+    sessions = Sessions(state)
+    connections = seated(sessions, range(4))
+    ticker = Ticker(state, sessions)
+    ticker._show(8, [snapshot(8)], deadline=None, synced=True)
+    clock[0] = 15.0  # a 5 s stall: the schedule's next tick is 308
+    ticker._show_rest()
+    assert heard(connections) == [0, 1, 2, 3]
 
 
 def test_a_share_of_the_seats_is_those_of_one_residue() -> None:
