@@ -68,13 +68,20 @@ def heard(connections: dict[int, FakeConnection]) -> list[int]:
     return sorted(slot for slot, connection in connections.items() if connection.sent)
 
 
-def test_every_other_seat_gets_the_snapshot_a_tick_later_and_the_same_one() -> None:
-    clock = [10.0]
-    state = node(2, clock)
+def shown(
+    interval: int, clock: list[float], seats: int, deadline: float | None = None
+) -> tuple[Any, dict[int, FakeConnection], Ticker]:
+    """A node with ``seats`` players, right after it showed snapshot 8."""
+    state = node(interval, clock)
     sessions = Sessions(state)
-    connections = seated(sessions, range(6))
+    connections = seated(sessions, range(seats))
     ticker = Ticker(state, sessions)
-    ticker._show(8, [snapshot(8)], deadline=None, synced=True)
+    ticker._show(8, [snapshot(8)], deadline=deadline, synced=True)
+    return state, connections, ticker
+
+
+def test_every_other_seat_gets_the_snapshot_a_tick_later_and_the_same_one() -> None:
+    _, connections, ticker = shown(2, [10.0], 6)
     assert heard(connections) == [0, 2, 4]
     ticker._show_rest()  # the start of tick 9
     assert heard(connections) == [0, 1, 2, 3, 4, 5]
@@ -86,11 +93,7 @@ def test_every_other_seat_gets_the_snapshot_a_tick_later_and_the_same_one() -> N
 
 
 def test_with_a_snapshot_every_tick_everyone_gets_it_at_once() -> None:
-    state = node(1, [0.0])
-    sessions = Sessions(state)
-    connections = seated(sessions, range(4))
-    ticker = Ticker(state, sessions)
-    ticker._show(8, [snapshot(8)], deadline=None, synced=True)
+    _, connections, ticker = shown(1, [0.0], 4)
     assert heard(connections) == [0, 1, 2, 3]
     ticker._show_rest()
     assert all(len(c.sent) == 1 for c in connections.values())
@@ -99,11 +102,7 @@ def test_with_a_snapshot_every_tick_everyone_gets_it_at_once() -> None:
 def test_the_rest_is_withheld_when_the_lease_ran_out_or_the_node_may_be_deposed() -> None:
     clock = [10.0]
     for stop in ("lease", "stepping_down", "fenced", "shutting_down", "new_epoch"):
-        state = node(2, clock)
-        sessions = Sessions(state)
-        connections = seated(sessions, range(4))
-        ticker = Ticker(state, sessions)
-        ticker._show(8, [snapshot(8)], deadline=10.5, synced=True)
+        state, connections, ticker = shown(2, clock, 4, deadline=10.5)
         if stop == "lease":
             clock[0] = 10.5
         elif stop == "stepping_down":
@@ -122,11 +121,7 @@ def test_the_rest_is_withheld_when_the_lease_ran_out_or_the_node_may_be_deposed(
 
 def test_after_a_stall_the_rest_still_gets_the_snapshot_and_its_events() -> None:
     clock = [10.0]
-    state = node(2, clock)
-    sessions = Sessions(state)
-    connections = seated(sessions, range(4))
-    ticker = Ticker(state, sessions)
-    ticker._show(8, [snapshot(8)], deadline=None, synced=True)
+    _, connections, ticker = shown(2, clock, 4)
     clock[0] = 15.0  # a 5 s stall: the schedule's next tick is 308
     ticker._show_rest()
     assert heard(connections) == [0, 1, 2, 3]
