@@ -420,15 +420,24 @@ class Sessions:
 
     # -- everyone -------------------------------------------------------------------------
 
-    def publish(self, results: list[TickResult], until: float = math.inf) -> tuple[int, int]:
+    def publish(
+        self, results: list[TickResult], until: float = math.inf, share: tuple[int, int] = (0, 1)
+    ) -> tuple[int, int]:
         """Each seated player's snapshot of this tick; never waits (a full socket misses
         this one, the next is newer anyway). ``until``: the lease, checked before every
         send, so a node frozen in the middle of a tick sends nothing once it has run out.
+        ``share`` (k, n): only the players whose seat is k modulo n (the fan-out is spread
+        over the ticks between two snapshots, :class:`~server.net.ticker.Ticker`).
         Returns (players sent to, players withheld from because the lease ran out)."""
         matches = self.node.matches.matches
         clock = self.node.clock
         dropped = sent = 0
-        seated = list(self.connections.items())
+        part, parts = share
+        seated = [
+            (key, connection)
+            for key, connection in self.connections.items()
+            if key[1] % parts == part
+        ]
         for (index, slot), connection in seated:
             if clock() >= until:
                 return sent, len(seated) - sent

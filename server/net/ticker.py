@@ -10,7 +10,10 @@ standby in sync, while the coordinator says this node still leads; with the roun
 probes that are due, a journal line and, when one is due, a checkpoint; then the tick's
 cost is counted. A tick that is not shown is counted by reason, never silently. With
 ``--snapshot-rate`` below the tick rate only every n-th tick is a snapshot tick (its
-snapshot carries the events of the ticks between); every tick is replicated all the same.
+snapshot carries the events of the ticks between); every tick is replicated all the same,
+and the snapshot's writes are spread over the ticks up to the next one: the players of every
+other seat get it at its tick, the rest one tick later (the same snapshot, under the same
+lease, in the same epoch), so that no tick carries all the node's writes.
 """
 
 from __future__ import annotations
@@ -43,12 +46,16 @@ class Ticker:
         self._overruns = Throttle(10.0)  # a busy machine overruns every tick: a line a while
         #: Whether the last tick shown was held by no standby (None: none shown yet).
         self.degraded: bool | None = None
+        #: A snapshot shown to its first share of seats (its tick, epoch, results and
+        #: lease): the other seats get it at the start of the next tick.
+        self._rest: tuple[int, int, list[TickResult], float] | None = None
 
     async def run_tick(self, tick: int) -> None:
         node = self.node
         if node.shutting_down:
             return  # a stopping primary shows nothing more: its standbys hold all it showed
         began = node.clock()
+        self._show_rest()
         self._note_skips()
         node.intake.drain()
         node.metrics.count_inputs(*node.intake.take_tally())
@@ -106,7 +113,9 @@ class Ticker:
         journal and checkpoint it once shown."""
         node = self.node
         until = math.inf if deadline is None else deadline
-        sent, withheld = self.sessions.publish(results, until)
+        spread = node.config.snapshot_interval > 1
+        sent, withheld = self.sessions.publish(results, until, (0, 2) if spread else (0, 1))
+        self._rest = (tick, node.matches.epoch, results, until) if spread else None
         if withheld:  # frozen mid-tick: the lease ran out between two players
             self._unpublished(tick, Verdict.LEASE_EXPIRED.value)
         if sent or not withheld:
@@ -116,6 +125,23 @@ class Ticker:
             self._checkpoint()
         if "first_tick_at" not in node.failover and "promoted_at" in node.failover:
             node.failover["first_tick_at"] = time.time()
+
+    def _show_rest(self) -> None:
+        """The last snapshot, to the seats its tick left for the next: while its lease
+        lasts, in the epoch it was shown in, and never once this node is stepping down (it
+        may be deposed). After a stall too: a snapshot carries the events of its interval,
+        which its clients would never learn otherwise."""
+        rest, self._rest = self._rest, None
+        node = self.node
+        if rest is None or node.shutting_down or node.stepping_down.is_set():
+            return
+        shown, epoch, results, until = rest
+        fenced = node.hub.fenced_epoch
+        if epoch != node.matches.epoch or (fenced or -1) > epoch:
+            return  # (a node that led before and leads again: that snapshot is long gone)
+        _, withheld = self.sessions.publish(results, until, (1, 2))
+        if withheld:
+            self._unpublished(shown, Verdict.LEASE_EXPIRED.value)
 
     def _checkpoint(self) -> None:
         """Checkpoint the tick just shown, when one is due (a copy: written off the loop)."""

@@ -1,0 +1,134 @@
+"""The snapshot fan-out spread over two ticks: with snapshots every other tick, the seats of
+one parity get a snapshot at its tick and the others at the start of the next, under the
+same lease and epoch, and never from a node that is stepping down or was fenced meanwhile."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from types import SimpleNamespace
+from typing import Any
+
+from server.net.sessions import Sessions
+from server.net.ticker import Ticker
+
+
+class FakeConnection:
+    def __init__(self) -> None:
+        self.sent: list[tuple[bytes, bytes]] = []
+
+    def send(self, head: bytes, body: bytes = b"") -> bool:
+        self.sent.append((head, body))
+        return True
+
+
+class FakeMatch:
+    """A match whose every seat's part of a snapshot is its slot, spelled out."""
+
+    def snapshot_head(self, result: Any, slot: int) -> bytes:
+        return b"head-%d" % slot
+
+
+def node(interval: int, clock: list[float]) -> Any:
+    unpublished: list[str] = []
+    counter = SimpleNamespace(inc=lambda *_: None)
+    return SimpleNamespace(
+        config=SimpleNamespace(snapshot_interval=interval),
+        matches=SimpleNamespace(matches=[FakeMatch()], epoch=3),
+        clock=lambda: clock[0],
+        shutting_down=False,
+        stepping_down=asyncio.Event(),
+        hub=SimpleNamespace(fenced_epoch=None),
+        journal=SimpleNamespace(published=lambda *args: None),
+        checkpoints=None,
+        failover={},
+        metrics=SimpleNamespace(
+            snapshots_dropped=counter,
+            ticks_unpublished=SimpleNamespace(
+                labels=lambda reason: SimpleNamespace(inc=lambda: unpublished.append(reason))
+            ),
+        ),
+        log_fields={},
+        unpublished=unpublished,
+    )
+
+
+def seated(sessions: Sessions, slots: range) -> dict[int, FakeConnection]:
+    connections = {slot: FakeConnection() for slot in slots}
+    for slot, connection in connections.items():
+        sessions.connections[(0, slot)] = connection  # type: ignore[assignment]
+    return connections
+
+
+def snapshot(tick: int) -> Any:
+    return SimpleNamespace(tick=tick, body=b"body-%d" % tick, state_hash="")
+
+
+def heard(connections: dict[int, FakeConnection]) -> list[int]:
+    return sorted(slot for slot, connection in connections.items() if connection.sent)
+
+
+def shown(
+    interval: int, clock: list[float], seats: int, deadline: float | None = None
+) -> tuple[Any, dict[int, FakeConnection], Ticker]:
+    """A node with ``seats`` players, right after it showed snapshot 8."""
+    state = node(interval, clock)
+    sessions = Sessions(state)
+    connections = seated(sessions, range(seats))
+    ticker = Ticker(state, sessions)
+    ticker._show(8, [snapshot(8)], deadline=deadline, synced=True)
+    return state, connections, ticker
+
+
+def test_every_other_seat_gets_the_snapshot_a_tick_later_and_the_same_one() -> None:
+    _, connections, ticker = shown(2, [10.0], 6)
+    assert heard(connections) == [0, 2, 4]
+    ticker._show_rest()  # the start of tick 9
+    assert heard(connections) == [0, 1, 2, 3, 4, 5]
+    assert {c.sent[0] for c in connections.values()} == {
+        (b"head-%d" % slot, b"body-8") for slot in range(6)
+    }
+    ticker._show_rest()  # nothing is sent twice
+    assert all(len(c.sent) == 1 for c in connections.values())
+
+
+def test_with_a_snapshot_every_tick_everyone_gets_it_at_once() -> None:
+    _, connections, ticker = shown(1, [0.0], 4)
+    assert heard(connections) == [0, 1, 2, 3]
+    ticker._show_rest()
+    assert all(len(c.sent) == 1 for c in connections.values())
+
+
+def test_the_rest_is_withheld_when_the_lease_ran_out_or_the_node_may_be_deposed() -> None:
+    clock = [10.0]
+    for stop in ("lease", "stepping_down", "fenced", "shutting_down", "new_epoch"):
+        state, connections, ticker = shown(2, clock, 4, deadline=10.5)
+        if stop == "lease":
+            clock[0] = 10.5
+        elif stop == "stepping_down":
+            state.stepping_down.set()
+        elif stop == "fenced":
+            state.hub.fenced_epoch = 4
+        elif stop == "new_epoch":  # stepped down, then led again: another epoch's seats
+            state.matches.epoch = 4
+        elif stop == "shutting_down":
+            state.shutting_down = True
+        ticker._show_rest()
+        assert heard(connections) == [0, 2], stop
+        assert state.unpublished == (["lease_expired"] if stop == "lease" else []), stop
+        clock[0] = 10.0
+
+
+def test_after_a_stall_the_rest_still_gets_the_snapshot_and_its_events() -> None:
+    clock = [10.0]
+    _, connections, ticker = shown(2, clock, 4)
+    clock[0] = 15.0  # a 5 s stall: the schedule's next tick is 308
+    ticker._show_rest()
+    assert heard(connections) == [0, 1, 2, 3]
+
+
+def test_a_share_of_the_seats_is_those_of_one_residue() -> None:
+    sessions = Sessions(node(2, [0.0]))
+    connections = seated(sessions, range(7))
+    assert sessions.publish([snapshot(4)], math.inf, (1, 3)) == (2, 0)
+    assert heard(connections) == [1, 4]
