@@ -137,7 +137,7 @@ class Ticker:
             return
         shown, epoch, results, until = rest
         fenced = node.hub.fenced_epoch
-        if epoch != node.matches.epoch or (fenced or -1) > epoch:
+        if epoch != node.matches.epoch or (fenced is not None and fenced > epoch):
             return  # (a node that led before and leads again: that snapshot is long gone)
         _, withheld = self.sessions.publish(results, until, (1, 2))
         if withheld:
