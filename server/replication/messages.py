@@ -66,12 +66,13 @@ class ConfigFingerprint:
     matches: int
     tick_rate: int
     max_players: int
-    history_ticks: int
+    history_snapshots: int
     map: str
     snapshot_interval: int = 1  # ticks between snapshots: a promoted standby keeps the cadence
 
     def __post_init__(self) -> None:
-        for name in ("matches", "tick_rate", "max_players", "history_ticks", "snapshot_interval"):
+        names = ("matches", "tick_rate", "max_players", "history_snapshots", "snapshot_interval")
+        for name in names:
             _int(f"fingerprint {name}", getattr(self, name), 1)
         _text("fingerprint map", self.map)
 

@@ -50,7 +50,7 @@ def config_fingerprint(matches: Match | MatchSet) -> ConfigFingerprint:
         matches=len(matches) if isinstance(matches, MatchSet) else 1,
         tick_rate=config.tick_rate,
         max_players=config.max_players,
-        history_ticks=config.history_ticks,
+        history_snapshots=config.history_snapshots,
         map=config.arena.name,
         snapshot_interval=config.snapshot_interval,
     )
@@ -129,18 +129,15 @@ def apply_match(match: Match, state: MatchState, epoch: int) -> None:
     """Follow the primary by one tick; raises if this standby cannot (gap, hash)."""
     if state.history is not None:
         raise ValueError("apply_match takes a tick's state, not a full state")
-    if match.history.count and state.tick <= match.history.newest_tick:
+    if state.tick <= match.tick_number:
         return  # already held (a resend after a reconnect)
     if state.after != match.tick_number:
         raise ReplicationGap(
             f"record of tick {state.tick} follows tick {state.after}, not {match.tick_number}"
         )
     _restore(match, state, epoch)
-    world = match.world
-    match.history.append(
-        match.tick_number, match.server_time, world.pos, world.active & world.alive
-    )
-    if world.state_hash() != state.hash:
+    match.record_history()
+    if match.world.state_hash() != state.hash:
         raise HashMismatch(f"state hash differs at tick {match.tick_number}")
     # The events the primary's next snapshot carries, so that this node's first one after a
     # promotion carries them too (cleared on a snapshot tick: the primary sent them).

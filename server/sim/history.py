@@ -1,9 +1,9 @@
 """The history ring: timestamped snapshots of every player, for lag compensation (sans-I/O).
 
-The ring keeps the last ``capacity`` ticks of feet positions and alive flags as dense NumPy
-arrays laid out for the hit kernels: logical snapshot ``i`` (oldest first) lives at physical
-index ``(start + i) % capacity``. Times are server times (``tick / tick_rate``), so they
-strictly increase along the logical order.
+The ring keeps the last ``capacity`` snapshots sent to clients (feet where the clients
+decoded them, alive flags) as dense NumPy arrays laid out for the hit kernels: logical
+snapshot ``i`` (oldest first) lives at physical index ``(start + i) % capacity``. Times are
+server times (``tick / tick_rate``), so they strictly increase along the logical order.
 """
 
 from __future__ import annotations

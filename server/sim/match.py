@@ -105,8 +105,10 @@ class MatchConfig:
         return tick % self.snapshot_interval == 0
 
     @property
-    def history_ticks(self) -> int:
-        return max(2, round(self.history_seconds * self.tick_rate) + 1)
+    def history_snapshots(self) -> int:
+        """Snapshots the history ring holds: ``history_seconds`` of them, and one more
+        (only snapshot ticks are kept, :meth:`Match.record_history`)."""
+        return max(2, round(self.history_seconds * self.tick_rate / self.snapshot_interval) + 1)
 
 
 @dataclass(slots=True)
@@ -167,7 +169,7 @@ class Match:
         self.epoch = epoch
         self.index = index
         self.world = World(config.max_players)
-        self.history = HistoryRing(config.history_ticks, config.max_players, history, index)
+        self.history = HistoryRing(config.history_snapshots, config.max_players, history, index)
         self.validator = validator or make_validator(
             "reference", box_min=config.arena.box_min, box_max=config.arena.box_max
         )
@@ -444,10 +446,26 @@ class Match:
             world.pitch[slots] = released.floats[rows, PITCH]
             self._fire(released, rows)
             depth += 1
-        self.history.append(
-            self.tick_number, self.server_time, world.pos, world.active & world.alive
-        )
+        self.record_history()
         return self.combat.prepare(self.server_time)
+
+    def record_history(self) -> None:
+        """Keep this tick's world for lag compensation, if it is a snapshot tick.
+
+        A shot is judged in the world its shooter was shown: the snapshots, with the
+        players where the client decoded them (quantised), interpolated as the client
+        does. The ticks between snapshots are never shown; rewinding through them put
+        a target up to a centimetre from where it was drawn, enough to turn a grazing
+        miss into a hit.
+        """
+        if self.config.is_snapshot_tick(self.tick_number):
+            world = self.world
+            self.history.append(
+                self.tick_number,
+                self.server_time,
+                self.codec.shown_positions(world.pos),
+                world.active & world.alive,
+            )
 
     def finish(self, batch: ShotBatch) -> TickResult:
         """Apply the judged shots and, on a snapshot tick, encode the snapshot everyone
@@ -456,7 +474,8 @@ class Match:
         server_time = self.server_time
         if not batch.empty or batch.events:
             self._events.extend(self.combat.conclude(batch, self.tick_number))
-            self.history.mark_newest_alive(world.active & world.alive)
+            if self.config.is_snapshot_tick(self.tick_number):  # its snapshot shows them
+                self.history.mark_newest_alive(world.active & world.alive)
         events, self._events = self._events, []
         self.deltas.note_fights(events, server_time)
         if not self.config.is_snapshot_tick(self.tick_number):

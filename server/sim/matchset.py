@@ -24,7 +24,7 @@ class MatchSet:
             raise ValueError("a node hosts at least one match")
         self.config = config
         self.validator = validator
-        self.store = HistoryStore(count, config.history_ticks, config.max_players)
+        self.store = HistoryStore(count, config.history_snapshots, config.max_players)
         self.matches = [
             Match(config, validator=validator, history=self.store, index=k) for k in range(count)
         ]

@@ -149,6 +149,14 @@ class EntityCodec:
         out[:, 9] = np.where(alive, ENTITY_FLAG_ALIVE, 0)
         return out
 
+    def shown_positions(self, pos: np.ndarray) -> np.ndarray:
+        """Feet ``(N, 3)`` as a client decodes them (quantised, then float32 records,
+        then float64 as it interpolates), bit for bit: the world the server rewinds a
+        shot into must be the one the shooter drew, not one a quantisation step away."""
+        top = ((1 << self.bits[0:3]) - 1).astype(np.float64)
+        cells = np.clip(np.rint((pos - self.origin) / POSITION_STEP_M), 0.0, top)
+        return (self.origin + cells * POSITION_STEP_M).astype(np.float32).astype(np.float64)
+
     def records(self, ids: np.ndarray, quantised: np.ndarray) -> np.ndarray:
         """Quantised players as the entity records clients draw (:data:`ENTITY_DTYPE`),
         exactly as a client decodes them."""

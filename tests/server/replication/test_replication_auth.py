@@ -15,7 +15,7 @@ from server.replication.messages import ConfigFingerprint, Hello
 
 SECRET = b"s" * 32
 NONCE = "ab" * 32
-PRINT = ConfigFingerprint(matches=1, tick_rate=60, max_players=8, history_ticks=61, map="m")
+PRINT = ConfigFingerprint(matches=1, tick_rate=60, max_players=8, history_snapshots=61, map="m")
 
 
 def hello(secret: bytes = SECRET, nonce: str = NONCE, node: str = "b", epoch: int = 3) -> Hello:

@@ -209,22 +209,31 @@ def test_a_tick_goes_only_to_the_players_seated_when_it_was_computed() -> None:
     assert match.snapshot_head(following, taken.slot) is not None
 
 
-def test_the_history_ring_gets_one_snapshot_per_tick() -> None:
-    match = new_match(history_seconds=0.05)  # 3 + 1 ticks kept at 60 Hz
-    seat = match.join("a", 0.1)
+def test_the_history_ring_keeps_each_snapshot_where_its_clients_decoded_it() -> None:
+    # 60 ms at 30 snapshots a second: 2 + 1 snapshots kept, the ticks between never.
+    match = new_match(history_seconds=0.06, snapshot_interval=2)
+    walker, watcher = match.join("a", 0.1), match.join("b", 0.1)
     capacity = match.history.capacity
-    assert capacity == 4
-    for tick in range(1, 11):
-        match.receive_input(seat.slot, msg(tick - 1, move=(0.0, 1.0)), 0.0)
-        match.tick()
-        assert len(match.history) == min(tick, capacity)
+    assert capacity == 3
+    for tick in range(1, 13):
+        match.receive_input(walker.slot, msg(tick - 1, move=(0.3, 1.0)), 0.0)
+        result = match.tick()
         ring = match.history
+        assert len(ring) == min(tick // 2, capacity)
+        if tick % 2:
+            assert tick == 1 or ring.newest_tick == tick - 1
+            continue
         assert ring.newest_tick == tick
         newest = (ring.start + len(ring) - 1) % capacity
         assert ring.times[newest] == tick / RATE
-        assert np.array_equal(ring.positions[newest], match.world.pos)
-        assert ring.alive[newest].tolist() == [1, 0, 0, 0]
-    assert 10 - capacity not in ring.ticks  # the oldest went
+        # Quantised, so not where the walker is, but bit for bit where the watcher drew it.
+        shown = players_shown(match, result, watcher.slot)
+        drawn = shown[shown["id"] == walker.slot][0]
+        feet = np.array([drawn["x"], drawn["y"], drawn["z"]], dtype=np.float64)
+        assert not np.array_equal(ring.positions[newest, walker.slot], match.world.pos[walker.slot])
+        assert np.array_equal(ring.positions[newest, walker.slot], feet)
+        assert ring.alive[newest].tolist() == [1, 1, 0, 0]
+    assert 12 - 2 * capacity not in ring.ticks  # the oldest went
 
 
 def test_an_idle_player_repeats_its_last_input() -> None:
