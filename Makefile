@@ -24,10 +24,16 @@ warm: $(STAMP)
 demo: warm
 	$(BIN)/arena-demo
 
-# Every test: the main suite, then the CUDA kernels in numba's simulator, which must be
-# switched on before numba is imported and so runs in its own pytest invocation.
+# Every test, in three pytest runs:
+# - the in-process tests (no node to wait for) on two workers (pytest-xdist), one a core;
+# - the rest one at a time: integration, deploy and bench tests start nodes and wait for
+#   them, and a second worker beside them would only make their waits longer;
+# - the CUDA kernels in numba's simulator, which must be switched on before numba is
+#   imported and so needs a run of its own.
+IN_PROCESS_TESTS := tests/server tests/shared tests/client_sim tests/launch
 test: warm lint
-	$(BIN)/python -m pytest tests --ignore=tests/cuda --durations=15
+	$(BIN)/python -m pytest -n 2 $(IN_PROCESS_TESTS) --durations=10
+	$(BIN)/python -m pytest tests --ignore=tests/cuda $(IN_PROCESS_TESTS:%=--ignore=%) --durations=15
 	NUMBA_ENABLE_CUDASIM=1 $(BIN)/python -m pytest tests/cuda
 
 test-fast: $(STAMP)
