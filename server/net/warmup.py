@@ -15,7 +15,11 @@ after the node said it was listening it made the first players wait. So:
 * nodes that start at the same time on one machine fill the cache once: a lock file in
   the cache folder lets the first fill it and the others wait, then load;
 * a stamp file records that the cache holds every kernel of these sources, numba and
-  Python; without it the workers run (when it lies, the node still compiles what it lacks).
+  Python, at this checkout's path; without it the workers run (when it lies, the node
+  still compiles what it lacks);
+* the bots' snapshot decoder is a group too, though the node never runs it: a swarm on
+  this machine then loads it, where compiling it blocked the swarm's event loop (and an
+  in-process node's, in the tests) for about 10 s of CPU.
 
 ``arena-server --warm-cache`` fills the cache and exits: the install step runs it, so a
 first demo loads instead of compiling.
@@ -47,9 +51,11 @@ __all__ = ["GROUPS", "WarmUpError", "WarmUpReport", "in_daemon_thread", "warm_up
 T = TypeVar("T")
 
 #: The CPU kernel groups compiled side by side on a cold start, longest first (so the
-#: cores finish together): about 5.0 (the snapshot codec and interest, alone in a fresh
-#: process), 3.5, 2.8, 1.2, 1.0 and 0.9 s of CPU on the 2-core machine.
-GROUPS = ("deltas", "projectiles", "hitscan", "grid", "frames", "queues")
+#: cores finish together): about 10 (the bots' snapshot decoder, alone in a fresh
+#: process), 5.0 (the node's snapshot codec and interest), 3.5, 2.8, 1.2, 1.0 and 0.9 s of
+#: CPU on the 2-core machine. The node never runs the decoder; it is in the cache so that
+#: bots started on this machine (the demo's, the tests') load it instead of compiling it.
+GROUPS = ("decoder", "deltas", "projectiles", "hitscan", "grid", "frames", "queues")
 #: Source files whose contents the kernels are compiled from (their globals included).
 _SOURCES = (
     "server/sim/hitreg/cpu.py",
@@ -117,6 +123,7 @@ def warm_group(group: str) -> int:
     from server.sim.hitreg import make_validator
     from server.sim.input_frames import decode_input_frames, split_read
     from shared import movement
+    from shared.protocol import baselines
 
     with counting_compiles() as count:
         if group in ("hitscan", "projectiles"):
@@ -131,6 +138,8 @@ def warm_group(group: str) -> int:
             movement.warm_up()
         elif group == "deltas":
             deltas.warm_up()
+        elif group == "decoder":
+            baselines.warm_up()
         else:
             raise ValueError(f"unknown kernel group {group!r}; known: {', '.join(GROUPS)}")
     return count[0]
@@ -153,11 +162,13 @@ def warm_in_process(validator: Any) -> int:
 
 
 def stamp_path() -> Path:
-    """The file that says the cache holds every CPU kernel of these sources."""
+    """The file that says the cache holds every CPU kernel of these sources, at this path
+    (numba keys its cache by the source's path: a second clone has a cache of its own)."""
     import numba
 
     digest = hashlib.sha256()
-    for part in (numba.__version__, sys.version, platform.machine(), platform.processor()):
+    machine = (numba.__version__, sys.version, platform.machine(), platform.processor())
+    for part in (*machine, str(_ROOT)):
         digest.update(part.encode() + b"\0")
     for source in _SOURCES:
         digest.update((_ROOT / source).read_bytes())

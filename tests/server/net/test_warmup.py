@@ -17,6 +17,7 @@ import pytest
 from server.net import warmup
 from server.net.warmup import GROUPS, WarmUpError, in_daemon_thread, warm_up_kernels
 from server.sim.hitreg import make_validator
+from shared.protocol import baselines
 
 
 @pytest.fixture
@@ -75,6 +76,29 @@ async def test_one_core_compiles_in_process_without_workers(stamp_folder: Path) 
     report = await warm_up_kernels(make_validator("cpu"), workers=1)
     assert report.workers == 0 and report.worker_compile_events == 0
     assert not warmup.stamp_path().exists()
+
+
+def test_the_bots_decoder_is_a_group_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Filled with the node's groups, so a swarm on this machine loads it: compiled on the
+    first swarm's event loop, it held an in-process node's ticks for 10 s in a fresh clone."""
+    ran = []
+    monkeypatch.setattr(baselines, "warm_up", lambda: ran.append("decoder"))
+    assert GROUPS[0] == "decoder"  # (the longest: it goes first)
+    warmup.warm_group("decoder")
+    assert ran == ["decoder"]
+
+
+def test_a_second_checkout_has_a_stamp_of_its_own(
+    stamp_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """numba keys its cache by the source's path: the same sources elsewhere are cold."""
+    here = warmup.stamp_path()
+    clone = tmp_path / "clone"
+    for source in warmup._SOURCES:
+        (clone / source).parent.mkdir(parents=True, exist_ok=True)
+        (clone / source).write_bytes((warmup._ROOT / source).read_bytes())
+    monkeypatch.setattr(warmup, "_ROOT", clone)
+    assert warmup.stamp_path() != here
 
 
 async def test_a_daemon_thread_hands_back_its_result_and_its_error() -> None:
