@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench.fanout_prototype import MIN_DELIVERED, MIN_RATE_SHARE
+
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = str(ROOT / "bench" / "fanout_prototype.py")
 
@@ -20,10 +22,14 @@ def test_every_fan_out_delivers_every_frame_whole(tmp_path: Path) -> None:
     result = json.loads(out.read_text())
     for mode in ("inproc", "gateways:2"):
         (run,) = result["runs"][mode]
-        assert run["valid"], run
-        assert run["bad_frames"] == 0
-        assert run["frames_received"] >= 0.95 * run["frames_sent"] > 0
-        assert result["modes"][mode]["valid_runs"] == 1
+        assert run["bad_frames"] == 0, run
+        assert run["frames_received"] >= MIN_DELIVERED * run["frames_sent"] > 0, run
+        # Whether the tick process kept its rate through a one-second window is the
+        # machine's doing (CI once saw 10 of 30 ticks, a stall), not the fan-out's: the
+        # bench refuses such a run, and says so.
+        kept_rate = run["ticks_per_s"] >= MIN_RATE_SHARE * result["tick_rate_hz"]
+        assert run["valid"] is kept_rate, run
+        assert result["modes"][mode]["valid_runs"] == int(kept_rate)
 
 
 def test_an_unknown_mode_is_one_line() -> None:
