@@ -25,7 +25,7 @@ def test_every_fan_out_delivers_every_frame_whole(tmp_path: Path) -> None:
         assert run["bad_frames"] == 0, run
         assert run["frames_received"] >= MIN_DELIVERED * run["frames_sent"] > 0, run
         # Whether the tick process kept its rate through a one-second window is the
-        # machine's doing (CI once saw 10 of 30 ticks, a stall), not the fan-out's: the
+        # machine's doing, not the fan-out's (a busy CI run once refused a run here): the
         # bench refuses such a run, and says so.
         kept_rate = run["ticks_per_s"] >= MIN_RATE_SHARE * result["tick_rate_hz"]
         assert run["valid"] is kept_rate, run
