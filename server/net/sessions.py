@@ -445,7 +445,7 @@ class Sessions:
             result = results[index]
             if not result.body:
                 continue  # not a snapshot tick (every match of a node shares the cadence)
-            head = matches[index].snapshot_head(result, slot)
+            head = matches[index].snapshot_head(result, slot, share)
             if head is None:
                 continue  # seated after this tick was computed: the next one is its first
             if not connection.send(head, result.body):

@@ -238,25 +238,31 @@ def _encode_clients(
     players = len(present)
     ring = len(ring_ticks)
     pooled = 0
+    deltas = fulls = gones = 0  # (counted in registers, added to ``tally`` at the end)
     for c in range(len(viewers)):
         s, b = viewers[c], base_rows[c]
         row = out[c]
         at = 0  # bytes
+        last_held, last_slot = -2, ring  # most held values are of one tick: its ring slot
         for e in range(players):
             held = known[s, b, e] if b >= 0 else -1
             if not present[e]:
                 if held >= 0:
                     row[at : at + 3] = 0
                     at = write_gone(row, at * 8, e) >> 3
-                    tally[KIND_GONE] += 1
+                    gones += 1
                 known[s, write_row, e] = -1
                 continue
             if not selected[c, e]:
                 known[s, write_row, e] = held
                 continue
-            slot = (held // interval) % ring if held >= 0 else ring
-            if slot < ring and ring_ticks[slot] != held:
-                slot = ring  # the value it holds left the ring: sent in full
+            if held != last_held:
+                last_held, last_slot = held, ring
+                if held >= 0:
+                    last_slot = (held // interval) % ring
+                    if ring_ticks[last_slot] != held:
+                        last_slot = ring  # the value it holds left the ring: sent in full
+            slot = last_slot
             start, size = memo[slot, e, 0], memo[slot, e, 1]
             if start < 0:
                 has_old = slot < ring
@@ -267,11 +273,18 @@ def _encode_clients(
                 size = pooled - start
                 memo[slot, e, 0], memo[slot, e, 1] = start, size
                 tally[3] += 1
-            row[at : at + size] = pool[start : start + size]
+            for i in range(size):  # (a record is a few bytes: a loop beats a slice copy)
+                row[at + i] = pool[start + i]
             at += size
-            tally[KIND_DELTA if slot < ring else KIND_FULL] += 1
+            if slot < ring:
+                deltas += 1
+            else:
+                fulls += 1
             known[s, write_row, e] = tick
         lengths[c] = at
+    tally[KIND_DELTA] += deltas
+    tally[KIND_FULL] += fulls
+    tally[KIND_GONE] += gones
 
 
 def warm_up() -> None:

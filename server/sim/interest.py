@@ -74,7 +74,8 @@ def select_players(
     return selected
 
 
-@numba.njit(cache=True)
+# (``error_model="numpy"``: a division is plain IEEE, with no zero check per pair.)
+@numba.njit(cache=True, error_model="numpy")
 def _select(
     viewers: np.ndarray,
     pos: np.ndarray,
@@ -96,53 +97,64 @@ def _select(
     best = np.empty(max(background, 1), dtype=np.int64)  # the highest waiting, descending
     best_priority = np.empty(max(background, 1))
     closest_d2 = np.empty(max(nearest, 1))  # the nearest players' squared distances
-    d2s = np.empty(players)
+    xs, ys = pos[:, 0].copy(), pos[:, 1].copy()
+    d2s, aheads, growth = np.empty(players), np.empty(players), np.empty(players)
+    waiting = np.empty(players, dtype=np.bool_)
     for c in range(len(viewers)):
         s = viewers[c]
         fx, fy = math.cos(yaw[s]), math.sin(yaw[s])
-        px, py = pos[s, 0], pos[s, 1]
-        # The nearest ``nearest`` others: their squared distance bounds "near" from above.
-        found = 0
+        px, py = xs[s], ys[s]
+        # Branch-free over every player: distances, how far
+        # ahead, and what waiting one more snapshot adds to the priority.
+        within = 0  # others within the near radius (the viewer itself counted out below)
         for e in range(players):
-            dx, dy = pos[e, 0] - px, pos[e, 1] - py
+            dx, dy = xs[e] - px, ys[e] - py
             d2 = dx * dx + dy * dy
             d2s[e] = d2
-            if not present[e] or e == s or nearest == 0:
-                continue
-            if found == nearest and d2 >= closest_d2[found - 1]:
-                continue
-            k = found if found < nearest else nearest - 1
-            while k > 0 and closest_d2[k - 1] > d2:
-                closest_d2[k] = closest_d2[k - 1]
-                k -= 1
-            closest_d2[k] = d2
-            found = min(found + 1, nearest)
+            aheads[e] = dx * fx + dy * fy
+            growth[e] = 1.0 / (1.0 + math.sqrt(d2) * growth_scale)
+            within += present[e] & (d2 <= near2)
+        within -= present[s] & (d2s[s] <= near2)
+        # The nearest ``nearest`` others: their squared distance bounds "near" from above,
+        # so only a viewer with fewer than that within the radius needs them found.
         near_bound = near2
-        if found == nearest and nearest > 0:
-            near_bound = max(near2, closest_d2[found - 1])
-        elif found < nearest:
-            near_bound = math.inf  # fewer others than that: every one is near
-        kept = 0
+        if nearest > within:
+            found = 0
+            for e in range(players):
+                d2 = d2s[e]
+                if not present[e] or e == s:
+                    continue
+                if found == nearest and d2 >= closest_d2[found - 1]:
+                    continue
+                k = found if found < nearest else nearest - 1
+                while k > 0 and closest_d2[k - 1] > d2:
+                    closest_d2[k] = closest_d2[k - 1]
+                    k -= 1
+                closest_d2[k] = d2
+                found = min(found + 1, nearest)
+            if found == nearest:
+                near_bound = max(near2, closest_d2[found - 1])
+            else:
+                near_bound = math.inf  # fewer others than that: every one is near
+        # Who is relevant (sent, priority back to zero) and who waits (priority grows).
+        owed, fights, row = priority[s], fight_until[s], selected[c]
         for e in range(players):
-            if not present[e]:
-                priority[s, e] = 0.0
+            d2, ahead = d2s[e], aheads[e]
+            seen = (d2 <= view2) & (ahead > 0.0) & (ahead * ahead >= cos2 * d2)
+            relevant = (d2 <= near_bound) | (fights[e] > now) | seen
+            shown, itself = present[e], e == s
+            waits = shown & (not itself) & (not relevant)
+            row[e] = shown & (itself | relevant)
+            held = owed[e]
+            owed[e] = held + growth[e] if waits else (held if itself & shown else 0.0)
+            waiting[e] = waits
+        # The background budget: the highest priorities among those waiting.
+        kept = 0
+        for e in range(players if background > 0 else 0):
+            if not waiting[e]:
                 continue
-            if e == s:
-                selected[c, e] = True
-                continue
-            dx, dy = pos[e, 0] - px, pos[e, 1] - py
-            d2 = d2s[e]
-            relevant = d2 <= near_bound or fight_until[s, e] > now
-            if not relevant and d2 <= view2:
-                ahead = dx * fx + dy * fy
-                relevant = ahead > 0.0 and ahead * ahead >= cos2 * d2
-            if relevant:
-                selected[c, e] = True
-                priority[s, e] = 0.0
-                continue
-            p = priority[s, e] + 1.0 / (1.0 + math.sqrt(d2) * growth_scale)
-            priority[s, e] = p
-            if background == 0 or (kept == background and p <= best_priority[kept - 1]):
+            p = owed[e]
+            if kept == background and p <= best_priority[kept - 1]:
                 continue
             # Insert into the top list (ties: the lower index, seen first, stays ahead).
             k = kept if kept < background else background - 1
@@ -152,5 +164,5 @@ def _select(
             best[k], best_priority[k] = e, p
             kept = min(kept + 1, background)
         for k in range(kept):
-            selected[c, best[k]] = True
-            priority[s, best[k]] = 0.0
+            row[best[k]] = True
+            owed[best[k]] = 0.0

@@ -196,8 +196,11 @@ class Match:
         self.deltas = DeltaEncoder(
             self.codec, config.max_players, config.snapshot_interval, config.interest
         )
-        # Every seat's part of a snapshot, built once per published tick (snapshot_head).
+        # The snapshot being published (snapshot_head): every seat's head, built at its
+        # first send; the players coded for each share of the seats sent to so far.
         self._parts_of: TickResult | None = None
+        self._heads: dict[int, bytes] = {}
+        self._coded: set[tuple[int, int]] = set()
         self._parts: dict[int, bytes] = {}
 
     @property
@@ -503,9 +506,11 @@ class Match:
         body = protocol.encode_snapshot_body(
             self.tick_number, server_time, self.epoch, protocol.state_digest(state_hash)
         )
-        return TickResult(
+        result = TickResult(
             self.tick_number, server_time, body, events, dict(self.seats), state_hash, seen
         )
+        self._take_heads(result)
+        return result
 
     def history_view(self) -> History:
         """This match's ring as the hit kernels' (single-match) history, without copying."""
@@ -518,11 +523,18 @@ class Match:
             count=np.array([ring.count], dtype=np.int64),
         )
 
-    def snapshot_head(self, result: TickResult, slot: int) -> bytes | None:
+    def snapshot_head(
+        self, result: TickResult, slot: int, share: tuple[int, int] = (0, 1)
+    ) -> bytes | None:
         """One client's part of a tick's snapshot: its ack, its own full-precision state
         and the players it is sent, coded against its acknowledged snapshot (the frame is
-        this part + ``result.body``, see :func:`protocol.encode_snapshot`). Every seat's
-        part is built at once, for the first client of the tick.
+        this part + ``result.body``, see :func:`protocol.encode_snapshot`).
+
+        ``share`` (k, n): the seats ``slot`` is sent with (those whose slot is k modulo n,
+        :meth:`server.net.sessions.Sessions.publish`). Their players are coded in one pass,
+        for the first of them: a snapshot whose fan-out is spread over two ticks codes
+        each half in the tick it is sent in, so neither tick pays for all of it. Every
+        seat's head is taken at the snapshot's own tick, when :meth:`finish` makes it.
 
         The state is the one its acknowledged input left: a living player whose last ticks
         were guesses is sent where it stood before them (they will be undone), so that the
@@ -533,18 +545,24 @@ class Match:
         next tick's.
         """
         seat = self.seats.get(slot)
-        if seat is None or result.seats.get(slot) is not seat:
+        if seat is None or result.seats.get(slot) is not seat or result.shown is None:
             return None
         if self._parts_of is not result:
-            self._parts_of = result
-            self._parts = self._build_parts(result)
+            self._take_heads(result)
+        if share not in self._coded:
+            self._coded.add(share)
+            part, parts = share
+            slots = [s for s in sorted(result.seats) if s % parts == part]
+            self._parts.update(self._code_players(result, slots))
         return self._parts.get(slot)
 
-    def _build_parts(self, result: TickResult) -> dict[int, bytes]:
-        """Every seat's :meth:`snapshot_head` of ``result``, coded in one pass."""
-        shown = result.shown
-        if shown is None:
-            return {}  # not a snapshot tick
+    def _take_heads(self, result: TickResult) -> None:
+        """Every seat's ack and own state now (at the snapshot's tick, by :meth:`finish`):
+        the snapshot whose players are coded next."""
+        self._parts_of, self._coded, self._parts = result, set(), {}
+        self._heads = self._build_heads(result)
+
+    def _build_heads(self, result: TickResult) -> dict[int, bytes]:
         seats, world = result.seats, self.world
         slots = np.array(sorted(seats), dtype=np.int64)
         acks = self.inputs.acked[slots]
@@ -552,19 +570,26 @@ class Match:
         guessed = self.inputs.guessing[slots] & world.alive[slots]
         states[guessed] = self.inputs.before_guesses[slots][guessed]
         heads = protocol.snapshot_heads(acks, states)
-        seat_ids = np.array([seats[s].seat_id for s in slots.tolist()], dtype=np.int64)
+        size = protocol.SNAPSHOT_HEAD_BYTES
+        return {slot: heads[i * size : (i + 1) * size] for i, slot in enumerate(slots.tolist())}
+
+    def _code_players(self, result: TickResult, seated: list[int]) -> dict[int, bytes]:
+        """The ``seated`` slots' parts of ``result``: head, players coded in one pass, the
+        events each is told."""
+        shown = result.shown
+        assert shown is not None
+        seats = result.seats
+        slots = np.array(seated, dtype=np.int64)
+        seat_ids = np.array([seats[s].seat_id for s in seated], dtype=np.int64)
         bases, blobs, selected = self.deltas.encode(
             result.tick, result.server_time, slots, seat_ids, shown.present, shown.pos,
             shown.yaw, shown.quantised,
         )  # fmt: skip
         told = _events_told(shown, selected)
-        size = protocol.SNAPSHOT_HEAD_BYTES
-        part = protocol.entities_part
+        heads, part = self._heads, protocol.entities_part
         return {
-            slot: heads[i * size : (i + 1) * size] + part(base, blob) + told[i]
-            for i, (slot, base, blob) in enumerate(
-                zip(slots.tolist(), bases.tolist(), blobs, strict=True)
-            )
+            slot: heads[slot] + part(base, blob) + told[i]
+            for i, (slot, base, blob) in enumerate(zip(seated, bases.tolist(), blobs, strict=True))
         }
 
 

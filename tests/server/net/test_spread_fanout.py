@@ -25,7 +25,8 @@ class FakeConnection:
 class FakeMatch:
     """A match whose every seat's part of a snapshot is its slot, spelled out."""
 
-    def snapshot_head(self, result: Any, slot: int) -> bytes:
+    def snapshot_head(self, result: Any, slot: int, share: tuple[int, int]) -> bytes:
+        assert slot % share[1] == share[0]  # (a seat's players are coded with its share's)
         return b"head-%d" % slot
 
 

@@ -11,7 +11,7 @@ from client_sim.interpolation import SnapshotBuffer
 from server.net.config import NodeConfig
 from server.sim.hitreg.reference import interpolate_positions
 from server.sim.lagcomp import LagCompensation
-from server.sim.match import Match, MatchConfig
+from server.sim.match import Match, MatchConfig, TickResult
 from shared.arena_map import default_map
 from shared.protocol import JoinEvent, SnapshotMessage, decode_server
 from tests.server.frames import players_shown, snapshot_for
@@ -119,3 +119,34 @@ def test_a_shot_is_rewound_into_the_world_its_shooter_drew_not_the_ticks_between
         tick_by_tick = walked[before] + (after - walked[before]) * weight
         widest_gap = max(widest_gap, float(np.linalg.norm(tick_by_tick - seen)))
     assert widest_gap > 2e-3
+
+
+def test_a_snapshot_spread_over_two_ticks_codes_each_half_in_the_tick_it_is_sent() -> None:
+    """With the fan-out spread (``share``), the seats sent a tick later have their players
+    coded then, not at the snapshot's tick, so neither tick pays for all the coding; their
+    heads (ack, own state) are still the snapshot tick's, though the world moved on, and
+    every frame equals the one coded for all seats at once."""
+
+    def walking() -> tuple[Match, list[int]]:
+        match = Match(MatchConfig(ARENA, max_players=8, snapshot_interval=2))
+        return match, [match.join(f"p{i}", 0.1).slot for i in range(5)]
+
+    def step(match: Match, slots: list[int], seq: int) -> TickResult:
+        for slot in slots:
+            move = (1.0, 0.0) if slot % 2 else (0.0, -1.0)
+            match.receive_input(slot, msg(seq, move=move, yaw=0.1 * slot), arrival=0.0)
+        return match.tick()
+
+    at_once, slots = walking()
+    spread, _ = walking()
+    evens, odds = [s for s in slots if s % 2 == 0], [s for s in slots if s % 2]
+    for seq in range(4):
+        whole, result = step(at_once, slots, seq), step(spread, slots, seq)
+    assert result.body  # tick 4: a snapshot tick
+    expected = {slot: at_once.snapshot_head(whole, slot) for slot in slots}
+    coded = spread.deltas.clients_coded
+    assert all(spread.snapshot_head(result, s, (0, 2)) == expected[s] for s in evens)
+    assert spread.deltas.clients_coded - coded == len(evens)  # the odd seats wait
+    step(spread, slots, 4)  # the next tick: everyone walks on, the world is not tick 4's
+    assert all(spread.snapshot_head(result, s, (1, 2)) == expected[s] for s in odds)
+    assert spread.deltas.clients_coded - coded == len(slots)
