@@ -318,7 +318,8 @@ class ArenaWanderClients(WanderingClients):
             box = self.outbox[index]
             box.append(protocol.encode_input(
                 seq=self.seq, tick=max(0, int(server_now * TICK_RATE_HZ)),
-                move=(math.cos(angle), math.sin(angle)), yaw=angle, pitch=pitch, buttons=0,
+                move=(math.cos(angle), math.sin(angle)), yaw=math.remainder(angle, math.tau),
+                pitch=pitch, buttons=0,
                 view_time=max(0.0, self.latest_time[index] - 0.1),
                 ack_tick=self.latest_tick[index],
             ))  # fmt: skip

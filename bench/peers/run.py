@@ -123,8 +123,16 @@ class Server:
             ticks = b.metrics.get(("arena_ticks_total", ()), 0.0) - a.metrics.get(
                 ("arena_ticks_total", ()), 0.0
             )
+            rejected = {
+                dict(labels)["reason"]: int(value - a.metrics.get((name, labels), 0.0))
+                for (name, labels), value in b.metrics.items()
+                if name == "arena_inputs_rejected_total"
+            }
             return {
                 "ticks": int(ticks),
+                # Honest clients' inputs the node refused: a window with any measured a
+                # node that applied less than the workload says (validity()).
+                "inputs_rejected": {reason: n for reason, n in rejected.items() if n},
                 "tick_p50_ms": None if p50 is None else round(p50, 3),
                 "tick_p99_ms": None if p99 is None else round(p99, 3),
                 "seated_at_start": start["players"],
@@ -363,6 +371,9 @@ def validity(run: dict[str, Any]) -> list[str]:
         reasons.append(f"{run['client_reconnects']} client reconnects in the window")
     if run["ticks"] < 1:
         reasons.append("the server ran no tick in the window")
+    if rejected := run.get("inputs_rejected"):
+        said = ", ".join(f"{n} {reason}" for reason, n in sorted(rejected.items()))
+        reasons.append(f"the node rejected inputs of honest clients ({said})")
     return reasons
 
 

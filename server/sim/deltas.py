@@ -68,9 +68,9 @@ class DeltaEncoder:
         self.fight_until: np.ndarray
         self._size = 0
         self._resize(min(capacity, _GROWTH))
-        # Scratch of encode(): every client's records; each distinct record, encoded once
-        # (the pool) and where it lies (the memo).
-        self._out = np.zeros((0, 0), dtype=np.uint8)
+        # Scratch of encode(): every client's records, one after another; each distinct
+        # record, encoded once (the pool) and where it lies (the memo).
+        self._out = np.zeros(0, dtype=np.uint8)
         self._memo = np.empty((0, 0, 2), dtype=np.int64)
         self._pool = np.zeros(0, dtype=np.uint8)
         #: What was coded: clients' snapshots, their bytes, records by kind (tally()).
@@ -188,23 +188,26 @@ class DeltaEncoder:
             self.interest, slots, pos[:size], yaw[:size], shown, self.fight_until, now,
             self.priority,
         )  # fmt: skip
-        width = size * self.codec.max_record_bytes()
-        if self._out.shape[0] < len(slots) or self._out.shape[1] != width:
-            self._out = np.zeros((max(len(slots), self._out.shape[0]), width), dtype=np.uint8)
+        widest = self.codec.max_record_bytes()
+        width = size * widest  # the most one client's records can take
+        if len(self._out) < len(slots) * width or self._memo.shape[1] != size:
+            self._out = np.zeros(max(len(slots) * width, len(self._out)), dtype=np.uint8)
             self._memo = np.empty((VALUE_RING + 1, size, 2), dtype=np.int64)
             self._pool = np.zeros((VALUE_RING + 1) * width, dtype=np.uint8)
         self._memo[:, :, 0] = -1
-        lengths = np.zeros(len(slots), dtype=np.int64)
+        ends = np.zeros(len(slots), dtype=np.int64)
         _encode_clients(
             slots, base_rows, write_row, tick, selected, values[:size], shown, self.known,
-            self.ring_values, self.ring_ticks, self.interval, self.codec.bits, self._memo,
-            self._pool, self._out, lengths, self._tally,
+            self.ring_values, self.ring_ticks, self.interval, self.codec.bits, widest,
+            self._memo, self._pool, self._out, ends, self._tally,
         )  # fmt: skip
+        coded = int(ends[-1])
         self.clients_coded += len(slots)
-        self.bytes_coded += int(lengths.sum())
+        self.bytes_coded += coded
         self.known_ticks[slots, write_row] = tick
-        out = self._out
-        blobs = [out[c, :n].tobytes() for c, n in enumerate(lengths.tolist())]
+        records = self._out[:coded].tobytes()
+        bounds = [0, *ends.tolist()]
+        blobs = [records[bounds[c] : bounds[c + 1]] for c in range(len(slots))]
         return bases, blobs, selected
 
 
@@ -222,10 +225,11 @@ def _encode_clients(
     ring_ticks: np.ndarray,
     interval: int,
     bits: np.ndarray,
+    widest: int,
     memo: np.ndarray,
     pool: np.ndarray,
     out: np.ndarray,
-    lengths: np.ndarray,
+    ends: np.ndarray,
     tally: np.ndarray,
 ) -> None:
     """Every viewer's records, and its account after this snapshot (row ``write_row``).
@@ -233,23 +237,24 @@ def _encode_clients(
     A record depends only on the player and the tick of the value its client holds (or on
     none: a full one), so each distinct one is encoded once into ``pool`` and copied to
     every client that needs it (``memo``: its offset and length per held value's ring slot,
-    the last row for full records; reset by the caller). ``tally``: records written by
-    kind (delta, full, gone) and records encoded, added to."""
+    the last row for full records; reset by the caller). The viewers' records go into
+    ``out`` one after another (writes that stay together in the cache), viewer c's ending
+    at ``ends[c]``; ``widest``: the most bytes a record takes. ``tally``: records written
+    by kind (delta, full, gone) and records encoded, added to."""
     players = len(present)
     ring = len(ring_ticks)
     pooled = 0
     deltas = fulls = gones = 0  # (counted in registers, added to ``tally`` at the end)
+    at = 0  # bytes: the clients' records lie one after another in ``out``
     for c in range(len(viewers)):
         s, b = viewers[c], base_rows[c]
-        row = out[c]
-        at = 0  # bytes
         last_held, last_slot = -2, ring  # most held values are of one tick: its ring slot
         for e in range(players):
             held = known[s, b, e] if b >= 0 else -1
             if not present[e]:
                 if held >= 0:
-                    row[at : at + 3] = 0
-                    at = write_gone(row, at * 8, e) >> 3
+                    out[at : at + 3] = 0
+                    at = write_gone(out, at * 8, e) >> 3
                     gones += 1
                 known[s, write_row, e] = -1
                 continue
@@ -268,20 +273,20 @@ def _encode_clients(
                 has_old = slot < ring
                 old = ring_values[slot, e] if has_old else current[e]
                 start = pooled
-                pool[start : start + row.shape[0] // players] = 0
+                pool[start : start + widest] = 0
                 pooled = write_record(pool, start * 8, e, current[e], old, has_old, bits) >> 3
                 size = pooled - start
                 memo[slot, e, 0], memo[slot, e, 1] = start, size
                 tally[3] += 1
             for i in range(size):  # (a record is a few bytes: a loop beats a slice copy)
-                row[at + i] = pool[start + i]
+                out[at + i] = pool[start + i]
             at += size
             if slot < ring:
                 deltas += 1
             else:
                 fulls += 1
             known[s, write_row, e] = tick
-        lengths[c] = at
+        ends[c] = at
     tally[KIND_DELTA] += deltas
     tally[KIND_FULL] += fulls
     tally[KIND_GONE] += gones

@@ -55,6 +55,10 @@ def test_slow_clients_or_lost_players_make_a_window_invalid() -> None:
     ]
     assert window(client_reconnects=2)["invalid_reasons"] == ["2 client reconnects in the window"]
     assert window(ticks=0)["invalid_reasons"] == ["the server ran no tick in the window"]
+    assert window(inputs_rejected={"bad_angle": 40, "too_far_ahead": 2})["invalid_reasons"] == [
+        "the node rejected inputs of honest clients (40 bad_angle, 2 too_far_ahead)"
+    ]
+    assert window(inputs_rejected={})["valid"] is True
 
 
 def test_medians_leave_invalid_windows_out_and_say_why() -> None:
@@ -121,6 +125,7 @@ def test_a_quick_run_reports_every_figure_of_each_server_and_leaves_nothing(
     (wander,) = [r for r in report["runs"] if r["server"] == "arena-wander"]
     assert wander["decoded_players_at_end"] >= 1, wander
     assert wander["inputs_per_client_per_s"] > 50, wander
+    assert wander["inputs_rejected"] == {}, wander  # (a heading past pi once refused half)
     peers = [name for name in servers if not name.startswith("arena")]
     ratio_names = {f"{arena}/{name}" for arena in ("arena", "arena-wander") for name in peers}
     assert set(report["ratios"]["20"]) == ratio_names
