@@ -44,10 +44,9 @@ from client_sim.bot import Bot
 from client_sim.cli import check_writable
 from client_sim.latency import LinkProfile, draw_bot, parse_distribution
 from client_sim.pump import DeliveryPump
-from client_sim.swarm import Swarm, SwarmConfig
+from client_sim.swarm import Swarm, SwarmConfig, warm_up_kernels
 from launch.nodes import running_node
 from shared.commandline import OneLineParser
-from shared.protocol import baselines
 
 #: A recording's format, checked on --load.
 FORMAT = "arena-bot-receive/1"
@@ -99,7 +98,7 @@ async def replay(bots: int, frames: list[tuple[int, bytes]]) -> dict[str, Any]:
     """Hand ``frames`` to a fresh swarm of ``bots`` bots without sockets; the second half
     timed."""
     swarm = Swarm(swarm_config("ws://127.0.0.1:9/ws", bots, 1.0))
-    baselines.warm_up()  # (the decoder's kernels, loaded before anything is timed)
+    warm_up_kernels()  # (the bots' kernels, loaded before anything is timed)
     swarm.pump = DeliveryPump(asyncio.get_running_loop())
     swarm.welcomed = asyncio.Event()
     team = swarm.bots = [

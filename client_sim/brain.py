@@ -12,9 +12,9 @@ import math
 
 import numpy as np
 
-from client_sim.sight import sight_blocked
 from shared.arena_map import ArenaMap
 from shared.movement import BUTTON_JUMP, PLAYER_RADIUS
+from shared.sightlines import sight_blocked
 from shared.weapons import EYE_HEIGHT
 
 __all__ = ["BotIntent", "Brain"]

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from shared.protocol import ENTITY_DTYPE, ENTITY_FLAG_ALIVE
+from shared.protocol.between import players_between
 
 __all__ = ["Bracket", "InterpolatedView", "SnapshotBuffer", "views"]
 
@@ -102,10 +102,7 @@ def views(
 ) -> list[tuple[list[int], np.ndarray, np.ndarray, np.ndarray]]:
     """What :meth:`SnapshotBuffer.view` shows for many brackets, computed once per group of
     brackets between the same two snapshots: (the brackets' indices, ids ``(K,)``, feet
-    ``(B, K, 3)`` with a row per bracket, alive ``(K,)``) per group.
-
-    Brackets whose two snapshots do not hold the same players form groups of their own.
-    """
+    ``(B, K, 3)`` with a row per bracket, alive ``(K,)``) per group."""
     groups: dict[tuple[int, int], list[int]] = {}
     for k, b in enumerate(brackets):
         held = b.after is None or b.weight <= 0.0
@@ -113,46 +110,13 @@ def views(
     out = []
     for members in groups.values():
         first = brackets[members[0]]
-        before, after = first.before, first.after
-        held = after is None or first.weight <= 0.0
-        if held or (after is not None and np.array_equal(after["id"], before["id"])):
-            start = _positions(before)
-            alive = (before["flags"] & ENTITY_FLAG_ALIVE) != 0
-            if held:
-                feet = np.broadcast_to(start, (len(members), *start.shape))
-            else:
-                assert after is not None
-                weight = np.array([brackets[k].weight for k in members])
-                feet = start + (_positions(after) - start) * weight[:, None, None]
-                alive &= (after["flags"] & ENTITY_FLAG_ALIVE) != 0
-            out.append((members, before["id"].astype(np.int64), feet, alive))
-        else:  # players came or went between the two: one at a time
-            for k in members:
-                view = _view(*brackets[k])
-                out.append(([k], view.ids, view.positions[None], view.alive))
+        if first.after is None or first.weight <= 0.0:
+            ids, feet, alive = players_between(first.before, first.before, np.zeros(len(members)))
+        else:
+            weights = np.array([brackets[k].weight for k in members])
+            ids, feet, alive = players_between(first.before, first.after, weights)
+        out.append((members, ids, feet, alive))
     return out
-
-
-_FIELDS = ENTITY_DTYPE.fields
-assert _FIELDS is not None
-_XYZ_OFFSET: int = _FIELDS["x"][1]
-assert _FIELDS["y"][1] == _XYZ_OFFSET + 4 == _FIELDS["z"][1] - 4  # side by side, in order
-
-
-def _positions(records: np.ndarray) -> np.ndarray:
-    """Feet positions ``(K, 3)`` float64: x, y, z lie side by side in each record, so a
-    contiguous array is read as one strided view (an empty one, a snapshot with nobody in
-    it, has no buffer to view)."""
-    if len(records) == 0 or not records.flags.c_contiguous:
-        return np.column_stack((records["x"], records["y"], records["z"])).astype(np.float64)
-    xyz = np.ndarray(
-        (len(records), 3),
-        dtype="<f4",
-        buffer=records,
-        offset=_XYZ_OFFSET,
-        strides=(records.strides[0], 4),
-    )
-    return xyz.astype(np.float64)
 
 
 def _view(
@@ -163,31 +127,7 @@ def _view(
     weight: float,
     exact: bool,
 ) -> InterpolatedView:
-    raw_ids = before["id"]
-    pos = _positions(before)
-    alive = (before["flags"] & ENTITY_FLAG_ALIVE) != 0
-    if after is not None and weight > 0.0:
-        if np.array_equal(after["id"], raw_ids):  # the usual case: the same players
-            pos += (_positions(after) - pos) * weight
-            alive &= (after["flags"] & ENTITY_FLAG_ALIVE) != 0
-        else:
-            raw_ids, pos, alive = _blend_matching(pos, alive, raw_ids, after, weight)
-    return InterpolatedView(render_time, shown_time, raw_ids.astype(np.int64), pos, alive, exact)
-
-
-def _blend_matching(
-    pos: np.ndarray, alive: np.ndarray, ids: np.ndarray, after: np.ndarray, weight: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(ids, positions, alive) of the players present in both snapshots, moved along the
-    segment. A player in only one of them is not drawn: where it was between the two is
-    not known (interest management sent it in one only, or it came or went), and a client
-    must never aim at a place the server did not show it.
-
-    The server sends entities sorted by id, so matching is a binary search.
-    """
-    after_ids = after["id"]
-    index = np.minimum(np.searchsorted(after_ids, ids), max(len(after_ids) - 1, 0))
-    both = after_ids[index] == ids if len(after_ids) else np.zeros(len(ids), bool)
-    index = index[both]
-    moved = pos[both] + (_positions(after)[index] - pos[both]) * weight
-    return ids[both], moved, alive[both] & ((after["flags"][index] & ENTITY_FLAG_ALIVE) != 0)
+    if after is None or weight <= 0.0:
+        after, weight = before, 0.0
+    ids, feet, alive = players_between(before, after, np.array((weight,)))
+    return InterpolatedView(render_time, shown_time, ids, feet[0], alive, exact)

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from client_sim.sight import first_hit, segments_within_reach, sight_blocked
+from client_sim.sight import first_hit, segments_within_reach
 from shared.arena_map import ArenaMap
 from shared.hitbox import HIT_PLAYER, HITBOX_MIN_RADIUS, ray_hit_player
 from shared.protocol import ENTITY_FLAG_ALIVE
+from shared.sightlines import sight_blocked
 from shared.weapons import EYE_HEIGHT, LAUNCHER, RIFLE, Weapon, aim_direction
 
 __all__ = ["AimSkill", "ShotRecord", "aim_at", "fly_projectile", "tracked_players"]

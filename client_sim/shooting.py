@@ -28,10 +28,10 @@ from client_sim.marksman import (
     hitscan_verdict,
     tracked_players,
 )
-from client_sim.sight import sight_blocked
 from shared import protocol
 from shared.arena_map import ArenaMap
 from shared.protocol import RespawnEvent, ShotEvent, SnapshotEvent
+from shared.sightlines import sight_blocked
 from shared.weapons import LAUNCHER, WEAPONS, aim_direction
 
 __all__ = ["SIGHTING_INTERVAL_S", "ShotSummary", "SwarmShooting"]

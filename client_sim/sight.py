@@ -3,8 +3,8 @@
 The bots' own verdicts must come from the shared hitbox model (:mod:`shared.hitbox`), so
 that client and server are judged by one definition. What this module adds is speed
 without changing an answer: players a ray cannot reach are dropped before the exact test
-(the same padded bounding sphere as the server kernel's early-out), and whole batches of
-sight lines are tested against the map's boxes in one pass over arrays.
+(the same padded bounding sphere as the server kernel's early-out). Sight lines against
+the map's boxes are :func:`shared.sightlines.sight_blocked`, a kernel.
 """
 
 from __future__ import annotations
@@ -20,40 +20,11 @@ from shared.hitbox import (
     ray_hit_player,
 )
 
-__all__ = ["first_hit", "segments_within_reach", "sight_blocked"]
+__all__ = ["first_hit", "segments_within_reach"]
 
 #: The bounding sphere, padded as the server kernel pads it: beyond it no hitbox is touched.
 REACH = BOUNDING_SPHERE_RADIUS + 1e-3
 _CENTRE = np.array(BOUNDING_SPHERE_CENTRE)
-
-
-def sight_blocked(
-    starts: np.ndarray, ends: np.ndarray, box_min: np.ndarray, box_max: np.ndarray
-) -> np.ndarray:
-    """Whether a box stands between each pair of points, ``(M, 3)`` each -> ``(M,)`` bool.
-
-    The slab method for all segments against all boxes at once, over the segment's own
-    parameter ``t`` in [0, 1]: blocked when some box is entered before the end point (a
-    box the end point only touches does not block; nor does anything block a segment of
-    length zero). The points are above the floor.
-    """
-    box_min = np.asarray(box_min, dtype=np.float64).reshape(-1, 3)
-    box_max = np.asarray(box_max, dtype=np.float64).reshape(-1, 3)
-    if not len(starts) or not len(box_min):
-        return np.zeros(len(starts), dtype=bool)
-    start = starts[:, None, :]
-    span = (ends - starts)[:, None, :]
-    flat = span == 0.0  # parallel to a slab: inside it for every t, or never
-    safe = np.where(flat, 1.0, span)
-    t1 = (box_min - start) / safe
-    t2 = (box_max - start) / safe
-    inside = (start >= box_min) & (start <= box_max)
-    enter = np.where(flat, np.where(inside, -np.inf, np.inf), np.minimum(t1, t2))
-    leave = np.where(flat, np.where(inside, np.inf, -np.inf), np.maximum(t1, t2))
-    entry = np.maximum(enter.max(axis=2), 0.0)
-    exit_ = np.minimum(leave.min(axis=2), 1.0)
-    blocked = ((entry <= exit_) & (entry < 1.0)).any(axis=1)
-    return blocked & (ends != starts).any(axis=1)  # a point sees itself
 
 
 def segments_within_reach(

@@ -34,12 +34,12 @@ from client_sim.report_series import Sample
 from client_sim.routing import Route
 from client_sim.shooting import ShotSummary, SwarmShooting
 from client_sim.websocket import TlsTrust
-from shared import eventloop, protocol
+from shared import eventloop, protocol, sightlines
 from shared.arena_map import ArenaMap, default_map
-from shared.protocol import baselines
+from shared.protocol import baselines, between
 from shared.timestep import TickSchedule, run_tick_loop
 
-__all__ = ["ProcessFigures", "Swarm", "SwarmConfig", "SwarmResult", "run_swarm"]
+__all__ = ["ProcessFigures", "Swarm", "SwarmConfig", "SwarmResult", "run_swarm", "warm_up_kernels"]
 
 WATCHDOG_INTERVAL_S = 0.1  # how often the swarm looks for silent primaries and missing spares
 PROGRESS_INTERVAL_S = 1.0
@@ -461,8 +461,7 @@ class Swarm:
     async def run(self, progress: Callable[[str], None] | None = None) -> SwarmResult:
         config = self.config
         loop = asyncio.get_running_loop()
-        # The snapshot decoder's kernels, loaded (or compiled once) before any bot connects.
-        baselines.warm_up()
+        warm_up_kernels()
         self.pump = DeliveryPump(loop)
         self.welcomed = asyncio.Event()
         self.bots = [Bot(i, params, self, *self._seat(i)) for i, params in enumerate(config.bots)]
@@ -633,6 +632,14 @@ class Swarm:
             clock_to_wall=time.time() - asyncio.get_running_loop().time(),
             node_urls=self.node_counts(),
         )
+
+
+def warm_up_kernels() -> None:
+    """Load (or compile once) the bots' kernels, the snapshot decoder's, the view's and the
+    sight lines', before any bot connects: a compile would stall every bot of the process."""
+    baselines.warm_up()
+    between.warm_up()
+    sightlines.warm_up()
 
 
 def inputs_per_packet(tick_rate: int, input_rate: float) -> int:

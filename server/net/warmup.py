@@ -17,9 +17,10 @@ after the node said it was listening it made the first players wait. So:
 * a stamp file records that the cache holds every kernel of these sources, numba and
   Python, at this checkout's path; without it the workers run (when it lies, the node
   still compiles what it lacks);
-* the bots' snapshot decoder is a group too, though the node never runs it: a swarm on
-  this machine then loads it, where compiling it blocked the swarm's event loop (and an
-  in-process node's, in the tests) for about 10 s of CPU.
+* the bots' snapshot decoder (with their view and sight-line kernels) is a group too,
+  though the node never runs it: a swarm on this machine then loads it, where compiling
+  it blocked the swarm's event loop (and an in-process node's, in the tests) for about
+  10 s of CPU.
 
 ``arena-server --warm-cache`` fills the cache and exits: the install step runs it, so a
 first demo loads instead of compiling.
@@ -68,9 +69,11 @@ _SOURCES = (
     "server/sim/interest.py",
     "shared/hitbox.py",
     "shared/movement.py",
+    "shared/protocol/between.py",
     "shared/protocol/deltas.py",
     "shared/protocol/fields.py",
     "shared/protocol/inputs.py",
+    "shared/sightlines.py",
 )
 _ROOT = Path(__file__).resolve().parents[2]
 
@@ -122,8 +125,8 @@ def warm_group(group: str) -> int:
     from server.sim import deltas, inputs
     from server.sim.hitreg import make_validator
     from server.sim.input_frames import decode_input_frames, split_read
-    from shared import movement
-    from shared.protocol import baselines
+    from shared import movement, sightlines
+    from shared.protocol import baselines, between
 
     with counting_compiles() as count:
         if group in ("hitscan", "projectiles"):
@@ -140,6 +143,8 @@ def warm_group(group: str) -> int:
             deltas.warm_up()
         elif group == "decoder":
             baselines.warm_up()
+            between.warm_up()
+            sightlines.warm_up()
         else:
             raise ValueError(f"unknown kernel group {group!r}; known: {', '.join(GROUPS)}")
     return count[0]

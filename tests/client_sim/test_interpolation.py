@@ -224,3 +224,50 @@ def test_a_snapshot_with_nobody_in_it_shows_nobody() -> None:
     assert bracket is not None
     [(members, ids, feet, alive)] = views([bracket])
     assert members == [0] and ids.shape == (0,) and feet.shape == (1, 0, 3) and alive.shape == (0,)
+
+
+def reference_view(
+    before: np.ndarray, after: np.ndarray, weight: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The view kernel's spec in NumPy: (ids, feet, alive) of the players in both
+    snapshots, moved ``weight`` of the way from ``before`` to ``after``."""
+    ids = before["id"].astype(np.int64)
+    both = np.isin(ids, after["id"])
+    index = np.searchsorted(after["id"], ids[both])
+    start = np.column_stack([before[axis][both] for axis in "xyz"]).astype(np.float64)
+    end = np.column_stack([after[axis][index] for axis in "xyz"]).astype(np.float64)
+    alive = (before["flags"][both] & 1 != 0) & (after["flags"][index] & 1 != 0)
+    return ids[both], start + (end - start) * weight, alive
+
+
+@given(
+    before_ids=st.sets(st.integers(0, 40), max_size=20),
+    after_ids=st.sets(st.integers(0, 40), max_size=20),
+    weight=st.floats(0.0, 1.0),
+    seed=st.integers(0, 2**16),
+)
+def test_the_view_kernel_is_the_numpy_reference_bit_for_bit(
+    before_ids: set[int], after_ids: set[int], weight: float, seed: int
+) -> None:
+    """Interest management sends each bot its own players: the two snapshots around a
+    render time often hold different ones, and only those in both are drawn."""
+    rng = np.random.default_rng(seed)
+
+    def random_records(ids: set[int]) -> np.ndarray:
+        n = len(ids)
+        alive = (rng.random(n) < 0.8).tolist()
+        return records(sorted(ids), rng.uniform(-500, 500, (n, 3)).tolist(), alive)
+
+    before, after = random_records(before_ids), random_records(after_ids)
+    buf = buffer((2.0, before), (3.0, after))
+    view = buf.view(2.0 + weight)
+    assert view is not None
+    weight = (2.0 + weight) - 2.0  # (the weight the buffer finds between 2 and 3 s)
+    if weight in (0.0, 1.0):  # (a snapshot's own time: that snapshot, exactly)
+        shown = before if weight == 0.0 else after
+        ids, feet, alive = reference_view(shown, shown, 0.0)
+    else:
+        ids, feet, alive = reference_view(before, after, weight)
+    assert view.ids.dtype == np.int64 and view.positions.flags.c_contiguous
+    assert np.array_equal(view.ids, ids) and np.array_equal(view.alive, alive)
+    assert np.array_equal(view.positions, feet)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from client_sim.brain import Brain
 from client_sim.marksman import fly_projectile
-from client_sim.sight import first_hit, segments_within_reach, sight_blocked
+from client_sim.sight import first_hit, segments_within_reach
 from shared.arena_map import default_map
 from shared.hitbox import (
     BOUNDING_SPHERE_CENTRE,
@@ -26,6 +26,7 @@ from shared.hitbox import (
     ray_hitbox_entries,
     ray_world_entry,
 )
+from shared.sightlines import sight_blocked
 from shared.weapons import LAUNCHER
 from tests.client_sim.glances import perceive
 
@@ -68,6 +69,51 @@ def test_sight_blocked_agrees_with_the_shared_world_ray_test(
                 starts[k : k + 1], ends[k : k + 1], ARENA.box_min + 1e-9, ARENA.box_max - 1e-9
             )[0]
             assert grown != shrunk, (starts[k], ends[k])
+
+
+def reference_sight_blocked(
+    starts: np.ndarray, ends: np.ndarray, box_min: np.ndarray, box_max: np.ndarray
+) -> np.ndarray:
+    """The sight-line kernel's spec in NumPy: the slab method for all segments against
+    all boxes at once, over each segment's own parameter ``t`` in [0, 1]."""
+    box_min = np.asarray(box_min, dtype=np.float64).reshape(-1, 3)
+    box_max = np.asarray(box_max, dtype=np.float64).reshape(-1, 3)
+    if not len(starts) or not len(box_min):
+        return np.zeros(len(starts), dtype=bool)
+    start = starts[:, None, :]
+    span = (ends - starts)[:, None, :]
+    flat = span == 0.0  # parallel to a slab: inside it for every t, or never
+    safe = np.where(flat, 1.0, span)
+    t1 = (box_min - start) / safe
+    t2 = (box_max - start) / safe
+    inside = (start >= box_min) & (start <= box_max)
+    enter = np.where(flat, np.where(inside, -np.inf, np.inf), np.minimum(t1, t2))
+    leave = np.where(flat, np.where(inside, np.inf, -np.inf), np.maximum(t1, t2))
+    entry = np.maximum(enter.max(axis=2), 0.0)
+    exit_ = np.minimum(leave.min(axis=2), 1.0)
+    blocked = ((entry <= exit_) & (entry < 1.0)).any(axis=1)
+    return blocked & (ends != starts).any(axis=1)  # a point sees itself
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(point(), point()), min_size=0, max_size=20),
+    st.sampled_from(["map", "axis-aligned"]),
+)
+def test_the_sight_kernel_is_the_numpy_reference(
+    segments: list[tuple[tuple[float, ...], tuple[float, ...]]], scene: str
+) -> None:
+    """Bit for bit, grazes and segments parallel to a slab included (the second scene's
+    segments run along box faces)."""
+    starts = np.array([s for s, _ in segments]).reshape(-1, 3)
+    ends = np.array([e for _, e in segments]).reshape(-1, 3)
+    if scene == "axis-aligned":
+        ends[:, 1:] = starts[:, 1:]  # along x only: two slabs are parallel
+        starts[:, 1] = ends[:, 1] = np.round(starts[:, 1])  # on whole-metre faces
+    assert np.array_equal(
+        sight_blocked(starts, ends, ARENA.box_min, ARENA.box_max),
+        reference_sight_blocked(starts, ends, ARENA.box_min, ARENA.box_max),
+    )
 
 
 def test_sight_blocked_cases() -> None:

@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from client_sim import swarm
 from server.net import warmup
 from server.net.warmup import GROUPS, WarmUpError, in_daemon_thread, warm_up_kernels
 from server.sim.hitreg import make_validator
-from shared.protocol import baselines
+from shared import sightlines
+from shared.protocol import baselines, between
 
 
 @pytest.fixture
@@ -78,14 +80,18 @@ async def test_one_core_compiles_in_process_without_workers(stamp_folder: Path) 
     assert not warmup.stamp_path().exists()
 
 
-def test_the_bots_decoder_is_a_group_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Filled with the node's groups, so a swarm on this machine loads it: compiled on the
-    first swarm's event loop, it held an in-process node's ticks for 10 s in a fresh clone."""
-    ran = []
-    monkeypatch.setattr(baselines, "warm_up", lambda: ran.append("decoder"))
+def test_the_bots_kernels_are_a_group_of_their_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Filled with the node's groups, so a swarm on this machine loads them: compiled on
+    the first swarm's event loop, the decoder held an in-process node's ticks for 10 s in a
+    fresh clone. The group warms exactly what a swarm loads before its bots connect."""
+    ran: list[str] = []
+    for module, name in ((baselines, "decoder"), (between, "view"), (sightlines, "sight")):
+        monkeypatch.setattr(module, "warm_up", lambda name=name: ran.append(name))
     assert GROUPS[0] == "decoder"  # (the longest: it goes first)
     warmup.warm_group("decoder")
-    assert ran == ["decoder"]
+    filled, ran[:] = list(ran), []
+    swarm.warm_up_kernels()
+    assert filled == ran == ["decoder", "view", "sight"]
 
 
 def test_a_second_checkout_has_a_stamp_of_its_own(
