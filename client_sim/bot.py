@@ -235,7 +235,7 @@ class Bot:
         connection = self._connections.get(packet[0])
         # A packet for a connection that is gone is lost with it, like data in flight.
         if connection is not None and connection.ws.send_many(packet[1]):
-            self.bytes_up += sum(len(frame) for frame in packet[1])
+            self.bytes_up += sum(map(len, packet[1]))
 
     def _arrived(self, connection_id: int, data: bytes) -> None:
         """A frame came off the socket: it reaches the bot when the down line releases it."""

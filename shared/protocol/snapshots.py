@@ -298,7 +298,8 @@ class ServerFrameDecoder:
         cached = self._bodies.get(key)
         known = self._events
         events = [known.get(event) for event in packed]
-        if cached is None or cached[0] != body or None in events:
+        # (all(): events are never false, and ``None in`` would call each one's __eq__.)
+        if cached is None or cached[0] != body or not all(events):
             message = decode_server(data)
             if (
                 type(message) is SnapshotMessage
