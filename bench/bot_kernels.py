@@ -1,0 +1,181 @@
+"""What the bots' view and sight-line kernels save against the NumPy they replaced, as JSON.
+
+Every bot draws what lies between two snapshots at each look (10 a second) and each shot,
+and tests its sight lines against the map's boxes when it looks around and weighs cover.
+With interest management the two snapshots around a render time often hold different
+players, so each view matched them with a dozen small NumPy operations; the sight lines
+built ``(lines, boxes, 3)`` arrays a dozen times over. Both are kernels now
+(:mod:`shared.protocol.between`, :mod:`shared.sightlines`), checked bit for bit against
+those NumPy versions, which the tests keep as their reference; this bench times the two
+side by side, in alternation (``bench/interleaved.py``), on the shapes a 300-bot swarm
+sees: 52 players a snapshot (3 of them swapped between the two), 150 sight lines against
+the default map's boxes, and one perception pass of 50 bots over 200 players.
+
+    python bench/bot_kernels.py [--rounds 7] [--min-seconds 0.2] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.interleaved import interleave, median_timing
+from client_sim import brain as brain_module
+from client_sim.brain import Brain
+from shared.arena_map import default_map
+from shared.commandline import OneLineParser
+from shared.protocol import ENTITY_DTYPE
+from shared.protocol.between import players_between
+from shared.protocol.between import warm_up as warm_between
+from shared.sightlines import sight_blocked
+from shared.sightlines import warm_up as warm_sight
+from tests.client_sim.test_interpolation import reference_view
+from tests.client_sim.test_sight import reference_sight_blocked
+
+PLAYERS_SHOWN = 52  # players a bot is sent a snapshot at 300 bots (bench/server_load.py)
+SWAPPED = 3  # of them, not in the next snapshot
+SIGHT_LINES = 150  # 50 lookers a tick, 3 glances each
+LOOKERS, PLAYERS = 50, 200
+
+
+def snapshot_pair(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Two snapshots' records around a render time, a few players swapped between them."""
+    arena = default_map()
+
+    def records(ids: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(ids), dtype=ENTITY_DTYPE)
+        out["id"] = ids
+        for axis, name in enumerate("xy"):
+            out[name] = rng.uniform(arena.bounds_min[axis], arena.bounds_max[axis], len(ids))
+        out["flags"] = 1
+        return out
+
+    before = np.sort(rng.choice(300, PLAYERS_SHOWN, replace=False))
+    others = np.setdiff1d(np.arange(300), before)
+    after = np.sort(np.concatenate([before[:-SWAPPED], rng.choice(others, SWAPPED, replace=False)]))
+    return records(before), records(after)
+
+
+def perception(rng: np.random.Generator, sight: Callable[..., np.ndarray]) -> Callable[[], None]:
+    """One perception pass of ``LOOKERS`` bots over ``PLAYERS`` players, its sight lines
+    tested by ``sight``."""
+    arena = default_map()
+    brain = Brain(300, arena, rng)
+    lo, hi = arena.bounds_min, arena.bounds_max
+
+    def points(n: int) -> np.ndarray:
+        return np.column_stack(
+            [rng.uniform(lo[0], hi[0], n), rng.uniform(lo[1], hi[1], n), np.zeros(n)]
+        )
+
+    bots = np.arange(LOOKERS) * 6
+    own = points(LOOKERS)
+    feet = np.stack([points(PLAYERS)] * LOOKERS)
+    ids = np.arange(PLAYERS)
+    visible = rng.random((LOOKERS, PLAYERS)) < 0.3
+
+    def look() -> None:
+        brain_module.sight_blocked = sight
+        try:
+            brain.perceive_group(bots, own, feet, ids, visible, 1.0)
+        finally:
+            brain_module.sight_blocked = sight_blocked
+
+    return look
+
+
+def run(rounds: int, min_seconds: float) -> dict[str, Any]:
+    rng = np.random.default_rng(7)
+    warm_between()
+    warm_sight()
+    arena = default_map()
+    before, after = snapshot_pair(rng)
+    weight = np.array([0.4])
+    lines = SIGHT_LINES
+    starts = np.column_stack(
+        [rng.uniform(arena.bounds_min[0], arena.bounds_max[0], lines),
+         rng.uniform(arena.bounds_min[1], arena.bounds_max[1], lines), np.full(lines, 1.6)]
+    )  # fmt: skip
+    ends = np.column_stack(
+        [rng.uniform(arena.bounds_min[0], arena.bounds_max[0], lines),
+         rng.uniform(arena.bounds_min[1], arena.bounds_max[1], lines), np.full(lines, 1.2)]
+    )  # fmt: skip
+    boxes = (arena.box_min, arena.box_max)
+    kernel_view = players_between(before, after, weight)
+    numpy_view = reference_view(before, after, 0.4)
+    assert np.array_equal(kernel_view[1][0], numpy_view[1])  # (the same answer, timed)
+    assert np.array_equal(sight_blocked(starts, ends, *boxes),
+                          reference_sight_blocked(starts, ends, *boxes))  # fmt: skip
+    samples = interleave(
+        [
+            lambda: reference_view(before, after, 0.4),
+            lambda: players_between(before, after, weight),
+            lambda: reference_sight_blocked(starts, ends, *boxes),
+            lambda: sight_blocked(starts, ends, *boxes),
+            perception(np.random.default_rng(8), reference_sight_blocked),
+            perception(np.random.default_rng(8), sight_blocked),
+        ],
+        rounds,
+        min_seconds,
+    )
+    view_numpy, view_kernel, sight_numpy, sight_kernel, perceive_numpy, perceive = (
+        median_timing(s).cpu_seconds * 1e6 for s in samples
+    )
+    return {
+        "bench": "bot_kernels",
+        "rounds": rounds,
+        "machine": {"cpus": os.cpu_count(), "loadavg_1m": round(os.getloadavg()[0], 2)},
+        "view": {
+            "players_shown": PLAYERS_SHOWN,
+            "swapped": SWAPPED,
+            "numpy_us": round(view_numpy, 2),
+            "kernel_us": round(view_kernel, 2),
+            "speedup": round(view_numpy / view_kernel, 1),
+        },
+        "sight_lines": {
+            "lines": SIGHT_LINES,
+            "boxes": len(arena.box_min),
+            "numpy_us": round(sight_numpy, 1),
+            "kernel_us": round(sight_kernel, 1),
+            "speedup": round(sight_numpy / sight_kernel, 1),
+        },
+        "perception_pass": {
+            "lookers": LOOKERS,
+            "players": PLAYERS,
+            "numpy_sight_us": round(perceive_numpy, 1),
+            "kernel_sight_us": round(perceive, 1),
+            "speedup": round(perceive_numpy / perceive, 1),
+        },
+    }
+
+
+def main() -> int:
+    parser = OneLineParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7, help="alternations (default 7)")
+    parser.add_argument(
+        "--min-seconds", type=float, default=0.2, help="each timing's span (default 0.2)"
+    )
+    parser.add_argument("--json", type=Path, help="also write the JSON here")
+    args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    if not args.min_seconds > 0:
+        parser.error("--min-seconds must be above 0")
+    result = run(args.rounds, args.min_seconds)
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.json is not None:
+        args.json.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
