@@ -46,6 +46,15 @@ SIGHT_LINES = 150  # 50 lookers a tick, 3 glances each
 LOOKERS, PLAYERS = 50, 200
 
 
+def random_points(rng: np.random.Generator, n: int, height: float) -> np.ndarray:
+    """``n`` points spread over the default map, ``height`` above the floor."""
+    arena = default_map()
+    lo, hi = arena.bounds_min, arena.bounds_max
+    return np.column_stack(
+        [rng.uniform(lo[0], hi[0], n), rng.uniform(lo[1], hi[1], n), np.full(n, height)]
+    )
+
+
 def snapshot_pair(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Two snapshots' records around a render time, a few players swapped between them."""
     arena = default_map()
@@ -67,18 +76,10 @@ def snapshot_pair(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
 def perception(rng: np.random.Generator, sight: Callable[..., np.ndarray]) -> Callable[[], None]:
     """One perception pass of ``LOOKERS`` bots over ``PLAYERS`` players, its sight lines
     tested by ``sight``."""
-    arena = default_map()
-    brain = Brain(300, arena, rng)
-    lo, hi = arena.bounds_min, arena.bounds_max
-
-    def points(n: int) -> np.ndarray:
-        return np.column_stack(
-            [rng.uniform(lo[0], hi[0], n), rng.uniform(lo[1], hi[1], n), np.zeros(n)]
-        )
-
+    brain = Brain(300, default_map(), rng)
     bots = np.arange(LOOKERS) * 6
-    own = points(LOOKERS)
-    feet = np.stack([points(PLAYERS)] * LOOKERS)
+    own = random_points(rng, LOOKERS, 0.0)
+    feet = np.stack([random_points(rng, PLAYERS, 0.0)] * LOOKERS)
     ids = np.arange(PLAYERS)
     visible = rng.random((LOOKERS, PLAYERS)) < 0.3
 
@@ -99,15 +100,8 @@ def run(rounds: int, min_seconds: float) -> dict[str, Any]:
     arena = default_map()
     before, after = snapshot_pair(rng)
     weight = np.array([0.4])
-    lines = SIGHT_LINES
-    starts = np.column_stack(
-        [rng.uniform(arena.bounds_min[0], arena.bounds_max[0], lines),
-         rng.uniform(arena.bounds_min[1], arena.bounds_max[1], lines), np.full(lines, 1.6)]
-    )  # fmt: skip
-    ends = np.column_stack(
-        [rng.uniform(arena.bounds_min[0], arena.bounds_max[0], lines),
-         rng.uniform(arena.bounds_min[1], arena.bounds_max[1], lines), np.full(lines, 1.2)]
-    )  # fmt: skip
+    starts = random_points(rng, SIGHT_LINES, 1.6)  # eyes
+    ends = random_points(rng, SIGHT_LINES, 1.2)  # chests
     boxes = (arena.box_min, arena.box_max)
     kernel_view = players_between(before, after, weight)
     numpy_view = reference_view(before, after, 0.4)
