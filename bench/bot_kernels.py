@@ -1,15 +1,17 @@
-"""What the bots' view and sight-line kernels save against the NumPy they replaced, as JSON.
+"""What the bots' view, sight-line and shot kernels save against the NumPy they replaced, as JSON.
 
 Every bot draws what lies between two snapshots at each look (10 a second) and each shot,
 and tests its sight lines against the map's boxes when it looks around and weighs cover.
 With interest management the two snapshots around a render time often hold different
 players, so each view matched them with a dozen small NumPy operations; the sight lines
-built ``(lines, boxes, 3)`` arrays a dozen times over. Both are kernels now
-(:mod:`shared.protocol.between`, :mod:`shared.sightlines`), checked bit for bit against
-those NumPy versions, which the tests keep as their reference; this bench times the two
-side by side, in alternation (``bench/interleaved.py``), on the shapes a 300-bot swarm
-sees: 52 players a snapshot (3 of them swapped between the two), 150 sight lines against
-the default map's boxes, and one perception pass of 50 bots over 200 players.
+built ``(lines, boxes, 3)`` arrays a dozen times over; each shot's own verdict ran the
+shared NumPy ray test on the players within reach. All three are kernels now
+(:mod:`shared.protocol.between`, :mod:`shared.sightlines`, :mod:`shared.rayhits`), checked
+against those NumPy versions, which stay the references; this bench times them side by
+side, in alternation (``bench/interleaved.py``), on the shapes a 300-bot swarm sees: 52
+players a snapshot (3 of them swapped between the two), 150 sight lines against the
+default map's boxes, one perception pass of 50 bots over 200 players, and one rifle shot
+at one of 52 players.
 
     python bench/bot_kernels.py [--rounds 7] [--min-seconds 0.2] [--json PATH]
 """
@@ -30,13 +32,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.interleaved import interleave, median_timing
 from client_sim import brain as brain_module
 from client_sim.brain import Brain
+from client_sim.sight import segments_within_reach
 from shared.arena_map import default_map
 from shared.commandline import OneLineParser
+from shared.hitbox import RayHit, ray_hit_player
 from shared.protocol import ENTITY_DTYPE
 from shared.protocol.between import players_between
 from shared.protocol.between import warm_up as warm_between
+from shared.rayhits import first_hit
+from shared.rayhits import warm_up as warm_shots
 from shared.sightlines import sight_blocked
 from shared.sightlines import warm_up as warm_sight
+from shared.weapons import RIFLE
 from tests.client_sim.test_interpolation import reference_view
 from tests.client_sim.test_sight import reference_sight_blocked
 
@@ -93,10 +100,36 @@ def perception(rng: np.random.Generator, sight: Callable[..., np.ndarray]) -> Ca
     return look
 
 
+def numpy_shot(
+    eye: np.ndarray,
+    aim: np.ndarray,
+    reach: float,
+    feet: np.ndarray,
+    present: np.ndarray,
+    boxes: tuple[np.ndarray, np.ndarray],
+) -> RayHit:
+    """A shot's verdict as the bots reached it before the kernel: the shared NumPy ray test
+    on the present players within reach of the segment."""
+    within = segments_within_reach(eye[None], aim[None], np.array([reach]), feet)[0]
+    near = np.flatnonzero(present & within)
+    hit = ray_hit_player(eye, aim, reach, feet[near], *boxes)
+    return hit._replace(victim=int(near[hit.victim])) if hit.victim >= 0 else hit
+
+
+def a_shot(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A rifle shot from one player's eye at another's chest, ``PLAYERS_SHOWN`` around:
+    (eye, unit aim, the players' feet)."""
+    feet = random_points(rng, PLAYERS_SHOWN, 0.0)
+    eye, chest = feet[0] + (0.0, 0.0, 1.6), feet[1] + (0.0, 0.0, 1.2)
+    aim = (chest - eye) / np.linalg.norm(chest - eye)
+    return eye, aim, feet
+
+
 def run(rounds: int, min_seconds: float) -> dict[str, Any]:
     rng = np.random.default_rng(7)
     warm_between()
     warm_sight()
+    warm_shots()
     arena = default_map()
     before, after = snapshot_pair(rng)
     weight = np.array([0.4])
@@ -108,6 +141,10 @@ def run(rounds: int, min_seconds: float) -> dict[str, Any]:
     assert np.array_equal(kernel_view[1][0], numpy_view[1])  # (the same answer, timed)
     assert np.array_equal(sight_blocked(starts, ends, *boxes),
                           reference_sight_blocked(starts, ends, *boxes))  # fmt: skip
+    eye, aim, feet = a_shot(rng)
+    others = np.arange(PLAYERS_SHOWN) > 0  # (not the shooter)
+    shot = (eye, aim, RIFLE.max_range, feet, others, *boxes)
+    assert first_hit(*shot) == numpy_shot(*shot[:5], boxes)
     samples = interleave(
         [
             lambda: reference_view(before, after, 0.4),
@@ -116,13 +153,16 @@ def run(rounds: int, min_seconds: float) -> dict[str, Any]:
             lambda: sight_blocked(starts, ends, *boxes),
             perception(np.random.default_rng(8), reference_sight_blocked),
             perception(np.random.default_rng(8), sight_blocked),
+            lambda: numpy_shot(*shot[:5], boxes),
+            lambda: first_hit(*shot),
         ],
         rounds,
         min_seconds,
     )
-    view_numpy, view_kernel, sight_numpy, sight_kernel, perceive_numpy, perceive = (
-        median_timing(s).cpu_seconds * 1e6 for s in samples
-    )
+    (
+        view_numpy, view_kernel, sight_numpy, sight_kernel, perceive_numpy, perceive,
+        shot_numpy, shot_kernel,
+    ) = (median_timing(s).cpu_seconds * 1e6 for s in samples)  # fmt: skip
     return {
         "bench": "bot_kernels",
         "rounds": rounds,
@@ -147,6 +187,13 @@ def run(rounds: int, min_seconds: float) -> dict[str, Any]:
             "numpy_sight_us": round(perceive_numpy, 1),
             "kernel_sight_us": round(perceive, 1),
             "speedup": round(perceive_numpy / perceive, 1),
+        },
+        "shot": {
+            "players": PLAYERS_SHOWN,
+            "boxes": len(arena.box_min),
+            "numpy_us": round(shot_numpy, 2),
+            "kernel_us": round(shot_kernel, 2),
+            "speedup": round(shot_numpy / shot_kernel, 1),
         },
     }
 

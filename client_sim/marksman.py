@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from client_sim.sight import first_hit, segments_within_reach
+from client_sim.sight import segments_within_reach
 from shared.arena_map import ArenaMap
-from shared.hitbox import HIT_PLAYER, HITBOX_MIN_RADIUS, ray_hit_player
+from shared.hitbox import HIT_NONE, HIT_PLAYER, HITBOX_MIN_RADIUS
 from shared.protocol import ENTITY_FLAG_ALIVE
+from shared.rayhits import first_hit
 from shared.sightlines import sight_blocked
 from shared.weapons import EYE_HEIGHT, LAUNCHER, RIFLE, Weapon, aim_direction
 
@@ -119,7 +120,10 @@ def hitscan_verdict(
     arena: ArenaMap,
 ) -> tuple[int, int]:
     """The shooter's own verdict: (victim player id or -1, hitbox id) on what it renders."""
-    hit = first_hit(eye, aim_direction(yaw, pitch), RIFLE.max_range, positions, present, arena)
+    hit = first_hit(
+        eye, aim_direction(yaw, pitch), RIFLE.max_range, positions, present,
+        arena.box_min, arena.box_max,
+    )  # fmt: skip
     if hit.kind != HIT_PLAYER:
         return -1, 0
     return int(ids[hit.victim]), int(hit.hitbox)
@@ -170,7 +174,7 @@ def fly_projectile(
     candidates in them. Between frames players are interpolated, as the bot renders them;
     sub-steps are no longer than the smallest hitbox radius, so nothing tunnels.
 
-    The exact test (:func:`~shared.hitbox.ray_hit_player`) runs, in flight order, only on
+    The exact test (:func:`~shared.rayhits.first_hit`) runs, in flight order, only on
     the sub-steps that may hit something: a candidate within reach, or a (slightly padded)
     box or the floor. The first of those that hits decides, as if every step were tested.
     """
@@ -195,18 +199,13 @@ def fly_projectile(
     world = sight_blocked(begin, begin + segment, arena.box_min - pad, arena.box_max + pad)
     world |= np.minimum(begin[:, 2], begin[:, 2] + segment[:, 2]) <= pad  # the floor
     for s in np.flatnonzero(near.any(axis=1) | world).tolist():
-        hit = ray_hit_player(
-            begin[s],
-            direction[s],
-            float(length[s]),
-            rendered[s],
-            arena.box_min,
-            arena.box_max,
-            present[s],
-        )
+        hit = first_hit(
+            begin[s], direction[s], float(length[s]), rendered[s], present[s],
+            arena.box_min, arena.box_max,
+        )  # fmt: skip
         if hit.kind == HIT_PLAYER:
             return int(hit.victim), int(hit.hitbox)
-        if hit.kind != 0:
+        if hit.kind != HIT_NONE:
             return -1, 0
     return -1, 0
 

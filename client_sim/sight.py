@@ -1,26 +1,17 @@
-"""Line-of-sight and shot tests on what a bot renders, for many rays at once.
-
-The bots' own verdicts must come from the shared hitbox model (:mod:`shared.hitbox`), so
-that client and server are judged by one definition. What this module adds is speed
-without changing an answer: players a ray cannot reach are dropped before the exact test
-(the same padded bounding sphere as the server kernel's early-out). Sight lines against
-the map's boxes are :func:`shared.sightlines.sight_blocked`, a kernel.
+"""Which players the segments of a bot's projectile flight may touch, for many segments at
+once: the exact test (:func:`shared.rayhits.first_hit`) then runs only on the sub-steps
+that may hit someone. The padded bounding sphere is the server kernel's early-out, so a
+player dropped here is never hit. Sight lines against the map's boxes are
+:func:`shared.sightlines.sight_blocked`, a kernel.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from shared.arena_map import ArenaMap
-from shared.hitbox import (
-    BOUNDING_SPHERE_CENTRE,
-    BOUNDING_SPHERE_RADIUS,
-    HIT_PLAYER,
-    RayHit,
-    ray_hit_player,
-)
+from shared.hitbox import BOUNDING_SPHERE_CENTRE, BOUNDING_SPHERE_RADIUS
 
-__all__ = ["first_hit", "segments_within_reach"]
+__all__ = ["segments_within_reach"]
 
 #: The bounding sphere, padded as the server kernel pads it: beyond it no hitbox is touched.
 REACH = BOUNDING_SPHERE_RADIUS + 1e-3
@@ -38,23 +29,3 @@ def segments_within_reach(
     along = np.clip(along, 0.0, lengths[:, None])
     gap = relative - along[:, :, None] * directions[:, None, :]
     return np.einsum("spk,spk->sp", gap, gap) <= REACH * REACH
-
-
-def first_hit(
-    origin: np.ndarray,
-    direction: np.ndarray,
-    length: float,
-    feet: np.ndarray,
-    present: np.ndarray,
-    arena: ArenaMap,
-) -> RayHit:
-    """:func:`shared.hitbox.ray_hit_player` (unit ``direction``), with the exact hitbox
-    test run only on the present players within reach: the same answer, victim included
-    (candidates keep their order, so ties still go to the lower slot)."""
-    near = np.flatnonzero(
-        present & segments_within_reach(origin[None], direction[None], np.array([length]), feet)[0]
-    )
-    hit = ray_hit_player(origin, direction, length, feet[near], arena.box_min, arena.box_max)
-    if hit.kind == HIT_PLAYER:
-        return hit._replace(victim=int(near[hit.victim]))
-    return hit

@@ -35,7 +35,7 @@ from client_sim.report_series import Sample
 from client_sim.routing import Route
 from client_sim.shooting import ShotSummary, SwarmShooting
 from client_sim.websocket import TlsTrust
-from shared import eventloop, protocol, sightlines
+from shared import eventloop, protocol, rayhits, sightlines
 from shared.arena_map import ArenaMap, default_map
 from shared.protocol import baselines, between
 from shared.timestep import TickSchedule, run_tick_loop
@@ -655,11 +655,13 @@ def collector_aside() -> Iterator[None]:
 
 
 def warm_up_kernels() -> None:
-    """Load (or compile once) the bots' kernels, the snapshot decoder's, the view's and the
-    sight lines', before any bot connects: a compile would stall every bot of the process."""
+    """Load (or compile once) the bots' kernels, the snapshot decoder's, the view's, the
+    sight lines' and the shots', before any bot connects: a compile would stall every bot
+    of the process."""
     baselines.warm_up()
     between.warm_up()
     sightlines.warm_up()
+    rayhits.warm_up()
 
 
 def inputs_per_packet(tick_rate: int, input_rate: float) -> int:

@@ -17,7 +17,7 @@ after the node said it was listening it made the first players wait. So:
 * a stamp file records that the cache holds every kernel of these sources, numba and
   Python, at this checkout's path; without it the workers run (when it lies, the node
   still compiles what it lacks);
-* the bots' snapshot decoder (with their view and sight-line kernels) is a group too,
+* the bots' snapshot decoder (with their view, sight-line and shot kernels) is a group too,
   though the node never runs it: a swarm on this machine then loads it, where compiling
   it blocked the swarm's event loop (and an in-process node's, in the tests) for about
   10 s of CPU.
@@ -73,6 +73,7 @@ _SOURCES = (
     "shared/protocol/deltas.py",
     "shared/protocol/fields.py",
     "shared/protocol/inputs.py",
+    "shared/rayhits.py",
     "shared/sightlines.py",
 )
 _ROOT = Path(__file__).resolve().parents[2]
@@ -125,7 +126,7 @@ def warm_group(group: str) -> int:
     from server.sim import deltas, inputs
     from server.sim.hitreg import make_validator
     from server.sim.input_frames import decode_input_frames, split_read
-    from shared import movement, sightlines
+    from shared import movement, rayhits, sightlines
     from shared.protocol import baselines, between
 
     with counting_compiles() as count:
@@ -145,6 +146,7 @@ def warm_group(group: str) -> int:
             baselines.warm_up()
             between.warm_up()
             sightlines.warm_up()
+            rayhits.warm_up()
         else:
             raise ValueError(f"unknown kernel group {group!r}; known: {', '.join(GROUPS)}")
     return count[0]

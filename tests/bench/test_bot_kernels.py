@@ -22,7 +22,7 @@ def test_a_short_run_reports_each_kernel_beside_its_numpy(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr[-2000:]
     record = json.loads(report.read_text())
     assert json.loads(done.stdout) == record
-    for part in ("view", "sight_lines"):
+    for part in ("view", "sight_lines", "shot"):
         assert record[part]["numpy_us"] > 0 and record[part]["kernel_us"] > 0
     assert record["perception_pass"]["kernel_sight_us"] > 0
 
