@@ -12,6 +12,7 @@ acknowledged snapshot (:mod:`shared.protocol.deltas`), then that body
 from __future__ import annotations
 
 import math
+import operator
 import struct
 from collections.abc import Sequence
 
@@ -108,7 +109,6 @@ _HEADER_PAIRS = 5  # ack, you, base, entities, events
 _MAP_HEADER = bytes([0x80 | (_BODY_PAIRS + _HEADER_PAIRS)])  # msgpack fixmap of 10 pairs
 _ACK_KEY = msgpack.packb("ack")
 _YOU_KEY_AND_ARRAY = msgpack.packb("you") + bytes([0x96])  # then a fixarray of 6 floats
-_YOU_FLOATS = struct.Struct(">B d B d B d B d B d B d")  # each float64 tagged 0xcb
 
 
 def encode_snapshot(
@@ -186,7 +186,15 @@ def snapshot_heads(acks: np.ndarray, states: np.ndarray) -> bytes:
 _SNAPSHOT_PREFIX = _MAP_HEADER + _ACK_KEY
 _UINT_TAGS = {0xCC: 1, 0xCD: 2, 0xCE: 4}  # msgpack uint 8/16/32: the ack's encodings
 _BODY_KEY_BYTES = 48  # enough of a body to hold its tick, server time and epoch
-_FLOAT64_TAGS = (0xCB,) * 6
+#: A head's fixed part after its ack, read with one unpack: ``you`` (six float64s, each
+#: tagged 0xcb), then ``base`` (an int64) and the ``entities`` bin32 header. Its keys and
+#: tags (:data:`_layout`) must be :data:`_LAYOUT`.
+_YOU_AND_ENTITIES = struct.Struct(
+    f">{len(_YOU_KEY_AND_ARRAY)}s{'Bd' * 6}{len(_BASE_KEY)}sBq{len(_ENTITIES_KEY)}sBI"
+)
+_layout = operator.itemgetter(0, 1, 3, 5, 7, 9, 11, 13, 14, 16, 17)
+_LAYOUT = (_YOU_KEY_AND_ARRAY, *(0xCB,) * 6, _BASE_KEY, 0xD3, _ENTITIES_KEY, 0xC6)
+_EVENTS_HEAD = struct.Struct(f">{len(_EVENTS_KEY)}sBI")  # the key and an array32 header
 
 
 _MAX_EVENTS = 4096  # as decode_server's longest array
@@ -219,35 +227,22 @@ def _snapshot_head(
             ack, pos = int.from_bytes(data[pos + 1 : pos + 1 + size], "big"), pos + 1 + size
         else:
             return None
-        if not data.startswith(_YOU_KEY_AND_ARRAY, pos):
-            return None
-        pos += len(_YOU_KEY_AND_ARRAY)
-        fields = _YOU_FLOATS.unpack_from(data, pos)
-        you = fields[1::2]
+        fields = _YOU_AND_ENTITIES.unpack_from(data, pos)
+        you = fields[2:13:2]
         # (min and max can miss a NaN; the sum cannot.)
-        if fields[0::2] != _FLOAT64_TAGS or not (
+        if _layout(fields) != _LAYOUT or not (
             -1e9 <= min(you) and max(you) <= 1e9 and math.isfinite(sum(you))
         ):
             return None
-        pos += _YOU_FLOATS.size
-        base_key, base_tag, base, entities_key, bin_tag, size = _ENTITIES_PART.unpack_from(
-            data, pos
-        )
+        base, size = fields[15], fields[18]
+        start = pos + _YOU_AND_ENTITIES.size
+        end = start + size
+        events_key, array_tag, count = _EVENTS_HEAD.unpack_from(data, end)
     except (IndexError, struct.error):
         return None
-    if (base_key, base_tag, entities_key, bin_tag) != (_BASE_KEY, 0xD3, _ENTITIES_KEY, 0xC6):
+    if not -1 <= base <= MAX_TICK or events_key != _EVENTS_KEY or array_tag != 0xDD:
         return None
-    if not -1 <= base <= MAX_TICK:
-        return None
-    start = pos + _ENTITIES_PART.size
-    end = start + size
-    if end > len(data) or not data.startswith(_EVENTS_KEY, end):
-        return None
-    at = end + len(_EVENTS_KEY)
-    if data[at : at + 1] != b"\xdd" or len(data) < at + 5:
-        return None
-    (count,) = struct.unpack_from(">I", data, at + 1)
-    at += 5
+    at = end + _EVENTS_HEAD.size
     if count > _MAX_EVENTS:
         return None
     if count == 0:  # (most frames: no event for this client)
