@@ -3,8 +3,9 @@
 Scenes are one match of P players spread at constant density (one player per 100 m^2, so a
 200 m shot crosses a realistic crowd whatever P), walls scattered over the area, 16
 snapshots of history at 60 Hz with players walking, shots from random players in random
-directions with view times within the last 200 ms. Every backend resolves the same shots; the
-CPU results are checked against the reference's before any figure is reported.
+directions with view times within the last 200 ms. Every backend resolves the same shots; its
+results are checked against the reference's before any figure is reported (bit for bit, but
+a real GPU's distances, which may differ in their last bits: within 1e-9).
 
 A "hitbox test" is one (shot, present player, hitbox) triple the narrow phase considered
 (the bounding-sphere early-out counts as testing the player's three hitboxes), so without
@@ -156,6 +157,12 @@ def subset(shots: HitscanShots, n: int) -> HitscanShots:
     )
 
 
+#: On a real GPU a distance may differ from the reference's in its last bits (NVVM contracts
+#: multiply-adds into FMAs; see server/sim/hitreg/cuda.py): compared within this, as the
+#: tests compare them; everything else, and every other backend, bit for bit.
+GPU_DISTANCE_TOLERANCE = 1e-9
+
+
 def require_same_verdicts(
     backend: str,
     got: HitscanResults | ProjectileResults,
@@ -164,7 +171,13 @@ def require_same_verdicts(
 ) -> None:
     """No figure is worth reporting for a backend that disagrees with the specification."""
     for name in fields:
-        if not np.array_equal(getattr(got, name), getattr(expected, name)):
+        have, want = getattr(got, name), getattr(expected, name)
+        if name == "distance" and backend == "cuda" and not simulator_enabled():
+            tolerance = GPU_DISTANCE_TOLERANCE
+            same = np.allclose(have, want, rtol=tolerance, atol=tolerance, equal_nan=True)
+        else:
+            same = np.array_equal(have, want)
+        if not same:
             raise SystemExit(f"{backend} disagrees with the reference on {name}")
 
 
@@ -436,6 +449,7 @@ def main(argv: list[str] | None = None) -> int:
             "cpu_count": os.cpu_count(),
             "numba_threads": numba.get_num_threads(),
             "cuda": "cuda" in backends,
+            "gpu_distance_tolerance": GPU_DISTANCE_TOLERANCE if "cuda" in backends else None,
             "loadavg_at_start": list(loadavg_at_start),
             "loadavg_at_end": list(os.getloadavg()),
         },

@@ -14,8 +14,10 @@ one on the GPU. The simulator runs the Python code itself and matches bit for bi
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -78,11 +80,42 @@ def _load_kernels() -> _CudaKernels:
 
         for function in cpu.DEVICE_FUNCTIONS:
             register_jitable(function)
+        _quiet_small_grids()
     from server.sim.hitreg import _cuda_kernels
 
     return _CudaKernels(
         cuda=cuda, hitscan=_cuda_kernels.hitscan_kernel, projectiles=_cuda_kernels.projectile_kernel
     )
+
+
+#: numba's environment switch for its warning of grids under 128 blocks.
+OCCUPANCY_SWITCH = "NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS"
+
+
+def _occupancy_configs() -> list[ModuleType]:
+    """numba's config modules that hold the low-occupancy switch (numba-cuda's, or older
+    numba's; numba-cuda's is numba's own where both are installed)."""
+    configs: dict[int, ModuleType] = {}
+    for name in ("numba.cuda.core.config", "numba.core.config"):
+        try:
+            config = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(config, "CUDA_LOW_OCCUPANCY_WARNINGS"):
+            configs[id(config)] = config
+    return list(configs.values())
+
+
+def _quiet_small_grids() -> None:
+    """Turn off numba's warning of a grid under 128 blocks, unless the environment asks for
+    it. A tick's shots are few, so a grid of one block is the rule here, not the beginner's
+    mistake the warning is for; on a GPU it fired at every launch (and failed the tests,
+    which make warnings errors). The environment is set too: numba reloads its config
+    from the environment whenever a NUMBA_ variable changed."""
+    if os.environ.setdefault(OCCUPANCY_SWITCH, "0") != "0":
+        return
+    for config in _occupancy_configs():
+        config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
 
 
 def _blocks(n: int) -> int:

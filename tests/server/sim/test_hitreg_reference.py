@@ -7,6 +7,7 @@ and without the broad phase, through the public facade.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -338,6 +339,27 @@ def test_auto_falls_back_to_the_cpu_without_a_gpu():
     assert make_validator("auto").backend == "cpu"
     with pytest.raises(BackendUnavailable, match="backend 'cuda' is unavailable"):
         make_validator("cuda")
+
+
+def test_a_tick_s_small_grid_raises_no_low_occupancy_warning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A tick's few shots launch a grid of one block: numba's warning of grids under 128
+    blocks is switched off, in its config and in the environment it reloads that from,
+    unless the environment asked for it."""
+    from server.sim.hitreg import cuda
+
+    configs = cuda._occupancy_configs()
+    assert configs  # (numba 0.68 has the switch; numba-cuda reads numba's)
+    for config in configs:
+        monkeypatch.setattr(config, "CUDA_LOW_OCCUPANCY_WARNINGS", 1)
+    monkeypatch.setenv(cuda.OCCUPANCY_SWITCH, "1")
+    cuda._quiet_small_grids()
+    assert [config.CUDA_LOW_OCCUPANCY_WARNINGS for config in configs] == [1] * len(configs)
+    monkeypatch.delenv(cuda.OCCUPANCY_SWITCH)
+    cuda._quiet_small_grids()
+    assert [config.CUDA_LOW_OCCUPANCY_WARNINGS for config in configs] == [0] * len(configs)
+    assert os.environ[cuda.OCCUPANCY_SWITCH] == "0"
 
 
 def test_unknown_backend_and_bad_inputs_are_refused_with_one_line():
