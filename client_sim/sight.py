@@ -1,8 +1,7 @@
 """Which players the segments of a bot's projectile flight may touch, for many segments at
 once: the exact test (:func:`shared.rayhits.first_hit`) then runs only on the sub-steps
 that may hit someone. The padded bounding sphere is the server kernel's early-out, so a
-player dropped here is never hit. Sight lines against the map's boxes are
-:func:`shared.sightlines.sight_blocked`, a kernel.
+player dropped here is never hit.
 """
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ def first_hit(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _sphere_entry(ox, oy, oz, dx, dy, dz, dd, max_t, cx, cy, cz, radius):  # type: ignore[no-untyped-def]
+def _sphere_entry(ox, oy, oz, dx, dy, dz, dd, max_t, cx, cy, cz, radius):
     ex = ox - cx
     ey = oy - cy
     ez = oz - cz
@@ -85,7 +85,7 @@ def _sphere_entry(ox, oy, oz, dx, dy, dz, dd, max_t, cx, cy, cz, radius):  # typ
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _cylinder_entry(ox, oy, oz, dx, dy, dz, dxy, max_t, px, py, z_bottom, z_top, radius):  # type: ignore[no-untyped-def]
+def _cylinder_entry(ox, oy, oz, dx, dy, dz, dxy, max_t, px, py, z_bottom, z_top, radius):
     ex = ox - px
     ey = oy - py
     c = ex * ex + ey * ey - radius * radius
@@ -114,7 +114,7 @@ def _cylinder_entry(ox, oy, oz, dx, dy, dz, dxy, max_t, px, py, z_bottom, z_top,
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _world_entry(ox, oy, oz, dx, dy, dz, max_t, box_min, box_max):  # type: ignore[no-untyped-def]
+def _world_entry(ox, oy, oz, dx, dy, dz, max_t, box_min, box_max):
     """Entry into the floor (``z <= 0``) or the nearest box (slab method), or inf."""
     best = math.inf
     if dz < 0.0:
@@ -145,7 +145,7 @@ def _world_entry(ox, oy, oz, dx, dy, dz, max_t, box_min, box_max):  # type: igno
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _first_hit(  # type: ignore[no-untyped-def]
+def _first_hit(
     ox, oy, oz, dx, dy, dz, max_t, feet, present, box_min, box_max,
     bottom, top, radius, centre_height, reach,
 ):  # fmt: skip

@@ -17,7 +17,6 @@ import functools
 import importlib
 import os
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -92,10 +91,10 @@ def _load_kernels() -> _CudaKernels:
 OCCUPANCY_SWITCH = "NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS"
 
 
-def _occupancy_configs() -> list[ModuleType]:
+def _occupancy_configs() -> list[Any]:
     """numba's config modules that hold the low-occupancy switch (numba-cuda's, or older
     numba's; numba-cuda's is numba's own where both are installed)."""
-    configs: dict[int, ModuleType] = {}
+    configs: dict[int, Any] = {}  # (modules, whose switch mypy cannot see)
     for name in ("numba.cuda.core.config", "numba.core.config"):
         try:
             config = importlib.import_module(name)
