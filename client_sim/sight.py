@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from shared.hitbox import BOUNDING_SPHERE_CENTRE, BOUNDING_SPHERE_RADIUS
+from shared.hitbox import BOUNDING_SPHERE_CENTRE
+from shared.rayhits import REACH
 
 __all__ = ["segments_within_reach"]
 
-#: The bounding sphere, padded as the server kernel pads it: beyond it no hitbox is touched.
-REACH = BOUNDING_SPHERE_RADIUS + 1e-3
 _CENTRE = np.array(BOUNDING_SPHERE_CENTRE)
 
 

@@ -35,11 +35,12 @@ from shared.hitbox import (
     hitbox_arrays,
 )
 
-__all__ = ["first_hit", "warm_up"]
+__all__ = ["REACH", "first_hit", "warm_up"]
 
 _BOTTOM, _TOP, _RADIUS = hitbox_arrays()
-#: Beyond this distance from the bounding sphere's centre no hitbox is touched.
-_REACH = BOUNDING_SPHERE_RADIUS + 1e-3
+#: Beyond this distance from the bounding sphere's centre no hitbox is touched (the
+#: sphere padded by a millimetre, as the server kernel pads it).
+REACH = BOUNDING_SPHERE_RADIUS + 1e-3
 _CENTRE_HEIGHT = BOUNDING_SPHERE_CENTRE[2]
 
 
@@ -61,7 +62,7 @@ def first_hit(
         float(max_range),
         np.ascontiguousarray(feet, dtype=np.float64).reshape(-1, 3),
         np.ascontiguousarray(present, dtype=np.bool_),
-        box_min, box_max, _BOTTOM, _TOP, _RADIUS, _CENTRE_HEIGHT, _REACH,
+        box_min, box_max, _BOTTOM, _TOP, _RADIUS, _CENTRE_HEIGHT, REACH,
     )  # fmt: skip
     return RayHit(kind, victim, hitbox, distance)
 

@@ -139,6 +139,7 @@ ENTITIES_PART_BYTES = _ENTITIES_PART.size
 
 
 _EVENTS_KEY = msgpack.packb("events")
+_EVENTS_HEAD = struct.Struct(f">{len(_EVENTS_KEY)}sBI")  # the key and an array32 header
 
 
 def pack_event(event: SnapshotEvent) -> bytes:
@@ -148,7 +149,7 @@ def pack_event(event: SnapshotEvent) -> bytes:
 
 def events_part(packed: Sequence[bytes]) -> bytes:
     """A client's ``events`` pair from events packed by :func:`pack_event` (an array32)."""
-    return _EVENTS_KEY + struct.pack(">BI", 0xDD, len(packed)) + b"".join(packed)
+    return _EVENTS_HEAD.pack(_EVENTS_KEY, 0xDD, len(packed)) + b"".join(packed)
 
 
 def entities_part(base: int, entities: bytes) -> bytes:
@@ -190,11 +191,10 @@ _BODY_KEY_BYTES = 48  # enough of a body to hold its tick, server time and epoch
 #: tagged 0xcb), then ``base`` (an int64) and the ``entities`` bin32 header. Its keys and
 #: tags (:data:`_layout`) must be :data:`_LAYOUT`.
 _YOU_AND_ENTITIES = struct.Struct(
-    f">{len(_YOU_KEY_AND_ARRAY)}s{'Bd' * 6}{len(_BASE_KEY)}sBq{len(_ENTITIES_KEY)}sBI"
+    f">{len(_YOU_KEY_AND_ARRAY)}s{'Bd' * 6}{_ENTITIES_PART.format.removeprefix('>')}"
 )
 _layout = operator.itemgetter(0, 1, 3, 5, 7, 9, 11, 13, 14, 16, 17)
 _LAYOUT = (_YOU_KEY_AND_ARRAY, *(0xCB,) * 6, _BASE_KEY, 0xD3, _ENTITIES_KEY, 0xC6)
-_EVENTS_HEAD = struct.Struct(f">{len(_EVENTS_KEY)}sBI")  # the key and an array32 header
 
 
 _MAX_EVENTS = 4096  # as decode_server's longest array
