@@ -208,6 +208,10 @@ BY_NAME = {attack.name: attack for attack in ATTACKS}
 # -- measuring a window ----------------------------------------------------------------------
 
 
+#: A reading of a node's /metrics: per (sample name, sorted labels), the value.
+Metrics = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
 @dataclass(frozen=True)
 class Sample:
     """What the bench reads at a window's edge: the bots' counters and the node's metrics."""
@@ -218,10 +222,10 @@ class Sample:
     seats_lost: tuple[int, ...]
     playing: tuple[bool, ...]
     bot_ticks: int
-    metrics: dict[tuple[str, tuple[tuple[str, str], ...]], float]
+    metrics: Metrics
 
 
-async def node_metrics(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+async def node_metrics(url: str) -> Metrics:
     async with (
         aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10.0)) as session,
         session.get(base_url(url) + "/metrics") as response,
@@ -248,14 +252,15 @@ async def sample(swarm: Swarm, url: str) -> Sample:
     )
 
 
-def tick_quantile(q: float, start: Sample, end: Sample) -> float | None:
-    """The q-quantile of the ticks run between two samples, in ms, from the histogram's
-    bucket deltas with linear interpolation inside a bucket (None: no tick)."""
+def tick_quantile(q: float, start: Metrics, end: Metrics) -> float | None:
+    """The q-quantile of the ticks run between two readings of a node's /metrics, in ms,
+    from the histogram's bucket deltas with linear interpolation inside a bucket (None: no
+    tick)."""
     buckets = []
-    for (name, labels), value in end.metrics.items():
+    for (name, labels), value in end.items():
         if name == TICK_HISTOGRAM + "_bucket":
             le = float(dict(labels)["le"])
-            buckets.append((le, value - start.metrics.get((name, labels), 0.0)))
+            buckets.append((le, value - start.get((name, labels), 0.0)))
     buckets.sort()
     if not buckets or buckets[-1][1] <= 0:
         return None
@@ -293,7 +298,8 @@ def window_figures(start: Sample, end: Sample) -> dict[str, Any]:
         or end.seats_lost[i] > start.seats_lost[i]
         or not end.playing[i]
     ]
-    p50, p99 = tick_quantile(0.50, start, end), tick_quantile(0.99, start, end)
+    p50 = tick_quantile(0.50, start.metrics, end.metrics)
+    p99 = tick_quantile(0.99, start.metrics, end.metrics)
     ticks = end.metrics.get(("arena_ticks_total", ()), 0.0) - start.metrics.get(
         ("arena_ticks_total", ()), 0.0
     )

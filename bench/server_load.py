@@ -1,10 +1,12 @@
 """Server CPU per player-tick and tick percentiles under 60, 150 and 300 bots, as JSON.
 
-For each population a fresh node starts (so its tick statistics cover this run only) and
-``arena-bots`` runs in another process. While every bot is connected the bench samples the
-node's CPU time (from /proc) and its tick counter (from /health) at two moments; the ratio
-is the server's CPU seconds per player per tick. The bot process reports its own CPU per
-bot-tick and the tick rate it kept. Figures vary with the machine: compare within one run.
+For each population a fresh node starts and ``arena-bots`` runs in another process. While
+every bot is connected the bench samples the node's CPU time (from /proc), its tick counter
+(from /health) and its tick-time histogram (from /metrics) at two moments; the ratio is the
+server's CPU seconds per player per tick, and the tick percentiles, overruns and skipped
+ticks are the window's alone (not the bots' joining before it). The bot process reports its
+own CPU per bot-tick and the tick rate it kept. Figures vary with the machine: compare
+within one run.
 
 A run is refused (``"valid": false`` with ``invalid_reasons``) when it did not measure the
 server under every requested bot at the field's pace: the bot process kept under 95 % of the
@@ -14,7 +16,8 @@ were seated or connected. The median is taken over valid runs only; when a popul
 none, its record is marked invalid and the script exits 1 after printing the JSON.
 
     python bench/server_load.py [--players 60,150,300] [--duration 20] [--repeat 1]
-                                [--bot-workers 1] [--interest on|off] [--json PATH]
+                                [--bot-workers 1] [--interest on|off]
+                                [--hitreg-backend auto|cpu|cuda|reference] [--json PATH]
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from typing import Any
 
 import aiohttp
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.adversary import Metrics, node_metrics, tick_quantile
 from launch.nodes import start_node
 from launch.supervisor import Child
 
@@ -61,12 +66,36 @@ async def health(url: str) -> dict[str, Any]:
         return await response.json()
 
 
+def counted(start: Metrics, end: Metrics, name: str) -> int:
+    """How far one of the node's unlabelled counters moved between two readings."""
+    return int(end.get((name, ()), 0.0) - start.get((name, ()), 0.0))
+
+
+def window_ticks(start: Metrics, end: Metrics) -> dict[str, Any]:
+    """The tick times of the window alone (the node's histogram between two readings): its
+    /health percentiles cover its last 3,600 ticks, which in a short run take in the bots'
+    joining as well."""
+    p50, p99 = tick_quantile(0.50, start, end), tick_quantile(0.99, start, end)
+    return {
+        "tick_p50_ms": None if p50 is None else round(p50, 3),
+        "tick_p99_ms": None if p99 is None else round(p99, 3),
+        "tick_overruns": counted(start, end, "arena_tick_overruns_total"),
+        "ticks_skipped": counted(start, end, "arena_ticks_skipped_total"),
+    }
+
+
 async def measure(
-    players: int, duration: float, warmup: float, bot_workers: int = 1, interest: str = "on"
+    players: int,
+    duration: float,
+    warmup: float,
+    bot_workers: int = 1,
+    interest: str = "on",
+    hitreg_backend: str | None = None,
 ) -> dict[str, Any]:
+    backend = ("--hitreg-backend", hitreg_backend) if hitreg_backend else ()
     with start_node(
         "--max-players", str(max(players, 300)), "--log-level", "warning",
-        "--interest", interest,
+        "--interest", interest, *backend,
     ) as node:  # fmt: skip
         with tempfile.TemporaryDirectory() as folder:
             report_path = Path(folder) / "bots.json"
@@ -105,9 +134,11 @@ async def measure(
                 await asyncio.sleep(warmup)
                 loadavg_1m = os.getloadavg()[0]
                 first, cpu0 = await health(node.url), process_cpu_times(node.process.pid)
+                metrics0 = await node_metrics(node.url)
                 window = max(1.0, duration - (time.monotonic() - began) - 2.0)
                 await asyncio.sleep(window)
                 last, cpu1 = await health(node.url), process_cpu_times(node.process.pid)
+                metrics1 = await node_metrics(node.url)
                 returncode = await asyncio.to_thread(bots.wait, duration + 60)
                 if returncode != 0:
                     raise RuntimeError(f"arena-bots exited with {returncode}")
@@ -137,10 +168,11 @@ async def measure(
             round(system / player_ticks * 1e6, 2) if player_ticks > 0 else None
         ),
         "server_cpu_share": round(cpu / window, 3),
-        "tick_p50_ms": last["tick_ms_p50"],
-        "tick_p99_ms": last["tick_ms_p99"],
+        **window_ticks(metrics0, metrics1),
+        # /health's p99, over the node's last 3,600 ticks: in a short run, the joins too.
+        "tick_p99_ms_last_3600_ticks": last["tick_ms_p99"],
         "tick_budget_ms": round(1000 / last["tick_rate"], 2),
-        "tick_overruns": last["tick_overruns"],
+        "hitreg_backend": last.get("hitreg_backend"),
         "bot_cpu_us_per_bot_tick": bot_report["bot_process"]["cpu_us_per_bot_tick"],
         "bot_ticks_per_s": bot_report["bot_process"]["ticks_per_s"],
         "bot_snapshots_per_s": bot_report["snapshots"]["per_bot_per_s"],
@@ -242,6 +274,7 @@ async def run(
     repeat: int = 1,
     bot_workers: int = 1,
     interest: str = "on",
+    hitreg_backend: str | None = None,
 ) -> dict[str, Any]:
     loadavg_1m_at_start = os.getloadavg()[0]
     results = []
@@ -254,7 +287,9 @@ async def run(
                 file=sys.stderr,
                 flush=True,
             )
-            runs.append(await measure(players, duration, warmup, bot_workers, interest))
+            runs.append(
+                await measure(players, duration, warmup, bot_workers, interest, hitreg_backend)
+            )
             print(f"server_load: {json.dumps(runs[-1])}", file=sys.stderr, flush=True)
             print(run_summary(runs[-1]), file=sys.stderr, flush=True)
         results.append(median_run(runs))
@@ -298,6 +333,11 @@ def main() -> int:
     parser.add_argument(
         "--interest", choices=("on", "off"), default="on", help="the node's --interest"
     )
+    parser.add_argument(
+        "--hitreg-backend",
+        choices=("auto", "cpu", "cuda", "reference"),
+        help="the node's --hitreg-backend (default: the node's own default)",
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the JSON here")
     args = parser.parse_args()
     try:
@@ -311,7 +351,15 @@ def main() -> int:
     if args.bot_workers < 1:
         parser.error("--bot-workers: at least 1")
     report = asyncio.run(
-        run(populations, args.duration, args.warmup, args.repeat, args.bot_workers, args.interest)
+        run(
+            populations,
+            args.duration,
+            args.warmup,
+            args.repeat,
+            args.bot_workers,
+            args.interest,
+            args.hitreg_backend,
+        )
     )
     text = json.dumps(report, indent=2)
     print(text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.server_load import BOT_TICKS_PER_S_FLOOR, invalid_reasons, median_run
+from bench.server_load import BOT_TICKS_PER_S_FLOOR, invalid_reasons, median_run, window_ticks
 
 
 def measured(players: int = 300, **figures: Any) -> dict[str, Any]:
@@ -119,3 +119,32 @@ def test_with_no_valid_run_the_record_is_the_median_of_all_and_invalid() -> None
     assert record["invalid_reasons"] == ["2 bot reconnects without a failover"]
     assert record["runs_valid"] == 0
     assert len(record["invalid_runs"]) == 3
+
+
+def tick_metrics(slow: int, fast: int, overruns: int, skipped: int) -> dict[Any, float]:
+    """A /metrics reading: ``fast`` ticks under 2 ms and ``slow`` ones of 40-50 ms so far."""
+    bounds = (0.002, 0.05, float("inf"))
+    counts = (fast, fast + slow, fast + slow)
+    buckets = {
+        ("arena_tick_duration_seconds_bucket", (("le", repr(le)),)): float(n)
+        for le, n in zip(bounds, counts, strict=True)
+    }
+    return {
+        **buckets,
+        ("arena_tick_overruns_total", ()): float(overruns),
+        ("arena_ticks_skipped_total", ()): float(skipped),
+    }
+
+
+def test_the_tick_figures_are_the_window_s_alone_not_the_joining_before_it() -> None:
+    # 100 slow ticks while the bots joined, then a window of 1,000 fast ones.
+    start = tick_metrics(slow=100, fast=500, overruns=100, skipped=40)
+    end = tick_metrics(slow=100, fast=1500, overruns=100, skipped=40)
+    figures = window_ticks(start, end)
+    assert figures["tick_p99_ms"] is not None and figures["tick_p99_ms"] <= 2.0
+    assert figures["tick_overruns"] == 0 and figures["ticks_skipped"] == 0
+    # The same window with 20 slow ticks of its own: its p99 is theirs, and they count.
+    end = tick_metrics(slow=120, fast=1480, overruns=120, skipped=43)
+    figures = window_ticks(start, end)
+    assert figures["tick_p99_ms"] is not None and figures["tick_p99_ms"] > 2.0
+    assert figures["tick_overruns"] == 20 and figures["ticks_skipped"] == 3

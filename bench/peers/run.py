@@ -45,7 +45,7 @@ from typing import Any
 import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench.adversary import Sample, node_metrics, tick_quantile
+from bench.adversary import node_metrics, tick_quantile
 from bench.server_load import process_cpu_seconds, process_cpu_times
 from launch.health import node_health
 from launch.nodes import NodeProcess, start_node
@@ -117,15 +117,12 @@ class Server:
     def window(self, start: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:
         """Ticks run and tick percentiles between two ``stats``, and the seats at each."""
         if self.peer == "arena":
-            a = Sample(0.0, (), (), (), (), 0, start["metrics"])
-            b = Sample(0.0, (), (), (), (), 0, end["metrics"])
+            a, b = start["metrics"], end["metrics"]
             p50, p99 = tick_quantile(0.50, a, b), tick_quantile(0.99, a, b)
-            ticks = b.metrics.get(("arena_ticks_total", ()), 0.0) - a.metrics.get(
-                ("arena_ticks_total", ()), 0.0
-            )
+            ticks = b.get(("arena_ticks_total", ()), 0.0) - a.get(("arena_ticks_total", ()), 0.0)
             rejected = {
-                dict(labels)["reason"]: int(value - a.metrics.get((name, labels), 0.0))
-                for (name, labels), value in b.metrics.items()
+                dict(labels)["reason"]: int(value - a.get((name, labels), 0.0))
+                for (name, labels), value in b.items()
                 if name == "arena_inputs_rejected_total"
             }
             return {
