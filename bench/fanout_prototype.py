@@ -223,11 +223,24 @@ def _counter_path(pid: int) -> Path:
     return Path(f"/tmp/arena-fanout-{pid}.count")
 
 
-def _counter(pid: int) -> int:
+def _publish_count(path: Path, number: int) -> None:
+    """Write a count whole, by renaming a finished file over the old one: a reader of a
+    file rewritten in place could find it empty, read 0 and take a negative difference."""
+    partial = path.with_suffix(".partial")
+    partial.write_text(str(number))
+    os.replace(partial, path)
+
+
+def read_count(path: Path) -> int:
+    """A count as :func:`_publish_count` left it (0 before the first)."""
     try:
-        return int(_counter_path(pid).read_text() or 0)
+        return int(path.read_text() or 0)
     except (FileNotFoundError, ValueError):
         return 0
+
+
+def _counter(pid: int) -> int:
+    return read_count(_counter_path(pid))
 
 
 async def _until_terminated() -> None:
@@ -300,7 +313,7 @@ async def tick(mode: str, port: int, count: int, rate: float, body_bytes: int) -
                                           len(body).to_bytes(4, "little"), body,
                                           mine.tobytes()))  # fmt: skip
             if number % 3 == 0:
-                counter.write_text(str(number))
+                _publish_count(counter, number)
             due += period
             await asyncio.sleep(max(0.0, due - time.monotonic()))
     finally:
@@ -310,6 +323,7 @@ async def tick(mode: str, port: int, count: int, rate: float, body_bytes: int) -
             child.terminate()
             await child.wait()
         counter.unlink(missing_ok=True)
+        counter.with_suffix(".partial").unlink(missing_ok=True)
     print(json.dumps({}), flush=True)
 
 
@@ -409,13 +423,14 @@ async def clients(port: int, count: int, gateways: int, body_bytes: int) -> None
 
     async def count() -> None:
         while True:
-            counter.write_text(str(tally.frames))
+            _publish_count(counter, tally.frames)
             await asyncio.sleep(0.05)
 
     counting = asyncio.create_task(count())
     await _until_terminated()
     counting.cancel()
     counter.unlink(missing_ok=True)
+    counter.with_suffix(".partial").unlink(missing_ok=True)
     delays = np.array(tally.delays[len(tally.delays) // 10 :]) * 1000.0  # (after warm-up)
     figures = (
         [round(float(np.percentile(delays, q)), 2) for q in (50, 99)] if len(delays) else [0, 0]

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
-from bench.fanout_prototype import MIN_DELIVERED, MIN_RATE_SHARE
+from bench.fanout_prototype import MIN_DELIVERED, MIN_RATE_SHARE, _publish_count, read_count
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = str(ROOT / "bench" / "fanout_prototype.py")
@@ -40,3 +41,25 @@ def test_an_unknown_mode_is_one_line() -> None:
     assert done.returncode == 2
     assert "threads:2" in done.stderr.strip().splitlines()[-1]
     assert "Traceback" not in done.stderr
+
+
+def test_a_count_read_while_it_is_rewritten_is_never_torn(tmp_path: Path) -> None:
+    # The bench reads the processes' counts while they rewrite them; a count read as 0
+    # mid-write once made a window's frames sent negative and failed a run.
+    path = tmp_path / "count"
+    _publish_count(path, 1)
+    done = threading.Event()
+
+    def write() -> None:
+        for number in range(2, 5_000):
+            _publish_count(path, number)
+        done.set()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    seen = [read_count(path)]
+    while not done.is_set():
+        seen.append(read_count(path))
+    writer.join()
+    assert min(seen) >= 1
+    assert seen == sorted(seen)
