@@ -247,7 +247,8 @@ class Swarm:
             if len(self._worlds) >= MAX_WORLDS:  # (the oldest: an epoch long gone)
                 del self._worlds[next(iter(self._worlds))]
             interval = max(1, welcome.tick_rate // welcome.snapshot_rate)
-            world = self._worlds[key] = protocol.PlayerValues(self.codec, interval)
+            ring = protocol.PlayerValues.ring_for(welcome.snapshot_rate)
+            world = self._worlds[key] = protocol.PlayerValues(self.codec, interval, ring=ring)
         return world
 
     def _new_seat(self, index: int) -> None:

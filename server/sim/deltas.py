@@ -25,6 +25,7 @@ from shared.protocol.deltas import (
     KIND_DELTA,
     KIND_FULL,
     KIND_GONE,
+    VALUE_RING,
     EntityCodec,
     write_gone,
     write_record,
@@ -32,9 +33,6 @@ from shared.protocol.deltas import (
 
 __all__ = ["VALUE_RING", "DeltaEncoder", "warm_up"]
 
-#: Snapshot ticks whose quantised world is kept (2.1 s at 30 snapshots a second): a value
-#: a client holds from longer ago is sent in full.
-VALUE_RING = 64
 _GROWTH = 64  # the accounts grow by this many slots at a time
 
 

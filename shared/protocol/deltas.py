@@ -37,6 +37,8 @@ __all__ = [
     "KIND_FULL",
     "KIND_GONE",
     "POSITION_STEP_M",
+    "STALL_TOLERANCE_S",
+    "VALUE_RING",
     "VELOCITY_STEP_MS",
     "EntityCodec",
     "MissingBaseline",
@@ -51,6 +53,14 @@ FIELDS = ("x", "y", "z", "vx", "vy", "vz", "yaw", "pitch", "health", "flags")
 #: Field groups a delta's mask names: position, velocity, look, status.
 GROUP_STARTS = np.array([0, 3, 6, 8, 10], dtype=np.int64)
 KIND_DELTA, KIND_FULL, KIND_GONE = 0, 1, 2
+#: Snapshot ticks whose quantised world a node keeps to code against (2.1 s at 30 snapshots
+#: a second): a record names a value at most this many snapshots older than its own, and a
+#: value the client held from longer ago is sent in full.
+VALUE_RING = 64
+#: The backlog a bot process can fall behind by (stopped, or starved of CPU) and still decode
+#: every snapshot when it catches up: its bots then read their backlogs one after another,
+#: so one bot's newest snapshots are stored while another's oldest are still to be decoded.
+STALL_TOLERANCE_S = 10.0
 
 POSITION_STEP_M = 1.0 / 4096.0
 VELOCITY_STEP_MS = 1.0 / 256.0
@@ -470,24 +480,41 @@ class PlayerValues:
     in that world, since a player's value at a tick is the same for every client told it.
     So a client keeps only, per snapshot, the tick of each value it holds (see
     :class:`~shared.protocol.baselines.EntityBaselines`), and a swarm keeps each value
-    once. The ring is twice the node's (``VALUE_RING`` snapshot ticks): a value the node
-    still codes against is still here unless its frame comes more than a ring of the node's
-    later than a newer one, to another client of the process, on another link."""
+    once. A value the node still codes against (:data:`VALUE_RING` snapshots back) is still
+    here unless another client of the process decoded a snapshot more than ``ring`` minus
+    that many snapshots newer first: :meth:`ring_for` sizes the ring for a stall of
+    :data:`STALL_TOLERANCE_S`; the default suits a test or a single client."""
 
-    RING = 128
+    RING = 2 * VALUE_RING
 
-    def __init__(self, codec: EntityCodec, snapshot_interval: int, players: int = 256) -> None:
+    def __init__(
+        self,
+        codec: EntityCodec,
+        snapshot_interval: int,
+        players: int = 256,
+        ring: int = RING,
+    ) -> None:
+        if ring <= VALUE_RING:
+            raise ValueError(f"a ring of {ring} snapshots holds no more than the node's")
         self.codec = codec
         self.interval = snapshot_interval
-        self.values = np.zeros((self.RING, players, len(FIELDS)), dtype=np.int32)
-        self.ticks = np.full((self.RING, players), -1, dtype=np.int64)
+        self.ring = ring
+        self.values = np.zeros((ring, players, len(FIELDS)), dtype=np.int32)
+        self.ticks = np.full((ring, players), -1, dtype=np.int64)
+
+    @staticmethod
+    def ring_for(snapshot_rate: float) -> int:
+        """The ring that keeps every value the node may code against through a backlog of
+        :data:`STALL_TOLERANCE_S` at ``snapshot_rate`` snapshots a second (365 at 30): the
+        oldest value and the newest snapshot, that many snapshots apart, in distinct slots."""
+        return VALUE_RING + math.ceil(STALL_TOLERANCE_S * snapshot_rate) + 1
 
     def decode(self, tick: int, base: np.ndarray, data: bytes) -> tuple[np.ndarray, np.ndarray]:
         """Snapshot ``tick``'s ``entities`` against ``base`` (per id, the tick of each
         value held): (the ticks held after it; the records shown). InvalidField for a blob
         that does not decode against it."""
         blob = np.frombuffer(data, dtype=np.uint8)
-        slot = (tick // self.interval) % self.RING
+        slot = (tick // self.interval) % self.ring
         codec = self.codec
         while True:
             status, at, held, records = _decode_shared(
@@ -509,15 +536,15 @@ class PlayerValues:
         took the place of is left out)."""
         ids = np.flatnonzero(ticks >= 0)
         ids = ids[ids < self.values.shape[1]]
-        slots = (ticks[ids] // self.interval) % self.RING
+        slots = (ticks[ids] // self.interval) % self.ring
         ids = ids[self.ticks[slots, ids] == ticks[ids]]
-        slots = (ticks[ids] // self.interval) % self.RING
+        slots = (ticks[ids] // self.interval) % self.ring
         return ids, self.values[slots, ids]
 
     def _grow(self, players: int) -> None:
         size = max(players, 2 * self.values.shape[1])
-        values = np.zeros((self.RING, size, len(FIELDS)), dtype=np.int32)
-        ticks = np.full((self.RING, size), -1, dtype=np.int64)
+        values = np.zeros((self.ring, size, len(FIELDS)), dtype=np.int32)
+        ticks = np.full((self.ring, size), -1, dtype=np.int64)
         values[:, : self.values.shape[1]] = self.values
         ticks[:, : self.ticks.shape[1]] = self.ticks
         self.values, self.ticks = values, ticks

@@ -21,6 +21,7 @@ from shared.protocol.deltas import (
     KIND_FULL,
     KIND_GONE,
     POSITION_STEP_M,
+    VALUE_RING,
     PlayerValues,
     encode_records,
 )
@@ -442,6 +443,38 @@ def test_the_store_slots_values_by_snapshot_number_not_tick() -> None:
     assert ids.tolist() == [1, 2] and values.tolist() == [a2.tolist(), b.tolist()]
     ids, values = store.held(base)  # the older snapshot's values are still there
     assert ids.tolist() == [1, 2] and values.tolist() == [a.tolist(), b.tolist()]
+
+
+@pytest.mark.parametrize("sized", [True, False])
+def test_a_store_sized_for_a_stall_decodes_one_client_s_backlog_after_another_s(
+    sized: bool,
+) -> None:
+    """After a bot process was stopped, its bots read their backlogs one after another: one
+    client decodes 10 s of snapshots before another decodes its first, a delta against a
+    value the node still keeps (VALUE_RING snapshots older). A ring from ``ring_for`` keeps
+    that value; the default one has written a newer tick over it."""
+    rate, interval = 30, 2
+    store = PlayerValues(SMALL, interval, ring=PlayerValues.ring_for(rate) if sized else 128)
+    assert not sized or store.ring == VALUE_RING + 300 + 1
+    ids = np.array([3], dtype=np.int64)
+    held_by_late = seed(store, 0, ids, row(SMALL, x=5)[None, :])  # 64 snapshots before
+    first = VALUE_RING * interval  # the late client's first snapshot of its backlog
+    for tick in range(first, first + 300 * interval + 1, interval):  # the other's backlog
+        seed(store, tick, ids, row(SMALL, x=tick % 50)[None, :])
+    now = row(SMALL, x=first % 50)  # (a player's value at a tick is the same for all)
+    blob = encode(SMALL, [3], [KIND_DELTA], now, row(SMALL, x=5))
+    if not sized:
+        with pytest.raises(MissingBaseline):
+            store.decode(first, held_by_late, blob)
+        return
+    held, records = store.decode(first, held_by_late, blob)
+    assert held.tolist() == [-1, -1, -1, first]
+    assert records.tobytes() == SMALL.records(ids, now[None, :]).tobytes()
+
+
+def test_a_ring_no_longer_than_the_node_s_is_refused() -> None:
+    with pytest.raises(ValueError, match="no more than the node's"):
+        PlayerValues(SMALL, 1, ring=VALUE_RING)
 
 
 def test_a_delta_whose_base_value_left_the_ring_is_a_missing_baseline() -> None:
