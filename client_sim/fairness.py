@@ -23,10 +23,11 @@ out the shots they decided.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from client_sim.marksman import ShotRecord
 
-__all__ = ["CAUSES", "RULE_CAUSES", "disagreement", "rule_outcome"]
+__all__ = ["CAUSES", "RULE_CAUSES", "disagreement", "rule_outcome", "shot_detail"]
 
 CAUSES = (
     "claim_clamped",
@@ -73,3 +74,29 @@ def disagreement(record: ShotRecord) -> str | None:
         if offset > POSITION_TOLERANCE_M:
             return "shooter_position"
     return "unexplained"
+
+
+def shot_detail(record: ShotRecord) -> dict[str, Any]:
+    """A judged shot's two verdicts and what each was based on, as plain JSON: what the
+    report lists for each unexplained disagreement, so that one can be looked into."""
+
+    def point(p: tuple[float, float, float] | None) -> list[float] | None:
+        return None if p is None else [round(float(v), 4) for v in p]
+
+    return {
+        "seq": record.seq,
+        "weapon": record.weapon,
+        "client_victim": record.client_victim,
+        "client_hitbox": record.client_hitbox,
+        "server_result": record.server_result,
+        "server_victim": record.server_victim,
+        "server_damage": record.server_damage,
+        "server_judged": record.server_judged,
+        "view_time": round(record.view_time, 6),
+        "server_view_time": round(record.server_view_time, 6),
+        "eye": point(record.eye),
+        "server_origin": point(record.server_origin),
+        "drawn": None if record.drawn is None else sorted(record.drawn),
+        "rtt_ms": round(record.rtt_ms, 2),
+        "server_rtt_ms": round(record.server_rtt_ms, 2),
+    }

@@ -30,6 +30,7 @@ __all__ = [
 
 #: Upper bounds of the RTT buckets of ``shots.by_rtt`` (the last is open-ended).
 RTT_BUCKETS_MS = (50, 100, 150, 200)
+MAX_UNEXPLAINED_SHOWN = 20  # unexplained shots the report lists whole
 
 
 def _ratio(part: int, whole: int) -> float | None:
@@ -418,6 +419,10 @@ def build_report(
         },
         "shots": {
             **shot_figures(result.shots),
+            # Each unexplained disagreement (a bug somewhere): both verdicts and their grounds.
+            "unexplained_shots": [s.detail for s in result.shots if s.detail][
+                :MAX_UNEXPLAINED_SHOWN
+            ],
             "by_rtt": _bucketed(result.shots, lambda s: s.rtt_ms),
             "by_link_rtt": _bucketed(result.shots, lambda s: s.link_rtt_ms),
             "by_weapon": {

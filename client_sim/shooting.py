@@ -11,11 +11,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from client_sim.brain import Brain
-from client_sim.fairness import disagreement, rule_outcome
+from client_sim.fairness import disagreement, rule_outcome, shot_detail
 from client_sim.interpolation import InterpolatedView
 from client_sim.marksman import (
     CHEST_HEIGHT,
@@ -54,6 +55,8 @@ class ShotSummary:
     rule: str | None = None  # the rule that decided it (client_sim.fairness.RULE_CAUSES)
     cause: str | None = None  # why the verdicts differ (client_sim.fairness.CAUSES)
     server_rtt_ms: float = math.nan  # the server's estimate of the shooter's RTT
+    #: An unexplained disagreement's verdicts and their grounds (fairness.shot_detail).
+    detail: dict[str, Any] | None = None
 
 
 class SwarmShooting:
@@ -247,6 +250,7 @@ class SwarmShooting:
     @staticmethod
     def _summary(record: ShotRecord) -> ShotSummary:
         judged = record.server_result is not None
+        cause = disagreement(record) if judged else None
         return ShotSummary(
             record.weapon,
             record.rtt_ms,
@@ -255,8 +259,9 @@ class SwarmShooting:
             record.agrees if judged else False,
             record.link_rtt_ms,
             rule_outcome(record) if judged else None,
-            disagreement(record) if judged else None,
+            cause,
             record.server_rtt_ms,
+            shot_detail(record) if cause == "unexplained" else None,
         )
 
     def new_seat(self, index: int) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -365,7 +366,9 @@ def test_a_server_miss_of_a_shot_the_shooter_saw_hit_is_a_disagreement() -> None
     fire_rifle(shooting)
     records = entity_records({ME: tuple(MY_FEET), TARGET: TARGET_FEET})
     shooting.on_snapshot(0, ME, 1.2, records, (shot(12, "miss"),), MY_FEET, no_view)
-    assert shooting.finished == [summary(0, 80.0, True, "miss", False, "unexplained")]
+    (finished,) = shooting.finished
+    assert finished.detail is not None  # (listed whole in the report: see below)
+    assert replace(finished, detail=None) == summary(0, 80.0, True, "miss", False, "unexplained")
 
 
 def test_a_kill_on_me_stops_my_shooting_until_i_respawn() -> None:
@@ -494,6 +497,14 @@ def test_each_disagreement_has_one_cause_and_rules_are_told_apart(
     finished = settle_rifle(**fields)
     assert (finished.rule, finished.cause) == (rule, cause)
     assert finished.server_rtt_ms == 50.0 and finished.link_rtt_ms == 100.0
+    # Only an unexplained disagreement carries its verdicts whole, for the report to list.
+    assert (finished.detail is not None) is (cause == "unexplained")
+    if finished.detail is not None:
+        assert finished.detail["server_result"] == "miss"
+        assert finished.detail["client_victim"] == TARGET
+        origin = fields.get("origin", tuple(MY_FEET + (0.0, 0.0, EYE_HEIGHT)))
+        assert finished.detail["server_origin"] == [round(v, 4) for v in origin]
+        assert finished.detail["server_view_time"] == 1.0
 
 
 def test_a_launcher_shot_is_flown_from_the_time_the_server_spawned_it() -> None:

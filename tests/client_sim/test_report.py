@@ -197,6 +197,14 @@ def field(report: dict[str, Any], dotted: str) -> Any:
     return value
 
 
+def test_the_report_lists_each_unexplained_shot_whole_and_no_other() -> None:
+    detail = {"seq": 7, "server_result": "miss", "client_victim": 3}
+    odd = ShotSummary(0, 40.0, True, "miss", False, 40.0, None, "unexplained", 42.0, detail)
+    report = full_report(shots=[*MIXED, odd])
+    assert report["shots"]["unexplained_shots"] == [detail]
+    assert full_report()["shots"]["unexplained_shots"] == []
+
+
 def test_the_report_keeps_its_stable_field_names_with_measured_values() -> None:
     report = full_report()
     values = {name: field(report, name) for name in STABLE_FIELDS}
