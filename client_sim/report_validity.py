@@ -31,8 +31,15 @@ def invalid_reasons(report: dict[str, Any]) -> list[str]:
         )
     spurious = report["failover"].get("reconnects_without_failover", 0)
     if spurious:
+        # A node that skipped ticks stalled: long enough, its bots' probe went unanswered.
+        skipped = (report.get("ticks") or {}).get("skipped")
+        why = (
+            f"the node stalled ({skipped} ticks skipped) past the bots' probe"
+            if skipped
+            else "a starved bot process"
+        )
         reasons.append(
             f"{spurious} bot(s) reconnected without a failover (they left a primary that was "
-            "still serving: a starved bot process, not a lost node)"
+            f"still serving: {why}, not a lost node)"
         )
     return reasons

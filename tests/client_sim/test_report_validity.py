@@ -63,6 +63,23 @@ def test_bots_that_reconnected_at_the_same_epoch_make_an_invalid_run() -> None:
     assert report["failover"]["reconnects_without_failover"] == 1
     assert report["valid"] is False
     assert "1 bot(s) reconnected without a failover" in report["invalid_reasons"][0]
+    assert "a starved bot process" in report["invalid_reasons"][0]
+
+
+def test_bots_that_left_a_node_that_skipped_ticks_blame_the_node_s_stall() -> None:
+    result = SwarmResult(
+        requested=4, connected=4, duration_s=10.0, processes=[process(60.0)],
+        failovers=[resumed(1, 1)],
+    )  # fmt: skip
+    report = build_report(
+        result,
+        latency_spec="fixed(40ms)",
+        workers=1,
+        server_before={"tick": 0, "ticks_skipped": 0},
+        server_after={"tick": 600, "ticks_skipped": 180},
+    )
+    (reason,) = report["invalid_reasons"]
+    assert "the node stalled (180 ticks skipped) past the bots' probe" in reason
 
 
 def test_a_failover_the_bots_saw_counts_as_a_kill_even_when_nobody_here_made_it() -> None:
