@@ -9,8 +9,9 @@ was already dead). Each disagreement has one cause, the first that applies:
 * ``shooter_dead``: the server refused the shot, its shooter was dead at the view time;
 * ``beyond_cap``: the claim was older than the rewind cap;
 * ``victim_already_dead``: an earlier shot in the server's story had killed the victim;
-* ``victim_not_shown``: the server's hitscan victim was not among the players the bot
-  drew (interest management did not send it; the shot's ray went on to it);
+* ``victim_not_shown``: the server's victim was not among the players the bot drew
+  (interest management did not send it; the shot's ray went on to it), or, for a
+  projectile, was left out of one of the snapshots the bot flew it through;
 * ``claim_clamped``: the claim lay outside what the bot could have seen, by the server's
   measurement of its link, and was judged at another time;
 * ``shooter_position``: the server fired from an eye more than 1 mm away from the bot's;
@@ -24,6 +25,8 @@ from __future__ import annotations
 
 import math
 from typing import Any
+
+import numpy as np
 
 from client_sim.marksman import ShotRecord
 
@@ -99,4 +102,15 @@ def shot_detail(record: ShotRecord) -> dict[str, Any]:
         "drawn": None if record.drawn is None else sorted(record.drawn),
         "rtt_ms": round(record.rtt_ms, 2),
         "server_rtt_ms": round(record.server_rtt_ms, 2),
+        # A projectile: the snapshots the bot flew it through, and in how many of them
+        # each verdict's victim was drawn (interest management may have left one out).
+        "frames": len(record.track_frames),
+        "frames_with_client_victim": _frames_with(record, record.client_victim),
+        "frames_with_server_victim": _frames_with(record, record.server_victim),
     }
+
+
+def _frames_with(record: ShotRecord, player: int) -> int:
+    if player < 0:
+        return 0
+    return sum(bool(np.any(frame["id"] == player)) for frame in record.track_frames)

@@ -63,7 +63,8 @@ class ShotRecord:
     link_rtt_ms: float = math.nan  # the RTT the bot's link was configured with
     eye: tuple[float, float, float] | None = None  # where the bot fired from
     #: Hitscan: the players the bot drew when it fired (interest management sends each
-    #: client only some: a hit on another is no verdict the bot could have made).
+    #: client only some: a hit on another is no verdict the bot could have made); a
+    #: projectile: those it drew in every snapshot of the flight.
     drawn: frozenset[int] | None = None
     # From the server's ``shot`` event: the damage dealt, how the view time was decided,
     # the time judged, the eye it fired from and its RTT estimate of the shooter.

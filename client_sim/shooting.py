@@ -222,6 +222,12 @@ class SwarmShooting:
             if candidate >= 0:
                 record.client_victim = int(ids[candidate])
                 record.client_hitbox = hitbox
+            # Only these could the bot's flight hit all along (interest management may
+            # leave a player out of some snapshots): the rest were not shown it.
+            drawn = set(record.track_frames[0]["id"].tolist())
+            for frame in record.track_frames[1:]:
+                drawn.intersection_update(frame["id"].tolist())
+            record.drawn = frozenset(drawn)
         self.finished.append(self._summary(record))
 
     def _hit_on_me(

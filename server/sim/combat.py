@@ -377,6 +377,14 @@ class ShotBatch:
         return not self.hitscan and not self.flying
 
 
+def newest_snapshot_times(history: History) -> np.ndarray:
+    """Per match, the time of the newest snapshot its ring holds (-inf for none)."""
+    capacity = history.times.shape[1]
+    newest = (history.start + history.count - 1) % capacity
+    times = history.times[np.arange(len(newest)), newest]
+    return np.where(history.count > 0, times, -np.inf)
+
+
 def judge(batches: list[ShotBatch], history: History, validator: HitValidator) -> None:
     """Every match's shots of a tick in one kernel call per weapon kind.
 
@@ -412,16 +420,22 @@ def judge(batches: list[ShotBatch], history: History, validator: HitValidator) -
             )
     flying = [(b, p) for b in batches for p in b.flying]
     if flying:
+        # A flight is followed no further than the newest snapshot of its match: beyond it
+        # the players are not yet where any client was shown them (a tick between two
+        # snapshots would hold them still where the clients see them move), so that part
+        # waits for the next snapshot's tick.
+        matches = np.array([b.combat.match_index for b, _ in flying], dtype=np.int64)
+        shown_until = newest_snapshot_times(history)
         out = validator.resolve_projectiles(
             history,
             ProjectileShots(
-                match=np.array([b.combat.match_index for b, _ in flying], dtype=np.int32),
+                match=matches.astype(np.int32),
                 shooter=np.array([p.slot for _, p in flying], dtype=np.int32),
                 origin=np.array([p.position for _, p in flying]),
                 velocity=np.array([p.velocity for _, p in flying]),
                 gravity=np.array([p.weapon.gravity for _, p in flying]),
                 spawn_time=np.array([p.time for _, p in flying]),
-                end_time=np.array([b.present for b, _ in flying]),
+                end_time=np.minimum([b.present for b, _ in flying], shown_until[matches]),
                 expire_time=np.array([p.expire_time for _, p in flying]),
             ),
         )

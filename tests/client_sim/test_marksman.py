@@ -569,3 +569,30 @@ def test_a_launcher_kill_counts_although_the_verdict_s_snapshot_shows_the_victim
     shooting.on_snapshot(0, ME, 1.2, dead, (kill,), MY_FEET, no_view)
     (finished,) = shooting.finished
     assert (finished.client_hit, finished.agrees) == (True, True)
+
+
+@pytest.mark.parametrize("left_out", [True, False])
+def test_a_projectile_s_victim_left_out_of_a_snapshot_of_its_flight_was_not_shown(
+    left_out: bool,
+) -> None:
+    """The server's projectile hit OTHER, who stands far off the bot's flight: a bot that
+    was sent OTHER in every snapshot of the flight saw its own flight miss (unexplained);
+    one that was not sent OTHER in one of them could not have judged it (a rule)."""
+    shooting = book(launcher_share=1.0)
+    buffer = SnapshotBuffer()
+    far = (20.0, 20.0, 0.0)
+    buffer.push(1.0, entity_records({ME: tuple(MY_FEET), TARGET: TARGET_FEET, OTHER: far}))
+    view = buffer.view(1.0)
+    assert view is not None
+    shooting.fire(0, ME, 0, MY_FEET, view, TARGET, 120.0, 100.0, RATE, buffer.since)
+    for k in range(1, 30):
+        shown = {ME: tuple(MY_FEET), TARGET: TARGET_FEET}
+        if not (left_out and k == 10):
+            shown[OTHER] = far
+        shooting.on_snapshot(0, ME, 1.0 + k / RATE, entity_records(shown), (), MY_FEET, no_view)
+    verdict = shot(0, "hit", OTHER, weapon=LAUNCHER.id)
+    every = entity_records({ME: tuple(MY_FEET), TARGET: TARGET_FEET, OTHER: far})
+    shooting.on_snapshot(0, ME, 1.5, every, (verdict,), MY_FEET, no_view)
+    (finished,) = shooting.finished
+    expected = ("victim_not_shown", "victim_not_shown") if left_out else (None, "unexplained")
+    assert (finished.rule, finished.cause) == expected

@@ -607,3 +607,36 @@ def test_a_projectile_expires_after_its_lifetime(backend: str) -> None:
         results.extend(scene.step())
     assert [(e.result, e.view_time) for e in results] == [("miss", 10 / RATE)]
     assert scene.combat.flying == []
+
+
+def test_a_flight_is_judged_no_further_than_the_newest_snapshot(backend: str) -> None:
+    """With a snapshot every other tick, a tick between two holds the players where the
+    last snapshot showed them, while the clients see them move on: a flight is followed
+    only as far as the newest snapshot, and on at the next one's tick."""
+    scene = Scene(backend)
+    scene.seat(0, 0.0, 0.0)
+    scene.seat(1, 20.0, 0.0)
+    scene.record(10)
+    judged_until: list[tuple[float, float, float]] = []  # (end asked, newest snapshot, now)
+    resolve = scene.validator.resolve_projectiles
+
+    def spy(history: History, shots: Any, *args: Any, **kwargs: Any) -> Any:
+        newest = (history.start[0] + history.count[0] - 1) % history.times.shape[1]
+        now = scene.tick / RATE
+        judged_until.extend((end, history.times[0, newest], now) for end in shots.end_time)
+        return resolve(history, shots, *args, **kwargs)
+
+    scene.validator.resolve_projectiles = spy  # type: ignore[method-assign]
+    pitch = math.asin(0.0277)  # arcs down into the torso at 20 m (as in the test above)
+    claim = 10 / RATE
+    scene.fire(0, 0, 0.0, pitch, claim=claim, buttons=BUTTON_ALT_FIRE, arrival=claim)
+    events: list[Any] = []
+    for tick in range(11, 50):
+        scene.tick = tick  # a snapshot on even ticks only, as at 30 snapshots a second
+        if tick % 2 == 0:
+            world = scene.world
+            scene.history.append(tick, tick / RATE, world.pos, world.active & world.alive)
+        events.extend(scene.resolve())
+    assert [(e.result, e.victim, e.hitbox) for e in events] == [("hit", 1, HITBOX_TORSO)]
+    assert judged_until and all(end <= newest for end, newest, _ in judged_until)
+    assert any(end < now for end, _, now in judged_until)  # the ticks between waited
