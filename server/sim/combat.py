@@ -377,14 +377,6 @@ class ShotBatch:
         return not self.hitscan and not self.flying
 
 
-def newest_snapshot_times(history: History) -> np.ndarray:
-    """Per match, the time of the newest snapshot its ring holds (-inf for none)."""
-    capacity = history.times.shape[1]
-    newest = (history.start + history.count - 1) % capacity
-    times = history.times[np.arange(len(newest)), newest]
-    return np.where(history.count > 0, times, -np.inf)
-
-
 def judge(batches: list[ShotBatch], history: History, validator: HitValidator) -> None:
     """Every match's shots of a tick in one kernel call per weapon kind.
 
@@ -425,7 +417,7 @@ def judge(batches: list[ShotBatch], history: History, validator: HitValidator) -
         # snapshots would hold them still where the clients see them move), so that part
         # waits for the next snapshot's tick.
         matches = np.array([b.combat.match_index for b, _ in flying], dtype=np.int64)
-        shown_until = newest_snapshot_times(history)
+        shown_until = history.newest_times()
         out = validator.resolve_projectiles(
             history,
             ProjectileShots(

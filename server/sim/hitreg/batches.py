@@ -120,6 +120,14 @@ class History:
     def arrays(self) -> tuple[np.ndarray, ...]:
         return self.times, self.positions, self.alive, self.start, self.count
 
+    def newest_times(self) -> np.ndarray:
+        """Per match, the time of the newest snapshot its ring holds (-inf for none)."""
+        capacity = self.times.shape[1]
+        if not capacity:
+            return np.full(self.matches, -np.inf)
+        newest = (self.start + self.count - 1) % capacity
+        return np.where(self.count > 0, self.times[np.arange(self.matches), newest], -np.inf)
+
     def check_match_indices(self, match: np.ndarray, name: str) -> None:
         """Refuse a batch that names a match these rings do not hold."""
         if match.size and (int(match.min()) < 0 or int(match.max()) >= self.matches):

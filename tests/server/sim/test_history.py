@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from server.sim.history import HistoryRing
+from server.sim.hitreg import History
 
 RATE = 64  # a power of two: tick / RATE and the blends below are exact in float64
 PLAYERS = 3
@@ -81,3 +82,18 @@ def test_the_ring_copies_what_it_is_given() -> None:
     ring.append(1, 1 / RATE, pos, np.ones(PLAYERS, dtype=bool))
     pos[:] = 99.0
     assert np.array_equal(ring.positions[index_of(ring, 1)], positions_of(1))
+
+
+def test_the_kernels_history_names_each_match_s_newest_snapshot_time() -> None:
+    """Through a wrap-around, and -inf for a match with no snapshot yet."""
+    full, empty = HistoryRing(3, 2), HistoryRing(3, 2)
+    for tick in range(1, 6):  # the ring wraps: it holds ticks 3, 4, 5
+        full.append(tick, tick / 60, np.zeros((2, 3)), np.ones(2, dtype=bool))
+    history = History(
+        times=np.stack([full.times, empty.times]),
+        positions=np.stack([full.positions, empty.positions]),
+        alive=np.stack([full.alive, empty.alive]),
+        start=np.array([full.start, empty.start]),
+        count=np.array([full.count, empty.count]),
+    )
+    assert history.newest_times().tolist() == [5 / 60, -np.inf]
