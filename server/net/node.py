@@ -75,6 +75,15 @@ class Node(NodeState):
                 **self.log_fields,
             )
         report = await warm_up_kernels(self.validator)
+        if (reason := self.validator.fallback_reason) is not None:
+            log.warning(
+                "hitreg_fallback",
+                asked=self.validator.requested,
+                backend=self.validator.backend,
+                reason=reason,
+                hint="the GPU kernels did not compile; the CPU kernels judge the shots",
+                **self.log_fields,
+            )
         # What exists now (modules, numba's compiled kernels) lives as long as the node:
         # out of the cyclic collector's sight. Before, a full collection walked all of it
         # and stalled a tick by about 85 ms every few seconds at 300 players.

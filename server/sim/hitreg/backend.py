@@ -120,8 +120,13 @@ class HitValidator:
         broad_phase: bool,
         max_step: float,
         max_substeps: int,
+        requested: str | None = None,
     ) -> None:
         self.backend = backend
+        #: The backend asked for: ``auto`` may fall back to the CPU (:meth:`warm_up`).
+        self.requested = backend if requested is None else requested
+        #: Why ``auto`` left the GPU (None: it did not).
+        self.fallback_reason: str | None = None
         self._module = module
         self._world = World(box_min=box_min, box_max=box_max)
         self._broad_phase = broad_phase
@@ -214,6 +219,21 @@ class HitValidator:
         unknown = set(parts) - set(WARM_UP_PARTS)
         if unknown:
             raise ValueError(f"unknown warm-up parts {sorted(unknown)}; known: {WARM_UP_PARTS}")
+        if self.backend == "cuda" and self.requested == "auto":
+            # A GPU that numba sees may still fail to compile (a numba-cuda that does not
+            # match the NumPy installed beside it): ``auto`` takes the CPU rather than die.
+            try:
+                self._warm_up(parts)
+            except Exception as error:  # numba-cuda raises many unrelated types
+                from server.sim.hitreg import cpu
+
+                self.backend, self._module = "cpu", cpu
+                self.fallback_reason = f"{type(error).__name__}: {error}".splitlines()[0]
+            else:
+                return
+        self._warm_up(parts)
+
+    def _warm_up(self, parts: Collection[str]) -> None:
         history, shots, projectiles = _tiny_scene()
         if "broad_phase" in parts and self.backend == "cpu":
             from server.sim.hitreg import cpu
@@ -321,4 +341,5 @@ def make_validator(
         broad_phase=broad_phase,
         max_step=max_step,
         max_substeps=max_substeps,
+        requested=backend,
     )
