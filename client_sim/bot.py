@@ -44,7 +44,7 @@ from client_sim.link import BotLink
 from client_sim.pump import DeliveryPump
 from shared import protocol
 
-__all__ = ["Bot", "BotHost", "BotSettings", "FailoverEvent"]
+__all__ = ["Bot", "BotHost", "BotSettings", "FailoverEvent", "ProcessBeat"]
 
 STALL_TIMEOUT_S = 0.5  # no snapshot for this long on a live socket: a stall; probe the node
 PROBE_TIMEOUT_S = 1.0  # a probe unanswered this long (plus two round trips): the node is gone
@@ -80,6 +80,26 @@ class BotSettings(Protocol):
     def tls(self) -> websocket.TlsTrust: ...
 
 
+class ProcessBeat:
+    """When the bots' own process last came back from a stall of its own (stopped, or
+    starved for longer than a bot waits for a snapshot). Silence from before that is no
+    evidence against a node: its snapshots may be waiting, unread, in the sockets. Every
+    look at a bot's silence beats first, so the first look after a stall sees the gap."""
+
+    __slots__ = ("_at", "resumed_at")
+
+    def __init__(self) -> None:
+        self._at: float | None = None
+        self.resumed_at = -math.inf  # loop clock
+
+    def beat(self, now: float) -> float:
+        """Note that the process runs at ``now``; returns when it last resumed."""
+        if self._at is not None and now - self._at > STALL_TIMEOUT_S:
+            self.resumed_at = now
+        self._at = now
+        return self.resumed_at
+
+
 class BotHost(Protocol):
     """What a bot needs from the swarm that runs it, and nothing more.
 
@@ -91,6 +111,8 @@ class BotHost(Protocol):
     def config(self) -> BotSettings: ...
     @property
     def pump(self) -> DeliveryPump: ...
+    @property
+    def beat(self) -> ProcessBeat: ...
 
     def deliver(self, bot: Bot, data: bytes) -> None:
         """A frame reached ``bot`` after its modelled delay: decode it and act on it."""
@@ -469,7 +491,8 @@ class Bot:
             lost = self._active is not None or self.welcome is not None
             return "lost" if lost else "ok"
         now = self._loop.time()
-        quiet_since = max(self._last_snapshot_at, self._welcomed_at_loop)
+        resumed = self.swarm.beat.beat(now)
+        quiet_since = max(self._last_snapshot_at, self._welcomed_at_loop, resumed)
         silent = now - quiet_since
         if silent <= STALL_TIMEOUT_S:
             return "ok"

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from client_sim.bot import Bot, FailoverEvent
+from client_sim.bot import Bot, FailoverEvent, ProcessBeat
 from client_sim.brain import SHOOTING_BEHAVIOURS, Brain
 from client_sim.interpolation import Bracket, views
 from client_sim.latency import BotParams
@@ -176,6 +176,7 @@ class Swarm:
         self.inputs_per_packet = 1
         self.ticks_run = 0
         self.pump: DeliveryPump
+        self.beat = ProcessBeat()
         self.decoder = protocol.ServerFrameDecoder()
         self.codec = protocol.EntityCodec.for_bounds(
             config.arena.bounds_min, config.arena.bounds_max
@@ -504,6 +505,7 @@ class Swarm:
                 while (now := loop.time()) < end and not self._finish.is_set():
                     await asyncio.sleep(min(WATCHDOG_INTERVAL_S, max(0.0, end - now)))
                     now = loop.time()
+                    self.beat.beat(now)  # (a stall of this process: no bot's silence counts)
                     for bot in self.bots:
                         if bot.needs_attention(now):
                             bot.wake()

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from types import SimpleNamespace
 
-from client_sim.bot import PROBE_TIMEOUT_S, STALL_GIVE_UP_S, STALL_TIMEOUT_S, Bot
+from client_sim.bot import PROBE_TIMEOUT_S, STALL_GIVE_UP_S, STALL_TIMEOUT_S, Bot, ProcessBeat
 from client_sim.latency import draw_bot, parse_distribution
 from shared import protocol
 from shared.arena_map import default_map as _default_map
@@ -16,7 +17,8 @@ CODEC = _EntityCodec.for_bounds(_default_map().bounds_min, _default_map().bounds
 
 def seated_bot() -> Bot:
     params = draw_bot(0, seed=1, rtt=parse_distribution("40ms"))
-    bot = Bot(0, params, SimpleNamespace(config=None, pump=None, codec=CODEC), "ws://a/ws")  # type: ignore[arg-type]
+    host = SimpleNamespace(config=None, pump=None, codec=CODEC, beat=ProcessBeat())
+    bot = Bot(0, params, host, "ws://a/ws")  # type: ignore[arg-type]
     bot.welcome = protocol.WelcomeMessage(1, 0, 60, 10, 0.2, "tok", "arena", "eu", 3)
     bot._welcomed_local = -1e9  # long ago
     bot._connections[0] = SimpleNamespace(closed=False, url="ws://a/ws")  # type: ignore[assignment]
@@ -52,3 +54,25 @@ async def test_a_closed_socket_is_evidence_enough() -> None:
     bot._last_snapshot_at = asyncio.get_running_loop().time()
     bot._connections[0].closed = True
     assert bot._stall() == "lost"
+
+
+async def test_silence_through_a_stall_of_the_bots_own_process_is_no_evidence() -> None:
+    """The process was stopped for 10 s: the node's snapshots wait unread in the sockets.
+    The first look after it sees the gap and gives the node a fresh wait from the resume;
+    still nothing after that wait, and the node is probed as usual."""
+    bot = seated_bot()
+    beat = bot.swarm.beat
+    now = asyncio.get_running_loop().time()
+    beat.beat(now - 10.0)  # the last look before the process was stopped
+    bot._last_snapshot_at = now - 10.0
+    assert bot._stall() == "ok"  # (10 s of silence, but the gap is the process's own)
+    assert beat.resumed_at >= now
+    beat.resumed_at -= STALL_TIMEOUT_S + 0.1  # nothing read a while after the resume
+    assert bot._stall() == "probe"
+
+
+def test_a_process_that_runs_on_never_resumes() -> None:
+    beat = ProcessBeat()
+    for k in range(50):
+        assert beat.beat(k * 0.1) == -math.inf
+    assert beat.beat(5.0 + STALL_TIMEOUT_S + 0.01) == 5.0 + STALL_TIMEOUT_S + 0.01
