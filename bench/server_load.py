@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import aiohttp
 
@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.adversary import Metrics, node_metrics, tick_quantile
 from launch.nodes import start_node
 from launch.supervisor import Child
+from server.sim.hitreg import BackendName
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 TICK_RATE_HZ = 60
@@ -335,7 +336,7 @@ def main() -> int:
     )
     parser.add_argument(
         "--hitreg-backend",
-        choices=("auto", "cpu", "cuda", "reference"),
+        choices=get_args(BackendName),
         help="the node's --hitreg-backend (default: the node's own default)",
     )
     parser.add_argument("--json", metavar="PATH", help="also write the JSON here")

@@ -11,6 +11,7 @@ import socket
 import ssl
 import sys
 from dataclasses import replace
+from typing import get_args
 
 from aiohttp import web
 
@@ -32,7 +33,12 @@ from server.net import agones, sd_notify, tls
 from server.net.app import NODE, NODE_TASK, NodeConfig, create_app
 from server.net.warmup import WarmUpError, warm_up_kernels
 from server.replication.auth import SECRET_ENV, load_secret
-from server.sim.hitreg.backend import BackendUnavailable, check_backend, make_validator
+from server.sim.hitreg.backend import (
+    BackendName,
+    BackendUnavailable,
+    check_backend,
+    make_validator,
+)
 from server.sim.interest import InterestConfig
 from server.sim.lagcomp import LagCompensation
 from shared import eventloop, jitcache
@@ -138,8 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--hitreg-backend",
         default="auto",
-        choices=["auto", "cpu", "cuda", "reference"],
-        help="where shots are judged: auto takes cuda when a GPU is present, else cpu",
+        choices=get_args(BackendName),
+        help="where shots are judged: auto takes cuda when a GPU is present and its kernels "
+        "compile, else cpu",
     )
     parser.add_argument(
         "--max-rewind-ms",
