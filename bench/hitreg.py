@@ -56,6 +56,7 @@ from server.sim.hitreg import (
 )
 from server.sim.hitreg.cpu import player_grid
 from server.sim.hitreg.cuda import cuda_available, simulator_enabled
+from shared.weapons import flight_step
 
 __all__ = ["main"]
 
@@ -143,6 +144,7 @@ def projectile_batch(
         spawn_time=shots.view_time,
         end_time=now,
         expire_time=now + 1.0,
+        step_time=flight_step(300.0, 9.81, now + 1.0 - shots.view_time),
     )
 
 
@@ -291,6 +293,7 @@ def bench_projectiles(
         spawn_time=flights.spawn_time[:keep],
         end_time=flights.end_time[:keep],
         expire_time=flights.expire_time[:keep],
+        step_time=flights.step_time[:keep],
     )
     reference = make_validator("reference", box_min=box_min, box_max=box_max)
     expected = reference.resolve_projectiles(history, few)

@@ -21,7 +21,7 @@ import numpy as np
 
 from client_sim.sight import segments_within_reach
 from shared.arena_map import ArenaMap
-from shared.hitbox import HIT_NONE, HIT_PLAYER, HITBOX_MIN_RADIUS
+from shared.hitbox import HIT_NONE, HIT_PLAYER
 from shared.protocol import ENTITY_FLAG_ALIVE
 from shared.rayhits import first_hit
 from shared.sightlines import sight_blocked
@@ -168,19 +168,21 @@ def fly_projectile(
     positions: np.ndarray,
     alive: np.ndarray,
     arena: ArenaMap,
+    step: float,
 ) -> tuple[int, int]:
     """Fly a projectile through rendered frames; returns (candidate index or -1, hitbox).
 
     ``times`` (T,) are snapshot times, ``positions`` (T, C, 3) and ``alive`` (T, C) the
     candidates in them. Between frames players are interpolated, as the bot renders them;
-    sub-steps are no longer than the smallest hitbox radius, so nothing tunnels.
+    the flight is cut into the server's chords of ``step`` seconds (the weapon's
+    :attr:`~shared.weapons.Weapon.flight_step`), each tested against the players at its end.
 
     The exact test (:func:`~shared.rayhits.first_hit`) runs, in flight order, only on
     the sub-steps that may hit something: a candidate within reach, or a (slightly padded)
     box or the floor. The first of those that hits decides, as if every step were tested.
     """
     end = min(expire, float(times[-1])) if len(times) else start
-    steps = _flight(origin, velocity, gravity, start, end)
+    steps = _flight(origin, velocity, gravity, start, end, expire, step)
     if not len(steps):
         return -1, 0
     at, begin, finish = steps[:, 0], steps[:, 1:4], steps[:, 4:7]
@@ -216,23 +218,29 @@ _WORLD_PAD = 1e-6
 
 
 def _flight(
-    origin: np.ndarray, velocity: np.ndarray, gravity: float, start: float, end: float
+    origin: np.ndarray,
+    velocity: np.ndarray,
+    gravity: float,
+    start: float,
+    end: float,
+    expire: float,
+    step: float,
 ) -> np.ndarray:
-    """The sub-steps of a flight from ``start`` to ``end``: rows of (time at the step's end,
-    start x y z, end x y z). A step covers at most :data:`HITBOX_MIN_RADIUS` at 60 Hz."""
-    x, y, z = (float(v) for v in origin)
-    vx, vy, vz = (float(v) for v in velocity)
-    rows: list[tuple[float, ...]] = []
-    t = start
-    while t < end:
-        step_speed = math.sqrt(vx * vx + vy * vy + vz * vz) + gravity * (end - t)
-        steps = max(1, math.ceil(step_speed * (1.0 / 60.0) / HITBOX_MIN_RADIUS))
-        dt = min(1.0 / 60.0 / steps, end - t)
-        nx, ny, nz = x + vx * dt, y + vy * dt, z + vz * dt - 0.5 * gravity * dt * dt
-        rows.append((t + dt, x, y, z, nx, ny, nz))
-        x, y, z, vz = nx, ny, nz, vz - gravity * dt
-        t += dt
-    return np.array(rows).reshape(-1, 7)
+    """The chords of a flight from ``start`` to ``end``: rows of (time at the chord's end,
+    start x y z, end x y z). Chords of ``step`` from the spawn, as the server cuts them
+    (:attr:`~shared.weapons.Weapon.flight_step`): the whole ones that end by ``end``, and
+    the shorter last one up to ``expire`` when the flight lives no longer."""
+    whole = max(0, math.floor((end - start) / step))
+    tau = np.arange(1, whole + 1, dtype=np.float64) * step
+    if expire <= end and expire - start > whole * step:
+        tau = np.append(tau, expire - start)
+    tau = np.concatenate(([0.0], tau))
+    points = (
+        np.asarray(origin, dtype=np.float64)
+        + tau[:, None] * np.asarray(velocity, dtype=np.float64)
+        - np.outer(0.5 * gravity * tau * tau, (0.0, 0.0, 1.0))
+    )
+    return np.column_stack((start + tau[1:], points[:-1], points[1:]))
 
 
 def eye_of(feet: np.ndarray) -> np.ndarray:

@@ -218,6 +218,7 @@ class SwarmShooting:
                 positions,
                 alive,
                 self.arena,
+                LAUNCHER.flight_step,
             )
             if candidate >= 0:
                 record.client_victim = int(ids[candidate])

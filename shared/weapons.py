@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from shared.hitbox import HITBOX_MIN_RADIUS
 from shared.movement import BUTTON_FIRE
 
 __all__ = [
@@ -27,6 +30,7 @@ __all__ = [
     "WEAPONS",
     "Weapon",
     "aim_direction",
+    "flight_step",
 ]
 
 BUTTON_ALT_FIRE = 1 << 2
@@ -47,10 +51,32 @@ class Weapon:
     gravity: float = 0.0  # m/s^2 downwards, projectiles only
     lifetime: float = 0.0  # seconds a projectile flies before it expires
 
+    @property
+    def flight_step(self) -> float:
+        """Seconds per chord of this weapon's projectile flights (:func:`flight_step`)."""
+        if self.hitscan:
+            raise ValueError(f"{self.name} is hitscan: it has no flight")
+        return float(flight_step(self.speed, self.gravity, self.lifetime))
+
     def interval_inputs(self, tick_rate: int) -> int:
         """The fire interval in inputs, for a client that sends one input per tick: the
         fewest ticks that span ``fire_interval``."""
         return max(1, math.ceil(self.fire_interval * tick_rate - 1e-9))
+
+
+def flight_step(speed: npt.ArrayLike, gravity: npt.ArrayLike, lifetime: npt.ArrayLike) -> Any:
+    """Seconds per chord of a projectile's flight, launched at ``speed`` under ``gravity``
+    for ``lifetime`` (scalars or arrays, m/s, m/s^2, s).
+
+    A flight is cut into chords of this duration counted from its spawn, and each chord
+    is tested against the players as they stand at its end. The server, which flies a
+    projectile on in pieces tick by tick, and a client, which flies it through its own
+    frames in one go, cut the same chords: the same segments judged against the players at
+    the same times, so a near miss is one for both. Short enough that no chord spans more
+    than :data:`~shared.hitbox.HITBOX_MIN_RADIUS` at the fastest the projectile can go (its
+    speed plus what gravity adds over its lifetime), so nothing tunnels.
+    """
+    return HITBOX_MIN_RADIUS / (np.add(speed, np.multiply(gravity, lifetime)))
 
 
 RIFLE = Weapon(

@@ -429,6 +429,7 @@ def judge(batches: list[ShotBatch], history: History, validator: HitValidator) -
                 spawn_time=np.array([p.time for _, p in flying]),
                 end_time=np.minimum([b.present for b, _ in flying], shown_until[matches]),
                 expire_time=np.array([p.expire_time for _, p in flying]),
+                step_time=np.array([p.weapon.flight_step for _, p in flying]),
             ),
         )
         for i, (batch, _) in enumerate(flying):

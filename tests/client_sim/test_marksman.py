@@ -191,6 +191,7 @@ def flight(
         positions,
         np.ones((61, 1), dtype=bool),
         arena or open_arena(),
+        LAUNCHER.flight_step,
     )
 
 
@@ -217,6 +218,7 @@ def test_a_projectile_with_no_rendered_frames_hits_nothing() -> None:
         np.zeros((0, 1, 3)),
         np.zeros((0, 1), dtype=bool),
         open_arena(),
+        LAUNCHER.flight_step,
     )
     assert result == (-1, 0)
 

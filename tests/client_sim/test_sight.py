@@ -21,7 +21,6 @@ from shared.hitbox import (
     BOUNDING_SPHERE_CENTRE,
     BOUNDING_SPHERE_RADIUS,
     HIT_PLAYER,
-    HITBOX_MIN_RADIUS,
     ray_hit_player,
     ray_hitbox_entries,
     ray_world_entry,
@@ -211,38 +210,37 @@ def fly_every_step(
     positions: np.ndarray,
     alive: np.ndarray,
 ) -> tuple[int, int]:
-    """The plain flight: the shared ray test on every sub-step, in order."""
+    """The plain flight: the shared ray test on every chord of the server's grid, in
+    order; each chord's end computed from the spawn, as the rules define it."""
     end = min(expire, float(times[-1])) if len(times) else start
-    x, y, z = (float(v) for v in origin)
-    vx, vy, vz = (float(v) for v in velocity)
-    t = start
-    while t < end:
-        step_speed = math.sqrt(vx * vx + vy * vy + vz * vz) + gravity * (end - t)
-        steps = max(1, math.ceil(step_speed * (1.0 / 60.0) / HITBOX_MIN_RADIUS))
-        dt = min(1.0 / 60.0 / steps, end - t)
-        nx, ny, nz = x + vx * dt, y + vy * dt, z + vz * dt - 0.5 * gravity * dt * dt
-        segment = np.array([nx - x, ny - y, nz - z])
+    step = LAUNCHER.flight_step
+    taus = [0.0]
+    while start + (len(taus)) * step <= end:
+        taus.append(len(taus) * step)
+    if expire <= end and taus[-1] < expire - start:
+        taus.append(expire - start)  # the last, shorter chord: up to the expiry
+    points = [
+        np.asarray(origin) + np.asarray(velocity) * tau - (0.0, 0.0, 0.5 * gravity * tau * tau)
+        for tau in taus
+    ]
+    for tau, a, b in zip(taus[1:], points, points[1:], strict=False):
+        segment = b - a
         length = float(np.sqrt(segment @ segment))
-        if length > 0.0:
-            k = min(max(int(np.searchsorted(times, t + dt, side="left")), 1), len(times) - 1)
-            t0, t1 = times[k - 1], times[k]
-            weight = 0.0 if t1 == t0 else min(max((t + dt - t0) / (t1 - t0), 0.0), 1.0)
-            rendered = positions[k - 1] + (positions[k] - positions[k - 1]) * weight
-            hit = ray_hit_player(
-                np.array([x, y, z]),
-                segment / length,
-                length,
-                rendered,
-                ARENA.box_min,
-                ARENA.box_max,
-                alive[k - 1] & alive[k],
-            )
-            if hit.kind == HIT_PLAYER:
-                return int(hit.victim), int(hit.hitbox)
-            if hit.kind != 0:
-                return -1, 0
-        x, y, z, vz = nx, ny, nz, vz - gravity * dt
-        t += dt
+        if length == 0.0:
+            continue
+        at = start + tau
+        f = min(max(int(np.searchsorted(times, at, side="left")), 1), len(times) - 1)
+        t0, t1 = times[f - 1], times[f]
+        weight = 0.0 if t1 == t0 else min(max((at - t0) / (t1 - t0), 0.0), 1.0)
+        rendered = positions[f - 1] + (positions[f] - positions[f - 1]) * weight
+        hit = ray_hit_player(
+            a, segment / length, length, rendered, ARENA.box_min, ARENA.box_max,
+            alive[f - 1] & alive[f],
+        )  # fmt: skip
+        if hit.kind == HIT_PLAYER:
+            return int(hit.victim), int(hit.hitbox)
+        if hit.kind != 0:
+            return -1, 0
     return -1, 0
 
 
@@ -268,4 +266,4 @@ def test_a_flight_tested_where_it_may_hit_ends_as_one_tested_everywhere(
     alive = rng.random((frames, candidates)) < 0.9
     args = (origin, velocity, LAUNCHER.gravity, float(times[0]), float(times[0]) + 1.2)
     expected = fly_every_step(*args, times, positions, alive)
-    assert fly_projectile(*args, times, positions, alive, ARENA) == expected
+    assert fly_projectile(*args, times, positions, alive, ARENA, LAUNCHER.flight_step) == expected

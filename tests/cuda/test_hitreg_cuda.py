@@ -25,6 +25,7 @@ from server.sim.hitreg.scenes import (
     random_hitscan,
     random_projectiles,
 )
+from shared.weapons import flight_step
 
 pytestmark = pytest.mark.cuda
 
@@ -118,6 +119,7 @@ def test_head_shot_and_projectile_through_the_facade():
     flight = ProjectileShots(
         match=[0], shooter=[0], origin=[[0.0, 0.0, 1.2]], velocity=[[600.0, 0.0, 0.0]],
         gravity=9.81, spawn_time=[0.0], end_time=dt, expire_time=1.0,
+        step_time=flight_step(600.0, 9.81, 1.0),
     )  # fmt: skip
     result = gpu.resolve_projectiles(history, flight)
     assert (result.kind[0], result.victim[0], result.hitbox[0]) == (1, 1, 2)

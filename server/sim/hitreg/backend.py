@@ -32,7 +32,7 @@ from server.sim.hitreg.batches import (
 )
 from server.sim.hitreg.reference import DEFAULT_MAX_SUBSTEPS
 from shared.arena_map import default_map
-from shared.hitbox import HITBOX_MIN_RADIUS
+from shared.weapons import LAUNCHER
 
 __all__ = [
     "WARM_UP_PARTS",
@@ -82,7 +82,6 @@ class _Backend(Protocol):
         projectiles: ProjectileShots,
         out: ProjectileResults,
         *,
-        max_step: float,
         max_substeps: int,
         broad_phase: bool,
     ) -> None: ...
@@ -118,7 +117,6 @@ class HitValidator:
         box_max: np.ndarray,
         *,
         broad_phase: bool,
-        max_step: float,
         max_substeps: int,
         requested: str | None = None,
     ) -> None:
@@ -130,10 +128,9 @@ class HitValidator:
         self._module = module
         self._world = World(box_min=box_min, box_max=box_max)
         self._broad_phase = broad_phase
-        self._max_step = float(max_step)
         self._max_substeps = int(max_substeps)
-        if not (self._max_step > 0.0 and self._max_substeps >= 1):
-            raise ValueError("max_step must be positive and max_substeps at least 1")
+        if self._max_substeps < 1:
+            raise ValueError("max_substeps must be at least 1")
 
     def __repr__(self) -> str:
         return f"HitValidator(backend={self.backend!r}, broad_phase={self._broad_phase})"
@@ -201,7 +198,6 @@ class HitValidator:
                 self._world,
                 projectiles,
                 out,
-                max_step=self._max_step,
                 max_substeps=self._max_substeps,
                 broad_phase=self._broad_phase if broad_phase is None else broad_phase,
             )
@@ -275,6 +271,7 @@ def _tiny_scene() -> tuple[History, HitscanShots, ProjectileShots]:
         spawn_time=np.zeros(1),
         end_time=1.0 / 60.0,
         expire_time=1.0,
+        step_time=LAUNCHER.flight_step,
     )
     return history, shots, projectiles
 
@@ -317,14 +314,14 @@ def make_validator(
     box_min: np.ndarray | None = None,
     box_max: np.ndarray | None = None,
     broad_phase: bool = True,
-    max_step: float = HITBOX_MIN_RADIUS,
     max_substeps: int = DEFAULT_MAX_SUBSTEPS,
 ) -> HitValidator:
     """A validator on ``backend`` for the map whose boxes are ``box_min``/``box_max``
     (``(M, 3)``; the embedded default map when omitted).
 
     ``broad_phase`` is the default for calls that do not say (the grid pays off from a few
-    hundred players per match up). ``max_step`` bounds a projectile's travel per sub-step.
+    hundred players per match up). ``max_substeps`` caps the chords one call flies a
+    projectile (the rest of its flight waits for the next call).
     Raises :class:`BackendUnavailable` when ``cuda`` is asked for and cannot run.
     """
     name, module = _select(backend)
@@ -339,7 +336,6 @@ def make_validator(
         box_min,
         box_max,
         broad_phase=broad_phase,
-        max_step=max_step,
         max_substeps=max_substeps,
         requested=backend,
     )

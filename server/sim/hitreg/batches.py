@@ -209,8 +209,11 @@ class HitscanResults:
 
 @dataclass(frozen=True, slots=True, eq=False, init=False)
 class ProjectileShots:
-    """``S`` projectiles to fly from ``spawn_time`` (the view time, or last tick's end for
-    one still in flight) to ``end_time`` (now: the newest snapshot's time)."""
+    """``S`` projectiles to fly from ``spawn_time`` (the view time, or where the last call
+    left one still in flight) towards ``end_time`` (now: the newest snapshot's time), in
+    whole chords of ``step_time`` (the weapon's :attr:`~shared.weapons.Weapon.flight_step`):
+    a flight stops at the last chord that ends by ``end_time`` and goes on from there, so
+    flown in pieces it is cut into the same chords as flown in one go."""
 
     match: np.ndarray  # (S,) int32
     shooter: np.ndarray  # (S,) int32
@@ -220,6 +223,7 @@ class ProjectileShots:
     spawn_time: np.ndarray  # (S,) float64
     end_time: np.ndarray  # (S,) float64 (a scalar is broadcast)
     expire_time: np.ndarray  # (S,) float64 (a scalar is broadcast): end of its life
+    step_time: np.ndarray  # (S,) float64 (a scalar is broadcast), > 0: seconds per chord
 
     def __init__(
         self,
@@ -232,6 +236,7 @@ class ProjectileShots:
         spawn_time: npt.ArrayLike,
         end_time: npt.ArrayLike,
         expire_time: npt.ArrayLike,
+        step_time: npt.ArrayLike,
     ) -> None:
         match = _array(match, np.int32, "projectiles.match", (None,))
         n = match.shape[0]
@@ -244,11 +249,14 @@ class ProjectileShots:
             "spawn_time": _array(spawn_time, np.float64, "projectiles.spawn_time", (n,)),
             "end_time": _broadcast(end_time, n, "projectiles.end_time"),
             "expire_time": _broadcast(expire_time, n, "projectiles.expire_time"),
+            "step_time": _broadcast(step_time, n, "projectiles.step_time"),
         }
         for name, value in values.items():
             if name not in ("match", "shooter"):
                 _finite(value, f"projectiles.{name}")
             object.__setattr__(self, name, value)
+        if not (values["step_time"] > 0.0).all():
+            raise ValueError("projectiles.step_time: every chord must last a positive time")
 
     def __len__(self) -> int:
         return int(self.match.shape[0])
@@ -263,6 +271,7 @@ class ProjectileShots:
             self.spawn_time,
             self.end_time,
             self.expire_time,
+            self.step_time,
         )
 
 

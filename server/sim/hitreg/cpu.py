@@ -508,7 +508,7 @@ def _projectile_one(
     proj_spawn_time,
     proj_end_time,
     proj_expire_time,
-    max_step,
+    proj_step_time,
     max_substeps,
     use_grid,
     grid_origin,
@@ -540,79 +540,76 @@ def _projectile_one(
     spawn = proj_spawn_time[i]
     end = proj_end_time[i]
     expire = proj_expire_time[i]
-    duration = min(end, expire) - spawn
+    step = proj_step_time[i]
+    # The chords this call flies: reference.flight_chords.
+    whole = (min(end, expire) - spawn) / step
+    expires = expire <= end
+    if whole >= max_substeps:
+        chords = max_substeps
+        flown = max_substeps * step
+        expires = False
+    else:
+        chords = max(0, int(math.floor(whole)))  # noqa: RUF046 (float on CUDA)
+        flown = chords * step
+        if expires and expire - spawn > flown:
+            chords += 1
+            flown = expire - spawn
     tests = 0
     kind = HIT_NONE
     victim = -1
     hitbox = 0
-    hit_tau = 0.0
-    hx = ox
-    hy = oy
-    hz = oz
-    if duration > 0.0:
-        speed0 = math.sqrt(vx * vx + vy * vy + vz * vz)
-        vz1 = vz - g * duration
-        speed1 = math.sqrt(vx * vx + vy * vy + vz1 * vz1)
-        steps = max(speed0, speed1) * duration / max_step
-        n = max_substeps
-        if steps < max_substeps:
-            n = max(1, int(math.ceil(steps)))  # noqa: RUF046 (float on CUDA)
-        ax = ox
-        ay = oy
-        az = oz
-        tau_before = 0.0
-        for k in range(1, n + 1):
-            tau = duration if k == n else duration * k / n
-            bx = ox + vx * tau
-            by = oy + vy * tau
-            bz = oz + vz * tau - 0.5 * g * tau * tau
-            sx = bx - ax
-            sy = by - ay
-            sz = bz - az
-            t_world = _world_entry(ax, ay, az, sx, sy, sz, 1.0, box_min, box_max)
-            before, after, weight = _bracket(times, start, count, m, spawn + tau)
-            best_d, best_p, best_k, n_tests = _nearest_player(
-                positions, alive, m, before, after, weight, shooter,
-                ax, ay, az, sx, sy, sz, 1.0, min(1.0, t_world),
-                bottom, top, radius, sphere_z, sphere_r, use_grid,
-                grid_origin, grid_cell, grid_nx, grid_ny, grid_base, cell_start, cell_players,
-            )  # fmt: skip
-            tests += n_tests
-            u = -1.0
-            if best_p >= 0 and best_d < t_world:
-                kind = HIT_PLAYER
-                victim = best_p
-                hitbox = best_k
-                u = best_d
-            elif t_world <= 1.0:
-                kind = HIT_WORLD
-                u = t_world
-            if u >= 0.0:
-                hit_tau = tau_before + u * (tau - tau_before)
-                hx = ax + u * sx
-                hy = ay + u * sy
-                hz = az + u * sz
-                break
-            ax = bx
-            ay = by
-            az = bz
-            tau_before = tau
-        if kind == HIT_NONE:
-            hit_tau = duration
-            hx = ax
-            hy = ay
-            hz = az
+    hit_tau = flown
+    ax = ox
+    ay = oy
+    az = oz
+    tau_before = 0.0
+    for k in range(1, chords + 1):
+        tau = flown if k == chords else k * step
+        bx = ox + vx * tau
+        by = oy + vy * tau
+        bz = oz + vz * tau - 0.5 * g * tau * tau
+        sx = bx - ax
+        sy = by - ay
+        sz = bz - az
+        t_world = _world_entry(ax, ay, az, sx, sy, sz, 1.0, box_min, box_max)
+        before, after, weight = _bracket(times, start, count, m, spawn + tau)
+        best_d, best_p, best_k, n_tests = _nearest_player(
+            positions, alive, m, before, after, weight, shooter,
+            ax, ay, az, sx, sy, sz, 1.0, min(1.0, t_world),
+            bottom, top, radius, sphere_z, sphere_r, use_grid,
+            grid_origin, grid_cell, grid_nx, grid_ny, grid_base, cell_start, cell_players,
+        )  # fmt: skip
+        tests += n_tests
+        u = -1.0
+        if best_p >= 0 and best_d < t_world:
+            kind = HIT_PLAYER
+            victim = best_p
+            hitbox = best_k
+            u = best_d
+        elif t_world <= 1.0:
+            kind = HIT_WORLD
+            u = t_world
+        if u >= 0.0:
+            hit_tau = tau_before + u * (tau - tau_before)
+            ax = ax + u * sx
+            ay = ay + u * sy
+            az = az + u * sz
+            break
+        ax = bx
+        ay = by
+        az = bz
+        tau_before = tau
     out_kind[i] = kind
     out_victim[i] = victim
     out_hitbox[i] = hitbox
     out_time[i] = spawn + hit_tau
-    out_position[i, 0] = hx
-    out_position[i, 1] = hy
-    out_position[i, 2] = hz
+    out_position[i, 0] = ax  # where it hit, or the end of its last chord
+    out_position[i, 1] = ay
+    out_position[i, 2] = az
     out_velocity[i, 0] = vx
     out_velocity[i, 1] = vy
     out_velocity[i, 2] = vz - g * hit_tau
-    out_expired[i] = 1 if kind == HIT_NONE and expire <= end else 0
+    out_expired[i] = 1 if kind == HIT_NONE and expires else 0
     out_tests[i] = tests
 
 
@@ -831,7 +828,7 @@ def _projectile_kernel(
     times, positions, alive, start, count, box_min, box_max,
     bottom, top, radius, sphere_z, sphere_r,
     proj_match, proj_shooter, proj_origin, proj_velocity, proj_gravity,
-    proj_spawn_time, proj_end_time, proj_expire_time, max_step, max_substeps,
+    proj_spawn_time, proj_end_time, proj_expire_time, proj_step_time, max_substeps,
     use_grid, grid_origin, grid_cell, grid_nx, grid_ny, grid_base, cell_start, cell_players,
     out_kind, out_victim, out_hitbox, out_time, out_position, out_velocity, out_expired,
     out_tests,
@@ -841,7 +838,7 @@ def _projectile_kernel(
             i, times, positions, alive, start, count, box_min, box_max,
             bottom, top, radius, sphere_z, sphere_r,
             proj_match, proj_shooter, proj_origin, proj_velocity, proj_gravity,
-            proj_spawn_time, proj_end_time, proj_expire_time, max_step, max_substeps,
+            proj_spawn_time, proj_end_time, proj_expire_time, proj_step_time, max_substeps,
             use_grid, grid_origin, grid_cell, grid_nx, grid_ny, grid_base, cell_start,
             cell_players, out_kind, out_victim, out_hitbox, out_time, out_position,
             out_velocity, out_expired, out_tests,
@@ -863,14 +860,13 @@ def projectile_inputs(
     history: History,
     world: World,
     projectiles: ProjectileShots,
-    max_step: float,
     max_substeps: int,
     broad_phase: bool,
 ) -> tuple[Any, ...]:
     """The projectile kernels' arguments before the outputs (see :func:`hitscan_inputs`)."""
     return (
         *history.arrays(), world.box_min, world.box_max, *hitbox_kernel_args(),
-        *projectiles.arrays(), float(max_step), int(max_substeps),
+        *projectiles.arrays(), int(max_substeps),
         broad_phase, *player_grid(history, broad_phase),
     )  # fmt: skip
 
@@ -896,12 +892,11 @@ def resolve_projectiles(
     projectiles: ProjectileShots,
     out: ProjectileResults,
     *,
-    max_step: float,
     max_substeps: int,
     broad_phase: bool,
 ) -> None:
     """:func:`reference.resolve_projectiles` on the CPU cores."""
     if len(projectiles) == 0:
         return
-    inputs = projectile_inputs(history, world, projectiles, max_step, max_substeps, broad_phase)
+    inputs = projectile_inputs(history, world, projectiles, max_substeps, broad_phase)
     _projectile_kernel(*inputs, *out.arrays())

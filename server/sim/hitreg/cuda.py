@@ -163,7 +163,6 @@ def resolve_projectiles(
     projectiles: ProjectileShots,
     out: ProjectileResults,
     *,
-    max_step: float,
     max_substeps: int,
     broad_phase: bool,
 ) -> None:
@@ -171,5 +170,5 @@ def resolve_projectiles(
     if len(projectiles) == 0:
         return
     kernels = _load_kernels()
-    inputs = cpu.projectile_inputs(history, world, projectiles, max_step, max_substeps, broad_phase)
+    inputs = cpu.projectile_inputs(history, world, projectiles, max_substeps, broad_phase)
     _launch(kernels.projectiles, kernels.cuda, len(projectiles), inputs, out)

@@ -34,15 +34,15 @@ from shared.hitbox import HIT_NONE, HITBOXES, ray_hit_player
 
 __all__ = [
     "DEFAULT_MAX_SUBSTEPS",
+    "flight_chords",
     "interpolate_positions",
-    "projectile_substeps",
     "resolve_hitscan",
     "resolve_projectiles",
     "snapshot_bracket",
 ]
 
-#: Upper bound on a projectile's sub-steps in one call; beyond it steps get longer than
-#: ``max_step`` (only reachable with absurd speeds or spans, which the server rejects).
+#: Upper bound on a projectile's chords in one call: a flight that would need more (a tick
+#: after a stall of minutes) goes on from there at the next call, on the same chords.
 DEFAULT_MAX_SUBSTEPS = 100_000
 
 _HITBOX_COUNT = len(HITBOXES)
@@ -135,22 +135,24 @@ def resolve_hitscan(
         out.hitbox_tests[i] = _HITBOX_COUNT * int(np.count_nonzero(present))
 
 
-def projectile_substeps(
-    velocity: np.ndarray, gravity: float, duration: float, max_step: float, max_substeps: int
-) -> int:
-    """How many equal sub-steps keep every step of the flight no longer than ``max_step``.
+def flight_chords(
+    spawn: float, end: float, expire: float, step: float, max_chords: int
+) -> tuple[int, float, bool]:
+    """How far one call flies a projectile: (its chords, the flight time they end at, and
+    whether that is the end of its life).
 
-    Speed along a ballistic arc is largest at one of its ends (its square is a convex
-    quadratic in time), so ``max(end speeds) * duration`` bounds the path length.
+    The whole chords of ``step`` seconds from ``spawn`` that end by ``min(end, expire)``;
+    when the expiry comes by ``end``, one shorter chord more, up to it. At most
+    ``max_chords``: a flight cut short there goes on from its last chord at the next call.
     """
-    vx, vy, vz = float(velocity[0]), float(velocity[1]), float(velocity[2])
-    speed0 = math.sqrt(vx * vx + vy * vy + vz * vz)
-    vz1 = vz - gravity * duration
-    speed1 = math.sqrt(vx * vx + vy * vy + vz1 * vz1)
-    steps = max(speed0, speed1) * duration / max_step
-    if steps >= max_substeps:
-        return max_substeps
-    return max(1, math.ceil(steps))
+    whole = max(0, math.floor((min(end, expire) - spawn) / step))
+    if whole >= max_chords:
+        return max_chords, max_chords * step, False
+    if expire <= end:
+        if expire - spawn > whole * step:
+            return whole + 1, expire - spawn, True
+        return whole, whole * step, True
+    return whole, whole * step, False
 
 
 def resolve_projectiles(
@@ -159,19 +161,18 @@ def resolve_projectiles(
     projectiles: ProjectileShots,
     out: ProjectileResults,
     *,
-    max_step: float,
     max_substeps: int,
     broad_phase: bool = False,
 ) -> None:
     """Re-simulate projectiles from their spawn (view) time through the history.
 
     A projectile follows the exact ballistic arc ``origin + v*tau - (0, 0, g*tau**2/2)``,
-    cut into equal sub-steps no longer than ``max_step`` (so a hitbox at least that thick
-    cannot be skipped); each chord is tested against the floor, the boxes and the players
-    interpolated at the chord's end time. The first hit in time wins. Flight stops at
-    ``min(end_time, expire_time)``: a projectile that is still flying reports its position and
-    velocity there (kind 0, so the caller can continue it next tick with spawn = this end),
-    one that reached ``expire_time`` first reports kind 0 with ``out.expired = 1``.
+    cut into chords of ``step_time`` from its spawn (:func:`flight_chords`); each chord is
+    tested against the floor, the boxes and the players interpolated at the chord's end
+    time. The first hit in time wins. A projectile that hits nothing by the last whole
+    chord before ``end_time`` reports its position and velocity there (kind 0, so the
+    caller continues it next tick with spawn = that time: the same chords as one flight);
+    one that reached ``expire_time`` reports kind 0 with ``out.expired = 1``.
     ``broad_phase`` changes nothing here (see :func:`resolve_hitscan`).
     """
     for i in range(len(projectiles)):
@@ -181,52 +182,53 @@ def resolve_projectiles(
         vx, vy, vz = (float(v) for v in projectiles.velocity[i])
         g = float(projectiles.gravity[i])
         spawn = float(projectiles.spawn_time[i])
-        end = float(projectiles.end_time[i])
-        expire = float(projectiles.expire_time[i])
-        duration = min(end, expire) - spawn
+        step = float(projectiles.step_time[i])
+        chords, flown, expires = flight_chords(
+            spawn,
+            float(projectiles.end_time[i]),
+            float(projectiles.expire_time[i]),
+            step,
+            max_substeps,
+        )
         tests = 0
         kind, victim, hitbox = HIT_NONE, -1, 0
-        hit_tau = 0.0
+        hit_tau = flown
+        ax, ay, az = ox, oy, oz
         hit_point = (ox, oy, oz)
-        if duration > 0.0:
-            n = projectile_substeps(projectiles.velocity[i], g, duration, max_step, max_substeps)
-            ax, ay, az = ox, oy, oz
-            tau_before = 0.0
-            for k in range(1, n + 1):
-                tau = duration if k == n else duration * k / n
-                bx = ox + vx * tau
-                by = oy + vy * tau
-                bz = oz + vz * tau - 0.5 * g * tau * tau
-                chord = np.array([bx - ax, by - ay, bz - az])
-                rewound, present = interpolate_positions(history, m, spawn + tau)
-                if 0 <= shooter < present.shape[0]:
-                    present[shooter] = False
-                tests += _HITBOX_COUNT * int(np.count_nonzero(present))
-                hit = ray_hit_player(
-                    np.array([ax, ay, az]),
-                    chord,
-                    1.0,
-                    rewound,
-                    world.box_min,
-                    world.box_max,
-                    present,
-                )
-                if hit.kind != HIT_NONE:
-                    u = hit.distance
-                    kind, victim, hitbox = hit.kind, hit.victim, hit.hitbox
-                    hit_tau = tau_before + u * (tau - tau_before)
-                    hit_point = (ax + u * chord[0], ay + u * chord[1], az + u * chord[2])
-                    break
-                ax, ay, az = bx, by, bz
-                tau_before = tau
-            if kind == HIT_NONE:
-                hit_tau = duration
-                hit_point = (ax, ay, az)
+        tau_before = 0.0
+        for k in range(1, chords + 1):
+            tau = flown if k == chords else k * step
+            bx = ox + vx * tau
+            by = oy + vy * tau
+            bz = oz + vz * tau - 0.5 * g * tau * tau
+            chord = np.array([bx - ax, by - ay, bz - az])
+            rewound, present = interpolate_positions(history, m, spawn + tau)
+            if 0 <= shooter < present.shape[0]:
+                present[shooter] = False
+            tests += _HITBOX_COUNT * int(np.count_nonzero(present))
+            hit = ray_hit_player(
+                np.array([ax, ay, az]),
+                chord,
+                1.0,
+                rewound,
+                world.box_min,
+                world.box_max,
+                present,
+            )
+            if hit.kind != HIT_NONE:
+                u = hit.distance
+                kind, victim, hitbox = hit.kind, hit.victim, hit.hitbox
+                hit_tau = tau_before + u * (tau - tau_before)
+                hit_point = (ax + u * chord[0], ay + u * chord[1], az + u * chord[2])
+                break
+            ax, ay, az = bx, by, bz
+            hit_point = (ax, ay, az)
+            tau_before = tau
         out.kind[i] = kind
         out.victim[i] = victim
         out.hitbox[i] = hitbox
         out.time[i] = spawn + hit_tau
         out.position[i] = hit_point
         out.velocity[i] = (vx, vy, vz - g * hit_tau)
-        out.expired[i] = 1 if kind == HIT_NONE and expire <= end else 0
+        out.expired[i] = 1 if kind == HIT_NONE and expires else 0
         out.hitbox_tests[i] = tests

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from server.sim.hitreg.batches import History, HitscanShots, ProjectileShots
+from shared.weapons import flight_step
 
 __all__ = [
     "random_boxes",
@@ -191,4 +192,5 @@ def random_projectiles(
         spawn_time=spawn,
         end_time=end,
         expire_time=expire,
+        step_time=flight_step(np.linalg.norm(velocity, axis=1), gravity, expire - spawn),
     )

@@ -24,7 +24,7 @@ def validator_on_a_broken_gpu(requested: str) -> HitValidator:
     arena = default_map()
     gpu = SimpleNamespace(resolve_hitscan=broken, resolve_projectiles=broken)
     return HitValidator(
-        "cuda", gpu, arena.box_min, arena.box_max, broad_phase=True, max_step=0.1,
+        "cuda", gpu, arena.box_min, arena.box_max, broad_phase=True,
         max_substeps=64, requested=requested,
     )  # fmt: skip
 

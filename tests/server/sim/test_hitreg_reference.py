@@ -22,8 +22,8 @@ from server.sim.hitreg import (
     make_validator,
 )
 from server.sim.hitreg.reference import (
+    flight_chords,
     interpolate_positions,
-    projectile_substeps,
     snapshot_bracket,
 )
 from shared.hitbox import (
@@ -35,6 +35,7 @@ from shared.hitbox import (
     HITBOX_MIN_RADIUS,
     HITBOX_TORSO,
 )
+from shared.weapons import flight_step
 
 DT = 1.0 / 60.0
 NO_BOXES = np.zeros((0, 3))
@@ -82,7 +83,11 @@ def hitscan(origin, direction, view_time, *, shooter=0, max_range=100.0, match=0
     )
 
 
-def projectile(origin, velocity, spawn, end, *, gravity=0.0, expire=10.0, shooter=0):
+def projectile(origin, velocity, spawn, end, *, gravity=0.0, expire=10.0, shooter=0, step=None):
+    """One projectile; its chords (``step``) by default as the rules cut a flight launched
+    here (a flight continued from an earlier call passes the launch's own)."""
+    if step is None:
+        step = flight_step(np.linalg.norm(velocity), gravity, expire - spawn)
     return ProjectileShots(
         match=np.array([0]),
         shooter=np.array([shooter]),
@@ -92,6 +97,7 @@ def projectile(origin, velocity, spawn, end, *, gravity=0.0, expire=10.0, shoote
         spawn_time=np.array([spawn]),
         end_time=end,
         expire_time=expire,
+        step_time=step,
     )
 
 
@@ -261,10 +267,14 @@ def test_projectile_hits_in_the_past(backend):
 
 def test_projectile_misses_a_target_that_dodged_and_keeps_flying(backend):
     history = sidestep_history(step_at=0.0)  # gone one tick after the shot
-    result = backend.fly(history, projectile((0, 0, 1.2), (400, 0, 0), 0.0, 0.2))
+    flight = projectile((0, 0, 1.2), (400, 0, 0), 0.0, 0.2)
+    result = backend.fly(history, flight)
     assert (result.kind[0], result.expired[0]) == (HIT_NONE, 0)
-    assert result.time[0] == pytest.approx(0.2)
-    np.testing.assert_allclose(result.position[0], (80.0, 0.0, 1.2), atol=1e-9)
+    # Flown up to its last whole chord before the end: it goes on from there next call.
+    step = float(flight.step_time[0])
+    assert 0.2 - step < result.time[0] <= 0.2
+    assert result.time[0] == pytest.approx(math.floor(0.2 / step) * step, abs=1e-12)
+    np.testing.assert_allclose(result.position[0], (400.0 * result.time[0], 0.0, 1.2))
     np.testing.assert_allclose(result.velocity[0], (400.0, 0.0, 0.0))
     # A hitscan shot at the same view time still finds it: only the projectile is dodged.
     assert backend.shoot(history, hitscan((0, 0, 1.2), (1, 0, 0), 0.0))[0] == HIT_PLAYER
@@ -282,7 +292,7 @@ def test_fast_projectile_does_not_tunnel_through_a_crossing_target(backend):
 def test_fast_projectile_does_not_tunnel_through_a_thin_wall(backend):
     history = standing((0.0, 5.0), (80.0, 0.0))
     wall = (np.array([[50.0, -2.0, 0.0]]), np.array([[50.05, 2.0, 3.0]]))
-    result = backend.fly(history, projectile((0, 0, 1.2), (3000, 0, 0), 0.0, DT), wall)
+    result = backend.fly(history, projectile((0, 0, 1.2), (3000, 0, 0), 0.0, 2 * DT), wall)
     assert result.kind[0] == HIT_WORLD
     np.testing.assert_allclose(result.position[0], (50.0, 0.0, 1.2), atol=1e-9)
 
@@ -306,26 +316,114 @@ def test_projectile_expires_at_the_end_of_its_life(backend):
     np.testing.assert_allclose(result.position[0], (1.0, 0.0, 5.0), atol=1e-12)
 
 
+def fly_in_pieces(backend, history, flight, ends):
+    """Fly ``flight`` (one projectile) to each of ``ends`` in turn, going on from where
+    each call left it, as the server does tick by tick; the last call's result."""
+    result = None
+    for end in ends:
+        result = backend.fly(
+            history,
+            projectile(
+                flight.origin[0], flight.velocity[0], flight.spawn_time[0], end,
+                gravity=float(flight.gravity[0]), expire=float(flight.expire_time[0]),
+                step=float(flight.step_time[0]),
+            ),
+        )  # fmt: skip
+        if result.kind[0] != HIT_NONE or result.expired[0]:
+            break
+        flight = projectile(
+            result.position[0], result.velocity[0], result.time[0], end,
+            gravity=float(flight.gravity[0]), expire=float(flight.expire_time[0]),
+            step=float(flight.step_time[0]),
+        )  # fmt: skip
+    return result
+
+
 def test_a_projectile_continued_tick_by_tick_hits_like_one_flight(backend):
     history = sidestep_history(step_at=1.0)  # never steps aside
-    whole = backend.fly(history, projectile((0, 0, 1.3), (150, 0, 1), 0.0, 0.2, gravity=9.81))
-    first = backend.fly(history, projectile((0, 0, 1.3), (150, 0, 1), 0.0, 0.1, gravity=9.81))
-    assert (first.kind[0], first.expired[0]) == (HIT_NONE, 0)
-    second = backend.fly(
-        history,
-        projectile(first.position[0], first.velocity[0], first.time[0], 0.2, gravity=9.81),
+    flight = projectile((0, 0, 1.3), (150, 0, 1), 0.0, 0.2, gravity=9.81)
+    whole = backend.fly(history, flight)
+    pieces = fly_in_pieces(backend, history, flight, [0.1, 0.2])
+    assert (pieces.kind[0], pieces.victim[0]) == (whole.kind[0], whole.victim[0]) == (1, 1)
+    assert pieces.hitbox[0] == whole.hitbox[0]
+    assert pieces.time[0] == pytest.approx(whole.time[0], abs=1e-9)
+
+
+def test_pieces_cut_the_same_chords_as_one_flight_so_a_graze_is_judged_alike(backend):
+    """A target that crosses the line of fire at the moment the projectile passes: whether
+    it is hit depends on where it stands at each chord's end. Flown in ticks that end at
+    arbitrary times (the newest snapshot's), the projectile is tested on the same chords
+    as flown in one go (as a client flies it), so both verdicts agree, hit or miss."""
+    rng = np.random.default_rng(7)
+    times = [i * DT for i in range(31)]
+    arrive = 20.0 / 45.0
+    for trial in range(30):
+        # Walking off the line at 10 m/s, its torso's edge (0.22 m) within millimetres of
+        # the line when the projectile arrives: cut per piece as before (equal chords
+        # between each call's spawn and end), 10 of these 30 verdicts differed.
+        lead = 0.22 + rng.uniform(-0.006, 0.002)
+        feet = [[(0.0, 0.0, 0.0), (20.0, lead + 10.0 * (t - arrive), 0.0)] for t in times]
+        history = ring(times, feet)
+        flight = projectile((0, 0, 1.2), (45.0, 0, 0), 0.0, times[-1], gravity=0.0, expire=3.0)
+        whole = backend.fly(history, flight)
+        ends = np.sort(rng.uniform(0.0, times[-1], size=8)).tolist() + [times[-1]]
+        pieces = fly_in_pieces(backend, history, flight, ends)
+        assert (pieces.kind[0], pieces.victim[0], pieces.hitbox[0]) == (
+            whole.kind[0], whole.victim[0], whole.hitbox[0]
+        ), trial  # fmt: skip
+        assert pieces.time[0] == pytest.approx(whole.time[0], abs=1e-9)
+
+
+def test_a_flight_past_the_chord_cap_goes_on_next_call_on_the_same_chords():
+    history = sidestep_history(step_at=1.0)
+    flight = projectile((0, 0, 1.3), (150, 0, 1), 0.0, 0.2, gravity=9.81)
+    whole = make_validator("reference", box_min=NO_BOXES, box_max=NO_BOXES).resolve_projectiles(
+        history, flight
     )
-    assert (second.kind[0], second.victim[0]) == (whole.kind[0], whole.victim[0]) == (1, 1)
-    assert second.hitbox[0] == whole.hitbox[0]
-    assert second.time[0] == pytest.approx(whole.time[0], abs=1e-9)
+    capped = make_validator("reference", box_min=NO_BOXES, box_max=NO_BOXES, max_substeps=10)
+    result = capped.resolve_projectiles(history, flight)
+    assert (result.kind[0], result.expired[0]) == (HIT_NONE, 0)
+    assert result.time[0] == pytest.approx(10 * float(flight.step_time[0]), abs=1e-15)
+    calls = 1
+    while result.kind[0] == HIT_NONE:
+        result = capped.resolve_projectiles(
+            history,
+            projectile(
+                result.position[0], result.velocity[0], result.time[0], 0.2, gravity=9.81,
+                step=float(flight.step_time[0]),
+            ),
+        )  # fmt: skip
+        calls += 1
+    assert calls > 1
+    assert (result.victim[0], result.hitbox[0]) == (whole.victim[0], whole.hitbox[0])
+    assert result.time[0] == pytest.approx(whole.time[0], abs=1e-9)
 
 
-def test_substeps_bound_the_step_length():
-    velocity = np.array([300.0, 0.0, 40.0])
-    for duration in (0.001, 0.05, 0.25):
-        n = projectile_substeps(velocity, 9.81, duration, HITBOX_MIN_RADIUS, 10**6)
-        assert np.linalg.norm(velocity) * duration / n <= HITBOX_MIN_RADIUS
-    assert projectile_substeps(velocity, 9.81, 100.0, HITBOX_MIN_RADIUS, 50) == 50
+def test_flight_chords():
+    step = 0.01
+    # Whole chords that end by the end; the rest waits for the next call.
+    chords, flown, expires = flight_chords(1.0, 1.055, 9.0, step, 100)
+    assert (chords, expires) == (5, False) and flown == pytest.approx(0.05)
+    # Nothing flown yet: the end is within the first chord (or before the spawn).
+    assert flight_chords(1.0, 1.005, 9.0, step, 100) == (0, 0.0, False)
+    assert flight_chords(1.0, 0.9, 9.0, step, 100) == (0, 0.0, False)
+    # The expiry comes first: one shorter chord more, up to it.
+    chords, flown, expires = flight_chords(1.0, 2.0, 1.025, step, 100)
+    assert (chords, expires) == (3, True) and flown == pytest.approx(0.025)
+    assert flight_chords(1.0, 2.0, 0.5, step, 100) == (0, 0.0, True)
+    # The cap: at most so many chords a call, and no expiry when cut short.
+    chords, flown, expires = flight_chords(1.0, 2.0, 1.5, step, 20)
+    assert (chords, expires) == (20, False) and flown == pytest.approx(0.2)
+
+
+def test_chords_never_span_more_than_the_smallest_hitbox_radius():
+    for speed, gravity, life in ((45.0, 9.81, 3.0), (300.0, 9.81, 1.0), (3000.0, 0.0, 0.5)):
+        step = flight_step(speed, gravity, life)
+        for tau in np.linspace(0.0, life, 50):
+            fastest = math.hypot(speed, gravity * tau)  # launched level: slowest case
+            assert fastest * step <= HITBOX_MIN_RADIUS
+            # launched straight down, the fastest any launch direction goes at tau:
+            assert (speed + gravity * tau) * step <= HITBOX_MIN_RADIUS * (1 + 1e-12)
 
 
 # -- the facade ------------------------------------------------------------------------------
@@ -385,8 +483,10 @@ def test_a_validator_refuses_bad_boxes_and_steps_with_one_line():
         make_validator("cpu", box_min=np.zeros((1, 3)), box_max=np.ones((2, 3)))
     with pytest.raises(ValueError, match="every box needs min <= max"):
         make_validator("cpu", box_min=np.ones((1, 3)), box_max=np.zeros((1, 3)))
-    with pytest.raises(ValueError, match="max_step must be positive"):
-        make_validator("reference", max_step=0.0)
+    with pytest.raises(ValueError, match="max_substeps must be at least 1"):
+        make_validator("reference", max_substeps=0)
+    with pytest.raises(ValueError, match="step_time: every chord must last a positive time"):
+        projectile((0, 0, 1), (10, 0, 0), 0.0, 1.0, step=0.0)
 
 
 def test_results_are_written_into_caller_buffers():
