@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from client_sim.marksman import ShotRecord
+from shared.protocol import ENTITY_FLAG_ALIVE
 
 __all__ = ["CAUSES", "RULE_CAUSES", "disagreement", "rule_outcome", "shot_detail"]
 
@@ -107,6 +108,11 @@ def shot_detail(record: ShotRecord) -> dict[str, Any]:
         "frames": len(record.track_frames),
         "frames_with_client_victim": _frames_with(record, record.client_victim),
         "frames_with_server_victim": _frames_with(record, record.server_victim),
+        # ... when (ms after the view time), and each victim in each: alive (A), dead
+        # (D) or not drawn (-), as the bot's flight saw them.
+        "frame_ms": [round((t - record.view_time) * 1e3, 1) for t in record.track_times],
+        "client_victim_frames": _states(record, record.client_victim),
+        "server_victim_frames": _states(record, record.server_victim),
     }
 
 
@@ -114,3 +120,16 @@ def _frames_with(record: ShotRecord, player: int) -> int:
     if player < 0:
         return 0
     return sum(bool(np.any(frame["id"] == player)) for frame in record.track_frames)
+
+
+def _states(record: ShotRecord, player: int) -> str:
+    if player < 0:
+        return ""
+    states = []
+    for frame in record.track_frames:
+        rows = frame[frame["id"] == player]
+        if not len(rows):
+            states.append("-")
+        else:
+            states.append("A" if rows["flags"][0] & ENTITY_FLAG_ALIVE else "D")
+    return "".join(states)

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from client_sim.brain import Brain
+from client_sim.fairness import shot_detail
 from client_sim.interpolation import InterpolatedView, SnapshotBuffer
 from client_sim.marksman import (
     CHEST_HEIGHT,
@@ -25,7 +26,7 @@ from client_sim.shooting import ShotSummary, SwarmShooting
 from shared.arena_map import default_map, parse_map
 from shared.hitbox import HIT_PLAYER, HITBOX_TORSO, ray_hit_player
 from shared.movement import BUTTON_FIRE
-from shared.protocol import RespawnEvent, ShotEvent
+from shared.protocol import ENTITY_FLAG_ALIVE, RespawnEvent, ShotEvent
 from shared.weapons import BUTTON_ALT_FIRE, EYE_HEIGHT, LAUNCHER, RIFLE, aim_direction
 from tests.records import entity_records as records_of
 
@@ -598,3 +599,26 @@ def test_a_projectile_s_victim_left_out_of_a_snapshot_of_its_flight_was_not_show
     (finished,) = shooting.finished
     expected = ("victim_not_shown", "victim_not_shown") if left_out else (None, "unexplained")
     assert (finished.rule, finished.cause) == expected
+    if not left_out:  # the report's detail: both victims alive in every frame, and when
+        assert finished.detail is not None  # each frame came
+        assert finished.detail["client_victim"] == TARGET
+        assert finished.detail["server_victim_frames"] == "A" * 31
+        assert finished.detail["client_victim_frames"] == "A" * 31
+        assert finished.detail["frame_ms"][:2] == [0.0, round(1e3 / RATE, 1)]
+        assert finished.detail["frame_ms"][-1] == 500.0
+
+
+def test_an_unexplained_shot_s_detail_tells_each_victim_s_state_in_each_frame() -> None:
+    """Alive (A), dead (D) or not drawn (-) in each snapshot the flight was flown through,
+    with when each came: the data to tell a death or an absence the verdicts disagree on."""
+    alive = entity_records({TARGET: TARGET_FEET, OTHER: (20.0, 20.0, 0.0)})
+    dead = alive.copy()
+    dead["flags"][dead["id"] == OTHER] ^= ENTITY_FLAG_ALIVE
+    record = ShotRecord(3, LAUNCHER.id, 50.0, TARGET, 2, 1.0, "hit", OTHER)
+    record.track_times = [1.0, 1.05, 1.1]
+    record.track_frames = [alive, dead, alive[alive["id"] == TARGET]]
+    detail = shot_detail(record)
+    assert detail["frame_ms"] == [0.0, 50.0, 100.0]
+    assert (detail["client_victim_frames"], detail["server_victim_frames"]) == ("AAA", "AD-")
+    record.server_victim = -1
+    assert shot_detail(record)["server_victim_frames"] == ""
