@@ -15,6 +15,7 @@ them (:func:`fly_projectile`, :func:`tracked_players`).
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -131,7 +132,7 @@ def hitscan_verdict(
 
 
 def tracked_players(
-    frames: list[np.ndarray], shooter: int
+    frames: list[np.ndarray], shooter: int, killed_before: Collection[int] = ()
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The players of a flight's snapshots (entity records) but the shooter: their ids
     ``(C,)``, and per snapshot their feet ``(T, C, 3)`` and whether each was there and
@@ -140,7 +141,9 @@ def tracked_players(
     The last snapshot is the one that carried the verdict: it shows the players killed in
     its tick dead, but the server judged that tick's shots before applying them, so a
     player alive in the snapshot before counts as alive in it (one killed by an earlier
-    shot of that tick is hit for no damage, as the server's event says)."""
+    shot of that tick is hit for no damage, as the server's event says) unless it was
+    killed in a tick before the snapshot's (``killed_before``, from the events' ticks: a
+    snapshot tells two ticks at 30 a second), which the server's history shows dead."""
     every = np.unique(np.concatenate([f["id"] for f in frames]).astype(np.int64))
     ids = every[every != shooter]
     positions = np.zeros((len(frames), len(ids), 3))
@@ -154,7 +157,10 @@ def tracked_players(
         positions[k] = np.column_stack((rows["x"], rows["y"], rows["z"]))
         alive[k] = here & ((rows["flags"] & ENTITY_FLAG_ALIVE) != 0)
         if k == len(frames) - 1 and k > 0:
-            alive[k] |= here & alive[k - 1]
+            revived = here & alive[k - 1]
+            if killed_before:
+                revived &= ~np.isin(ids, np.fromiter(killed_before, dtype=np.int64))
+            alive[k] |= revived
     return ids, positions, alive
 
 

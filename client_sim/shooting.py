@@ -170,10 +170,15 @@ class SwarmShooting:
         events: Sequence[SnapshotEvent],
         own_feet: np.ndarray,
         current_view: Callable[[], InterpolatedView | None],
+        *,
+        tick: int = -1,
+        told: Sequence[SnapshotEvent] = (),
     ) -> bool:
         """Track projectiles, pair verdicts, note deaths; True when this bot respawned.
 
-        ``events`` are those that name this bot (:meth:`concerning`).
+        ``events`` are those that name this bot (:meth:`concerning`); ``told``, all the
+        snapshot's (a projectile's verdict needs the kills of the ticks before ``tick``,
+        the snapshot's own).
         """
         awaiting = self.awaiting[index]
         for record in awaiting.values():
@@ -185,7 +190,7 @@ class SwarmShooting:
                 if event.shooter == me:
                     key = (event.seq, event.weapon)
                     if key in awaiting:
-                        self._settle(awaiting.pop(key), event)
+                        self._settle(awaiting.pop(key), event, _killed_before(told, tick))
                 if event.victim == me and event.result == "hit":
                     self._hit_on_me(event, own_feet, current_view)
                     if event.kill:
@@ -195,7 +200,7 @@ class SwarmShooting:
                 respawned = True
         return respawned
 
-    def _settle(self, record: ShotRecord, event: ShotEvent) -> None:
+    def _settle(self, record: ShotRecord, event: ShotEvent, killed_before: set[int]) -> None:
         record.server_result = event.result
         record.server_victim = event.victim
         record.server_damage = event.damage
@@ -205,7 +210,9 @@ class SwarmShooting:
         record.server_rtt_ms = event.shooter_rtt * 1e3 if event.shooter_rtt >= 0 else math.nan
         if record.velocity is not None and record.track_times:
             assert record.origin is not None
-            ids, positions, alive = tracked_players(record.track_frames, event.shooter)
+            ids, positions, alive = tracked_players(
+                record.track_frames, event.shooter, killed_before
+            )
             # Flown from the moment the server spawned it, so that both verdicts judge one
             # flight (a clamped claim shows up as such, not as a different path).
             candidate, hitbox = fly_projectile(
@@ -284,3 +291,13 @@ class SwarmShooting:
         for awaiting in self.awaiting:
             self.finished.extend(self._summary(record) for record in awaiting.values())
             awaiting.clear()
+
+
+def _killed_before(told: Sequence[SnapshotEvent], tick: int) -> set[int]:
+    """The players a snapshot of ``tick`` tells killed in an earlier tick (since the
+    snapshot before): dead already in the history the server judged ``tick``'s shots in."""
+    return {
+        event.victim
+        for event in told
+        if type(event) is ShotEvent and event.kill and 0 <= event.tick < tick
+    }

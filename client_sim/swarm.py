@@ -302,6 +302,8 @@ class Swarm:
             mine,
             self.predictor.pos[bot.index],
             lambda: bot.snapshots.view(self._render_time(bot)),
+            tick=snapshot.tick,
+            told=snapshot.events,
         )
         alive = bool(self.shooting.alive[bot.index])
         if alive != was_alive or respawned:

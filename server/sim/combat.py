@@ -236,7 +236,8 @@ class Combat(ArrayState):
             death = self.death_time[shot.slot]
             if not self.rules.may_fire(view_time, None if np.isnan(death) else float(death)):
                 self.counters["shots_rejected_dead"] += 1
-                event = _shot_event(shot.slot, shot.seq, shot.weapon, "rejected", judged)
+                tick = round(present * self.tick_rate)
+                event = _shot_event(shot.slot, shot.seq, shot.weapon, "rejected", judged, tick)
                 batch.events.append(event)
                 self._trace(event, shot.direction, shot.origin, present)
             elif shot.weapon.hitscan:
@@ -308,10 +309,10 @@ class Combat(ArrayState):
         if not self.rules.may_fire(judged.view_time, None if np.isnan(died_at) else died_at):
             # Killed earlier in this tick's story, before the moment this shot was fired.
             self.counters["shots_rejected_dead"] += 1
-            return _shot_event(outcome.slot, outcome.seq, outcome.weapon, "rejected", judged)
+            return _shot_event(outcome.slot, outcome.seq, outcome.weapon, "rejected", judged, tick)
         if outcome.kind != HIT_PLAYER:
             result: ShotResult = "world" if outcome.kind == HIT_WORLD else "miss"
-            return _shot_event(outcome.slot, outcome.seq, outcome.weapon, result, judged)
+            return _shot_event(outcome.slot, outcome.seq, outcome.weapon, result, judged, tick)
         world, victim = self.world, outcome.victim
         died_at = self.death_time[victim]
         damage, kill = 0, False
@@ -330,7 +331,7 @@ class Combat(ArrayState):
             self.counters["hits_on_dead"] += 1
         self.counters["hits"] += 1
         return _shot_event(
-            outcome.slot, outcome.seq, outcome.weapon, "hit", judged,
+            outcome.slot, outcome.seq, outcome.weapon, "hit", judged, tick,
             victim=victim, hitbox=outcome.hitbox, damage=damage, kill=kill,
         )  # fmt: skip
 
@@ -345,7 +346,13 @@ class Combat(ArrayState):
 
 
 def _shot_event(
-    slot: int, seq: int, weapon: Weapon, result: ShotResult, judged: Judgement, **hit: Any
+    slot: int,
+    seq: int,
+    weapon: Weapon,
+    result: ShotResult,
+    judged: Judgement,
+    tick: int,
+    **hit: Any,
 ) -> ShotEvent:
     return ShotEvent(
         slot,
@@ -356,6 +363,7 @@ def _shot_event(
         judged=judged.verdict.value,
         origin=tuple(judged.origin.tolist()),
         shooter_rtt=judged.shooter_rtt,
+        tick=tick,
         **hit,
     )
 

@@ -124,6 +124,7 @@ class ShotEvent(_Event):
         "judged": _one_of(JUDGEMENTS),
         "origin": numbers(3, 1e6),
         "shooter_rtt": number(-1.0, 60.0),
+        "tick": integer(-1, U32_MAX),
     }
     shooter: int
     seq: int
@@ -137,6 +138,10 @@ class ShotEvent(_Event):
     judged: Judged = "claimed"
     origin: tuple[float, float, float] = (0.0, 0.0, 0.0)
     shooter_rtt: float = -1.0
+    #: The tick that judged it (-1: not said). A snapshot tells the events of every tick
+    #: since the last one: a client that sees a player dead in a snapshot learns here
+    #: whether the kill came in the snapshot's own tick or before it.
+    tick: int = -1
 
     def names(self, player: int) -> bool:
         return self.shooter == player or self.victim == player

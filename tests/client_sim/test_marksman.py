@@ -622,3 +622,34 @@ def test_an_unexplained_shot_s_detail_tells_each_victim_s_state_in_each_frame() 
     assert (detail["client_victim_frames"], detail["server_victim_frames"]) == ("AAA", "AD-")
     record.server_victim = -1
     assert shot_detail(record)["server_victim_frames"] == ""
+
+
+@pytest.mark.parametrize(("killed_in", "hit"), [(73, TARGET), (74, OTHER)])
+def test_a_player_killed_before_the_verdict_s_tick_is_no_obstacle_in_its_last_stretch(
+    killed_in: int, hit: int
+) -> None:
+    """OTHER stands just in front of TARGET and is shown dead in the verdict's snapshot
+    (tick 74). Killed in tick 73, it was dead in the history the server flew the last
+    stretch through, and the projectile went on to TARGET; killed in tick 74, the
+    server judged the flight before that kill, and OTHER was still in the way."""
+    shooting = book(launcher_share=1.0)
+    players = {ME: tuple(MY_FEET), TARGET: TARGET_FEET, OTHER: (-26.0, -10.8, 0.0)}
+    records = entity_records(players)
+    buffer = SnapshotBuffer()
+    buffer.push(1.0, records)
+    view = buffer.view(1.0)
+    assert view is not None
+    shooting.fire(0, ME, 0, MY_FEET, view, TARGET, 120.0, 100.0, RATE, buffer.since)
+    for k in range(1, 12):  # up to 1.183 s: OTHER alive; both are reached after it
+        shooting.on_snapshot(0, ME, 1.0 + k / RATE, records, (), MY_FEET, no_view)
+    dead = records.copy()
+    dead["flags"][dead["id"] == OTHER] = 0
+    other_killed = shot(3, "hit", OTHER, shooter=TARGET, kill=True, tick=killed_in)
+    verdict = shot(0, "hit", TARGET, weapon=LAUNCHER.id, tick=74)
+    shooting.on_snapshot(
+        0, ME, 74 / RATE, dead, (verdict,), MY_FEET, no_view,
+        tick=74, told=(other_killed, verdict),
+    )  # fmt: skip
+    (finished,) = shooting.finished
+    assert finished.detail is None or finished.detail["client_victim"] == hit
+    assert finished.client_hit and (finished.agrees == (hit == TARGET))

@@ -8,6 +8,7 @@ on the NumPy reference and on the numba CPU kernels.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any
@@ -130,10 +131,13 @@ class Scene:
         return self.resolve()
 
     def resolve(self) -> list[dict[str, Any]]:
+        """The tick's events, each of which names this tick as the one that judged it (the
+        tests below compare the rest)."""
         world = self.world
         events = self.combat.resolve(self.view(), self.validator, self.tick / RATE, self.tick)
         self.history.mark_newest_alive(world.active & world.alive)
-        return events
+        assert [event.tick for event in events] == [self.tick] * len(events)
+        return [dataclasses.replace(event, tick=-1) for event in events]
 
 
 def aim(shooter: tuple[float, float], target: tuple[float, float, float]) -> tuple[float, float]:

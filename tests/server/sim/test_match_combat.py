@@ -180,6 +180,7 @@ def test_the_snapshot_carries_the_shot_s_result(backend: str) -> None:
         kill=False,
         view_time=1 / RATE,
         origin=tuple((match.world.pos[SHOOTER] + (0.0, 0.0, EYE_HEIGHT)).tolist()),
+        tick=result.tick,  # the tick that judged it
     )
     assert result.events == [expected]
     for slot in (SHOOTER, VICTIM):
