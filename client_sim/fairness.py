@@ -7,6 +7,9 @@ different victims, or when the server's hit did nothing the shooter was shown (i
 was already dead). Each disagreement has one cause, the first that applies:
 
 * ``shooter_dead``: the server refused the shot, its shooter was dead at the view time;
+  or it took the shot as a trade (the shooter was killed before the input that fired was
+  applied, but fired in a view older than its death), and fired it from where the
+  shooter fell, away from where the bot, not yet told, had moved on;
 * ``beyond_cap``: the claim was older than the rewind cap;
 * ``victim_already_dead``: an earlier shot in the server's story had killed the victim;
 * ``victim_not_shown``: the server's victim was not among the players the bot drew
@@ -48,7 +51,7 @@ POSITION_TOLERANCE_M = 1e-3
 
 def rule_outcome(record: ShotRecord) -> str | None:
     """The rule that decided this judged shot, None when the geometry alone did."""
-    if record.server_result == "rejected":
+    if record.server_result == "rejected" or (record.server_traded and _moved_on(record)):
         return "shooter_dead"
     if record.server_judged == "capped":
         return "beyond_cap"
@@ -73,11 +76,16 @@ def disagreement(record: ShotRecord) -> str | None:
         return rule
     if record.server_judged == "clamped":
         return "claim_clamped"
-    if record.eye is not None and record.server_origin is not None:
-        offset = math.dist(record.eye, record.server_origin)
-        if offset > POSITION_TOLERANCE_M:
-            return "shooter_position"
+    if _moved_on(record):
+        return "shooter_position"
     return "unexplained"
+
+
+def _moved_on(record: ShotRecord) -> bool:
+    """Whether the server fired from an eye away from the bot's."""
+    if record.eye is None or record.server_origin is None:
+        return False
+    return math.dist(record.eye, record.server_origin) > POSITION_TOLERANCE_M
 
 
 def shot_detail(record: ShotRecord) -> dict[str, Any]:

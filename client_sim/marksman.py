@@ -68,12 +68,15 @@ class ShotRecord:
     #: projectile: those it drew in every snapshot of the flight.
     drawn: frozenset[int] | None = None
     # From the server's ``shot`` event: the damage dealt, how the view time was decided,
-    # the time judged, the eye it fired from and its RTT estimate of the shooter.
+    # the time judged, the eye it fired from, its RTT estimate of the shooter, and whether
+    # the shooter had been killed before the input that fired (a trade, fired from where
+    # it fell).
     server_damage: int = 0
     server_judged: str | None = None
     server_view_time: float = math.nan
     server_origin: tuple[float, float, float] | None = None
     server_rtt_ms: float = math.nan
+    server_traded: bool = False
     # Projectiles only: what the bot needs to judge the flight once it is over.
     origin: np.ndarray | None = None
     velocity: np.ndarray | None = None

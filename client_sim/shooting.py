@@ -207,6 +207,7 @@ class SwarmShooting:
         record.server_judged = event.judged
         record.server_view_time = event.view_time
         record.server_origin = event.origin
+        record.server_traded = event.traded
         record.server_rtt_ms = event.shooter_rtt * 1e3 if event.shooter_rtt >= 0 else math.nan
         if record.velocity is not None and record.track_times:
             assert record.origin is not None

@@ -47,6 +47,7 @@ class PendingShot:
     seq: int
     weapon: Weapon
     origin: np.ndarray  # (3,) the shooter's eye after the input that fired
+    traded: bool  # the shooter was dead when that input was applied (it did not move)
     direction: np.ndarray  # (3,) unit
     claim: float  # the client's view time
     arrival: float  # server time the input arrived
@@ -63,6 +64,7 @@ class Judgement:
     verdict: ViewTimeVerdict
     origin: np.ndarray  # (3,) where it left the shooter's eye
     shooter_rtt: float  # the server's RTT estimate of the shooter, -1 without one
+    traded: bool = False  # fired from where its shooter fell (see ShotEvent.traded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,15 +97,17 @@ class _Projectile:
         return [
             self.slot, self.seq, self.weapon.id, self.position.tobytes(),
             self.velocity.tobytes(), self.time, self.expire_time, judged.view_time,
-            judged.verdict.value, judged.origin.tobytes(), judged.shooter_rtt,
+            judged.verdict.value, judged.origin.tobytes(), judged.shooter_rtt, judged.traded,
         ]  # fmt: skip
 
     @classmethod
     def from_row(cls, row: list[Any]) -> _Projectile:
-        slot, seq, weapon, position, velocity, time, expire, view, verdict, origin, rtt = row
+        slot, seq, weapon, position, velocity, time, expire, *judgement = row
+        view, verdict, origin, rtt, traded = judgement
         judged = Judgement(
-            float(view), ViewTimeVerdict(verdict), np.frombuffer(origin).copy(), float(rtt)
-        )
+            float(view), ViewTimeVerdict(verdict), np.frombuffer(origin).copy(), float(rtt),
+            bool(traded),
+        )  # fmt: skip
         return cls(
             int(slot), int(seq), WEAPONS[int(weapon)], np.frombuffer(position).copy(),
             np.frombuffer(velocity).copy(), float(time), float(expire), judged,
@@ -210,10 +214,11 @@ class Combat(ArrayState):
             self.last_fired[slot, weapon.id] = now
             direction = aim_direction(yaw, pitch)
             origin = self.world.pos[slot] + (0.0, 0.0, EYE_HEIGHT)
+            traded = not self.world.alive[slot]
             self.pending.append(
                 PendingShot(
-                    slot, seq, weapon, origin, direction, claim, arrival, ack_time, link,
-                    interp_delay,
+                    slot, seq, weapon, origin, traded, direction, claim, arrival, ack_time,
+                    link, interp_delay,
                 )
             )  # fmt: skip
             self.counters["shots_fired"] += 1
@@ -232,7 +237,7 @@ class Combat(ArrayState):
             if verdict is not ViewTimeVerdict.CLAIMED:
                 self.counters[f"view_time_{verdict.value}"] += 1
             rtt = shot.link.rtt if shot.link is not None else -1.0
-            judged = Judgement(view_time, verdict, shot.origin, rtt)
+            judged = Judgement(view_time, verdict, shot.origin, rtt, shot.traded)
             death = self.death_time[shot.slot]
             if not self.rules.may_fire(view_time, None if np.isnan(death) else float(death)):
                 self.counters["shots_rejected_dead"] += 1
@@ -364,6 +369,7 @@ def _shot_event(
         origin=tuple(judged.origin.tolist()),
         shooter_rtt=judged.shooter_rtt,
         tick=tick,
+        traded=judged.traded,
         **hit,
     )
 

@@ -125,6 +125,7 @@ class ShotEvent(_Event):
         "origin": numbers(3, 1e6),
         "shooter_rtt": number(-1.0, 60.0),
         "tick": integer(-1, U32_MAX),
+        "traded": flag,
     }
     shooter: int
     seq: int
@@ -142,6 +143,11 @@ class ShotEvent(_Event):
     #: since the last one: a client that sees a player dead in a snapshot learns here
     #: whether the kill came in the snapshot's own tick or before it.
     tick: int = -1
+    #: The shooter had been killed before the input that fired was applied, and the shot
+    #: counts anyway (its view time came before that death, as its shooter saw the world
+    #: when it fired: a trade): a dead player does not move, so it left from where the
+    #: shooter fell, not from where its client, not yet told, had moved it on.
+    traded: bool = False
 
     def names(self, player: int) -> bool:
         return self.shooter == player or self.victim == player

@@ -488,6 +488,15 @@ def settle_rifle(**fields: Any) -> ShotSummary:
         ({"damage": 0}, "victim_already_dead", "victim_already_dead"),
         ({"result": "miss", "judged": "clamped"}, None, "claim_clamped"),
         ({"result": "miss", "origin": (-26.0, -20.5, EYE_HEIGHT)}, None, "shooter_position"),
+        # A trade: the shooter was killed before its input was applied, and the server
+        # fired from where it fell (the bot had moved on); from the bot's own eye, it is
+        # no rule's doing.
+        (
+            {"result": "miss", "origin": (-26.0, -20.5, EYE_HEIGHT), "traded": True},
+            "shooter_dead",
+            "shooter_dead",
+        ),
+        ({"result": "miss", "traded": True}, None, "unexplained"),
         ({"result": "miss", "origin": (-26.0, -20.0005, EYE_HEIGHT)}, None, "unexplained"),
         ({"result": "miss"}, None, "unexplained"),
         # The server's ray went on to a player this bot was not sent (interest management).

@@ -480,13 +480,29 @@ def test_a_shooter_killed_in_an_earlier_tick_cannot_fire_after_its_death(backend
     scene.step()  # tick 11: slot 1 dies at 9/60
     scene.fire(1, 0, *aim((10.0, 0.0), (0.0, 0.0, 1.62)), claim=10 / RATE)
     events = scene.step()
-    assert events == [
-        shot_event(
-            shooter=1, result="rejected", view_time=10 / RATE, origin=(10.0, 0.0, EYE_HEIGHT)
-        )
-    ]
+    rejected = shot_event(
+        shooter=1, result="rejected", view_time=10 / RATE, origin=(10.0, 0.0, EYE_HEIGHT),
+        traded=True,
+    )  # fmt: skip
+    assert events == [rejected]
     assert scene.world.health[0] == 50 and scene.world.alive[0]
     assert scene.combat.counters["shots_rejected_dead"] == 1
+
+
+def test_a_shot_fired_in_a_view_before_its_shooter_s_death_counts_from_where_it_fell(
+    backend: str,
+) -> None:
+    """Slot 1 dies at 9/60; its input that fired in the world of 8/60 is applied after
+    that: the shot counts (a trade), from the eye of a player that no longer moves, and
+    its event says so (``traded``), so that a client that moved on knows why."""
+    scene = duel(backend, health=50)
+    scene.world.health[0] = 50
+    scene.fire(0, 0, *aim((0.0, 0.0), (10.0, 0.0, 1.62)), claim=9 / RATE)
+    scene.step()  # tick 11: slot 1 dies at 9/60
+    scene.fire(1, 0, *aim((10.0, 0.0), (0.0, 0.0, 1.62)), claim=8 / RATE)
+    (event,) = scene.step()
+    assert (event.shooter, event.result, event.victim, event.kill) == (1, "hit", 0, True)
+    assert event.traded and event.origin == (10.0, 0.0, EYE_HEIGHT)
 
 
 def mutual_kill(
