@@ -561,12 +561,12 @@ def test_a_launcher_shot_can_hit_a_player_who_appears_during_its_flight() -> Non
     assert (finished.agrees, finished.cause) == (True, None)
 
 
-def test_a_launcher_kill_counts_although_the_verdict_s_snapshot_shows_the_victim_dead() -> None:
-    """The server judges a tick's impacts before it applies their kills, so the snapshot
-    that carries the kill already shows the victim dead: alive in the one before, it was
-    there to be hit."""
+def launched_at_target(
+    players: dict[int, tuple[float, float, float]],
+) -> tuple[SwarmShooting, np.ndarray]:
+    """A launcher shot of mine at TARGET, from the world of 1.0 s, its flight tracked
+    through 11 more snapshots of ``players`` as they stand (to 1.183 s); the records."""
     shooting = book(launcher_share=1.0)
-    players = {ME: tuple(MY_FEET), TARGET: (-26.0, -15.0, 0.0)}
     records = entity_records(players)
     buffer = SnapshotBuffer()
     buffer.push(1.0, records)
@@ -575,6 +575,14 @@ def test_a_launcher_kill_counts_although_the_verdict_s_snapshot_shows_the_victim
     shooting.fire(0, ME, 0, MY_FEET, view, TARGET, 120.0, 100.0, RATE, buffer.since)
     for k in range(1, 12):
         shooting.on_snapshot(0, ME, 1.0 + k / RATE, records, (), MY_FEET, no_view)
+    return shooting, records
+
+
+def test_a_launcher_kill_counts_although_the_verdict_s_snapshot_shows_the_victim_dead() -> None:
+    """The server judges a tick's impacts before it applies their kills, so the snapshot
+    that carries the kill already shows the victim dead: alive in the one before, it was
+    there to be hit."""
+    shooting, records = launched_at_target({ME: tuple(MY_FEET), TARGET: (-26.0, -15.0, 0.0)})
     dead = records.copy()
     dead["flags"][dead["id"] == TARGET] = 0
     kill = shot(0, "hit", TARGET, weapon=LAUNCHER.id, kill=True)
@@ -641,16 +649,9 @@ def test_a_player_killed_before_the_verdict_s_tick_is_no_obstacle_in_its_last_st
     (tick 74). Killed in tick 73, it was dead in the history the server flew the last
     stretch through, and the projectile went on to TARGET; killed in tick 74, the
     server judged the flight before that kill, and OTHER was still in the way."""
-    shooting = book(launcher_share=1.0)
+    # (Up to 1.183 s: OTHER alive; the projectile reaches both after that.)
     players = {ME: tuple(MY_FEET), TARGET: TARGET_FEET, OTHER: (-26.0, -10.8, 0.0)}
-    records = entity_records(players)
-    buffer = SnapshotBuffer()
-    buffer.push(1.0, records)
-    view = buffer.view(1.0)
-    assert view is not None
-    shooting.fire(0, ME, 0, MY_FEET, view, TARGET, 120.0, 100.0, RATE, buffer.since)
-    for k in range(1, 12):  # up to 1.183 s: OTHER alive; both are reached after it
-        shooting.on_snapshot(0, ME, 1.0 + k / RATE, records, (), MY_FEET, no_view)
+    shooting, records = launched_at_target(players)
     dead = records.copy()
     dead["flags"][dead["id"] == OTHER] = 0
     other_killed = shot(3, "hit", OTHER, shooter=TARGET, kill=True, tick=killed_in)
