@@ -187,8 +187,8 @@ def fly_projectile(
     :attr:`~shared.weapons.Weapon.flight_step`), each tested against the players at its end.
 
     The exact test (:func:`~shared.rayhits.first_hit`) runs, in flight order, only on
-    the sub-steps that may hit something: a candidate within reach, or a (slightly padded)
-    box or the floor. The first of those that hits decides, as if every step were tested.
+    the chords that may hit something: a candidate within reach, or a (slightly padded)
+    box or the floor. The first of those that hits decides, as if every chord were tested.
     """
     end = min(expire, float(times[-1])) if len(times) else start
     steps = _flight(origin, velocity, gravity, start, end, expire, step)

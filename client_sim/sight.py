@@ -1,5 +1,5 @@
 """Which players the segments of a bot's projectile flight may touch, for many segments at
-once: the exact test (:func:`shared.rayhits.first_hit`) then runs only on the sub-steps
+once: the exact test (:func:`shared.rayhits.first_hit`) then runs only on the chords
 that may hit someone. The padded bounding sphere is the server kernel's early-out, so a
 player dropped here is never hit.
 """

@@ -93,7 +93,7 @@ assert [h.id for h in HITBOXES] == [HITBOX_HEAD, HITBOX_TORSO, HITBOX_LEGS]
 #: Damage multiplier indexed by hitbox id (index 0: no hitbox, no damage).
 HITBOX_DAMAGE_MULTIPLIER: tuple[float, ...] = (0.0, *(h.damage_multiplier for h in HITBOXES))
 
-#: Smallest radius: projectiles are sub-stepped so no step is longer than this.
+#: Smallest radius: no chord of a projectile's flight is longer than this (Weapon.flight_step).
 HITBOX_MIN_RADIUS = min(h.radius for h in HITBOXES)
 #: Largest horizontal distance of any hitbox point from the feet axis (broad-phase padding).
 HITBOX_RADIAL_EXTENT = max(h.radius for h in HITBOXES)

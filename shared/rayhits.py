@@ -1,5 +1,5 @@
 """What one ray hits first, as a kernel: a bot's own verdict on every shot it fires and
-every sub-step of its projectiles that may hit something.
+every chord of its projectiles that may hit something.
 
 It gives exactly :func:`shared.hitbox.ray_hit_player` (the NumPy reference, which stays
 the spec; ``tests/client_sim/test_rayhits.py`` checks the two agree on random scenes),

@@ -2,7 +2,7 @@
 
 The numba CPU kernels (``cpu.py``) and the CUDA kernels (``cuda.py``) must produce exactly
 what these functions produce on every input; the property tests check it. The reference
-favours clarity over speed: one Python iteration per shot (and per projectile sub-step),
+favours clarity over speed: one Python iteration per shot (and per projectile chord),
 NumPy over players and boxes, and the ray tests of :mod:`shared.hitbox`, which the bots use
 for their own verdicts too.
 
