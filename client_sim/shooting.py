@@ -190,7 +190,7 @@ class SwarmShooting:
                 if event.shooter == me:
                     key = (event.seq, event.weapon)
                     if key in awaiting:
-                        self._settle(awaiting.pop(key), event, _killed_before(told, tick))
+                        self._settle(awaiting.pop(key), event, told, tick)
                 if event.victim == me and event.result == "hit":
                     self._hit_on_me(event, own_feet, current_view)
                     if event.kill:
@@ -200,7 +200,11 @@ class SwarmShooting:
                 respawned = True
         return respawned
 
-    def _settle(self, record: ShotRecord, event: ShotEvent, killed_before: set[int]) -> None:
+    def _settle(
+        self, record: ShotRecord, event: ShotEvent, told: Sequence[SnapshotEvent], tick: int
+    ) -> None:
+        """Pair ``event``, the server's verdict told by the snapshot of ``tick`` (with the
+        other events ``told`` there), with the bot's own; a projectile's is flown now."""
         record.server_result = event.result
         record.server_victim = event.victim
         record.server_damage = event.damage
@@ -212,7 +216,7 @@ class SwarmShooting:
         if record.velocity is not None and record.track_times:
             assert record.origin is not None
             ids, positions, alive = tracked_players(
-                record.track_frames, event.shooter, killed_before
+                record.track_frames, event.shooter, _killed_before(told, tick)
             )
             # Flown from the moment the server spawned it, so that both verdicts judge one
             # flight (a clamped claim shows up as such, not as a different path).
