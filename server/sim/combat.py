@@ -230,6 +230,7 @@ class Combat(ArrayState):
         projectiles in flight, for the kernels; clears the pending shots."""
         batch = ShotBatch(self, present)
         period = self.snapshot_period
+        tick = round(present * self.tick_rate)
         for shot in self.pending:
             view_time, verdict = self.rules.view_time(
                 shot.claim, shot.arrival, shot.ack_time, shot.link, shot.interp_delay, period
@@ -241,7 +242,6 @@ class Combat(ArrayState):
             death = self.death_time[shot.slot]
             if not self.rules.may_fire(view_time, None if np.isnan(death) else float(death)):
                 self.counters["shots_rejected_dead"] += 1
-                tick = round(present * self.tick_rate)
                 event = _shot_event(shot.slot, shot.seq, shot.weapon, "rejected", judged, tick)
                 batch.events.append(event)
                 self._trace(event, shot.direction, shot.origin, present)
