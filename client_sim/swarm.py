@@ -37,7 +37,7 @@ from client_sim.shooting import ShotSummary, SwarmShooting
 from client_sim.websocket import TlsTrust
 from shared import eventloop, protocol, rayhits, sightlines
 from shared.arena_map import ArenaMap, default_map
-from shared.protocol import baselines, between
+from shared.protocol import baselines, between, reader
 from shared.timestep import TickSchedule, run_tick_loop
 
 __all__ = ["ProcessFigures", "Swarm", "SwarmConfig", "SwarmResult", "run_swarm", "warm_up_kernels"]
@@ -178,6 +178,7 @@ class Swarm:
         self.pump: DeliveryPump
         self.beat = ProcessBeat()
         self.decoder = protocol.ServerFrameDecoder()
+        self.reader = protocol.SnapshotReader(self.decoder)
         self.codec = protocol.EntityCodec.for_bounds(
             config.arena.bounds_min, config.arena.bounds_max
         )
@@ -203,6 +204,9 @@ class Swarm:
     # -- what arrives, after its modelled delay ------------------------------------------
 
     def deliver(self, bot: Bot, data: bytes) -> None:
+        body = self.decoder.shared_body(data)
+        if body is not None and self._read_snapshot(bot, data, body):
+            return
         try:
             message = self.decoder.decode(data)
         except protocol.ProtocolError as error:
@@ -261,6 +265,34 @@ class Swarm:
         self.predictor.unscored[index] = False
         self.shooting.new_seat(index)
 
+    def _read_snapshot(
+        self, bot: Bot, data: bytes, body: tuple[protocol.SnapshotMessage, int]
+    ) -> bool:
+        """The fast path of a snapshot (a body the decoder knows): read in one kernel call
+        and shown; False for one the general path must read."""
+        template = body[0]
+        welcome = bot.welcome
+        if (
+            self.predictor is None
+            or welcome is None
+            or not bot.shows(template.epoch, template.tick)
+        ):
+            return False
+        try:
+            snapshot = self.reader.read(
+                data, body, bot.baselines, self._world(welcome, template.epoch)
+            )
+        except protocol.MissingBaseline:
+            self.note_error("missing_baseline")
+            return True
+        except protocol.ProtocolError as error:
+            self.note_error(f"bad_frame:{error.code}")
+            return True
+        if snapshot is None:
+            return False
+        self._show(bot, snapshot, snapshot.records)
+        return True
+
     def _on_snapshot(self, bot: Bot, snapshot: protocol.SnapshotMessage) -> None:
         if self.predictor is None or not bot.shows(snapshot.epoch, snapshot.tick):
             return  # a deposed primary's, or not newer than what the bot shows
@@ -279,6 +311,16 @@ class Swarm:
         except protocol.ProtocolError as error:
             self.note_error(f"bad_frame:{error.code}")
             return
+        self._show(bot, snapshot, records)
+
+    def _show(
+        self,
+        bot: Bot,
+        snapshot: protocol.SnapshotMessage | protocol.ReadSnapshot,
+        records: np.ndarray,
+    ) -> None:
+        """A snapshot decoded: the bot shows it, reconciles and settles its shots."""
+        assert self.predictor is not None and bot.welcome is not None
         bot.accept_snapshot(snapshot.epoch, snapshot.tick, snapshot.ack)
         if self.recorder is not None:
             self.recorder.accepted(
@@ -664,6 +706,7 @@ def warm_up_kernels() -> None:
     sight lines' and the shots', before any bot connects: a compile would stall every bot
     of the process."""
     baselines.warm_up()
+    reader.warm_up()
     between.warm_up()
     sightlines.warm_up()
     rayhits.warm_up()

@@ -69,10 +69,12 @@ _SOURCES = (
     "server/sim/interest.py",
     "shared/hitbox.py",
     "shared/movement.py",
+    "shared/protocol/baselines.py",
     "shared/protocol/between.py",
     "shared/protocol/deltas.py",
     "shared/protocol/fields.py",
     "shared/protocol/inputs.py",
+    "shared/protocol/reader.py",
     "shared/rayhits.py",
     "shared/sightlines.py",
 )
@@ -127,7 +129,7 @@ def warm_group(group: str) -> int:
     from server.sim.hitreg import make_validator
     from server.sim.input_frames import decode_input_frames, split_read
     from shared import movement, rayhits, sightlines
-    from shared.protocol import baselines, between
+    from shared.protocol import baselines, between, reader
 
     with counting_compiles() as count:
         if group in ("hitscan", "projectiles"):
@@ -144,6 +146,7 @@ def warm_group(group: str) -> int:
             deltas.warm_up()
         elif group == "decoder":
             baselines.warm_up()
+            reader.warm_up()
             between.warm_up()
             sightlines.warm_up()
             rayhits.warm_up()

@@ -11,7 +11,8 @@ truth that the decoders and that document follow:
 * :mod:`.events` what a snapshot tells of a tick (joins, leaves, respawns, shots);
 * :mod:`.snapshots` entity records and the snapshot's shared body and per-client head;
 * :mod:`.deltas` the players quantised and coded against a client's baseline, and
-  :mod:`.baselines` what a client holds to decode them.
+  :mod:`.baselines` what a client holds to decode them;
+* :mod:`.reader` a snapshot frame read whole in one kernel call (a bot swarm's).
 
 This package is what clients import: ``from shared import protocol``.
 """
@@ -69,6 +70,7 @@ from shared.protocol.messages import (
     encode,
     encode_input,
 )
+from shared.protocol.reader import ReadSnapshot, SnapshotReader
 from shared.protocol.snapshots import (
     ENTITIES_PART_BYTES,
     ENTITY_DTYPE,
@@ -122,6 +124,7 @@ __all__ = [
     "ProbeEchoMessage",
     "ProbeMessage",
     "ProtocolError",
+    "ReadSnapshot",
     "RespawnEvent",
     "ServerFrameDecoder",
     "ServerMessage",
@@ -129,6 +132,7 @@ __all__ = [
     "SightingMessage",
     "SnapshotEvent",
     "SnapshotMessage",
+    "SnapshotReader",
     "StandbysMessage",
     "TokenMessage",
     "UnknownMessageType",

@@ -12,36 +12,144 @@ acknowledged.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
+import numba
 import numpy as np
 
 from shared.protocol.deltas import (
+    _BAD,
+    _DECODED,
+    _MISSING,
+    _TOO_SMALL,
     KIND_DELTA,
     KIND_FULL,
     EntityCodec,
+    InvalidField,
     MissingBaseline,
     PlayerValues,
+    _commit_records,
+    _read_records,
     encode_records,
 )
+from shared.protocol.snapshots import ENTITY_DTYPE
 
 __all__ = ["BASELINES_KEPT", "EntityBaselines", "MissingBaseline", "warm_up"]
 
 #: Snapshots a client keeps: the server codes against no older acknowledged one than this
 #: many snapshot intervals back (see ``server.sim.deltas``), so it always holds the base.
 BASELINES_KEPT = 16
+#: A snapshot coded against a base the client does not hold (or not an earlier one).
+NO_BASE = 4
+
+
+@numba.njit(cache=True, inline="always")
+def apply_rows(
+    data: np.ndarray,
+    tick: int,
+    base: int,
+    row_ticks: np.ndarray,
+    rows: np.ndarray,
+    store_values: np.ndarray,
+    store_ticks: np.ndarray,
+    interval: int,
+    bits: np.ndarray,
+    origin: np.ndarray,
+    velocity_half: int,
+) -> tuple[int, int, np.ndarray]:
+    """Decode snapshot ``tick``'s ``data`` against the client's row of snapshot ``base``
+    (``row_ticks``: each row's snapshot tick, -1 none; ``rows``: per row and player id, the
+    tick of the value held, -1 none, as wide as the store) and, when it decodes whole,
+    keep what it holds after it in the row of ``tick`` (or the oldest row). Returns (the
+    status and its number, as :func:`~shared.protocol.deltas._read_records`, or
+    :data:`NO_BASE`; the records shown)."""
+    source = -1
+    if base >= 0:
+        if base >= tick:
+            return NO_BASE, 0, np.empty(0, dtype=ENTITY_DTYPE)
+        for r in range(len(row_ticks)):
+            if row_ticks[r] == base:
+                source = r
+        if source < 0:
+            return NO_BASE, 0, np.empty(0, dtype=ENTITY_DTYPE)
+    held = rows[source] if source >= 0 else rows[0, :0]
+    most = len(data) // 3 + 1
+    ids = np.empty(most, dtype=np.int64)
+    kinds = np.empty(most, dtype=np.int64)
+    values = np.empty((most, len(bits)), dtype=np.int32)
+    status, count = _read_records(
+        data, held, store_values, store_ticks, interval, bits, ids, kinds, values
+    )
+    if status == _DECODED and count and ids[count - 1] >= rows.shape[1]:
+        status, count = _TOO_SMALL, ids[count - 1]
+    if status != _DECODED:
+        return status, count, np.empty(0, dtype=ENTITY_DTYPE)
+    # The row it is kept in: its own (decoded again), else the oldest (or an empty one).
+    target = 0
+    for r in range(len(row_ticks)):
+        if row_ticks[r] == tick:
+            target = r
+            break
+        if row_ticks[r] < row_ticks[target]:
+            target = r
+    if source < 0:
+        rows[target, :] = -1
+    elif source != target:
+        rows[target, :] = rows[source, :]
+    row_ticks[target] = tick
+    slot = (tick // interval) % store_values.shape[0]
+    records = _commit_records(
+        count, ids, kinds, values, tick, slot, store_values, store_ticks, origin,
+        velocity_half, rows[target],
+    )  # fmt: skip
+    return _DECODED, count, records
+
+
+@numba.njit(cache=True)
+def _apply(
+    data: np.ndarray,
+    tick: int,
+    base: int,
+    row_ticks: np.ndarray,
+    rows: np.ndarray,
+    store_values: np.ndarray,
+    store_ticks: np.ndarray,
+    interval: int,
+    bits: np.ndarray,
+    origin: np.ndarray,
+    velocity_half: int,
+) -> tuple[int, int, np.ndarray]:
+    return apply_rows(
+        data, tick, base, row_ticks, rows, store_values, store_ticks, interval, bits, origin,
+        velocity_half,
+    )  # fmt: skip
 
 
 class EntityBaselines:
     """One client's players at each of its newest :data:`BASELINES_KEPT` snapshots: per
     snapshot, the tick of the value it holds for each player id (-1 none); the values
-    live in a :class:`~shared.protocol.deltas.PlayerValues` of the client's world."""
+    live in a :class:`~shared.protocol.deltas.PlayerValues` of the client's world.
+
+    Kept as arrays (a row per snapshot, as wide as the store), so that a kernel reads a
+    whole frame against them in one call (:mod:`shared.protocol.reader`)."""
 
     def __init__(self, kept: int = BASELINES_KEPT) -> None:
-        self._kept = kept
-        self._held: OrderedDict[int, np.ndarray] = OrderedDict()
+        if kept < 1:
+            raise ValueError("a client keeps at least one snapshot")
+        self.row_ticks = np.full(kept, -1, dtype=np.int64)
+        self.rows = np.full((kept, 0), -1, dtype=np.int64)
         self._epoch = -1
-        self._none = np.empty(0, dtype=np.int64)
+
+    def enter(self, epoch: int, values: PlayerValues) -> None:
+        """Ready to decode a snapshot of ``epoch`` with ``values``: a new epoch (another
+        primary) starts afresh, its snapshots name no base of the old one; the rows are
+        made as wide as the store."""
+        if epoch != self._epoch:
+            self.row_ticks[:] = -1
+            self._epoch = epoch
+        players = values.values.shape[1]
+        if self.rows.shape[1] < players:
+            rows = np.full((len(self.row_ticks), players), -1, dtype=np.int64)
+            rows[:, : self.rows.shape[1]] = self.rows
+            self.rows = rows
 
     def apply(
         self, epoch: int, tick: int, base: int, entities: bytes, values: PlayerValues
@@ -51,25 +159,37 @@ class EntityBaselines:
         records of the players this snapshot shows
         (:data:`~shared.protocol.snapshots.ENTITY_DTYPE`, ascending by id).
 
-        A new epoch (another primary) starts afresh: its snapshots name no base of the old
-        one. MissingBaseline when ``base`` is not held; InvalidField for a bad blob."""
-        if epoch != self._epoch:
-            self._held.clear()
-            self._epoch = epoch
-        if base < 0:
-            held = self._none
-        elif base >= tick or (held := self._held.get(base)) is None:  # type: ignore[assignment]
-            raise MissingBaseline(f"snapshot {tick}: base {base} is not held")
-        after, records = values.decode(tick, held, entities)
-        self._held[tick] = after
-        self._held.move_to_end(tick)
-        while len(self._held) > self._kept:
-            self._held.popitem(last=False)
+        MissingBaseline when ``base`` is not held; InvalidField for a bad blob."""
+        data = np.frombuffer(entities, dtype=np.uint8)
+        codec = values.codec
+        while True:
+            self.enter(epoch, values)
+            status, at, records = _apply(
+                data, tick, base, self.row_ticks, self.rows, values.values, values.ticks,
+                values.interval, codec.bits, codec.origin, codec.velocity_half,
+            )  # fmt: skip
+            if status != _TOO_SMALL:
+                break
+            values.grow(at + 1)  # a good blob naming ids beyond the store: room, once more
+        check(status, at, tick, base)
         return records
 
     def held(self, tick: int) -> np.ndarray | None:
         """Per player id, the tick of the value held after snapshot ``tick`` (-1 none)."""
-        return self._held.get(tick)
+        if tick < 0:
+            return None
+        found = np.flatnonzero(self.row_ticks == tick)
+        return self.rows[found[0]].copy() if len(found) else None
+
+
+def check(status: int, at: int, tick: int, base: int) -> None:
+    """Raise what a decode's ``status`` says went wrong (nothing when it decoded)."""
+    if status == NO_BASE:
+        raise MissingBaseline(f"snapshot {tick}: base {base} is not held")
+    if status == _MISSING:
+        raise MissingBaseline(f"snapshot {tick}: the base value of record {at} is gone")
+    if status == _BAD:
+        raise InvalidField(f"snapshot.entities: record {at} does not decode")
 
 
 def warm_up() -> None:

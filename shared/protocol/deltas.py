@@ -366,6 +366,122 @@ def _fill_records(
 _DECODED, _BAD, _TOO_SMALL, _MISSING = 0, 1, 2, 3
 
 
+@numba.njit(cache=True, inline="always")
+def _read_records(
+    data: np.ndarray,
+    base: np.ndarray,
+    store_values: np.ndarray,
+    store_ticks: np.ndarray,
+    interval: int,
+    bits: np.ndarray,
+    ids: np.ndarray,
+    kinds: np.ndarray,
+    values: np.ndarray,
+) -> tuple[int, int]:
+    """Read ``data``'s records into ``ids``, ``kinds`` and ``values`` (each at least
+    ``len(data) // 3 + 1`` long), deltas against ``base`` (per id, the tick of the value
+    held, -1 none) with the values in the store. Nothing is written to the store. Returns
+    (``_DECODED`` and the count; ``_BAD``/``_MISSING`` and the bad record's index;
+    ``_TOO_SMALL`` and the highest id, for a good blob naming ids beyond the store)."""
+    players = store_values.shape[1]
+    ring = store_values.shape[0]
+    fields = len(bits)
+    end = len(data) * 8
+    at = 0
+    count = 0
+    full_width = 0
+    for f in range(fields):
+        full_width += bits[f]
+    previous = -1
+    while at < end:
+        if at + _ID_BITS + _KIND_BITS > end:
+            return _BAD, count
+        entity = _get(data, at, _ID_BITS)
+        kind = _get(data, at + _ID_BITS, _KIND_BITS)
+        at += _ID_BITS + _KIND_BITS
+        if entity <= previous or kind > KIND_GONE:
+            return _BAD, count
+        previous = entity
+        ids[count], kinds[count] = entity, kind
+        if kind == KIND_FULL:
+            if at + full_width > end:
+                return _BAD, count
+            for f in range(fields):
+                values[count, f] = _get(data, at, bits[f])
+                at += bits[f]
+        elif kind == KIND_DELTA:
+            kt = base[entity] if entity < len(base) else -1
+            if kt < 0 or at + 4 > end:
+                return _BAD, count
+            old = (kt // interval) % ring
+            if entity >= players or store_ticks[old, entity] != kt:  # gone from the store
+                return _MISSING, count
+            mask = _get(data, at, 4)
+            at += 4
+            for f in range(fields):
+                values[count, f] = store_values[old, entity, f]
+            for g in range(4):
+                if not mask >> g & 1:
+                    continue
+                for f in range(GROUP_STARTS[g], GROUP_STARTS[g + 1]):
+                    if at + _CLASS_BITS > end:
+                        return _BAD, count
+                    klass = _get(data, at, _CLASS_BITS)
+                    at += _CLASS_BITS
+                    if klass == 0:
+                        continue
+                    width = _SMALL_BITS if klass == 1 else _MEDIUM_BITS if klass == 2 else bits[f]
+                    if at + width > end:
+                        return _BAD, count
+                    raw = _get(data, at, width)
+                    at += width
+                    if klass == 3:
+                        values[count, f] = raw
+                    else:
+                        if raw >= 1 << (width - 1):
+                            raw -= 1 << width
+                        values[count, f] = (values[count, f] + raw) & ((1 << bits[f]) - 1)
+        at = (at + 7) & ~7
+        count += 1
+    if count and ids[count - 1] >= players:
+        return _TOO_SMALL, ids[count - 1]
+    return _DECODED, count
+
+
+@numba.njit(cache=True, inline="always")
+def _commit_records(
+    count: int,
+    ids: np.ndarray,
+    kinds: np.ndarray,
+    values: np.ndarray,
+    tick: int,
+    slot: int,
+    store_values: np.ndarray,
+    store_ticks: np.ndarray,
+    origin: np.ndarray,
+    velocity_half: int,
+    held: np.ndarray,
+) -> np.ndarray:
+    """Write the ``count`` records read by :func:`_read_records` to the store (at
+    ``slot``, this tick's) and to ``held`` (the ticks held, already holding the base's);
+    returns the records shown."""
+    fields = store_values.shape[2]
+    records = np.empty(count, dtype=ENTITY_DTYPE)
+    shown = 0
+    for r in range(count):
+        entity = ids[r]
+        if kinds[r] == KIND_GONE:
+            held[entity] = -1
+            continue
+        for f in range(fields):
+            store_values[slot, entity, f] = values[r, f]
+        store_ticks[slot, entity] = tick
+        held[entity] = tick
+        _dequantise(records[shown], entity, values[r], origin, velocity_half)
+        shown += 1
+    return records[:shown]
+
+
 @numba.njit(cache=True)
 def _decode_shared(
     data: np.ndarray,
@@ -383,95 +499,28 @@ def _decode_shared(
     none) with the values in a store shared by many clients of one world (``store_*``:
     per ring slot of snapshot ticks and player id, the value and its tick). Only a blob
     that decodes whole is written to the store (at ``slot``, this tick's): a bad one leaves
-    it as it was. Returns (``_DECODED`` and the records read; ``_BAD``/``_MISSING`` and
-    the bad record's index; ``_TOO_SMALL`` and the highest id, for a good blob naming ids
-    beyond the store; the ticks held after this snapshot, per id; the records shown)."""
-    players = store_values.shape[1]
-    ring = store_values.shape[0]
-    fields = len(bits)
+    it as it was. Returns (the status and its number, as :func:`_read_records`; the ticks
+    held after this snapshot, per id; the records shown)."""
     most = len(data) // 3 + 1
     ids = np.empty(most, dtype=np.int64)
     kinds = np.empty(most, dtype=np.int64)
-    values = np.empty((most, fields), dtype=np.int32)
-    end = len(data) * 8
-    at = 0
-    count = 0
-    full_width = 0
-    for f in range(fields):
-        full_width += bits[f]
-    previous = -1
-    while at < end:
-        if at + _ID_BITS + _KIND_BITS > end:
-            return _BAD, count, base[:0], np.empty(0, dtype=ENTITY_DTYPE)
-        entity = _get(data, at, _ID_BITS)
-        kind = _get(data, at + _ID_BITS, _KIND_BITS)
-        at += _ID_BITS + _KIND_BITS
-        if entity <= previous or kind > KIND_GONE:
-            return _BAD, count, base[:0], np.empty(0, dtype=ENTITY_DTYPE)
-        previous = entity
-        ids[count], kinds[count] = entity, kind
-        if kind == KIND_FULL:
-            if at + full_width > end:
-                return _BAD, count, base[:0], np.empty(0, dtype=ENTITY_DTYPE)
-            for f in range(fields):
-                values[count, f] = _get(data, at, bits[f])
-                at += bits[f]
-        elif kind == KIND_DELTA:
-            kt = base[entity] if entity < len(base) else -1
-            if kt < 0 or at + 4 > end:
-                return _BAD, count, base[:0], np.empty(0, dtype=ENTITY_DTYPE)
-            old = (kt // interval) % ring
-            if entity >= players or store_ticks[old, entity] != kt:  # gone from the store
-                return _MISSING, count, base[:0], np.empty(0, dtype=ENTITY_DTYPE)
-            mask = _get(data, at, 4)
-            at += 4
-            for f in range(fields):
-                values[count, f] = store_values[old, entity, f]
-            for g in range(4):
-                if not mask >> g & 1:
-                    continue
-                for f in range(GROUP_STARTS[g], GROUP_STARTS[g + 1]):
-                    if at + _CLASS_BITS > end:
-                        return _BAD, count, base[:0], np.empty(0, dtype=ENTITY_DTYPE)
-                    klass = _get(data, at, _CLASS_BITS)
-                    at += _CLASS_BITS
-                    if klass == 0:
-                        continue
-                    width = _SMALL_BITS if klass == 1 else _MEDIUM_BITS if klass == 2 else bits[f]
-                    if at + width > end:
-                        return _BAD, count, base[:0], np.empty(0, dtype=ENTITY_DTYPE)
-                    raw = _get(data, at, width)
-                    at += width
-                    if klass == 3:
-                        values[count, f] = raw
-                    else:
-                        if raw >= 1 << (width - 1):
-                            raw -= 1 << width
-                        values[count, f] = (values[count, f] + raw) & ((1 << bits[f]) - 1)
-        at = (at + 7) & ~7
-        count += 1
-    if count and ids[count - 1] >= players:
-        return _TOO_SMALL, ids[count - 1], base[:0], np.empty(0, dtype=ENTITY_DTYPE)
+    values = np.empty((most, len(bits)), dtype=np.int32)
+    status, count = _read_records(
+        data, base, store_values, store_ticks, interval, bits, ids, kinds, values
+    )
+    if status != _DECODED:
+        return status, count, base[:0], np.empty(0, dtype=ENTITY_DTYPE)
     # The whole blob decoded: commit its values and build what is held and shown.
     top = len(base)
     if count:
         top = max(top, ids[count - 1] + 1)
     held = np.full(top, -1, dtype=np.int64)
     held[: len(base)] = base
-    records = np.empty(count, dtype=ENTITY_DTYPE)
-    shown = 0
-    for r in range(count):
-        entity = ids[r]
-        if kinds[r] == KIND_GONE:
-            held[entity] = -1
-            continue
-        for f in range(fields):
-            store_values[slot, entity, f] = values[r, f]
-        store_ticks[slot, entity] = tick
-        held[entity] = tick
-        _dequantise(records[shown], entity, values[r], origin, velocity_half)
-        shown += 1
-    return _DECODED, count, held, records[:shown]
+    records = _commit_records(
+        count, ids, kinds, values, tick, slot, store_values, store_ticks, origin,
+        velocity_half, held,
+    )  # fmt: skip
+    return _DECODED, count, held, records
 
 
 class PlayerValues:
@@ -523,7 +572,7 @@ class PlayerValues:
             )  # fmt: skip
             if status != _TOO_SMALL:
                 break
-            self._grow(at + 1)  # a good blob naming ids beyond the store: room, once more
+            self.grow(at + 1)  # a good blob naming ids beyond the store: room, once more
         if status == _MISSING:
             raise MissingBaseline(f"snapshot {tick}: the base value of record {at} is gone")
         if status == _BAD:
@@ -541,7 +590,8 @@ class PlayerValues:
         slots = (ticks[ids] // self.interval) % self.ring
         return ids, self.values[slots, ids]
 
-    def _grow(self, players: int) -> None:
+    def grow(self, players: int) -> None:
+        """Room for ids below ``players`` (at least twice the room there was)."""
         size = max(players, 2 * self.values.shape[1])
         values = np.zeros((self.ring, size, len(FIELDS)), dtype=np.int32)
         ticks = np.full((self.ring, size), -1, dtype=np.int64)

@@ -198,6 +198,7 @@ _LAYOUT = (_YOU_KEY_AND_ARRAY, *(0xCB,) * 6, _BASE_KEY, 0xD3, _ENTITIES_KEY, 0xC
 
 
 _MAX_EVENTS = 4096  # as decode_server's longest array
+_RECENT_BODIES = 4  # bodies a frame is matched against by its end (ServerFrameDecoder)
 #: A client's keys as text: found anywhere in a body (in any msgpack string form), the body
 #: is never shared (a repeated key overrides the client's own; a false alarm only costs a
 #: decode).
@@ -280,8 +281,34 @@ class ServerFrameDecoder:
         self._events_capacity = events_capacity
         self._bodies: dict[tuple[bytes, int], tuple[bytes, SnapshotMessage]] = {}
         self._events: dict[bytes, SnapshotEvent] = {}
+        #: The newest bodies decoded, newest first (:meth:`shared_body`).
+        self._recent: list[tuple[bytes, SnapshotMessage]] = []
         #: Snapshots whose body was decoded already.
         self.shared = 0
+
+    def shared_body(self, data: bytes) -> tuple[SnapshotMessage, int] | None:
+        """The message of one of the newest bodies this decoder decoded, if ``data`` ends
+        with it, and where it starts there: a tick's frames all end with its body. Whether
+        the rest of the frame is laid out as a snapshot is for the caller to check
+        (:class:`~shared.protocol.reader.SnapshotReader`)."""
+        if len(data) > MAX_SERVER_FRAME_BYTES:
+            return None
+        for body, message in self._recent:
+            if data.endswith(body):
+                return message, len(data) - len(body)
+        return None
+
+    def known_events(self, data: bytes, bounds: np.ndarray) -> tuple[SnapshotEvent, ...] | None:
+        """The events this decoder decoded already that ``data`` holds at ``bounds`` (per
+        event, its first byte and the one after its last); None when one is new."""
+        known = self._events
+        events = []
+        for first, after in bounds.tolist():
+            event = known.get(data[first:after])
+            if event is None:
+                return None
+            events.append(event)
+        return tuple(events)
 
     def decode(self, data: bytes) -> ServerMessage:
         head = _snapshot_head(data) if len(data) <= MAX_SERVER_FRAME_BYTES else None
@@ -309,6 +336,8 @@ class ServerFrameDecoder:
                 if cached is None and len(self._bodies) >= self._capacity:
                     del self._bodies[next(iter(self._bodies))]  # the oldest
                 self._bodies[key] = (body, message)
+                others = [recent for recent in self._recent if recent[0] != body]
+                self._recent = [(body, message), *others[: _RECENT_BODIES - 1]]
                 shared = []
                 for raw, event in zip(packed, message.events, strict=True):
                     held = known.get(raw)

@@ -19,7 +19,7 @@ from server.net import warmup
 from server.net.warmup import GROUPS, WarmUpError, in_daemon_thread, warm_up_kernels
 from server.sim.hitreg import make_validator
 from shared import rayhits, sightlines
-from shared.protocol import baselines, between
+from shared.protocol import baselines, between, reader
 
 
 @pytest.fixture
@@ -85,14 +85,20 @@ def test_the_bots_kernels_are_a_group_of_their_own(monkeypatch: pytest.MonkeyPat
     the first swarm's event loop, the decoder held an in-process node's ticks for 10 s in a
     fresh clone. The group warms exactly what a swarm loads before its bots connect."""
     ran: list[str] = []
-    kernels = ((baselines, "decoder"), (between, "view"), (sightlines, "sight"), (rayhits, "shots"))
+    kernels = (
+        (baselines, "decoder"),
+        (reader, "reader"),
+        (between, "view"),
+        (sightlines, "sight"),
+        (rayhits, "shots"),
+    )
     for module, name in kernels:
         monkeypatch.setattr(module, "warm_up", lambda name=name: ran.append(name))
     assert GROUPS[0] == "decoder"  # (the longest: it goes first)
     warmup.warm_group("decoder")
     filled, ran[:] = list(ran), []
     swarm.warm_up_kernels()
-    assert filled == ran == ["decoder", "view", "sight", "shots"]
+    assert filled == ran == ["decoder", "reader", "view", "sight", "shots"]
 
 
 def test_a_second_checkout_has_a_stamp_of_its_own(
