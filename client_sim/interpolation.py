@@ -17,9 +17,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from shared.protocol.between import players_between
+from shared.protocol.between import players_between, players_seen
+from shared.protocol.snapshots import ENTITY_DTYPE
 
-__all__ = ["Bracket", "InterpolatedView", "SnapshotBuffer", "views"]
+__all__ = ["Bracket", "InterpolatedView", "SnapshotBuffer", "seen"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,26 +98,28 @@ class Bracket(NamedTuple):
     exact: bool
 
 
-def views(
-    brackets: list[Bracket],
-) -> list[tuple[list[int], np.ndarray, np.ndarray, np.ndarray]]:
-    """What :meth:`SnapshotBuffer.view` shows for many brackets, computed once per group of
-    brackets between the same two snapshots: (the brackets' indices, ids ``(K,)``, feet
-    ``(B, K, 3)`` with a row per bracket, alive ``(K,)``) per group."""
-    groups: dict[tuple[int, int], list[int]] = {}
-    for k, b in enumerate(brackets):
-        held = b.after is None or b.weight <= 0.0
-        groups.setdefault((id(b.before), 0 if held else id(b.after)), []).append(k)
-    out = []
-    for members in groups.values():
-        first = brackets[members[0]]
-        if first.after is None or first.weight <= 0.0:
-            ids, feet, alive = players_between(first.before, first.before, np.zeros(len(members)))
-        else:
-            weights = np.array([brackets[k].weight for k in members])
-            ids, feet, alive = players_between(first.before, first.after, weights)
-        out.append((members, ids, feet, alive))
-    return out
+def seen(brackets: list[Bracket]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What :meth:`SnapshotBuffer.view` shows for many brackets, in one kernel call: every
+    player any of them draws (ids ``(K,)``), feet ``(B, K, 3)`` with a row per bracket,
+    and ``(B, K)`` whether that bracket draws the player alive."""
+    parts: list[np.ndarray] = []
+    starts: dict[int, int] = {}  # id() of a snapshot's records -> where they start
+    at = 0
+    spans = np.empty((len(brackets), 4), dtype=np.int64)
+    weights = np.zeros(len(brackets))
+    for row, bracket in enumerate(brackets):
+        held = bracket.after is None or bracket.weight <= 0.0
+        for side, records in enumerate((bracket.before, bracket.before if held else bracket.after)):
+            first = starts.get(id(records))
+            if first is None:
+                first = starts[id(records)] = at
+                parts.append(records)
+                at += len(records)
+            spans[row, 2 * side], spans[row, 2 * side + 1] = first, first + len(records)
+        if not held:
+            weights[row] = bracket.weight
+    records = np.concatenate(parts) if parts else np.empty(0, dtype=ENTITY_DTYPE)
+    return players_seen(records, spans, weights)
 
 
 def _view(

@@ -25,7 +25,7 @@ import numpy as np
 
 from client_sim.bot import Bot, FailoverEvent, ProcessBeat
 from client_sim.brain import SHOOTING_BEHAVIOURS, Brain
-from client_sim.interpolation import Bracket, views
+from client_sim.interpolation import Bracket, seen
 from client_sim.latency import BotParams
 from client_sim.marksman import AimSkill
 from client_sim.prediction import SwarmPredictor
@@ -460,8 +460,8 @@ class Swarm:
     def _perceive(self, tick: int, now: float) -> None:
         """A few times a second each bot looks at its interpolated view (staggered).
 
-        Bots that render between the same two snapshots share one interpolation and one
-        perception pass (``interpolation.views``): at 300 bots, 50 of them look each tick.
+        Every looker's view is drawn in one kernel call (``interpolation.seen``) and seen
+        in one perception pass: at 300 bots, 50 of them look each tick.
         """
         predictor = self.predictor
         assert predictor is not None
@@ -478,28 +478,14 @@ class Swarm:
                 lookers.append(index)
                 selves.append(bot.welcome.player_id)
                 brackets.append(bracket)
-        groups = views(brackets)
-        if not groups:
+        if not brackets:
             return
         # One perception pass for every looker: each draws its own players (interest
         # management sends each bot its own), so the pass spans all of them, and a player
         # a bot does not draw is invisible to it.
-        ids = np.unique(np.concatenate([group[1] for group in groups]))
-        rows = sum(len(group[0]) for group in groups)
-        feet = np.zeros((rows, len(ids), 3))
-        visible = np.zeros((rows, len(ids)), dtype=bool)
-        members: list[int] = []
-        at = 0
-        for group_members, group_ids, group_feet, alive in groups:
-            columns = np.searchsorted(ids, group_ids)
-            span = slice(at, at + len(group_members))
-            feet[span, columns] = group_feet
-            visible[span, columns] = alive
-            members.extend(group_members)
-            at += len(group_members)
-        bots = np.array([lookers[k] for k in members])
-        me = np.array([selves[k] for k in members])
-        visible &= ids[None] != me[:, None]
+        ids, feet, visible = seen(brackets)
+        bots = np.array(lookers)
+        visible &= ids[None] != np.array(selves)[:, None]
         if self.config.team:
             visible &= ~np.isin(ids, self._teammates())[None]
         self.brain.perceive_group(bots, predictor.pos[bots], feet, ids, visible, now)

@@ -12,7 +12,7 @@ import numpy as np
 
 from shared.protocol.snapshots import ENTITY_DTYPE, ENTITY_FLAG_ALIVE
 
-__all__ = ["players_between", "warm_up"]
+__all__ = ["players_between", "players_seen", "warm_up"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -54,8 +54,70 @@ def players_between(
     return ids, feet, alive
 
 
+@numba.njit(cache=True, inline="always")
+def _both(records: np.ndarray, spans: np.ndarray, row: int, pairs: np.ndarray) -> int:
+    """The players in both of ``row``'s snapshots (``spans[row]``: where its before and
+    after records lie in ``records``), as pairs of rows there; how many."""
+    j, end = spans[row, 2], spans[row, 3]
+    count = 0
+    for i in range(spans[row, 0], spans[row, 1]):
+        entity = records[i].id
+        while j < end and records[j].id < entity:
+            j += 1
+        if j < end and records[j].id == entity:
+            pairs[count, 0], pairs[count, 1] = i, j
+            count += 1
+    return count
+
+
+@numba.njit(cache=True, nogil=True)
+def players_seen(
+    records: np.ndarray, spans: np.ndarray, weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What many clients draw, each between two snapshots of its own, in one pass: the
+    players' ids ``(K,)`` (every player any of them draws, ascending), feet ``(B, K, 3)``
+    and drawn-and-alive ``(B, K)``. Row ``b``'s snapshots lie in ``records`` at
+    ``spans[b]`` (before: ``[0]:[1]``, after: ``[2]:[3]``; the same span twice with weight
+    0 holds a snapshot) and it is drawn ``weights[b]`` of the way; each row is what
+    :func:`players_between` gives it, and a player a row does not draw is not alive there
+    (its feet left at 0)."""
+    top = 0
+    for i in range(len(records)):
+        top = max(top, int(records[i].id) + 1)
+    column = np.full(top, -1, dtype=np.int64)
+    pairs = np.empty((len(records), 2), dtype=np.int64)
+    for b in range(len(spans)):
+        for k in range(_both(records, spans, b, pairs)):
+            column[records[pairs[k, 0]].id] = 0
+    players = 0
+    for entity in range(top):
+        if column[entity] == 0:
+            column[entity] = players
+            players += 1
+    ids = np.empty(players, dtype=np.int64)
+    for entity in range(top):
+        if column[entity] >= 0:
+            ids[column[entity]] = entity
+    feet = np.zeros((len(spans), players, 3))
+    alive = np.zeros((len(spans), players), dtype=np.bool_)
+    for b in range(len(spans)):
+        weight = weights[b]
+        for k in range(_both(records, spans, b, pairs)):
+            start, end = records[pairs[k, 0]], records[pairs[k, 1]]
+            c = column[start.id]
+            x0, y0, z0 = np.float64(start.x), np.float64(start.y), np.float64(start.z)
+            feet[b, c, 0] = x0 + (np.float64(end.x) - x0) * weight
+            feet[b, c, 1] = y0 + (np.float64(end.y) - y0) * weight
+            feet[b, c, 2] = z0 + (np.float64(end.z) - z0) * weight
+            alive[b, c] = (start.flags & ENTITY_FLAG_ALIVE) != 0 and (
+                end.flags & ENTITY_FLAG_ALIVE
+            ) != 0
+    return ids, feet, alive
+
+
 def warm_up() -> None:
     """Compile (or load from the cache) the kernel: a swarm calls this before its bots
     connect, so no bot's first view waits for a compile."""
     records = np.zeros(1, dtype=ENTITY_DTYPE)
     players_between(records, records, np.zeros(1))
+    players_seen(records, np.array([[0, 1, 0, 1]]), np.zeros(1))

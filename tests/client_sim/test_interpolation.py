@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from client_sim.interpolation import SnapshotBuffer, views
+from client_sim.interpolation import SnapshotBuffer, seen
 from tests.records import entity_records
 
 
@@ -192,22 +192,39 @@ def test_interpolated_positions_lie_on_the_segment(weight: int, x0: int, x1: int
 C = records([0, 2], [[1.0, 1.0, 0.0], [6.0, 6.0, 0.0]], alive=[True, False])
 
 
-@given(times=st.lists(st.sampled_from([0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5]), max_size=12))
-def test_views_of_many_brackets_are_the_views_one_at_a_time(times: list[float]) -> None:
-    """Grouped by the snapshots they fall between (C lacks a player of B: its own group)."""
-    buf = buffer((1.0, A), (1.5, B), (2.0, C))
-    brackets = [buf.bracket(t) for t in times]
+D = records([1, 2, 5], [[3.0, 3.0, 0.0], [6.0, 6.0, 0.0], [1.0, 2.0, 3.0]])
+
+
+@given(
+    looks=st.lists(
+        st.tuples(st.sampled_from([0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5]), st.integers(0, 2)),
+        max_size=12,
+    )
+)
+def test_what_many_brackets_show_is_each_bracket_s_view(looks: list[tuple[float, int]]) -> None:
+    """Brackets of three clients' buffers (each its own snapshots, some sharing records,
+    some players in one snapshot only): each row is that bracket's view, its players in
+    the columns of their ids; a player it does not draw is not alive in its row."""
+    snapshots = [((1.0, A), (1.5, B), (2.0, C)), ((1.0, C), (1.5, D)), ((1.0, B), (2.0, D))]
+    buffers = [buffer(*s) for s in snapshots]
+    brackets = [buffers[client].bracket(t) for t, client in looks]
     assert all(b is not None for b in brackets)
-    grouped = views([b for b in brackets if b is not None])
-    assert sorted(k for members, *_ in grouped for k in members) == list(range(len(times)))
-    single = buffer((1.0, A), (1.5, B), (2.0, C))
-    for members, ids, feet, alive in grouped:
-        for row, k in enumerate(members):
-            view = single.view(times[k])
-            assert view is not None
-            assert ids.tolist() == view.ids.tolist() and alive.tolist() == view.alive.tolist()
-            assert feet[row].tolist() == view.positions.tolist()
-    assert buf.misses == single.misses  # held snapshots count as misses either way
+    ids, feet, alive = seen([b for b in brackets if b is not None])
+    singles = [buffer(*s) for s in snapshots]
+    drawn: set[int] = set()
+    assert feet.shape == (len(looks), len(ids), 3) and alive.shape == (len(looks), len(ids))
+    for row, (t, client) in enumerate(looks):
+        view = singles[client].view(t)
+        assert view is not None
+        columns = np.searchsorted(ids, view.ids)
+        assert ids[columns].tolist() == view.ids.tolist()
+        assert feet[row, columns].tolist() == view.positions.tolist()
+        assert alive[row, columns].tolist() == view.alive.tolist()
+        others = np.setdiff1d(np.arange(len(ids)), columns)
+        assert not alive[row, others].any()
+        drawn |= set(view.ids.tolist())
+    assert ids.tolist() == sorted(drawn)
+    assert [b.misses for b in buffers] == [b.misses for b in singles]  # held ones count
 
 
 def test_a_snapshot_with_nobody_in_it_shows_nobody() -> None:
@@ -222,8 +239,9 @@ def test_a_snapshot_with_nobody_in_it_shows_nobody() -> None:
         assert view is not None and view.positions.shape == (0, 3) and len(view.ids) == 0
     bracket = buf.bracket(1.25)
     assert bracket is not None
-    [(members, ids, feet, alive)] = views([bracket])
-    assert members == [0] and ids.shape == (0,) and feet.shape == (1, 0, 3) and alive.shape == (0,)
+    ids, feet, alive = seen([bracket])
+    assert ids.shape == (0,) and feet.shape == (1, 0, 3) and alive.shape == (1, 0)
+    assert [x.shape for x in seen([])] == [(0,), (0, 0, 3), (0, 0)]
 
 
 def reference_view(
