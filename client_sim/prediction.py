@@ -45,8 +45,10 @@ class SwarmPredictor:
         self.predicted_pos = np.zeros((count, history, 3))
         self.predicted_vel = np.zeros((count, history, 3))
         # Authoritative states waiting for the next reconcile (latest per bot wins).
-        self._auth_pos = np.zeros((count, 3))
-        self._auth_vel = np.zeros((count, 3))
+        # The server's state per bot: position then velocity (one row, set in one go).
+        self._auth = np.zeros((count, 6))
+        self._auth_pos = self._auth[:, :3]
+        self._auth_vel = self._auth[:, 3:]
         self._auth_ack = np.full(count, -1, dtype=np.int64)
         self._has_auth = np.zeros(count, dtype=bool)
         # Bots whose error is not scored: dead (the server does not move them, so neither
@@ -64,8 +66,7 @@ class SwarmPredictor:
 
     def authoritative(self, bot: int, ack: int, you: tuple[float, ...]) -> None:
         """Record the server's state of ``bot`` after input ``ack`` (from a snapshot)."""
-        self._auth_pos[bot] = you[:3]
-        self._auth_vel[bot] = you[3:]
+        self._auth[bot] = you
         self._auth_ack[bot] = ack
         self._has_auth[bot] = True
 

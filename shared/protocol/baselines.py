@@ -175,11 +175,16 @@ class EntityBaselines:
         return records
 
     def held(self, tick: int) -> np.ndarray | None:
-        """Per player id, the tick of the value held after snapshot ``tick`` (-1 none)."""
+        """Per player id up to the highest held, the tick of the value held after snapshot
+        ``tick`` (-1 none)."""
         if tick < 0:
             return None
         found = np.flatnonzero(self.row_ticks == tick)
-        return self.rows[found[0]].copy() if len(found) else None
+        if not len(found):
+            return None
+        row = self.rows[found[0]]
+        held = np.flatnonzero(row >= 0)
+        return row[: held[-1] + 1 if len(held) else 0].copy()
 
 
 def check(status: int, at: int, tick: int, base: int) -> None:

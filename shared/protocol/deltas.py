@@ -23,7 +23,7 @@ bit. The kernels are plain functions over NumPy arrays (numba, cached), no I/O.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numba
 import numpy as np
@@ -88,6 +88,12 @@ class EntityCodec:
 
     origin: np.ndarray  # (3,) float64, the map's lowest corner (x, y) and lowest z
     bits: np.ndarray  # (10,) int64, each field's width
+    #: The value of a velocity of 0 (velocities are offset to be unsigned); kept, not
+    #: computed, as every snapshot a bot reads passes it to the decoder.
+    velocity_half: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "velocity_half", 1 << (int(self.bits[3]) - 1))
 
     @classmethod
     def for_bounds(cls, bounds_min: np.ndarray, bounds_max: np.ndarray) -> EntityCodec:
@@ -180,10 +186,6 @@ class EntityCodec:
     def max_record_bytes(self) -> int:
         return max_record_bytes(self.bits)
 
-    @property
-    def velocity_half(self) -> int:
-        """The value of a velocity of 0 (velocities are offset to be unsigned)."""
-        return 1 << (int(self.bits[3]) - 1)
 
 
 def max_record_bytes(bits: np.ndarray) -> int:
