@@ -111,16 +111,18 @@ def seen(brackets: list[Bracket]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     spans = np.empty((len(brackets), 4), dtype=np.int64)
     weights = np.zeros(len(brackets))
     for row, bracket in enumerate(brackets):
-        held = bracket.after is None or bracket.weight <= 0.0
-        for side, records in enumerate((bracket.before, bracket.before if held else bracket.after)):
+        after = bracket.after
+        if after is None or bracket.weight <= 0.0:
+            after = bracket.before  # held: drawn where the snapshot shows it
+        else:
+            weights[row] = bracket.weight
+        for side, records in enumerate((bracket.before, after)):
             first = starts.get(id(records))
             if first is None:
                 first = starts[id(records)] = at
                 parts.append(records)
                 at += len(records)
             spans[row, 2 * side], spans[row, 2 * side + 1] = first, first + len(records)
-        if not held:
-            weights[row] = bracket.weight
     # (Joined as bytes: NumPy's concatenation of records spends its time matching fields.)
     joined = np.concatenate([part.view(np.uint8) for part in parts]) if parts else _NO_BYTES
     return players_seen(joined.view(ENTITY_DTYPE), spans, weights)

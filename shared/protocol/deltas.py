@@ -187,7 +187,6 @@ class EntityCodec:
         return max_record_bytes(self.bits)
 
 
-
 def max_record_bytes(bits: np.ndarray) -> int:
     """The longest record a codec of these widths writes (a delta of every field)."""
     widest = _ID_BITS + _KIND_BITS + 4 + len(FIELDS) * _CLASS_BITS + int(np.sum(bits))
