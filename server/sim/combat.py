@@ -80,6 +80,10 @@ class ShotTrace:
     time: float  # that tick's server time: the present it was rewound from
 
 
+#: The judgement's values in a projectile's row before the trade flag was added.
+_ROW_BEFORE_TRADES = ("view_time", "verdict", "origin", "shooter_rtt")
+
+
 @dataclass(slots=True)
 class _Projectile:
     slot: int
@@ -102,7 +106,12 @@ class _Projectile:
 
     @classmethod
     def from_row(cls, row: list[Any]) -> _Projectile:
+        """A projectile from :meth:`row`'s values; a row of a node from before the trade
+        flag (11 values: a checkpoint written by it, or its stream during a rolling
+        upgrade) is a projectile not traded."""
         slot, seq, weapon, position, velocity, time, expire, *judgement = row
+        if len(judgement) == len(_ROW_BEFORE_TRADES):
+            judgement = [*judgement, False]
         view, verdict, origin, rtt, traded = judgement
         judged = Judgement(
             float(view), ViewTimeVerdict(verdict), np.frombuffer(origin).copy(), float(rtt),

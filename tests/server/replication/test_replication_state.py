@@ -201,6 +201,7 @@ def flying(match: Match) -> list[tuple[Any, ...]]:
             p.judged.verdict,
             p.judged.origin.tobytes(),
             p.judged.shooter_rtt,
+            p.judged.traded,
         )
         for p in match.combat.flying
     ]

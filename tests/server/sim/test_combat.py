@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from server.sim.combat import Combat
+from server.sim.combat import Combat, Judgement, _Projectile
 from server.sim.history import HistoryRing
 from server.sim.hitreg import History, HitValidator, make_validator
-from server.sim.lagcomp import LagCompensation, LinkEstimate
+from server.sim.lagcomp import LagCompensation, LinkEstimate, ViewTimeVerdict
+from server.sim.replica import StateMismatch
 from server.sim.world import MAX_HEALTH, World
 from shared.hitbox import (
     HITBOX_DAMAGE_MULTIPLIER,
@@ -660,3 +661,28 @@ def test_a_flight_is_judged_no_further_than_the_newest_snapshot(backend: str) ->
     assert [(e.result, e.victim, e.hitbox) for e in events] == [("hit", 1, HITBOX_TORSO)]
     assert judged_until and all(end <= newest for end, newest, _ in judged_until)
     assert any(end < now for end, _, now in judged_until)  # the ticks between waited
+
+
+# -- projectiles in flight, replicated ----------------------------------------------------
+
+
+def test_a_projectile_row_from_before_the_trade_flag_restores_as_not_traded() -> None:
+    """A checkpoint written by a node from before the trade flag (or its stream during a
+    rolling upgrade) holds 11 values a projectile: it restores, not traded; a row of any
+    other length is refused as a state mismatch, and nothing changes."""
+    judged = Judgement(1.25, ViewTimeVerdict.CLAMPED, np.array([1.0, 2.0, 1.6]), 40.0, True)
+    flying = _Projectile(
+        3, 7, LAUNCHER, np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0]), 1.5, 3.0, judged
+    )
+    row = flying.row()
+    assert _Projectile.from_row(row).row() == row
+    old = _Projectile.from_row(row[:-1])
+    assert old.judged.traded is False and old.row() == [*row[:-1], False]
+    combat = Combat(World(4), 60, LagCompensation())
+    state = combat.export_state()
+    combat.import_state({**state, "flying": [row[:-1]]})
+    assert [p.row() for p in combat.flying] == [[*row[:-1], False]]
+    for bad in (row[:-2], [*row, 0]):
+        with pytest.raises(StateMismatch, match="projectiles in flight"):
+            combat.import_state({**state, "flying": [bad]})
+        assert [p.row() for p in combat.flying] == [[*row[:-1], False]]
