@@ -103,26 +103,6 @@ def apply_rows(
     return _DECODED, count, records
 
 
-@numba.njit(cache=True)
-def _apply(
-    data: np.ndarray,
-    tick: int,
-    base: int,
-    row_ticks: np.ndarray,
-    rows: np.ndarray,
-    store_values: np.ndarray,
-    store_ticks: np.ndarray,
-    interval: int,
-    bits: np.ndarray,
-    origin: np.ndarray,
-    velocity_half: int,
-) -> tuple[int, int, np.ndarray]:
-    return apply_rows(
-        data, tick, base, row_ticks, rows, store_values, store_ticks, interval, bits, origin,
-        velocity_half,
-    )  # fmt: skip
-
-
 class EntityBaselines:
     """One client's players at each of its newest :data:`BASELINES_KEPT` snapshots: per
     snapshot, the tick of the value it holds for each player id (-1 none); the values
@@ -164,7 +144,7 @@ class EntityBaselines:
         codec = values.codec
         while True:
             self.enter(epoch, values)
-            status, at, records = _apply(
+            status, at, records = apply_rows(
                 data, tick, base, self.row_ticks, self.rows, values.values, values.ticks,
                 values.interval, codec.bits, codec.origin, codec.velocity_half,
             )  # fmt: skip

@@ -7,12 +7,28 @@ different players, and matching them took a dozen small NumPy operations a view.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
 
 from shared.protocol.snapshots import ENTITY_DTYPE, ENTITY_FLAG_ALIVE
 
 __all__ = ["players_between", "players_seen", "warm_up"]
+
+
+@numba.njit(cache=True, inline="always")
+def _place(feet: np.ndarray, start: Any, end: Any, weight: float) -> None:
+    """A player's feet ``weight`` of the way from its record ``start`` to ``end``."""
+    x0, y0, z0 = np.float64(start.x), np.float64(start.y), np.float64(start.z)
+    feet[0] = x0 + (np.float64(end.x) - x0) * weight
+    feet[1] = y0 + (np.float64(end.y) - y0) * weight
+    feet[2] = z0 + (np.float64(end.z) - z0) * weight
+
+
+@numba.njit(cache=True, inline="always")
+def _both_alive(start: Any, end: Any) -> bool:
+    return (start.flags & ENTITY_FLAG_ALIVE) != 0 and (end.flags & ENTITY_FLAG_ALIVE) != 0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -43,14 +59,10 @@ def players_between(
     alive = np.empty(count, dtype=np.bool_)
     for k in range(count):
         start, end = before[pairs[k, 0]], after[pairs[k, 1]]
-        x0, y0, z0 = np.float64(start.x), np.float64(start.y), np.float64(start.z)
-        dx, dy, dz = np.float64(end.x) - x0, np.float64(end.y) - y0, np.float64(end.z) - z0
         for w in range(len(weights)):
-            feet[w, k, 0] = x0 + dx * weights[w]
-            feet[w, k, 1] = y0 + dy * weights[w]
-            feet[w, k, 2] = z0 + dz * weights[w]
+            _place(feet[w, k], start, end, weights[w])
         ids[k] = start.id
-        alive[k] = (start.flags & ENTITY_FLAG_ALIVE) != 0 and (end.flags & ENTITY_FLAG_ALIVE) != 0
+        alive[k] = _both_alive(start, end)
     return ids, feet, alive
 
 
@@ -105,13 +117,8 @@ def players_seen(
         for k in range(_both(records, spans, b, pairs)):
             start, end = records[pairs[k, 0]], records[pairs[k, 1]]
             c = column[start.id]
-            x0, y0, z0 = np.float64(start.x), np.float64(start.y), np.float64(start.z)
-            feet[b, c, 0] = x0 + (np.float64(end.x) - x0) * weight
-            feet[b, c, 1] = y0 + (np.float64(end.y) - y0) * weight
-            feet[b, c, 2] = z0 + (np.float64(end.z) - z0) * weight
-            alive[b, c] = (start.flags & ENTITY_FLAG_ALIVE) != 0 and (
-                end.flags & ENTITY_FLAG_ALIVE
-            ) != 0
+            _place(feet[b, c], start, end, weight)
+            alive[b, c] = _both_alive(start, end)
     return ids, feet, alive
 
 

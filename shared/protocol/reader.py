@@ -75,6 +75,16 @@ def _unsigned(frame: np.ndarray, at: int, size: int) -> int:
     return value
 
 
+@numba.njit(cache=True, inline="always")
+def _after_key(frame: np.ndarray, at: int, key: np.ndarray, tag: int, size: int, limit: int) -> int:
+    """Where the ``size``-byte value after ``key`` and its msgpack ``tag`` starts, all of
+    it before ``limit``; -1 when the frame has anything else there."""
+    if at + len(key) + 1 + size > limit or not _matches(frame, at, key):
+        return -1
+    at += len(key)
+    return at + 1 if frame[at] == tag else -1
+
+
 @numba.njit(cache=True)
 def _skip_value(frame: np.ndarray, at: int, end: int) -> int:
     """Where the msgpack value at ``at`` ends (before ``end``); -1 for one that is cut,
@@ -192,31 +202,22 @@ def _read_frame(
     for k in range(6):
         if not -1e9 <= you[k] <= 1e9:  # (NaN fails too)
             return nothing
-    if not _matches(frame, at, _BASE) or at + len(_BASE) + 9 > body_start:
+    at = _after_key(frame, at, _BASE, 0xD3, 8, body_start)
+    if at < 0:
         return nothing
-    at += len(_BASE)
-    if frame[at] != 0xD3:
-        return nothing
-    base = _unsigned(frame, at + 1, 8)  # (an int64 wraps: a big-endian int64 as it is)
-    at += 9
+    base = _unsigned(frame, at, 8)  # (an int64 wraps: a big-endian int64 as it is)
     if not -1 <= base <= MAX_TICK:
         return nothing
-    if not _matches(frame, at, _ENTITIES) or at + len(_ENTITIES) + 5 > body_start:
+    start = _after_key(frame, at + 8, _ENTITIES, 0xC6, 4, body_start)
+    if start < 0:
         return nothing
-    at += len(_ENTITIES)
-    if frame[at] != 0xC6:
+    end = start + 4 + _unsigned(frame, start, 4)
+    start += 4
+    at = _after_key(frame, end, _EVENTS, 0xDD, 4, body_start)
+    if at < 0:
         return nothing
-    size = _unsigned(frame, at + 1, 4)
-    start = at + 5
-    end = start + size
-    at = end
-    if not _matches(frame, at, _EVENTS) or at + len(_EVENTS) + 5 > body_start:
-        return nothing
-    at += len(_EVENTS)
-    if frame[at] != 0xDD:
-        return nothing
-    count = _unsigned(frame, at + 1, 4)
-    at += 5
+    count = _unsigned(frame, at, 4)
+    at += 4
     if count > _MAX_EVENTS or count > len(bounds):
         return nothing
     for e in range(count):
