@@ -31,6 +31,22 @@ def _both_alive(start: Any, end: Any) -> bool:
     return (start.flags & ENTITY_FLAG_ALIVE) != 0 and (end.flags & ENTITY_FLAG_ALIVE) != 0
 
 
+@numba.njit(cache=True, inline="always")
+def _both(before: np.ndarray, after: np.ndarray, pairs: np.ndarray) -> int:
+    """The players in both snapshots (records sorted by id), as (row in ``before``, row in
+    ``after``) in ``pairs``; how many."""
+    count = 0
+    j = 0
+    for i in range(len(before)):
+        entity = before[i].id
+        while j < len(after) and after[j].id < entity:
+            j += 1
+        if j < len(after) and after[j].id == entity:
+            pairs[count, 0], pairs[count, 1] = i, j
+            count += 1
+    return count
+
+
 @numba.njit(cache=True, nogil=True)
 def players_between(
     before: np.ndarray, after: np.ndarray, weights: np.ndarray
@@ -43,17 +59,8 @@ def players_between(
     client must never aim at a place the server did not show it. One pass, where the
     NumPy reference (``tests/client_sim/test_interpolation.py``) takes a dozen small array
     operations."""
-    n, m = len(before), len(after)
-    pairs = np.empty((n, 2), dtype=np.int64)  # (row in before, row in after) per player
-    count = 0
-    j = 0
-    for i in range(n):
-        entity = before[i].id
-        while j < m and after[j].id < entity:
-            j += 1
-        if j < m and after[j].id == entity:
-            pairs[count, 0], pairs[count, 1] = i, j
-            count += 1
+    pairs = np.empty((len(before), 2), dtype=np.int64)
+    count = _both(before, after, pairs)
     ids = np.empty(count, dtype=np.int64)
     feet = np.empty((len(weights), count, 3))
     alive = np.empty(count, dtype=np.bool_)
@@ -64,22 +71,6 @@ def players_between(
         ids[k] = start.id
         alive[k] = _both_alive(start, end)
     return ids, feet, alive
-
-
-@numba.njit(cache=True, inline="always")
-def _both(records: np.ndarray, spans: np.ndarray, row: int, pairs: np.ndarray) -> int:
-    """The players in both of ``row``'s snapshots (``spans[row]``: where its before and
-    after records lie in ``records``), as pairs of rows there; how many."""
-    j, end = spans[row, 2], spans[row, 3]
-    count = 0
-    for i in range(spans[row, 0], spans[row, 1]):
-        entity = records[i].id
-        while j < end and records[j].id < entity:
-            j += 1
-        if j < end and records[j].id == entity:
-            pairs[count, 0], pairs[count, 1] = i, j
-            count += 1
-    return count
 
 
 @numba.njit(cache=True, nogil=True)
@@ -99,8 +90,9 @@ def players_seen(
     column = np.full(top, -1, dtype=np.int64)
     pairs = np.empty((len(records), 2), dtype=np.int64)
     for b in range(len(spans)):
-        for k in range(_both(records, spans, b, pairs)):
-            column[records[pairs[k, 0]].id] = 0
+        before = records[spans[b, 0] : spans[b, 1]]
+        for k in range(_both(before, records[spans[b, 2] : spans[b, 3]], pairs)):
+            column[before[pairs[k, 0]].id] = 0
     players = 0
     for entity in range(top):
         if column[entity] == 0:
@@ -113,11 +105,11 @@ def players_seen(
     feet = np.zeros((len(spans), players, 3))
     alive = np.zeros((len(spans), players), dtype=np.bool_)
     for b in range(len(spans)):
-        weight = weights[b]
-        for k in range(_both(records, spans, b, pairs)):
-            start, end = records[pairs[k, 0]], records[pairs[k, 1]]
+        before, after = records[spans[b, 0] : spans[b, 1]], records[spans[b, 2] : spans[b, 3]]
+        for k in range(_both(before, after, pairs)):
+            start, end = before[pairs[k, 0]], after[pairs[k, 1]]
             c = column[start.id]
-            _place(feet[b, c], start, end, weight)
+            _place(feet[b, c], start, end, weights[b])
             alive[b, c] = _both_alive(start, end)
     return ids, feet, alive
 
