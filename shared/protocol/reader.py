@@ -26,6 +26,7 @@ import numpy as np
 
 from shared.protocol.baselines import EntityBaselines, apply_rows, check
 from shared.protocol.deltas import _TOO_SMALL, PlayerValues
+from shared.protocol.errors import InvalidField
 from shared.protocol.events import SnapshotEvent
 from shared.protocol.fields import MAX_TICK
 from shared.protocol.snapshots import (
@@ -46,6 +47,9 @@ __all__ = ["ReadSnapshot", "SnapshotReader"]
 #: The frame is not laid out as the node writes it (or its events are not plain msgpack
 #: within the decoder's limits): the general path reads it.
 NOT_LAYOUT = 5
+#: The frame tells events: its players are decoded once they are known good (a frame the
+#: general decoder refuses must change nothing the client holds).
+EVENTS_FIRST = 6
 
 _PREFIX = np.frombuffer(_MAP_HEADER + _ACK_KEY, dtype=np.uint8)
 _YOU = np.frombuffer(_YOU_KEY_AND_ARRAY, dtype=np.uint8)
@@ -156,10 +160,11 @@ def _read_frame(
     bounds: np.ndarray,
 ) -> tuple[int, int, np.ndarray]:
     """Read a snapshot frame whose shared body starts at ``body_start`` (snapshot
-    ``tick``): its ack, base and event count into ``ints``, its ``you`` into the six
-    float64s ``you_bytes`` holds, each event's bounds into ``bounds``, and its players
-    decoded against the client's rows (:func:`~shared.protocol.baselines.apply_rows`).
-    Returns (the status and its number, :data:`NOT_LAYOUT` included; the records shown)."""
+    ``tick``): its ack, base, event count and where its players lie into ``ints``, its
+    ``you`` into the six float64s ``you_bytes`` holds, each event's bounds into ``bounds``,
+    and, when it tells no event, its players decoded against the client's rows
+    (:func:`~shared.protocol.baselines.apply_rows`). Returns (the status and its number,
+    :data:`NOT_LAYOUT` and :data:`EVENTS_FIRST` included; the records shown)."""
     nothing = (NOT_LAYOUT, 0, np.empty(0, dtype=ENTITY_DTYPE))
     if not _matches(frame, 0, _PREFIX):
         return nothing
@@ -228,7 +233,9 @@ def _read_frame(
         at = after
     if at != body_start:
         return nothing
-    ints[0], ints[1], ints[2] = ack, base, count
+    ints[0], ints[1], ints[2], ints[3], ints[4] = ack, base, count, start, end
+    if count:
+        return EVENTS_FIRST, 0, np.empty(0, dtype=ENTITY_DTYPE)
     return apply_rows(
         frame[start:end], tick, base, row_ticks, rows, store_values, store_ticks, interval,
         bits, origin, velocity_half,
@@ -258,7 +265,7 @@ class SnapshotReader:
 
     def __init__(self, decoder: ServerFrameDecoder) -> None:
         self.decoder = decoder
-        self._ints = np.zeros(3, dtype=np.int64)
+        self._ints = np.zeros(5, dtype=np.int64)
         self._you_bytes = np.zeros(48, dtype=np.uint8)
         self._you = self._you_bytes.view(np.float64)
         self._bounds = np.zeros((_MAX_EVENTS, 2), dtype=np.int64)
@@ -278,31 +285,45 @@ class SnapshotReader:
         tick = template.tick
         frame = np.frombuffer(data, dtype=np.uint8)
         codec = values.codec
-        while True:
-            baselines.enter(template.epoch, values)
-            status, at, records = _read_frame(
-                frame, start, tick, baselines.row_ticks, baselines.rows, values.values,
-                values.ticks, values.interval, codec.bits, codec.origin, codec.velocity_half,
-                self._ints, self._you_bytes, self._bounds,
-            )  # fmt: skip
-            if status == NOT_LAYOUT:
-                return None
-            if status != _TOO_SMALL:
-                break
-            values.grow(at + 1)  # a good blob naming ids beyond the store: room, once more
-        ack, base, count = self._ints.tolist()
+        baselines.enter(template.epoch, values)
+        status, at, records = _read_frame(
+            frame, start, tick, baselines.row_ticks, baselines.rows, values.values,
+            values.ticks, values.interval, codec.bits, codec.origin, codec.velocity_half,
+            self._ints, self._you_bytes, self._bounds,
+        )  # fmt: skip
+        if status == NOT_LAYOUT:
+            return None
+        ack, base, count, first, last = self._ints.tolist()
         events: tuple[SnapshotEvent, ...] = ()
         if count:
-            told = self.decoder.known_events(data, self._bounds[:count])
-            if told is None:
-                return None  # (what it decoded is decoded again there: the same values)
-            events = told
+            events = self._events(data, count)
+        while status in (EVENTS_FIRST, _TOO_SMALL):
+            if status == _TOO_SMALL:
+                values.grow(at + 1)  # a good blob naming ids beyond the store: room, again
+                baselines.enter(template.epoch, values)
+            status, at, records = apply_rows(
+                frame[first:last], tick, base, baselines.row_ticks, baselines.rows,
+                values.values, values.ticks, values.interval, codec.bits, codec.origin,
+                codec.velocity_half,
+            )  # fmt: skip
         check(status, at, tick, base)
         self.decoder.shared += 1
         return ReadSnapshot(
             template.epoch, tick, template.server_time, template.state, ack,
             tuple(self._you.tolist()), base, events, records,
         )  # fmt: skip
+
+    def _events(self, data: bytes, count: int) -> tuple[SnapshotEvent, ...]:
+        """The frame's events: those the decoder knows, or, with a new one, what the
+        decoder reads of the whole frame the general way (which keeps its events; a
+        ProtocolError for a bad one)."""
+        known = self.decoder.known_events(data, self._bounds[:count])
+        if known is not None:
+            return known
+        message = self.decoder.decode(data)
+        if not isinstance(message, SnapshotMessage):  # (the same bytes: never)
+            raise InvalidField("snapshot: not a snapshot read the general way")
+        return message.events
 
 
 def warm_up() -> None:

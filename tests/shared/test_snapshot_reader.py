@@ -240,17 +240,37 @@ def test_a_new_epoch_starts_afresh() -> None:
 # -- what is left to the general path ----------------------------------------------------
 
 
-def test_a_body_or_an_event_not_decoded_yet_is_left_to_the_general_path() -> None:
+def test_a_body_not_decoded_yet_is_left_to_the_general_path_and_a_new_event_decoded() -> None:
     decoder, baselines, values = ServerFrameDecoder(), EntityBaselines(), PlayerValues(CODEC, 1)
     blob = encode([full(1, player(1))])
     frame = encode_snapshot(body_of(2), 0, YOU, -1, blob, (JoinEvent(1),))
     assert decoder.shared_body(frame) is None  # no body known yet
     told(decoder, body_of(2), ())
-    assert fast(frame, decoder, baselines, values) is None  # the event is new
-    decoder.decode(frame)
-    read = fast(frame, decoder, baselines, values)  # (decoded once more: the same values)
+    read = fast(frame, decoder, baselines, values)  # the event is new: decoded, and kept
     assert isinstance(read, ReadSnapshot) and read.events == (JoinEvent(1),)
     assert ticks_of(baselines.held(2)) == {1: 2}
+    again = fast(frame, decoder, EntityBaselines(), values)
+    assert isinstance(again, ReadSnapshot) and again.events[0] is read.events[0]
+
+
+def test_a_new_event_does_not_cost_the_snapshot_whose_base_was_its_oldest_row() -> None:
+    """Every row held, the snapshot coded against the oldest, an event nobody told yet: the
+    reader keeps the snapshot in the base's row (the oldest goes, as ever). Decoding its
+    players a second time, against a base no longer held, lost the snapshot."""
+    decoder, values = ServerFrameDecoder(), PlayerValues(CODEC, 1)
+    baselines = EntityBaselines(kept=3)
+    a = player(1)
+    for tick in (1, 2, 3):
+        told(decoder, body_of(tick), ())
+        frame = encode_snapshot(body_of(tick), 0, YOU, -1, encode([full(1, a)]), ())
+        assert isinstance(fast(frame, decoder, baselines, values), ReadSnapshot)
+    told(decoder, body_of(4), ())
+    moved_a = moved(a, 4)
+    frame = encode_snapshot(body_of(4), 0, YOU, 1, encode([delta(1, moved_a, a)]), (SHOT,))
+    read = fast(frame, decoder, baselines, values)
+    assert isinstance(read, ReadSnapshot) and read.events == (SHOT,)
+    assert sorted(baselines.row_ticks.tolist()) == [2, 3, 4]
+    assert ticks_of(baselines.held(4)) == {1: 4}
 
 
 def test_only_the_newest_bodies_are_matched() -> None:
