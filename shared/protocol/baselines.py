@@ -71,12 +71,8 @@ def apply_rows(
         if source < 0:
             return NO_BASE, 0, np.empty(0, dtype=ENTITY_DTYPE)
     held = rows[source] if source >= 0 else rows[0, :0]
-    most = len(data) // 3 + 1
-    ids = np.empty(most, dtype=np.int64)
-    kinds = np.empty(most, dtype=np.int64)
-    values = np.empty((most, len(bits)), dtype=np.int32)
-    status, count = _read_records(
-        data, held, store_values, store_ticks, interval, bits, ids, kinds, values
+    status, count, ids, kinds, values = _read_records(
+        data, held, store_values, store_ticks, interval, bits
     )
     if status == _DECODED and count and ids[count - 1] >= rows.shape[1]:
         status, count = _TOO_SMALL, ids[count - 1]
@@ -140,7 +136,12 @@ class EntityBaselines:
         (:data:`~shared.protocol.snapshots.ENTITY_DTYPE`, ascending by id).
 
         MissingBaseline when ``base`` is not held; InvalidField for a bad blob."""
-        data = np.frombuffer(entities, dtype=np.uint8)
+        return self.decode(epoch, tick, base, np.frombuffer(entities, dtype=np.uint8), values)
+
+    def decode(
+        self, epoch: int, tick: int, base: int, data: np.ndarray, values: PlayerValues
+    ) -> np.ndarray:
+        """:meth:`apply` with the players' bytes as a uint8 array (a view of a frame)."""
         codec = values.codec
         while True:
             self.enter(epoch, values)

@@ -375,18 +375,19 @@ def _read_records(
     store_ticks: np.ndarray,
     interval: int,
     bits: np.ndarray,
-    ids: np.ndarray,
-    kinds: np.ndarray,
-    values: np.ndarray,
-) -> tuple[int, int]:
-    """Read ``data``'s records into ``ids``, ``kinds`` and ``values`` (each at least
-    ``len(data) // 3 + 1`` long), deltas against ``base`` (per id, the tick of the value
+) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray]:
+    """Read ``data``'s records, deltas against ``base`` (per id, the tick of the value
     held, -1 none) with the values in the store. Nothing is written to the store. Returns
     (``_DECODED`` and the count; ``_BAD``/``_MISSING`` and the bad record's index;
-    ``_TOO_SMALL`` and the highest id, for a good blob naming ids beyond the store)."""
+    ``_TOO_SMALL`` and the highest id, for a good blob naming ids beyond the store; the
+    records' ids, kinds and values, the first count of them read)."""
     players = store_values.shape[1]
     ring = store_values.shape[0]
     fields = len(bits)
+    most = len(data) // 3 + 1  # (a record takes at least 18 bits)
+    ids = np.empty(most, dtype=np.int64)
+    kinds = np.empty(most, dtype=np.int64)
+    values = np.empty((most, fields), dtype=np.int32)
     end = len(data) * 8
     at = 0
     count = 0
@@ -396,27 +397,27 @@ def _read_records(
     previous = -1
     while at < end:
         if at + _ID_BITS + _KIND_BITS > end:
-            return _BAD, count
+            return _BAD, count, ids, kinds, values
         entity = _get(data, at, _ID_BITS)
         kind = _get(data, at + _ID_BITS, _KIND_BITS)
         at += _ID_BITS + _KIND_BITS
         if entity <= previous or kind > KIND_GONE:
-            return _BAD, count
+            return _BAD, count, ids, kinds, values
         previous = entity
         ids[count], kinds[count] = entity, kind
         if kind == KIND_FULL:
             if at + full_width > end:
-                return _BAD, count
+                return _BAD, count, ids, kinds, values
             for f in range(fields):
                 values[count, f] = _get(data, at, bits[f])
                 at += bits[f]
         elif kind == KIND_DELTA:
             kt = base[entity] if entity < len(base) else -1
             if kt < 0 or at + 4 > end:
-                return _BAD, count
+                return _BAD, count, ids, kinds, values
             old = (kt // interval) % ring
             if entity >= players or store_ticks[old, entity] != kt:  # gone from the store
-                return _MISSING, count
+                return _MISSING, count, ids, kinds, values
             mask = _get(data, at, 4)
             at += 4
             for f in range(fields):
@@ -426,14 +427,14 @@ def _read_records(
                     continue
                 for f in range(GROUP_STARTS[g], GROUP_STARTS[g + 1]):
                     if at + _CLASS_BITS > end:
-                        return _BAD, count
+                        return _BAD, count, ids, kinds, values
                     klass = _get(data, at, _CLASS_BITS)
                     at += _CLASS_BITS
                     if klass == 0:
                         continue
                     width = _SMALL_BITS if klass == 1 else _MEDIUM_BITS if klass == 2 else bits[f]
                     if at + width > end:
-                        return _BAD, count
+                        return _BAD, count, ids, kinds, values
                     raw = _get(data, at, width)
                     at += width
                     if klass == 3:
@@ -445,8 +446,8 @@ def _read_records(
         at = (at + 7) & ~7
         count += 1
     if count and ids[count - 1] >= players:
-        return _TOO_SMALL, ids[count - 1]
-    return _DECODED, count
+        return _TOO_SMALL, ids[count - 1], ids, kinds, values
+    return _DECODED, count, ids, kinds, values
 
 
 @numba.njit(cache=True, inline="always")
@@ -502,12 +503,8 @@ def _decode_shared(
     that decodes whole is written to the store (at ``slot``, this tick's): a bad one leaves
     it as it was. Returns (the status and its number, as :func:`_read_records`; the ticks
     held after this snapshot, per id; the records shown)."""
-    most = len(data) // 3 + 1
-    ids = np.empty(most, dtype=np.int64)
-    kinds = np.empty(most, dtype=np.int64)
-    values = np.empty((most, len(bits)), dtype=np.int32)
-    status, count = _read_records(
-        data, base, store_values, store_ticks, interval, bits, ids, kinds, values
+    status, count, ids, kinds, values = _read_records(
+        data, base, store_values, store_ticks, interval, bits
     )
     if status != _DECODED:
         return status, count, base[:0], np.empty(0, dtype=ENTITY_DTYPE)

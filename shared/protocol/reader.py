@@ -294,19 +294,11 @@ class SnapshotReader:
         if status == NOT_LAYOUT:
             return None
         ack, base, count, first, last = self._ints.tolist()
-        events: tuple[SnapshotEvent, ...] = ()
-        if count:
-            events = self._events(data, count)
-        while status in (EVENTS_FIRST, _TOO_SMALL):
-            if status == _TOO_SMALL:
-                values.grow(at + 1)  # a good blob naming ids beyond the store: room, again
-                baselines.enter(template.epoch, values)
-            status, at, records = apply_rows(
-                frame[first:last], tick, base, baselines.row_ticks, baselines.rows,
-                values.values, values.ticks, values.interval, codec.bits, codec.origin,
-                codec.velocity_half,
-            )  # fmt: skip
-        check(status, at, tick, base)
+        events = self._events(data, count) if count else ()
+        if status in (EVENTS_FIRST, _TOO_SMALL):  # (events known good; a small store grows)
+            records = baselines.decode(template.epoch, tick, base, frame[first:last], values)
+        else:
+            check(status, at, tick, base)
         self.decoder.shared += 1
         return ReadSnapshot(
             template.epoch, tick, template.server_time, template.state, ack,
