@@ -81,7 +81,8 @@ def capture_tick(
     state_hashes: Sequence[str] = (),
 ) -> TickRecord:
     """One tick of every match of a node, as one record; ``state_hashes``: each match's
-    world hash as the tick left it (computed once, for the snapshots)."""
+    world hash as the tick left it, where the tick computed it (a snapshot tick's; an empty
+    one is computed here)."""
     hashes = list(state_hashes) or [""] * len(matches.matches)
     return TickRecord(
         epoch=epoch,

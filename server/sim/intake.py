@@ -152,6 +152,9 @@ class InputIntake:
         ints, floats = columns.ints[start:stop][mine], columns.floats[start:stop][mine]
         match_of, slots, arrivals = (column[read_of] for column in placed)
         matches = self.matches.matches
+        if len(matches) == 1:  # (the usual node: no rows to sort out by match)
+            self.verdicts.update(matches[0].receive_decoded(slots, ints, floats, arrivals))
+            return
         for index in np.unique(match_of).tolist():
             rows = match_of == index
             self.verdicts.update(

@@ -23,8 +23,6 @@ from server.sim.history import HistoryRing, HistoryStore
 from server.sim.hitreg.backend import History, HitValidator, make_validator
 from server.sim.inputs import (
     ARRIVAL,
-    FIRST_GUESS,
-    UNDO_GUESSES,
     VERDICTS,
     InputQueues,
     InputVerdict,
@@ -135,7 +133,11 @@ class TickResult:
     #: Who was seated when the tick was computed: the players the body holds, and so the
     #: players this tick's snapshot goes to (see :meth:`Match.snapshot_head`).
     seats: dict[int, PlayerSeat]
-    state_hash: str = ""  # the world's after the tick (what standbys check, journals keep)
+    #: The world's after a snapshot tick (what its body carries, journals keep); empty
+    #: on the ticks between, whose world only a standby checks: the node hashes it then,
+    #: as it captures the tick (:func:`server.replication.state.capture_match`), and a
+    #: node without standbys spends nothing on it.
+    state_hash: str = ""
     #: On a snapshot tick, the world the clients' parts are coded from.
     shown: ShownWorld | None = None
 
@@ -328,29 +330,17 @@ class Match:
         of a burst too, to catch up on, as far as the seat's time allows). A starved seat's
         guesses start from a saved state, and a seat whose inputs are back goes back to it
         before they move it."""
-        world = self.world
         seated = np.array(sorted(self.seats), dtype=np.int64)  # replicas must agree on order
         released = self.inputs.release(seated, max(1, self.tick_number - self.previous_tick))
-        saved = self.inputs.before_guesses
-        starting = seated[released.guess == FIRST_GUESS]
-        saved[starting, :3], saved[starting, 3:] = world.pos[starting], world.vel[starting]
-        undo = seated[released.guess == UNDO_GUESSES]
-        undo = undo[world.alive[undo]]  # (a player killed meanwhile stays where it fell)
-        if len(undo):
-            world.pos[undo], world.vel[undo] = saved[undo, :3], saved[undo, 3:]
-            self.counters["input_guesses_undone"] += len(undo)
-        held = seated[released.guessed > self.config.input_max_guesses]
-        world.move[held], world.buttons[held] = 0.0, 0
-        first = released.depth == 0
-        slots = released.slot[first]
-        world.move[slots] = released.floats[first, MOVE_X : MOVE_Y + 1]
-        world.yaw[slots] = released.floats[first, YAW]
-        world.pitch[slots] = released.floats[first, PITCH]
-        world.buttons[slots] = released.ints[first, BUTTONS]
+        undone, own = released.apply(
+            seated, self.config.input_max_guesses, self.inputs.before_guesses, self.world
+        )
+        if undone:
+            self.counters["input_guesses_undone"] += undone
         if len(released.slot):
             self.counters["input_applied"] += len(released.slot)
-        if len(slots) < len(seated):
-            self.counters["input_repeated"] += len(seated) - len(slots)
+        if own < len(seated):
+            self.counters["input_repeated"] += len(seated) - own
         self.deltas.note_acks(released.slot, released.ints[:, ACK_TICK])
         if cut := int(np.count_nonzero(released.held)):
             # Seats whose catch-up went beyond the time they had: the rest waits queued.
@@ -483,9 +473,7 @@ class Match:
         self.deltas.note_fights(events, server_time)
         if not self.config.is_snapshot_tick(self.tick_number):
             self.unsent_events.extend(events)
-            return TickResult(
-                self.tick_number, server_time, b"", events, dict(self.seats), world.state_hash()
-            )
+            return TickResult(self.tick_number, server_time, b"", events, dict(self.seats))
         shown, self.unsent_events = self.unsent_events + events, []
         quantised = self.codec.quantise(
             world.pos, world.vel, world.yaw, world.pitch, world.health, world.alive

@@ -19,7 +19,6 @@ from server.sim.inputs import (
     VERDICTS,
     InputQueues,
     InputVerdict,
-    sanitize_columns,
 )
 from shared.protocol import InputMessage
 
@@ -94,17 +93,14 @@ class OneSeat:
 
 
 def sanitize(message: InputMessage) -> tuple[InputVerdict, tuple[float, float] | None]:
-    """The verdict on one input's angles and move, and the move it keeps (None: rejected)."""
-    bad, clamped, move_x, move_y = sanitize_columns(
-        np.array([message.move[0]]),
-        np.array([message.move[1]]),
-        np.array([message.yaw]),
-        np.array([message.pitch]),
-    )
-    if bad[0]:
-        return InputVerdict.BAD_ANGLE, None
-    verdict = InputVerdict.CLAMPED if clamped[0] else InputVerdict.ACCEPTED
-    return verdict, (float(move_x[0]), float(move_y[0]))
+    """The verdict on one input's angles and move, and the move the queue keeps (None:
+    rejected), through the compiled queue kernel."""
+    seat = OneSeat()
+    verdict = seat.offer(message)
+    if not verdict.usable:
+        return verdict, None
+    (kept,) = seat.take()
+    return verdict, kept.move
 
 
 finite = st.floats(allow_nan=False, allow_infinity=False)

@@ -44,14 +44,19 @@ class Reader:
         self.intake.receive(self, message, 0.0)
 
 
-def seated(count: int) -> tuple[InputIntake, list[Reader]]:
-    config = MatchConfig(arena=default_map(), max_players=8)
-    matches = MatchSet(config, 1, make_validator("reference"))
+def seated(count: int, matches_per_node: int = 1) -> tuple[InputIntake, list[Reader]]:
+    """``count`` players, filling the node's matches of 2 seats each in turn when it has
+    more than one (of 8 otherwise)."""
+    seats = 8 if matches_per_node == 1 else 2
+    config = MatchConfig(arena=default_map(), max_players=seats)
+    matches = MatchSet(config, matches_per_node, make_validator("reference"))
     intake = InputIntake(matches)
     readers = []
     for i in range(count):
-        _, seat = matches.join(f"p{i}", 0.1)
-        readers.append(Reader(intake, seat.slot))
+        index, seat = matches.join(f"p{i}", 0.1)
+        reader = Reader(intake, seat.slot)
+        reader.match = index
+        readers.append(reader)
     return intake, readers
 
 
@@ -82,6 +87,20 @@ def test_held_reads_are_queued_in_arrival_order_with_their_arrival_times() -> No
     assert payload_bytes == sum(len(protocol.encode(an_input(s))) for s in (1, 5, 2, 3))
     assert a.fed == [] and b.fed == []
     assert intake.take_tally() == ({}, 0)  # taken: zero until more comes
+
+
+def test_a_node_of_several_matches_queues_each_read_in_its_own_match() -> None:
+    intake, (a, b, c) = seated(3, matches_per_node=2)
+    assert [r.match for r in (a, b, c)] == [0, 0, 1] and c.slot == a.slot
+    intake.hold(c, read(an_input(7)), 0.1)
+    intake.hold(a, read(an_input(1), an_input(2)), 0.2)
+    intake.hold(b, read(an_input(4)), 0.3)
+    intake.hold(c, read(an_input(8)), 0.4)
+    intake.drain()
+    assert (pending(intake, a), pending(intake, b), pending(intake, c)) == ([1, 2], [4], [7, 8])
+    arrivals = [arrival for _, arrival in intake.matches[1].seats[c.slot].inputs.pending]
+    assert np.allclose(arrivals, [0.1, 0.4])
+    assert intake.take_tally()[0] == {InputVerdict.ACCEPTED: 5}
 
 
 def test_a_read_the_batch_cannot_vouch_for_is_read_in_its_turn() -> None:
