@@ -27,9 +27,9 @@ kernels: one sanitises and queues them, one releases them, one sets them in the 
 300 players a Python object per buffer, deque and estimator cost more than the rest of the
 input path together; and on a node with few players, where a tick's cost is mostly the
 memory it touches after the sleep between ticks, each NumPy call the kernels replaced
-cost several microseconds. The
-kernels copy rows element by element rather than by slice assignment: numba's array
-expressions took two thirds of their cold compile (2.6 s of CPU against 0.9 s).
+cost several microseconds. The kernels copy rows element by element rather than by slice
+assignment: numba's array expressions took two thirds of their cold compile (2.6 s of CPU
+against 0.9 s).
 """
 
 from __future__ import annotations
