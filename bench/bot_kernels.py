@@ -10,8 +10,9 @@ shared NumPy ray test on the players within reach. All three are kernels now
 against those NumPy versions, which stay the references; this bench times them side by
 side, in alternation (``bench/interleaved.py``), on the shapes a 300-bot swarm sees: 52
 players a snapshot (3 of them swapped between the two), 150 sight lines against the
-default map's boxes, one perception pass of 50 bots over 200 players, and one rifle shot
-at one of 52 players.
+default map's boxes, one perception pass of 50 bots (each drawing its own 52 players: the
+union of their views and the NumPy glance it replaced, against the one kernel that draws
+and glances), and one rifle shot at one of 52 players.
 
     python bench/bot_kernels.py [--rounds 7] [--min-seconds 0.2] [--json PATH]
 """
@@ -32,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.interleaved import interleave, median_timing
 from client_sim import brain as brain_module
 from client_sim.brain import Brain
+from client_sim.interpolation import Bracket, drawn, seen
 from client_sim.sight import segments_within_reach
 from shared.arena_map import default_map
 from shared.commandline import OneLineParser
@@ -43,14 +45,14 @@ from shared.rayhits import first_hit
 from shared.rayhits import warm_up as warm_shots
 from shared.sightlines import sight_blocked
 from shared.sightlines import warm_up as warm_sight
-from shared.weapons import RIFLE
+from shared.weapons import EYE_HEIGHT, RIFLE
 from tests.client_sim.test_interpolation import reference_view
 from tests.client_sim.test_sight import reference_sight_blocked
 
 PLAYERS_SHOWN = 52  # players a bot is sent a snapshot at 300 bots (bench/server_load.py)
 SWAPPED = 3  # of them, not in the next snapshot
 SIGHT_LINES = 150  # 50 lookers a tick, 3 glances each
-LOOKERS, PLAYERS = 50, 200
+LOOKERS = 50
 
 
 def random_points(rng: np.random.Generator, n: int, height: float) -> np.ndarray:
@@ -80,22 +82,65 @@ def snapshot_pair(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     return records(before), records(after)
 
 
-def perception(rng: np.random.Generator, sight: Callable[..., np.ndarray]) -> Callable[[], None]:
-    """One perception pass of ``LOOKERS`` bots over ``PLAYERS`` players, its sight lines
-    tested by ``sight``."""
-    brain = Brain(300, default_map(), rng)
+def brackets_of_lookers(rng: np.random.Generator) -> list[Bracket]:
+    """Each of ``LOOKERS`` bots' bracket: two snapshots of its own (``PLAYERS_SHOWN`` of 300
+    players, a few swapped), drawn part of the way between them."""
+    return [
+        Bracket(1.0, 1.0, *snapshot_pair(rng), float(rng.uniform(0.1, 0.9)), True)
+        for _ in range(LOOKERS)
+    ]
+
+
+def numpy_glance(
+    brain: Brain, own: np.ndarray, feet: np.ndarray, ids: np.ndarray, visible: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The glance as the bots took it before its kernel (``Brain.perceive_group``'s NumPy
+    over the union of what the lookers draw): each looker's spotted id (-1 none) and feet."""
+    count, players = visible.shape
+    distance = np.hypot(feet[:, :, 0] - own[:, None, 0], feet[:, :, 1] - own[:, None, 1])
+    distance = np.where(visible & (distance <= brain.engage_range), distance, np.inf)
+    glances = min(brain_module.GLANCES, players)
+    if players > glances:
+        nearest = np.argpartition(distance, glances - 1, axis=1)[:, :glances]
+    else:
+        nearest = np.broadcast_to(np.arange(players), (count, players))
+    near = np.take_along_axis(distance, nearest, axis=1)
+    order = np.lexsort((nearest, near))
+    nearest = np.take_along_axis(nearest, order, axis=1)
+    rows, ranks = np.nonzero(np.isfinite(np.take_along_axis(near, order, axis=1)))
+    targets = nearest[rows, ranks]
+    eyes = own[rows] + (0.0, 0.0, EYE_HEIGHT)
+    chests = feet[rows, targets] + (0.0, 0.0, brain_module.CHEST_HEIGHT)
+    clear = ~sight_blocked(eyes, chests, default_map().box_min, default_map().box_max)
+    spotters, first = np.unique(rows[clear], return_index=True)
+    spotted = np.full(count, -1, dtype=np.int64)
+    where = np.zeros((count, 3))
+    spotted[spotters] = ids[targets[clear][first]]
+    where[spotters] = feet[spotters, targets[clear][first]]
+    return spotted, where
+
+
+def perception(rng: np.random.Generator, fused: bool) -> Callable[[], np.ndarray]:
+    """One perception pass of the swarm: ``LOOKERS`` bots, each drawing its own bracket.
+    Before (``fused`` False): the union of their views (``seen``), masked, and
+    :func:`numpy_glance`; now: each looker's own players, glanced at in one kernel call
+    (``Brain.perceive_drawn``). Either notes what was spotted; returns the threats."""
+    brain = Brain(300, default_map(), rng, cover_seeking=0.0)
+    brackets = brackets_of_lookers(rng)
     bots = np.arange(LOOKERS) * 6
     own = random_points(rng, LOOKERS, 0.0)
-    feet = np.stack([random_points(rng, PLAYERS, 0.0)] * LOOKERS)
-    ids = np.arange(PLAYERS)
-    visible = rng.random((LOOKERS, PLAYERS)) < 0.3
+    selves = bots  # (each looker's player id)
+    friends = np.zeros(0, dtype=bool)
 
-    def look() -> None:
-        brain_module.sight_blocked = sight
-        try:
-            brain.perceive_group(bots, own, feet, ids, visible, 1.0)
-        finally:
-            brain_module.sight_blocked = sight_blocked
+    def look() -> np.ndarray:
+        if fused:
+            brain.perceive_drawn(bots, own, *drawn(brackets), selves, friends, 1.0)
+        else:
+            ids, feet, visible = seen(brackets)
+            visible &= ids[None] != selves[:, None]
+            spotted, where = numpy_glance(brain, own, feet, ids, visible)
+            brain._note(bots, own, spotted, where, 1.0)
+        return brain.threat_id[bots].copy()
 
     return look
 
@@ -130,6 +175,7 @@ def run(rounds: int, min_seconds: float) -> dict[str, Any]:
     warm_between()
     warm_sight()
     warm_shots()
+    brain_module.warm_up()
     arena = default_map()
     before, after = snapshot_pair(rng)
     weight = np.array([0.4])
@@ -141,6 +187,9 @@ def run(rounds: int, min_seconds: float) -> dict[str, Any]:
     assert np.array_equal(kernel_view[1][0], numpy_view[1])  # (the same answer, timed)
     assert np.array_equal(sight_blocked(starts, ends, *boxes),
                           reference_sight_blocked(starts, ends, *boxes))  # fmt: skip
+    before_glance = perception(np.random.default_rng(8), fused=False)
+    glance = perception(np.random.default_rng(8), fused=True)
+    assert np.array_equal(before_glance(), glance())
     eye, aim, feet = a_shot(rng)
     others = np.arange(PLAYERS_SHOWN) > 0  # (not the shooter)
     shot = (eye, aim, RIFLE.max_range, feet, others, *boxes)
@@ -151,8 +200,8 @@ def run(rounds: int, min_seconds: float) -> dict[str, Any]:
             lambda: players_between(before, after, weight),
             lambda: reference_sight_blocked(starts, ends, *boxes),
             lambda: sight_blocked(starts, ends, *boxes),
-            perception(np.random.default_rng(8), reference_sight_blocked),
-            perception(np.random.default_rng(8), sight_blocked),
+            before_glance,
+            glance,
             lambda: numpy_shot(*shot[:5], boxes),
             lambda: first_hit(*shot),
         ],
@@ -183,9 +232,9 @@ def run(rounds: int, min_seconds: float) -> dict[str, Any]:
         },
         "perception_pass": {
             "lookers": LOOKERS,
-            "players": PLAYERS,
-            "numpy_sight_us": round(perceive_numpy, 1),
-            "kernel_sight_us": round(perceive, 1),
+            "players_each_draws": PLAYERS_SHOWN,
+            "union_and_numpy_glance_us": round(perceive_numpy, 1),
+            "fused_kernel_us": round(perceive, 1),
             "speedup": round(perceive_numpy / perceive, 1),
         },
         "shot": {

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 
 from shared.arena_map import ArenaMap
 from shared.movement import BUTTON_JUMP, PLAYER_RADIUS
-from shared.sightlines import sight_blocked
+from shared.protocol.between import alive_in_both, pairs_in_both, place_between
+from shared.protocol.snapshots import ENTITY_DTYPE
+from shared.sightlines import segment_blocked, sight_blocked
 from shared.weapons import EYE_HEIGHT
 
-__all__ = ["BotIntent", "Brain"]
+__all__ = ["BotIntent", "Brain", "warm_up"]
 
 #: "play" wanders, strafes, seeks cover and shoots; "still", "pace" and "strafe" are
 #: targets that stand, run to and fro, or dodge side to side reversing every 0.3-0.8 s,
@@ -90,6 +93,8 @@ class Brain:
         #: the first MAX_SIGHTINGS of a run (a bounded sample for the peeker's advantage).
         self.sightings: list[tuple[int, int, float]] = []
         self.cover_points = _cover_points(arena)
+        self._box_min = np.ascontiguousarray(arena.box_min, dtype=np.float64).reshape(-1, 3)
+        self._box_max = np.ascontiguousarray(arena.box_max, dtype=np.float64).reshape(-1, 3)
         self._move = np.zeros((count, 2))
         self._yaw = np.zeros(count)
         self._pitch = np.zeros(count)
@@ -116,46 +121,76 @@ class Brain:
         could see (alive, not itself, not a teammate); ``own`` ``(B, 3)`` are the bots'
         feet. Walls and cover hide enemies: the line from the bot's eye to the enemy's chest
         must be clear. Only the three nearest are checked, as a player glances around; all
-        sight lines of the group are tested in one pass.
+        sight lines of the group are tested in one kernel call (:func:`_first_in_sight`).
         """
-        count, players = visible.shape
-        distance = np.hypot(feet[:, :, 0] - own[:, None, 0], feet[:, :, 1] - own[:, None, 1])
-        distance = np.where(visible & (distance <= self.engage_range), distance, np.inf)
-        glances = min(GLANCES, players)
-        if players > glances:
-            nearest = np.argpartition(distance, glances - 1, axis=1)[:, :glances]
-        else:
-            nearest = np.broadcast_to(np.arange(players), (count, players))
-        near = np.take_along_axis(distance, nearest, axis=1)
-        order = np.lexsort((nearest, near))  # nearest first; ties: the lower index
-        nearest = np.take_along_axis(nearest, order, axis=1)
-        rows, ranks = np.nonzero(np.isfinite(np.take_along_axis(near, order, axis=1)))
-        targets = nearest[rows, ranks]
-        eyes = own[rows] + (0.0, 0.0, EYE_HEIGHT)
-        chests = feet[rows, targets] + (0.0, 0.0, CHEST_HEIGHT)
-        clear = ~sight_blocked(eyes, chests, self.arena.box_min, self.arena.box_max)
-        # Each bot's nearest visible enemy: its first clear sight line (rows are in order).
-        spotters, first = np.unique(rows[clear], return_index=True)
-        spotted = targets[clear][first]
-        blind = np.ones(count, dtype=bool)
-        blind[spotters] = False
-        lost = bots[blind]
+        spotted_at = np.empty(len(bots), dtype=np.int64)
+        _first_in_sight(
+            np.ascontiguousarray(own, dtype=np.float64),
+            np.ascontiguousarray(feet, dtype=np.float64),
+            np.ascontiguousarray(visible, dtype=np.bool_),
+            self.engage_range,
+            self._box_min,
+            self._box_max,
+            spotted_at,
+        )
+        found = spotted_at >= 0
+        rows = np.flatnonzero(found)
+        spotted = np.full(len(bots), -1, dtype=np.int64)
+        spotted[rows] = ids[spotted_at[rows]]
+        where = np.zeros((len(bots), 3))
+        where[rows] = feet[rows, spotted_at[rows]]
+        self._note(bots, own, spotted, where, now)
+
+    def perceive_drawn(
+        self,
+        bots: np.ndarray,
+        own: np.ndarray,
+        records: np.ndarray,
+        spans: np.ndarray,
+        weights: np.ndarray,
+        selves: np.ndarray,
+        friends: np.ndarray,
+        now: float,
+    ) -> None:
+        """:meth:`perceive_group` straight from what each bot draws
+        (:func:`~client_sim.interpolation.drawn`: its bracket's records, spans and
+        weight), in one kernel call (:func:`_spot_drawn`) that draws only each bot's own
+        players: the same enemies noted as :meth:`perceive_group` over
+        :func:`~client_sim.interpolation.seen`. A bot's own player (``selves``) and
+        teammates (``friends``, a mask by player id; empty: none) are no enemies."""
+        spotted = np.empty(len(bots), dtype=np.int64)
+        where = np.zeros((len(bots), 3))
+        _spot_drawn(
+            records, spans, weights, selves, friends,
+            np.ascontiguousarray(own, dtype=np.float64), self.engage_range, self._box_min,
+            self._box_max, spotted, where,
+        )  # fmt: skip
+        self._note(bots, own, spotted, where, now)
+
+    def _note(
+        self, bots: np.ndarray, own: np.ndarray, spotted: np.ndarray, where: np.ndarray, now: float
+    ) -> None:
+        """Each of ``bots`` (feet ``own``) spotted the enemy ``spotted`` (-1 none) at feet
+        ``where``: its threat, a first sighting noted, cover sought."""
+        rows = np.flatnonzero(spotted >= 0)
+        lost = bots[spotted < 0]
         self.has_threat[lost] = False
         self.threat_id[lost] = -1
         self.in_cover_mode[lost] = False
 
-        watchers = bots[spotters]
-        newly = ~self.has_threat[watchers] | (self.threat_id[watchers] != ids[spotted])
-        self.threat[watchers] = feet[spotters, spotted]
-        self.threat_id[watchers] = ids[spotted]
+        watchers = bots[rows]
+        enemies = spotted[rows]
+        newly = ~self.has_threat[watchers] | (self.threat_id[watchers] != enemies)
+        self.threat[watchers] = where[rows]
+        self.threat_id[watchers] = enemies
         self.has_threat[watchers] = True
         self.threat_since[watchers[newly]] = now
         if len(self.sightings) < MAX_SIGHTINGS:
-            seers, seen = watchers[newly].tolist(), ids[spotted][newly].tolist()
+            seers, seen = watchers[newly].tolist(), enemies[newly].tolist()
             self.sightings += [(bot, enemy, now) for bot, enemy in zip(seers, seen, strict=True)]
         seeking = np.flatnonzero(newly)
         seeking = seeking[self.rng.random(len(seeking)) < self.cover_seeking]
-        self._seek_cover(watchers[seeking], own[spotters[seeking]], now)
+        self._seek_cover(watchers[seeking], own[rows[seeking]], now)
 
     def _seek_cover(self, bots: np.ndarray, own: np.ndarray, now: float) -> None:
         """Each of ``bots`` (feet ``own``) heads for the nearest of its few closest cover
@@ -231,3 +266,133 @@ class Brain:
         jumping = (self.rng.random(self.count) < 0.005) & (self.behaviour == "play")
         self._buttons[:] = np.where(jumping, BUTTON_JUMP, 0)
         return BotIntent(self._move, self._yaw, self._pitch, self._buttons)
+
+
+@numba.njit(cache=True, inline="always")
+def _keep_nearer(d: float, k: int, n: int, near_d: np.ndarray, near_k: np.ndarray) -> int:
+    """Candidate ``k`` at distance ``d`` among the :data:`GLANCES` nearest so far (``n``
+    of them in ``near_d``/``near_k``, nearest first; an equal distance stays behind the
+    earlier candidate). Returns how many are kept now."""
+    if n < GLANCES:
+        j = n
+        n += 1
+    elif d < near_d[GLANCES - 1]:
+        j = GLANCES - 1  # (the farthest of the nearest makes room)
+    else:
+        return n
+    while j > 0 and near_d[j - 1] > d:
+        near_d[j], near_k[j] = near_d[j - 1], near_k[j - 1]
+        j -= 1
+    near_d[j], near_k[j] = d, k
+    return n
+
+
+@numba.njit(cache=True, inline="always")
+def _first_clear(
+    own: np.ndarray, spots: np.ndarray, n: int, box_min: np.ndarray, box_max: np.ndarray
+) -> int:
+    """The first of the ``n`` feet ``spots`` whose chest a bot standing at ``own`` sees
+    from its eye past every box; -1 none."""
+    eye = np.empty(3)
+    chest = np.empty(3)
+    eye[0], eye[1], eye[2] = own[0] + 0.0, own[1] + 0.0, own[2] + EYE_HEIGHT
+    for j in range(n):
+        chest[0], chest[1] = spots[j, 0] + 0.0, spots[j, 1] + 0.0
+        chest[2] = spots[j, 2] + CHEST_HEIGHT
+        if not segment_blocked(eye, chest, box_min, box_max):
+            return j
+    return -1
+
+
+@numba.njit(cache=True)
+def _first_in_sight(
+    own: np.ndarray,
+    feet: np.ndarray,
+    visible: np.ndarray,
+    engage_range: float,
+    box_min: np.ndarray,
+    box_max: np.ndarray,
+    spotted: np.ndarray,
+) -> None:
+    """Per bot (feet ``own`` ``(B, 3)``), which of the players it draws (feet ``feet``
+    ``(B, K, 3)``, ``visible`` ``(B, K)``) it spots, into ``spotted`` (-1 none): of the
+    :data:`GLANCES` nearest visible ones within ``engage_range`` (nearest first, ties the
+    lower index), the first whose chest it sees from its eye past every box."""
+    count, players = visible.shape
+    near_d = np.empty(GLANCES)
+    near_k = np.empty(GLANCES, dtype=np.int64)
+    spots = np.empty((GLANCES, 3))
+    for b in range(count):
+        n = 0
+        for k in range(players):
+            if visible[b, k]:
+                d = math.hypot(feet[b, k, 0] - own[b, 0], feet[b, k, 1] - own[b, 1])
+                if d <= engage_range:
+                    n = _keep_nearer(d, k, n, near_d, near_k)
+        for j in range(n):
+            spots[j] = feet[b, near_k[j]]
+        j = _first_clear(own[b], spots, n, box_min, box_max)
+        spotted[b] = near_k[j] if j >= 0 else -1
+
+
+@numba.njit(cache=True)
+def _spot_drawn(
+    records: np.ndarray,
+    spans: np.ndarray,
+    weights: np.ndarray,
+    selves: np.ndarray,
+    friends: np.ndarray,
+    own: np.ndarray,
+    engage_range: float,
+    box_min: np.ndarray,
+    box_max: np.ndarray,
+    spotted: np.ndarray,
+    where: np.ndarray,
+) -> None:
+    """:func:`_first_in_sight` for bots that draw the players of their own brackets
+    (``records`` at ``spans``, moved ``weights`` of the way, as
+    :func:`~shared.protocol.between.players_seen` draws them): the enemy each spots into
+    ``spotted`` (its id; -1 none) and its feet into ``where``. An enemy is drawn alive,
+    neither the bot itself (``selves``) nor a teammate (``friends[id]``)."""
+    pairs = np.empty((len(records), 2), dtype=np.int64)
+    near_d = np.empty(GLANCES)
+    near_k = np.empty(GLANCES, dtype=np.int64)
+    spots = np.empty((GLANCES, 3))
+    feet = np.empty(3)
+    for b in range(len(spans)):
+        before = records[spans[b, 0] : spans[b, 1]]
+        after = records[spans[b, 2] : spans[b, 3]]
+        n = 0
+        for p in range(pairs_in_both(before, after, pairs)):
+            start, end = before[pairs[p, 0]], after[pairs[p, 1]]
+            entity = start.id
+            if not alive_in_both(start, end) or entity == selves[b]:
+                continue
+            if entity < len(friends) and friends[entity]:
+                continue
+            place_between(feet, start, end, weights[b])
+            d = math.hypot(feet[0] - own[b, 0], feet[1] - own[b, 1])
+            if d <= engage_range:
+                n = _keep_nearer(d, p, n, near_d, near_k)
+        for j in range(n):
+            place_between(
+                spots[j], before[pairs[near_k[j], 0]], after[pairs[near_k[j], 1]], weights[b]
+            )
+        j = _first_clear(own[b], spots, n, box_min, box_max)
+        spotted[b] = before[pairs[near_k[j], 0]].id if j >= 0 else -1
+        if j >= 0:
+            where[b] = spots[j]
+
+
+def warm_up() -> None:
+    """Compile (or load from the cache) the glance kernels before any bot looks around."""
+    point = np.zeros((1, 3))
+    spotted = np.empty(1, dtype=np.int64)
+    _first_in_sight(
+        point, point[None], np.ones((1, 1), dtype=np.bool_), 1.0, point, point + 0.5, spotted
+    )
+    records = np.zeros(1, dtype=ENTITY_DTYPE)
+    _spot_drawn(
+        records, np.array([[0, 1, 0, 1]]), np.zeros(1), np.zeros(1, dtype=np.int64),
+        np.zeros(0, dtype=np.bool_), point, 1.0, point, point + 0.5, spotted, point.copy(),
+    )  # fmt: skip

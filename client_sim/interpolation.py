@@ -20,7 +20,7 @@ import numpy as np
 from shared.protocol.between import players_between, players_seen
 from shared.protocol.snapshots import ENTITY_DTYPE
 
-__all__ = ["Bracket", "InterpolatedView", "SnapshotBuffer", "seen"]
+__all__ = ["Bracket", "InterpolatedView", "SnapshotBuffer", "drawn", "seen"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +105,13 @@ def seen(brackets: list[Bracket]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """What :meth:`SnapshotBuffer.view` shows for many brackets, in one kernel call: every
     player any of them draws (ids ``(K,)``), feet ``(B, K, 3)`` with a row per bracket,
     and ``(B, K)`` whether that bracket draws the player alive."""
+    return players_seen(*drawn(brackets))
+
+
+def drawn(brackets: list[Bracket]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Many brackets as one kernel takes them: their snapshots' records joined (each
+    snapshot once), each bracket's spans in them (before ``[0]:[1]``, after ``[2]:[3]``;
+    a held snapshot twice) and its weight (0 held)."""
     parts: list[np.ndarray] = []
     starts: dict[int, int] = {}  # id() of a snapshot's records -> where they start
     at = 0
@@ -125,7 +132,7 @@ def seen(brackets: list[Bracket]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             spans[row, 2 * side], spans[row, 2 * side + 1] = first, first + len(records)
     # (Joined as bytes: NumPy's concatenation of records spends its time matching fields.)
     joined = np.concatenate([part.view(np.uint8) for part in parts]) if parts else _NO_BYTES
-    return players_seen(joined.view(ENTITY_DTYPE), spans, weights)
+    return joined.view(ENTITY_DTYPE), spans, weights
 
 
 def _view(

@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from client_sim import brain
 from client_sim.bot import Bot, FailoverEvent, ProcessBeat
 from client_sim.brain import SHOOTING_BEHAVIOURS, Brain
-from client_sim.interpolation import Bracket, seen
+from client_sim.interpolation import Bracket, drawn
 from client_sim.latency import BotParams
 from client_sim.marksman import AimSkill
 from client_sim.prediction import SwarmPredictor
@@ -452,7 +453,9 @@ class Swarm:
         return welcome.player_id if welcome is not None else -1
 
     def _teammates(self) -> np.ndarray:
-        return np.array([b.welcome.player_id for b in self.bots if b.welcome is not None])
+        return np.array(
+            [b.welcome.player_id for b in self.bots if b.welcome is not None], dtype=np.int64
+        )
 
     def _linked(self) -> np.ndarray:
         return np.fromiter((b.playing for b in self.bots), dtype=bool, count=self.count)
@@ -460,8 +463,8 @@ class Swarm:
     def _perceive(self, tick: int, now: float) -> None:
         """A few times a second each bot looks at its interpolated view (staggered).
 
-        Every looker's view is drawn in one kernel call (``interpolation.seen``) and seen
-        in one perception pass: at 300 bots, 50 of them look each tick.
+        Every looker's view is drawn and glanced at in one kernel call
+        (``Brain.perceive_drawn``): at 300 bots, 50 of them look each tick.
         """
         predictor = self.predictor
         assert predictor is not None
@@ -480,15 +483,18 @@ class Swarm:
                 brackets.append(bracket)
         if not brackets:
             return
-        # One perception pass for every looker: each draws its own players (interest
-        # management sends each bot its own), so the pass spans all of them, and a player
-        # a bot does not draw is invisible to it.
-        ids, feet, visible = seen(brackets)
-        bots = np.array(lookers)
-        visible &= ids[None] != np.array(selves)[:, None]
+        # One perception pass for every looker, each over the players it draws (interest
+        # management sends each bot its own): a player a bot does not draw is invisible
+        # to it.
+        friends = np.zeros(0, dtype=bool)
         if self.config.team:
-            visible &= ~np.isin(ids, self._teammates())[None]
-        self.brain.perceive_group(bots, predictor.pos[bots], feet, ids, visible, now)
+            teammates = self._teammates()
+            friends = np.zeros(int(teammates.max(initial=-1)) + 1, dtype=bool)
+            friends[teammates] = True
+        bots = np.array(lookers)
+        self.brain.perceive_drawn(
+            bots, predictor.pos[bots], *drawn(brackets), np.array(selves), friends, now
+        )
 
     # -- the whole run -------------------------------------------------------------------
 
@@ -689,12 +695,13 @@ def collector_aside() -> Iterator[None]:
 
 def warm_up_kernels() -> None:
     """Load (or compile once) the bots' kernels, the snapshot decoder's, the view's, the
-    sight lines' and the shots', before any bot connects: a compile would stall every bot
-    of the process."""
+    sight lines', the glances' and the shots', before any bot connects: a compile would
+    stall every bot of the process."""
     baselines.warm_up()
     reader.warm_up()
     between.warm_up()
     sightlines.warm_up()
+    brain.warm_up()
     rayhits.warm_up()
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["sight_blocked", "warm_up"]
+__all__ = ["segment_blocked", "sight_blocked", "warm_up"]
 
 
 def sight_blocked(
@@ -41,25 +41,32 @@ def _blocked(
     out: np.ndarray,
 ) -> None:
     for i in range(len(starts)):
-        if ends[i, 0] == starts[i, 0] and ends[i, 1] == starts[i, 1] and ends[i, 2] == starts[i, 2]:
-            continue  # a point sees itself
-        for b in range(len(box_min)):
-            entry, exit_ = 0.0, 1.0
-            for k in range(3):
-                start = starts[i, k]
-                span = ends[i, k] - start
-                if span == 0.0:  # parallel to the slab: inside it for every t, or never
-                    if start >= box_min[b, k] and start <= box_max[b, k]:
-                        continue
-                    entry, exit_ = np.inf, -np.inf
-                    break
-                t1 = (box_min[b, k] - start) / span
-                t2 = (box_max[b, k] - start) / span
-                entry = max(entry, min(t1, t2))
-                exit_ = min(exit_, max(t1, t2))
-            if entry <= exit_ and entry < 1.0:
-                out[i] = True
+        out[i] = segment_blocked(starts[i], ends[i], box_min, box_max)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def segment_blocked(
+    start: np.ndarray, end: np.ndarray, box_min: np.ndarray, box_max: np.ndarray
+) -> bool:
+    """:func:`sight_blocked` for one segment (``(3,)`` points), inside a kernel."""
+    if end[0] == start[0] and end[1] == start[1] and end[2] == start[2]:
+        return False  # a point sees itself
+    for b in range(len(box_min)):
+        entry, exit_ = 0.0, 1.0
+        for k in range(3):
+            span = end[k] - start[k]
+            if span == 0.0:  # parallel to the slab: inside it for every t, or never
+                if start[k] >= box_min[b, k] and start[k] <= box_max[b, k]:
+                    continue
+                entry, exit_ = np.inf, -np.inf
                 break
+            t1 = (box_min[b, k] - start[k]) / span
+            t2 = (box_max[b, k] - start[k]) / span
+            entry = max(entry, min(t1, t2))
+            exit_ = min(exit_, max(t1, t2))
+        if entry <= exit_ and entry < 1.0:
+            return True
+    return False
 
 
 def warm_up() -> None:

@@ -14,11 +14,18 @@ import numpy as np
 
 from shared.protocol.snapshots import ENTITY_DTYPE, ENTITY_FLAG_ALIVE
 
-__all__ = ["players_between", "players_seen", "warm_up"]
+__all__ = [
+    "alive_in_both",
+    "pairs_in_both",
+    "place_between",
+    "players_between",
+    "players_seen",
+    "warm_up",
+]
 
 
 @numba.njit(cache=True, inline="always")
-def _place(feet: np.ndarray, start: Any, end: Any, weight: float) -> None:
+def place_between(feet: np.ndarray, start: Any, end: Any, weight: float) -> None:
     """A player's feet ``weight`` of the way from its record ``start`` to ``end``."""
     x0, y0, z0 = np.float64(start.x), np.float64(start.y), np.float64(start.z)
     feet[0] = x0 + (np.float64(end.x) - x0) * weight
@@ -27,12 +34,12 @@ def _place(feet: np.ndarray, start: Any, end: Any, weight: float) -> None:
 
 
 @numba.njit(cache=True, inline="always")
-def _both_alive(start: Any, end: Any) -> bool:
+def alive_in_both(start: Any, end: Any) -> bool:
     return (start.flags & ENTITY_FLAG_ALIVE) != 0 and (end.flags & ENTITY_FLAG_ALIVE) != 0
 
 
 @numba.njit(cache=True, inline="always")
-def _both(before: np.ndarray, after: np.ndarray, pairs: np.ndarray) -> int:
+def pairs_in_both(before: np.ndarray, after: np.ndarray, pairs: np.ndarray) -> int:
     """The players in both snapshots (records sorted by id), as (row in ``before``, row in
     ``after``) in ``pairs``; how many."""
     count = 0
@@ -60,16 +67,16 @@ def players_between(
     NumPy reference (``tests/client_sim/test_interpolation.py``) takes a dozen small array
     operations."""
     pairs = np.empty((len(before), 2), dtype=np.int64)
-    count = _both(before, after, pairs)
+    count = pairs_in_both(before, after, pairs)
     ids = np.empty(count, dtype=np.int64)
     feet = np.empty((len(weights), count, 3))
     alive = np.empty(count, dtype=np.bool_)
     for k in range(count):
         start, end = before[pairs[k, 0]], after[pairs[k, 1]]
         for w in range(len(weights)):
-            _place(feet[w, k], start, end, weights[w])
+            place_between(feet[w, k], start, end, weights[w])
         ids[k] = start.id
-        alive[k] = _both_alive(start, end)
+        alive[k] = alive_in_both(start, end)
     return ids, feet, alive
 
 
@@ -91,7 +98,7 @@ def players_seen(
     pairs = np.empty((len(records), 2), dtype=np.int64)
     for b in range(len(spans)):
         before = records[spans[b, 0] : spans[b, 1]]
-        for k in range(_both(before, records[spans[b, 2] : spans[b, 3]], pairs)):
+        for k in range(pairs_in_both(before, records[spans[b, 2] : spans[b, 3]], pairs)):
             column[before[pairs[k, 0]].id] = 0
     players = 0
     for entity in range(top):
@@ -106,11 +113,11 @@ def players_seen(
     alive = np.zeros((len(spans), players), dtype=np.bool_)
     for b in range(len(spans)):
         before, after = records[spans[b, 0] : spans[b, 1]], records[spans[b, 2] : spans[b, 3]]
-        for k in range(_both(before, after, pairs)):
+        for k in range(pairs_in_both(before, after, pairs)):
             start, end = before[pairs[k, 0]], after[pairs[k, 1]]
             c = column[start.id]
-            _place(feet[b, c], start, end, weights[b])
-            alive[b, c] = _both_alive(start, end)
+            place_between(feet[b, c], start, end, weights[b])
+            alive[b, c] = alive_in_both(start, end)
     return ids, feet, alive
 
 

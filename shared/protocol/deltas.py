@@ -241,6 +241,14 @@ def _put(out: np.ndarray, at: int, value: int, width: int) -> int:
 def _get(data: np.ndarray, at: int, width: int) -> int:
     """``width`` bits at bit ``at`` (the caller checked that they lie within ``data``)."""
     i, shift = at >> 3, at & 7
+    if shift + width <= 32 and i + 4 <= len(data):  # (every field of a usual map: 4 loads)
+        value = (
+            int(data[i])
+            | (int(data[i + 1]) << 8)
+            | (int(data[i + 2]) << 16)
+            | (int(data[i + 3]) << 24)
+        )
+        return (value >> shift) & ((1 << width) - 1)
     value = 0
     for k in range((shift + width + 7) >> 3):
         value |= int(data[i + k]) << (8 * k)

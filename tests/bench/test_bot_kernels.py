@@ -24,7 +24,8 @@ def test_a_short_run_reports_each_kernel_beside_its_numpy(tmp_path: Path) -> Non
     assert json.loads(done.stdout) == record
     for part in ("view", "sight_lines", "shot"):
         assert record[part]["numpy_us"] > 0 and record[part]["kernel_us"] > 0
-    assert record["perception_pass"]["kernel_sight_us"] > 0
+    perception = record["perception_pass"]
+    assert perception["union_and_numpy_glance_us"] > 0 and perception["fused_kernel_us"] > 0
 
 
 def test_bad_arguments_are_one_line() -> None:

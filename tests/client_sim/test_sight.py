@@ -1,8 +1,9 @@
 """The bots' batched sight and shot tests give the answers of the one-at-a-time tests.
 
 Each fast path here is checked against the plain version it replaced: the shared ray tests
-of :mod:`shared.hitbox` for one ray, a sort for the nearest enemies, one bot at a time for
-perception, and a projectile flight that tests every sub-step.
+of :mod:`shared.hitbox` for one ray, a sort for the nearest enemies (and the NumPy glance
+the glance kernel replaced), one bot at a time for perception, and a projectile flight that
+tests every sub-step.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from client_sim.brain import Brain
+from client_sim.brain import CHEST_HEIGHT, GLANCES, Brain, _first_in_sight
+from client_sim.interpolation import Bracket, drawn, seen
 from client_sim.marksman import fly_projectile
 from client_sim.sight import segments_within_reach
 from shared.arena_map import default_map
@@ -25,12 +27,15 @@ from shared.hitbox import (
     ray_hitbox_entries,
     ray_world_entry,
 )
+from shared.protocol.snapshots import ENTITY_DTYPE
 from shared.rayhits import first_hit
 from shared.sightlines import sight_blocked
-from shared.weapons import LAUNCHER
+from shared.weapons import EYE_HEIGHT, LAUNCHER
 from tests.client_sim.glances import perceive
 
 ARENA = default_map()
+BOX_MIN = np.ascontiguousarray(ARENA.box_min, dtype=np.float64)
+BOX_MAX = np.ascontiguousarray(ARENA.box_max, dtype=np.float64)
 # Rounded to 0.1 mm: scenes, not float corner cases (denormal directions and the like).
 coordinate = st.floats(-29.0, 29.0).map(lambda v: round(v, 4))
 height = st.floats(0.05, 3.5).map(lambda v: round(v, 4))
@@ -198,6 +203,109 @@ def test_perceiving_as_a_group_is_perceiving_one_by_one(
         perceive(alone, bot, own[bot], feet[bot][visible[bot]], ids[visible[bot]], now=1.0)
     for name in ("has_threat", "threat_id", "threat", "threat_since", "in_cover_mode"):
         assert getattr(together, name).tolist() == getattr(alone, name).tolist(), name
+
+
+def reference_first_in_sight(
+    own: np.ndarray, feet: np.ndarray, visible: np.ndarray, engage_range: float
+) -> list[int]:
+    """The glance kernel's spec in NumPy (the code it replaced): per bot, the visible
+    players within range ordered by distance then index, the first :data:`GLANCES` of
+    them, and of those the first whose chest the bot's eye sees; -1 none."""
+    distance = np.hypot(feet[:, :, 0] - own[:, None, 0], feet[:, :, 1] - own[:, None, 1])
+    distance = np.where(visible & (distance <= engage_range), distance, np.inf)
+    spotted = []
+    for b in range(len(own)):
+        order = np.lexsort((np.arange(distance.shape[1]), distance[b]))[:GLANCES]
+        order = order[np.isfinite(distance[b, order])]
+        eyes = np.repeat(own[b : b + 1] + (0.0, 0.0, EYE_HEIGHT), len(order), axis=0)
+        chests = feet[b, order] + (0.0, 0.0, CHEST_HEIGHT)
+        clear = np.flatnonzero(~sight_blocked(eyes, chests, ARENA.box_min, ARENA.box_max))
+        spotted.append(int(order[clear[0]]) if len(clear) else -1)
+    return spotted
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    lookers=st.integers(0, 8),
+    crowd=st.integers(0, 12),
+    grid=st.sampled_from([0.0, 1.0, 4.0]),
+)
+def test_the_glance_kernel_is_the_numpy_reference(
+    seed: int, lookers: int, crowd: int, grid: float
+) -> None:
+    """Bit for bit, ties in distance included (on a coarse grid many players stand equally
+    far from a bot: the lower index comes first)."""
+    rng = np.random.default_rng(seed)
+    own = np.column_stack((rng.uniform(-28, 28, (lookers, 2)), np.zeros(lookers)))
+    feet = np.concatenate(
+        (rng.uniform(-28, 28, (lookers, crowd, 2)), rng.uniform(0, 2, (lookers, crowd, 1))),
+        axis=2,
+    )
+    if grid:
+        own[:, :2] = np.round(own[:, :2] / grid) * grid
+        feet[:, :, :2] = np.round(feet[:, :, :2] / grid) * grid
+    visible = rng.random((lookers, crowd)) < 0.8
+    spotted = np.empty(lookers, dtype=np.int64)
+    _first_in_sight(own, feet, visible, 25.0, BOX_MIN, BOX_MAX, spotted)
+    assert spotted.tolist() == reference_first_in_sight(own, feet, visible, 25.0)
+
+
+def snapshot_records(rng: np.random.Generator, crowd: int, grid: float) -> np.ndarray:
+    """A snapshot's records: some of ``crowd`` players (ascending ids), most alive."""
+    ids = np.flatnonzero(rng.random(crowd) < 0.8)
+    records = np.zeros(len(ids), dtype=ENTITY_DTYPE)
+    records["id"] = ids
+    for axis in ("x", "y"):
+        values = rng.uniform(-28, 28, len(ids))
+        records[axis] = np.round(values / grid) * grid if grid else values
+    records["z"] = rng.uniform(0, 2, len(ids))
+    records["flags"] = rng.random(len(ids)) < 0.9  # ENTITY_FLAG_ALIVE
+    return records
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    lookers=st.integers(1, 10),
+    crowd=st.integers(0, 16),
+    grid=st.sampled_from([0.0, 2.0]),
+    team=st.booleans(),
+)
+def test_perceiving_what_each_draws_is_perceiving_the_group_view(
+    seed: int, lookers: int, crowd: int, grid: float, team: bool
+) -> None:
+    """The swarm's fused path (each looker's own records, :func:`drawn`) notes exactly what
+    the union view (:func:`seen`, then :meth:`Brain.perceive_group`) notes: lookers that
+    share snapshots, hold one, stand at equal distances, and ignore themselves and their
+    teammates."""
+    rng = np.random.default_rng(seed)
+    snapshots = [snapshot_records(rng, crowd, grid) for _ in range(4)]
+    brackets = []
+    for _ in range(lookers):
+        before, after = rng.integers(0, 4, 2)
+        weight = float(rng.choice([0.0, rng.uniform(0, 1)]))
+        held = weight == 0.0 and rng.random() < 0.5
+        brackets.append(
+            Bracket(1.0, 1.0, snapshots[before], None if held else snapshots[after], weight, True)
+        )
+    own = np.column_stack((rng.uniform(-28, 28, (lookers, 2)), np.zeros(lookers)))
+    if grid:
+        own[:, :2] = np.round(own[:, :2] / grid) * grid
+    selves = rng.integers(0, max(crowd, 1), lookers)
+    friends = rng.random(max(crowd, 1)) < 0.3 if team else np.zeros(0, dtype=bool)
+    bots = rng.permutation(lookers)
+    fused = Brain(lookers, ARENA, np.random.default_rng(1))
+    union = Brain(lookers, ARENA, np.random.default_rng(1))
+    fused.perceive_drawn(bots, own, *drawn(brackets), selves, friends, now=2.0)
+    ids, feet, visible = seen(brackets)
+    visible &= ids[None] != selves[:, None]
+    if team:
+        visible &= ~np.isin(ids, np.flatnonzero(friends))[None]
+    union.perceive_group(bots, own, feet, ids, visible, now=2.0)
+    for name in ("has_threat", "threat_id", "threat", "threat_since", "in_cover_mode", "goal"):
+        assert getattr(fused, name).tolist() == getattr(union, name).tolist(), name
+    assert fused.sightings == union.sightings
 
 
 def fly_every_step(
