@@ -175,7 +175,6 @@ def run(rounds: int, min_seconds: float) -> dict[str, Any]:
     warm_between()
     warm_sight()
     warm_shots()
-    brain_module.warm_up()
     arena = default_map()
     before, after = snapshot_pair(rng)
     weight = np.array([0.4])

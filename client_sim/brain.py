@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
 from shared.arena_map import ArenaMap
 from shared.movement import BUTTON_JUMP, PLAYER_RADIUS
-from shared.protocol.between import alive_in_both, pairs_in_both, place_between
-from shared.protocol.snapshots import ENTITY_DTYPE
-from shared.sightlines import segment_blocked, sight_blocked
+from shared.sightlines import first_in_sight, sight_blocked, spot_drawn
 from shared.weapons import EYE_HEIGHT
 
-__all__ = ["BotIntent", "Brain", "warm_up"]
+__all__ = ["BotIntent", "Brain"]
 
 #: "play" wanders, strafes, seeks cover and shoots; "still", "pace" and "strafe" are
 #: targets that stand, run to and fro, or dodge side to side reversing every 0.3-0.8 s,
@@ -34,6 +31,7 @@ CHEST_HEIGHT = 1.2  # where bots look and aim: the torso capsule's middle
 COVER_STANDOFF = PLAYER_RADIUS + 0.4  # how far from a crate's face a bot crouches behind it
 GLANCES = 3  # how many of the nearest enemies a bot checks for a clear line of sight
 COVER_CHOICES = 8  # how many of the nearest cover points a bot considers when it is spotted
+GLANCE_HEIGHTS = np.array([EYE_HEIGHT, CHEST_HEIGHT])  # a glance goes from the eye to the chest
 MAX_SIGHTINGS = 200_000  # about 20 minutes of 300 bots playing
 
 
@@ -121,14 +119,17 @@ class Brain:
         could see (alive, not itself, not a teammate); ``own`` ``(B, 3)`` are the bots'
         feet. Walls and cover hide enemies: the line from the bot's eye to the enemy's chest
         must be clear. Only the three nearest are checked, as a player glances around; all
-        sight lines of the group are tested in one kernel call (:func:`_first_in_sight`).
+        sight lines of the group are tested in one kernel call
+        (:func:`~shared.sightlines.first_in_sight`).
         """
         spotted_at = np.empty(len(bots), dtype=np.int64)
-        _first_in_sight(
+        first_in_sight(
             np.ascontiguousarray(own, dtype=np.float64),
             np.ascontiguousarray(feet, dtype=np.float64),
             np.ascontiguousarray(visible, dtype=np.bool_),
             self.engage_range,
+            GLANCES,
+            GLANCE_HEIGHTS,
             self._box_min,
             self._box_max,
             spotted_at,
@@ -154,16 +155,16 @@ class Brain:
     ) -> None:
         """:meth:`perceive_group` straight from what each bot draws
         (:func:`~client_sim.interpolation.drawn`: its bracket's records, spans and
-        weight), in one kernel call (:func:`_spot_drawn`) that draws only each bot's own
-        players: the same enemies noted as :meth:`perceive_group` over
-        :func:`~client_sim.interpolation.seen`. A bot's own player (``selves``) and
+        weight), in one kernel call (:func:`~shared.sightlines.spot_drawn`) that draws
+        only each bot's own players: the same enemies noted as :meth:`perceive_group`
+        over :func:`~client_sim.interpolation.seen`. A bot's own player (``selves``) and
         teammates (``friends``, a mask by player id; empty: none) are no enemies."""
         spotted = np.empty(len(bots), dtype=np.int64)
         where = np.zeros((len(bots), 3))
-        _spot_drawn(
+        spot_drawn(
             records, spans, weights, selves, friends,
-            np.ascontiguousarray(own, dtype=np.float64), self.engage_range, self._box_min,
-            self._box_max, spotted, where,
+            np.ascontiguousarray(own, dtype=np.float64), self.engage_range, GLANCES, GLANCE_HEIGHTS,
+            self._box_min, self._box_max, spotted, where,
         )  # fmt: skip
         self._note(bots, own, spotted, where, now)
 
@@ -266,133 +267,3 @@ class Brain:
         jumping = (self.rng.random(self.count) < 0.005) & (self.behaviour == "play")
         self._buttons[:] = np.where(jumping, BUTTON_JUMP, 0)
         return BotIntent(self._move, self._yaw, self._pitch, self._buttons)
-
-
-@numba.njit(cache=True, inline="always")
-def _keep_nearer(d: float, k: int, n: int, near_d: np.ndarray, near_k: np.ndarray) -> int:
-    """Candidate ``k`` at distance ``d`` among the :data:`GLANCES` nearest so far (``n``
-    of them in ``near_d``/``near_k``, nearest first; an equal distance stays behind the
-    earlier candidate). Returns how many are kept now."""
-    if n < GLANCES:
-        j = n
-        n += 1
-    elif d < near_d[GLANCES - 1]:
-        j = GLANCES - 1  # (the farthest of the nearest makes room)
-    else:
-        return n
-    while j > 0 and near_d[j - 1] > d:
-        near_d[j], near_k[j] = near_d[j - 1], near_k[j - 1]
-        j -= 1
-    near_d[j], near_k[j] = d, k
-    return n
-
-
-@numba.njit(cache=True, inline="always")
-def _first_clear(
-    own: np.ndarray, spots: np.ndarray, n: int, box_min: np.ndarray, box_max: np.ndarray
-) -> int:
-    """The first of the ``n`` feet ``spots`` whose chest a bot standing at ``own`` sees
-    from its eye past every box; -1 none."""
-    eye = np.empty(3)
-    chest = np.empty(3)
-    eye[0], eye[1], eye[2] = own[0] + 0.0, own[1] + 0.0, own[2] + EYE_HEIGHT
-    for j in range(n):
-        chest[0], chest[1] = spots[j, 0] + 0.0, spots[j, 1] + 0.0
-        chest[2] = spots[j, 2] + CHEST_HEIGHT
-        if not segment_blocked(eye, chest, box_min, box_max):
-            return j
-    return -1
-
-
-@numba.njit(cache=True)
-def _first_in_sight(
-    own: np.ndarray,
-    feet: np.ndarray,
-    visible: np.ndarray,
-    engage_range: float,
-    box_min: np.ndarray,
-    box_max: np.ndarray,
-    spotted: np.ndarray,
-) -> None:
-    """Per bot (feet ``own`` ``(B, 3)``), which of the players it draws (feet ``feet``
-    ``(B, K, 3)``, ``visible`` ``(B, K)``) it spots, into ``spotted`` (-1 none): of the
-    :data:`GLANCES` nearest visible ones within ``engage_range`` (nearest first, ties the
-    lower index), the first whose chest it sees from its eye past every box."""
-    count, players = visible.shape
-    near_d = np.empty(GLANCES)
-    near_k = np.empty(GLANCES, dtype=np.int64)
-    spots = np.empty((GLANCES, 3))
-    for b in range(count):
-        n = 0
-        for k in range(players):
-            if visible[b, k]:
-                d = math.hypot(feet[b, k, 0] - own[b, 0], feet[b, k, 1] - own[b, 1])
-                if d <= engage_range:
-                    n = _keep_nearer(d, k, n, near_d, near_k)
-        for j in range(n):
-            spots[j] = feet[b, near_k[j]]
-        j = _first_clear(own[b], spots, n, box_min, box_max)
-        spotted[b] = near_k[j] if j >= 0 else -1
-
-
-@numba.njit(cache=True)
-def _spot_drawn(
-    records: np.ndarray,
-    spans: np.ndarray,
-    weights: np.ndarray,
-    selves: np.ndarray,
-    friends: np.ndarray,
-    own: np.ndarray,
-    engage_range: float,
-    box_min: np.ndarray,
-    box_max: np.ndarray,
-    spotted: np.ndarray,
-    where: np.ndarray,
-) -> None:
-    """:func:`_first_in_sight` for bots that draw the players of their own brackets
-    (``records`` at ``spans``, moved ``weights`` of the way, as
-    :func:`~shared.protocol.between.players_seen` draws them): the enemy each spots into
-    ``spotted`` (its id; -1 none) and its feet into ``where``. An enemy is drawn alive,
-    neither the bot itself (``selves``) nor a teammate (``friends[id]``)."""
-    pairs = np.empty((len(records), 2), dtype=np.int64)
-    near_d = np.empty(GLANCES)
-    near_k = np.empty(GLANCES, dtype=np.int64)
-    spots = np.empty((GLANCES, 3))
-    feet = np.empty(3)
-    for b in range(len(spans)):
-        before = records[spans[b, 0] : spans[b, 1]]
-        after = records[spans[b, 2] : spans[b, 3]]
-        n = 0
-        for p in range(pairs_in_both(before, after, pairs)):
-            start, end = before[pairs[p, 0]], after[pairs[p, 1]]
-            entity = start.id
-            if not alive_in_both(start, end) or entity == selves[b]:
-                continue
-            if entity < len(friends) and friends[entity]:
-                continue
-            place_between(feet, start, end, weights[b])
-            d = math.hypot(feet[0] - own[b, 0], feet[1] - own[b, 1])
-            if d <= engage_range:
-                n = _keep_nearer(d, p, n, near_d, near_k)
-        for j in range(n):
-            place_between(
-                spots[j], before[pairs[near_k[j], 0]], after[pairs[near_k[j], 1]], weights[b]
-            )
-        j = _first_clear(own[b], spots, n, box_min, box_max)
-        spotted[b] = before[pairs[near_k[j], 0]].id if j >= 0 else -1
-        if j >= 0:
-            where[b] = spots[j]
-
-
-def warm_up() -> None:
-    """Compile (or load from the cache) the glance kernels before any bot looks around."""
-    point = np.zeros((1, 3))
-    spotted = np.empty(1, dtype=np.int64)
-    _first_in_sight(
-        point, point[None], np.ones((1, 1), dtype=np.bool_), 1.0, point, point + 0.5, spotted
-    )
-    records = np.zeros(1, dtype=ENTITY_DTYPE)
-    _spot_drawn(
-        records, np.array([[0, 1, 0, 1]]), np.zeros(1), np.zeros(1, dtype=np.int64),
-        np.zeros(0, dtype=np.bool_), point, 1.0, point, point + 0.5, spotted, point.copy(),
-    )  # fmt: skip

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from client_sim import brain
 from client_sim.bot import Bot, FailoverEvent, ProcessBeat
 from client_sim.brain import SHOOTING_BEHAVIOURS, Brain
 from client_sim.interpolation import Bracket, drawn
@@ -695,13 +694,12 @@ def collector_aside() -> Iterator[None]:
 
 def warm_up_kernels() -> None:
     """Load (or compile once) the bots' kernels, the snapshot decoder's, the view's, the
-    sight lines', the glances' and the shots', before any bot connects: a compile would
+    sight lines' and glances', and the shots', before any bot connects: a compile would
     stall every bot of the process."""
     baselines.warm_up()
     reader.warm_up()
     between.warm_up()
     sightlines.warm_up()
-    brain.warm_up()
     rayhits.warm_up()
 
 

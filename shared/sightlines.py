@@ -10,10 +10,15 @@ a time with an early exit, where the NumPy version it replaced (kept as the refe
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 
-__all__ = ["segment_blocked", "sight_blocked", "warm_up"]
+from shared.protocol.between import alive_in_both, pairs_in_both, place_between
+from shared.protocol.snapshots import ENTITY_DTYPE
+
+__all__ = ["first_in_sight", "segment_blocked", "sight_blocked", "spot_drawn", "warm_up"]
 
 
 def sight_blocked(
@@ -69,7 +74,143 @@ def segment_blocked(
     return False
 
 
+@numba.njit(cache=True, inline="always")
+def _keep_nearer(d: float, k: int, n: int, near_d: np.ndarray, near_k: np.ndarray) -> int:
+    """Candidate ``k`` at distance ``d`` among the nearest so far (``n`` of them in
+    ``near_d``/``near_k``, as many as they hold at most, nearest first; an equal distance
+    stays behind the earlier candidate). Returns how many are kept now."""
+    most = len(near_d)
+    if n < most:
+        j = n
+        n += 1
+    elif d < near_d[most - 1]:
+        j = most - 1  # (the farthest of the nearest makes room)
+    else:
+        return n
+    while j > 0 and near_d[j - 1] > d:
+        near_d[j], near_k[j] = near_d[j - 1], near_k[j - 1]
+        j -= 1
+    near_d[j], near_k[j] = d, k
+    return n
+
+
+@numba.njit(cache=True, inline="always")
+def _first_clear(
+    own: np.ndarray,
+    spots: np.ndarray,
+    n: int,
+    heights: np.ndarray,
+    box_min: np.ndarray,
+    box_max: np.ndarray,
+) -> int:
+    """The first of the ``n`` feet ``spots`` whose chest a player standing at ``own``
+    sees from its eye (``heights``: eye and chest above the feet) past every box; -1
+    none."""
+    eye = np.empty(3)
+    chest = np.empty(3)
+    eye[0], eye[1], eye[2] = own[0] + 0.0, own[1] + 0.0, own[2] + heights[0]
+    for j in range(n):
+        chest[0], chest[1] = spots[j, 0] + 0.0, spots[j, 1] + 0.0
+        chest[2] = spots[j, 2] + heights[1]
+        if not segment_blocked(eye, chest, box_min, box_max):
+            return j
+    return -1
+
+
+@numba.njit(cache=True)
+def first_in_sight(
+    own: np.ndarray,
+    feet: np.ndarray,
+    visible: np.ndarray,
+    reach: float,
+    glances: int,
+    heights: np.ndarray,
+    box_min: np.ndarray,
+    box_max: np.ndarray,
+    spotted: np.ndarray,
+) -> None:
+    """Per looker (feet ``own`` ``(B, 3)``), which of the players it draws (feet ``feet``
+    ``(B, K, 3)``, ``visible`` ``(B, K)``) it spots, into ``spotted`` (-1 none): of the
+    ``glances`` nearest visible ones within ``reach`` on the ground (nearest first, ties
+    the lower index), the first whose chest it sees from its eye (``heights``: eye and
+    chest above the feet) past every box."""
+    count, players = visible.shape
+    near_d = np.empty(glances)
+    near_k = np.empty(glances, dtype=np.int64)
+    spots = np.empty((glances, 3))
+    for b in range(count):
+        n = 0
+        for k in range(players):
+            if visible[b, k]:
+                d = math.hypot(feet[b, k, 0] - own[b, 0], feet[b, k, 1] - own[b, 1])
+                if d <= reach:
+                    n = _keep_nearer(d, k, n, near_d, near_k)
+        for j in range(n):
+            spots[j] = feet[b, near_k[j]]
+        j = _first_clear(own[b], spots, n, heights, box_min, box_max)
+        spotted[b] = near_k[j] if j >= 0 else -1
+
+
+@numba.njit(cache=True)
+def spot_drawn(
+    records: np.ndarray,
+    spans: np.ndarray,
+    weights: np.ndarray,
+    selves: np.ndarray,
+    friends: np.ndarray,
+    own: np.ndarray,
+    reach: float,
+    glances: int,
+    heights: np.ndarray,
+    box_min: np.ndarray,
+    box_max: np.ndarray,
+    spotted: np.ndarray,
+    where: np.ndarray,
+) -> None:
+    """:func:`first_in_sight` for lookers that each draw the players of their own
+    snapshots (``records`` at ``spans``, moved ``weights`` of the way, as
+    :func:`~shared.protocol.between.players_seen` draws them): the enemy each spots into
+    ``spotted`` (its id; -1 none) and its feet into ``where``. An enemy is drawn alive,
+    neither the looker itself (``selves``) nor a teammate (``friends[id]``)."""
+    pairs = np.empty((len(records), 2), dtype=np.int64)
+    near_d = np.empty(glances)
+    near_k = np.empty(glances, dtype=np.int64)
+    spots = np.empty((glances, 3))
+    feet = np.empty(3)
+    for b in range(len(spans)):
+        before = records[spans[b, 0] : spans[b, 1]]
+        after = records[spans[b, 2] : spans[b, 3]]
+        n = 0
+        for p in range(pairs_in_both(before, after, pairs)):
+            start, end = before[pairs[p, 0]], after[pairs[p, 1]]
+            entity = start.id
+            if not alive_in_both(start, end) or entity == selves[b]:
+                continue
+            if entity < len(friends) and friends[entity]:
+                continue
+            place_between(feet, start, end, weights[b])
+            d = math.hypot(feet[0] - own[b, 0], feet[1] - own[b, 1])
+            if d <= reach:
+                n = _keep_nearer(d, p, n, near_d, near_k)
+        for j in range(n):
+            place_between(
+                spots[j], before[pairs[near_k[j], 0]], after[pairs[near_k[j], 1]], weights[b]
+            )
+        j = _first_clear(own[b], spots, n, heights, box_min, box_max)
+        spotted[b] = before[pairs[near_k[j], 0]].id if j >= 0 else -1
+        if j >= 0:
+            where[b] = spots[j]
+
+
 def warm_up() -> None:
-    """Compile (or load from the cache) the kernel before any bot looks around."""
+    """Compile (or load from the cache) the kernels before any bot looks around."""
     point = np.zeros((1, 3))
     sight_blocked(point, point + 1.0, point, point + 0.5)
+    heights, spotted = np.ones(2), np.empty(1, dtype=np.int64)
+    visible = np.ones((1, 1), dtype=np.bool_)
+    first_in_sight(point, point[None], visible, 1.0, 3, heights, point, point + 0.5, spotted)
+    spot_drawn(
+        np.zeros(1, dtype=ENTITY_DTYPE), np.array([[0, 1, 0, 1]]), np.zeros(1),
+        np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.bool_), point, 1.0, 3, heights,
+        point, point + 0.5, spotted, point.copy(),
+    )  # fmt: skip

@@ -75,6 +75,7 @@ _SOURCES = (
     "shared/protocol/fields.py",
     "shared/protocol/inputs.py",
     "shared/protocol/reader.py",
+    "shared/protocol/snapshots.py",
     "shared/rayhits.py",
     "shared/sightlines.py",
 )

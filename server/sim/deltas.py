@@ -19,7 +19,7 @@ import numba
 import numpy as np
 
 from server.sim.interest import InterestConfig, select_players
-from shared.protocol import ShotEvent, SnapshotEvent
+from shared.protocol import ShotEvent, SnapshotEvent, snapshot_heads
 from shared.protocol.baselines import BASELINES_KEPT
 from shared.protocol.deltas import (
     KIND_DELTA,
@@ -291,7 +291,8 @@ def _encode_clients(
 
 
 def warm_up() -> None:
-    """Compile (or load from the cache) the encoder's and interest's kernels."""
+    """Compile (or load from the cache) the encoder's and interest's kernels, and those
+    of a snapshot tick's history and heads."""
     from shared.arena_map import default_map
 
     arena = default_map()
@@ -300,6 +301,8 @@ def warm_up() -> None:
     present = np.ones(2, dtype=np.bool_)
     pos, yaw = np.zeros((2, 3)), np.zeros(2)
     values = codec.quantise(pos, pos, yaw, yaw, np.zeros(2), present)
+    codec.shown_positions(pos)  # (what the history keeps, every snapshot tick)
+    snapshot_heads(np.array([-1, 1]), np.zeros((2, 6)))  # (each seat's head)
     slots, seats = np.arange(2), np.arange(2)
     encoder.encode(1, 0.0, slots, seats, present, pos, yaw, values)
     encoder.note_acks(slots, np.ones(2, dtype=np.int64))

@@ -168,7 +168,15 @@ class EntityCodec:
     def shown_positions(self, pos: np.ndarray) -> np.ndarray:
         """Feet ``(N, 3)`` as a client decodes them (quantised, then float32 records,
         then float64 as it interpolates), bit for bit: the world the server rewinds a
-        shot into must be the one the shooter drew, not one a quantisation step away."""
+        shot into must be the one the shooter drew, not one a quantisation step away.
+        One kernel pass, exactly :meth:`shown_positions_reference` (every snapshot tick
+        runs it over every seat)."""
+        out = np.empty((len(pos), 3))
+        _shown_positions(np.ascontiguousarray(pos, dtype=np.float64), self.origin, self.bits, out)
+        return out
+
+    def shown_positions_reference(self, pos: np.ndarray) -> np.ndarray:
+        """:meth:`shown_positions` in NumPy, the readable statement of it."""
         top = ((1 << self.bits[0:3]) - 1).astype(np.float64)
         cells = np.clip(np.rint((pos - self.origin) / POSITION_STEP_M), 0.0, top)
         return (self.origin + cells * POSITION_STEP_M).astype(np.float32).astype(np.float64)
@@ -220,6 +228,19 @@ def _quantise(
         out[i, 7] = np.rint(clipped / _PITCH_STEP) + 32768
         out[i, 8] = min(max(health[i], 0), 255)
         out[i, 9] = ENTITY_FLAG_ALIVE if alive[i] else 0
+
+
+@numba.njit(cache=True, nogil=True)
+def _shown_positions(
+    pos: np.ndarray, origin: np.ndarray, bits: np.ndarray, out: np.ndarray
+) -> None:
+    """:meth:`EntityCodec.shown_positions_reference`, player by player."""
+    top = (1 << bits) - 1
+    for i in range(pos.shape[0]):
+        for axis in range(3):
+            cell = np.rint((pos[i, axis] - origin[axis]) / POSITION_STEP_M)
+            cell = min(max(cell, 0.0), float(top[axis]))
+            out[i, axis] = np.float64(np.float32(origin[axis] + cell * POSITION_STEP_M))
 
 
 # -- bits --------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import struct
 from collections.abc import Sequence
 
 import msgpack
+import numba
 import numpy as np
 
 from shared.protocol.events import SnapshotEvent, encode_event
@@ -171,9 +172,56 @@ _HEAD_DTYPE = np.dtype(
 SNAPSHOT_HEAD_BYTES = _HEAD_DTYPE.itemsize
 
 
+_HEAD_PREFIX = np.frombuffer(_MAP_HEADER + _ACK_KEY, dtype=np.uint8)
+_HEAD_YOU = np.frombuffer(_YOU_KEY_AND_ARRAY, dtype=np.uint8)
+
+
 def snapshot_heads(acks: np.ndarray, states: np.ndarray) -> bytes:
     """The heads of many clients' snapshots, :data:`SNAPSHOT_HEAD_BYTES` each, back to
-    back: ``acks`` ``(N,)`` and ``states`` ``(N, 6)`` (position and velocity, float64)."""
+    back: ``acks`` ``(N,)`` and ``states`` ``(N, 6)`` (position and velocity, float64).
+    One kernel pass, exactly :func:`snapshot_heads_reference` (every snapshot tick makes
+    every seat's head)."""
+    out = np.empty(len(acks) * SNAPSHOT_HEAD_BYTES, dtype=np.uint8)
+    _write_heads(
+        np.ascontiguousarray(acks, dtype=np.int64),
+        np.ascontiguousarray(states, dtype=np.float64).reshape(-1, 6),
+        out,
+    )
+    return out.tobytes()
+
+
+@numba.njit(cache=True, nogil=True)
+def _write_heads(acks: np.ndarray, states: np.ndarray, out: np.ndarray) -> None:
+    """:data:`_HEAD_DTYPE`'s bytes, head by head: the ack as a big-endian 32-bit msgpack
+    int (``0xd2`` for a negative one), each float64 tagged ``0xcb``, big-endian."""
+    word = np.empty(1, dtype=np.float64)
+    bits = word.view(np.uint64)
+    at = 0
+    for i in range(len(acks)):
+        for k in range(len(_HEAD_PREFIX)):
+            out[at + k] = _HEAD_PREFIX[k]
+        at += len(_HEAD_PREFIX)
+        ack = acks[i]
+        out[at] = 0xD2 if ack < 0 else 0xCE
+        value = ack & 0xFFFFFFFF
+        for b in range(4):
+            out[at + 1 + b] = (value >> (8 * (3 - b))) & 0xFF
+        at += 5
+        for k in range(len(_HEAD_YOU)):
+            out[at + k] = _HEAD_YOU[k]
+        at += len(_HEAD_YOU)
+        for f in range(6):
+            word[0] = states[i, f]
+            value = bits[0]
+            out[at] = 0xCB
+            for b in range(8):
+                out[at + 1 + b] = (value >> np.uint64(8 * (7 - b))) & np.uint64(0xFF)
+            at += 9
+
+
+def snapshot_heads_reference(acks: np.ndarray, states: np.ndarray) -> bytes:
+    """:func:`snapshot_heads` through :data:`_HEAD_DTYPE`, the readable statement of the
+    layout."""
     heads = np.empty(len(acks), dtype=_HEAD_DTYPE)
     heads["prefix"] = np.void(_MAP_HEADER + _ACK_KEY)
     heads["ack_tag"] = np.where(np.asarray(acks) < 0, 0xD2, 0xCE)

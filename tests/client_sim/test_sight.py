@@ -14,7 +14,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from client_sim.brain import CHEST_HEIGHT, GLANCES, Brain, _first_in_sight
+from client_sim.brain import CHEST_HEIGHT, GLANCE_HEIGHTS, GLANCES, Brain
 from client_sim.interpolation import Bracket, drawn, seen
 from client_sim.marksman import fly_projectile
 from client_sim.sight import segments_within_reach
@@ -29,7 +29,7 @@ from shared.hitbox import (
 )
 from shared.protocol.snapshots import ENTITY_DTYPE
 from shared.rayhits import first_hit
-from shared.sightlines import sight_blocked
+from shared.sightlines import first_in_sight, sight_blocked
 from shared.weapons import EYE_HEIGHT, LAUNCHER
 from tests.client_sim.glances import perceive
 
@@ -247,7 +247,7 @@ def test_the_glance_kernel_is_the_numpy_reference(
         feet[:, :, :2] = np.round(feet[:, :, :2] / grid) * grid
     visible = rng.random((lookers, crowd)) < 0.8
     spotted = np.empty(lookers, dtype=np.int64)
-    _first_in_sight(own, feet, visible, 25.0, BOX_MIN, BOX_MAX, spotted)
+    first_in_sight(own, feet, visible, 25.0, GLANCES, GLANCE_HEIGHTS, BOX_MIN, BOX_MAX, spotted)
     assert spotted.tolist() == reference_first_in_sight(own, feet, visible, 25.0)
 
 

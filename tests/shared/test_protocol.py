@@ -44,6 +44,7 @@ from shared.protocol import (
 )
 from shared.protocol.deltas import POSITION_STEP_M, VELOCITY_STEP_MS, Z_RANGE_M
 from shared.protocol.events import JoinEvent, ShotEvent, SnapshotEvent, encode_event
+from shared.protocol.snapshots import snapshot_heads_reference
 from tests.shared.strategies import snapshot_events
 
 U32 = 2**32 - 1
@@ -297,6 +298,23 @@ def test_a_clients_part_has_a_fixed_layout_whatever_its_values(
     assert frame_[SNAPSHOT_HEAD_BYTES:].startswith(protocol.entities_part(base, entities) + told)
 
 
+@given(
+    acks=st.lists(st.integers(-1, U32), max_size=12),
+    values=st.lists(
+        st.floats(allow_nan=True, allow_infinity=True, width=64), min_size=72, max_size=72
+    ),
+)
+def test_the_heads_kernel_is_the_structured_reference_bit_for_bit(
+    acks: list[int], values: list[float]
+) -> None:
+    """Every ack the node writes (-1 as an int32, the rest as uint32) and any float64 bits,
+    NaNs, infinities and negative zeros included: the same bytes as the layout's dtype."""
+    states = np.array(values[: 6 * len(acks)], dtype=np.float64).reshape(-1, 6)
+    heads = protocol.snapshot_heads(np.array(acks, dtype=np.int64), states)
+    assert heads == snapshot_heads_reference(np.array(acks, dtype=np.int64), states)
+    assert len(heads) == SNAPSHOT_HEAD_BYTES * len(acks)
+
+
 @pytest.mark.parametrize("count", [0, 1, 15, 16, 70_000])
 def test_the_events_are_always_an_array32_of_events_packed_on_their_own(count: int) -> None:
     """Whatever their number (msgpack would write a fixarray or an array16 for most), so
@@ -374,14 +392,17 @@ def angle_difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     seed=st.integers(0, 2**32 - 1),
     corner=st.tuples(st.integers(-1000, 0), st.integers(-1000, 0)),
     size=st.tuples(st.integers(1, 2000), st.integers(1, 2000)),
+    fraction=st.sampled_from([0.0, 0.3, 0.123456789]),
 )
 def test_the_quantise_kernel_is_the_numpy_reference_bit_for_bit(
-    n: int, seed: int, corner: tuple[int, int], size: tuple[int, int]
+    n: int, seed: int, corner: tuple[int, int], size: tuple[int, int], fraction: float
 ) -> None:
     """Values inside and outside every field's range, and exactly halfway between two
-    steps (rounded to even by both): the kernel writes what the reference writes."""
+    steps (rounded to even by both): the kernels write what the references write (the
+    quantised fields, and the feet a client draws from them: a map's corner off the
+    float32 grid makes their rounding to float32 count)."""
     rng = np.random.default_rng(seed)
-    lo = np.array(corner, dtype=np.float64)
+    lo = np.array(corner, dtype=np.float64) - fraction
     hi = lo + np.array(size, dtype=np.float64)
     codec = EntityCodec.for_bounds(lo, hi)
     pos = np.column_stack(
@@ -399,6 +420,10 @@ def test_the_quantise_kernel_is_the_numpy_reference_bit_for_bit(
     kernel = codec.quantise(pos, vel, yaw, pitch, health, alive)
     reference = codec.quantise_reference(pos, vel, yaw, pitch, health, alive)
     assert kernel.dtype == reference.dtype and np.array_equal(kernel, reference)
+    # The feet a client draws, from the same cells: the kernel's bits are the reference's.
+    shown, shown_reference = codec.shown_positions(pos), codec.shown_positions_reference(pos)
+    assert shown.dtype == shown_reference.dtype == np.float64
+    assert shown.tobytes() == shown_reference.tobytes()
 
 
 @given(
