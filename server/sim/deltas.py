@@ -160,9 +160,14 @@ class DeltaEncoder:
         if size > self._size:
             self._resize(min(self.capacity, -(-size // _GROWTH) * _GROWTH))
         size = self._size
-        stale = self.seat_ids[slots] != seat_ids
-        changed = slots[stale]
-        if len(changed):  # another player in the seat: nothing of the last one's holds
+        bases = np.empty(len(slots), dtype=np.int64)
+        base_rows = np.empty(len(slots), dtype=np.int64)
+        if _bases(
+            slots, seat_ids, self.seat_ids, self.acked, self.known_ticks, tick, self.interval,
+            self.kept, bases, base_rows,
+        ):  # fmt: skip
+            stale = self.seat_ids[slots] != seat_ids
+            changed = slots[stale]  # another player in the seat: nothing of the last one's holds
             self.known[changed] = -1
             self.known_ticks[changed] = -1
             self.priority[changed] = 0.0
@@ -170,16 +175,6 @@ class DeltaEncoder:
             self.acked[changed] = -1
             # (its fights are its own: a seat's old ones went when it was freed, forget())
             self.seat_ids[changed] = seat_ids[stale]
-        acked = self.acked[slots]
-        rows = (np.maximum(acked, 0) // self.interval) % self.kept
-        usable = (
-            (acked >= 0)
-            & (acked < tick)
-            & (tick - acked <= self.kept * self.interval)
-            & (self.known_ticks[slots, rows] == acked)
-        )
-        bases = np.where(usable, acked, -1)
-        base_rows = np.where(usable, rows, -1)
         write_row = (tick // self.interval) % self.kept
         shown = present[:size]
         selected = select_players(
@@ -192,17 +187,15 @@ class DeltaEncoder:
             self._out = np.zeros(max(len(slots) * width, len(self._out)), dtype=np.uint8)
             self._memo = np.empty((VALUE_RING + 1, size, 2), dtype=np.int64)
             self._pool = np.zeros((VALUE_RING + 1) * width, dtype=np.uint8)
-        self._memo[:, :, 0] = -1
         ends = np.zeros(len(slots), dtype=np.int64)
         _encode_clients(
             slots, base_rows, write_row, tick, selected, values[:size], shown, self.known,
-            self.ring_values, self.ring_ticks, self.interval, self.codec.bits, widest,
-            self._memo, self._pool, self._out, ends, self._tally,
+            self.known_ticks, self.ring_values, self.ring_ticks, self.interval,
+            self.codec.bits, widest, self._memo, self._pool, self._out, ends, self._tally,
         )  # fmt: skip
         coded = int(ends[-1])
         self.clients_coded += len(slots)
         self.bytes_coded += coded
-        self.known_ticks[slots, write_row] = tick
         records = self._out[:coded].tobytes()
         bounds = [0, *ends.tolist()]
         blobs = [records[bounds[c] : bounds[c + 1]] for c in range(len(slots))]
@@ -219,6 +212,7 @@ def _encode_clients(
     current: np.ndarray,
     present: np.ndarray,
     known: np.ndarray,
+    known_ticks: np.ndarray,
     ring_values: np.ndarray,
     ring_ticks: np.ndarray,
     interval: int,
@@ -230,17 +224,19 @@ def _encode_clients(
     ends: np.ndarray,
     tally: np.ndarray,
 ) -> None:
-    """Every viewer's records, and its account after this snapshot (row ``write_row``).
+    """Every viewer's records, and its account after this snapshot (row ``write_row``,
+    whose tick ``known_ticks`` then holds).
 
     A record depends only on the player and the tick of the value its client holds (or on
     none: a full one), so each distinct one is encoded once into ``pool`` and copied to
     every client that needs it (``memo``: its offset and length per held value's ring slot,
-    the last row for full records; reset by the caller). The viewers' records go into
-    ``out`` one after another (writes that stay together in the cache), viewer c's ending
-    at ``ends[c]``; ``widest``: the most bytes a record takes. ``tally``: records written
-    by kind (delta, full, gone) and records encoded, added to."""
+    the last row for full records; reset here). The viewers' records go into ``out`` one
+    after another (writes that stay together in the cache), viewer c's ending at
+    ``ends[c]``; ``widest``: the most bytes a record takes. ``tally``: records written by
+    kind (delta, full, gone) and records encoded, added to."""
     players = len(present)
     ring = len(ring_ticks)
+    memo[:, :, 0] = -1
     pooled = 0
     deltas = fulls = gones = 0  # (counted in registers, added to ``tally`` at the end)
     at = 0  # bytes: the clients' records lie one after another in ``out``
@@ -285,9 +281,42 @@ def _encode_clients(
                 fulls += 1
             known[s, write_row, e] = tick
         ends[c] = at
+        known_ticks[s, write_row] = tick
     tally[KIND_DELTA] += deltas
     tally[KIND_FULL] += fulls
     tally[KIND_GONE] += gones
+
+
+@numba.njit(cache=True)
+def _bases(
+    slots: np.ndarray,
+    seat_ids: np.ndarray,
+    held_seat_ids: np.ndarray,
+    acked: np.ndarray,
+    known_ticks: np.ndarray,
+    tick: int,
+    interval: int,
+    kept: int,
+    bases: np.ndarray,
+    base_rows: np.ndarray,
+) -> bool:
+    """Each client's base for snapshot ``tick`` into ``bases`` (-1 none) and its row of
+    the account into ``base_rows``: the snapshot it acknowledged (``acked``), if older than
+    ``tick``, within the ``kept`` rows and still in its row. True when a seat has another
+    player than ``held_seat_ids`` says: nothing of the last one's holds (its base is -1;
+    the caller forgets the rest)."""
+    stale = False
+    for c in range(len(slots)):
+        s = slots[c]
+        held = acked[s]
+        if held_seat_ids[s] != seat_ids[c]:
+            stale, held = True, -1
+        row = (max(held, 0) // interval) % kept
+        if 0 <= held < tick and tick - held <= kept * interval and known_ticks[s, row] == held:
+            bases[c], base_rows[c] = held, row
+        else:
+            bases[c], base_rows[c] = -1, -1
+    return stale
 
 
 def warm_up() -> None:

@@ -355,6 +355,19 @@ class InputQueues:
         """Per slot, whether its last ticks were guesses (no input to release); read-only."""
         return self._state[:, _GUESSED] > 0
 
+    def told(self, slots: np.ndarray, world: World) -> tuple[np.ndarray, np.ndarray]:
+        """What each of ``slots``' snapshot head tells its client: the highest input
+        applied, and the position and velocity it left ``(N, 6)``; for a living player
+        whose last ticks were guesses, where it stood before them (they will be undone,
+        and its client replays its unacknowledged inputs from there). One kernel pass."""
+        acks = np.empty(len(slots), dtype=np.int64)
+        states = np.empty((len(slots), 6))
+        _told(
+            slots, self._state, self.before_guesses, world.pos, world.vel, world.alive,
+            acks, states,
+        )  # fmt: skip
+        return acks, states
+
     def reset(self, slot: int) -> None:
         """A new player in ``slot``: nothing received or applied yet."""
         self._state[slot] = (-1, -1, 0, 0, 0, 0, 0)  # (in _LAST_RECEIVED ... _CREDIT order)
@@ -459,6 +472,30 @@ class InputQueues:
         return held
 
 
+@numba.njit(cache=True)
+def _told(
+    slots: np.ndarray,
+    state: np.ndarray,
+    before_guesses: np.ndarray,
+    pos: np.ndarray,
+    vel: np.ndarray,
+    alive: np.ndarray,
+    acks: np.ndarray,
+    states: np.ndarray,
+) -> None:
+    """:meth:`InputQueues.told`, seat by seat."""
+    for i in range(len(slots)):
+        s = slots[i]
+        acks[i] = state[s, _ACKED]
+        if state[s, _GUESSED] > 0 and alive[s]:
+            for c in range(6):
+                states[i, c] = before_guesses[s, c]
+        else:
+            for c in range(3):
+                states[i, c] = pos[s, c]
+                states[i, 3 + c] = vel[s, c]
+
+
 def warm_up() -> None:
     """Compile (or load from numba's cache) the queue kernels, before the first tick."""
     queues = InputQueues(1)
@@ -470,6 +507,7 @@ def warm_up() -> None:
     )
     seated = np.zeros(1, np.int64)
     queues.release(seated).apply(seated, 1, queues.before_guesses, World(1))
+    queues.told(seated, World(1))
 
 
 @dataclass(frozen=True, slots=True)

@@ -551,13 +551,8 @@ class Match:
         self._heads = self._build_heads(result)
 
     def _build_heads(self, result: TickResult) -> dict[int, bytes]:
-        seats, world = result.seats, self.world
-        slots = np.array(sorted(seats), dtype=np.int64)
-        acks = self.inputs.acked[slots]
-        states = np.hstack((world.pos[slots], world.vel[slots]))
-        guessed = self.inputs.guessing[slots] & world.alive[slots]
-        states[guessed] = self.inputs.before_guesses[slots][guessed]
-        heads = protocol.snapshot_heads(acks, states)
+        slots = np.array(sorted(result.seats), dtype=np.int64)
+        heads = protocol.snapshot_heads(*self.inputs.told(slots, self.world))
         size = protocol.SNAPSHOT_HEAD_BYTES
         return {slot: heads[i * size : (i + 1) * size] for i, slot in enumerate(slots.tolist())}
 

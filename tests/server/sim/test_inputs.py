@@ -20,6 +20,7 @@ from server.sim.inputs import (
     InputQueues,
     InputVerdict,
 )
+from server.sim.world import World
 from shared.protocol import InputMessage
 
 
@@ -439,6 +440,26 @@ def test_a_follower_holds_the_guesses_its_primary_made() -> None:
     follower.offer(msg(1))
     follower.take()
     assert follower.guesses == [(UNDO_GUESSES, 0)]  # the primary's run, undone here
+
+
+def test_a_head_tells_a_living_guessed_player_where_it_stood_before_its_guesses() -> None:
+    """Seats 0-3: guessed and alive (told where it stood before the guesses, which will be
+    undone), guessed and dead (told where it lies), not guessed (where it is), never
+    acknowledged anything (ack -1)."""
+    queues, world = InputQueues(4), World(4)
+    world.pos[:] = np.arange(12, dtype=np.float64).reshape(4, 3)
+    world.vel[:] = -world.pos
+    world.alive[:] = [True, False, True, True]
+    for slot, acked in ((0, 7), (1, 8), (2, 9)):
+        queues.restore(slot, acked)
+    before = [100.0, 101.0, 102.0, 103.0, 104.0, 105.0]
+    queues.restore_guesses(0, 2, before)
+    queues.restore_guesses(1, 3, before)
+    acks, states = queues.told(np.array([3, 0, 1, 2]), world)
+    assert acks.tolist() == [-1, 7, 8, 9]
+    assert states[1].tolist() == before
+    for row, slot in ((0, 3), (2, 1), (3, 2)):
+        assert states[row].tolist() == [*world.pos[slot], *world.vel[slot]]
 
 
 def test_a_follower_holds_the_catch_up_credit_its_primary_counted() -> None:
