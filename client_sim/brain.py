@@ -120,7 +120,9 @@ class Brain:
         feet. Walls and cover hide enemies: the line from the bot's eye to the enemy's chest
         must be clear. Only the three nearest are checked, as a player glances around; all
         sight lines of the group are tested in one kernel call
-        (:func:`~shared.sightlines.first_in_sight`).
+        (:func:`~shared.sightlines.first_in_sight`). The general form, for players given
+        as arrays: a swarm's lookers glance through :meth:`perceive_drawn`, which the
+        tests hold to this.
         """
         spotted_at = np.empty(len(bots), dtype=np.int64)
         first_in_sight(

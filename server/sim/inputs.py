@@ -350,11 +350,6 @@ class InputQueues:
         view.flags.writeable = False
         return view
 
-    @property
-    def guessing(self) -> np.ndarray:
-        """Per slot, whether its last ticks were guesses (no input to release); read-only."""
-        return self._state[:, _GUESSED] > 0
-
     def told(self, slots: np.ndarray, world: World) -> tuple[np.ndarray, np.ndarray]:
         """What each of ``slots``' snapshot head tells its client: the highest input
         applied, and the position and velocity it left ``(N, 6)``; for a living player

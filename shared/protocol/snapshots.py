@@ -212,10 +212,10 @@ def _write_heads(acks: np.ndarray, states: np.ndarray, out: np.ndarray) -> None:
         at += len(_HEAD_YOU)
         for f in range(6):
             word[0] = states[i, f]
-            value = bits[0]
+            raw = bits[0]
             out[at] = 0xCB
             for b in range(8):
-                out[at + 1 + b] = (value >> np.uint64(8 * (7 - b))) & np.uint64(0xFF)
+                out[at + 1 + b] = (raw >> np.uint64(8 * (7 - b))) & np.uint64(0xFF)
             at += 9
 
 
