@@ -111,7 +111,7 @@ def numpy_glance(
     targets = nearest[rows, ranks]
     eyes = own[rows] + (0.0, 0.0, EYE_HEIGHT)
     chests = feet[rows, targets] + (0.0, 0.0, brain_module.CHEST_HEIGHT)
-    clear = ~sight_blocked(eyes, chests, default_map().box_min, default_map().box_max)
+    clear = ~sight_blocked(eyes, chests, brain.arena.box_min, brain.arena.box_max)
     spotters, first = np.unique(rows[clear], return_index=True)
     spotted = np.full(count, -1, dtype=np.int64)
     where = np.zeros((count, 3))

@@ -136,8 +136,7 @@ class Brain:
             self._box_max,
             spotted_at,
         )
-        found = spotted_at >= 0
-        rows = np.flatnonzero(found)
+        rows = np.flatnonzero(spotted_at >= 0)
         spotted = np.full(len(bots), -1, dtype=np.int64)
         spotted[rows] = ids[spotted_at[rows]]
         where = np.zeros((len(bots), 3))

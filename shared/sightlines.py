@@ -6,6 +6,12 @@ The slab method over each segment's own parameter ``t`` in [0, 1], one segment a
 a time with an early exit, where the NumPy version it replaced (kept as the reference in
 ``tests/client_sim/test_sight.py``, which checks the two agree bit for bit) built
 ``(segments, boxes, 3)`` arrays a dozen times over.
+
+A glance uses them: of the few nearest players a looker draws, the first whose chest its
+eye sees (:func:`first_in_sight` over arrays, :func:`spot_drawn` straight from each
+looker's own snapshots), for every looker of a tick in one call. Here rather than in the
+bots' code, so that the node's warm-up, which fills the cache for the bots too, compiles
+them.
 """
 
 from __future__ import annotations
@@ -102,12 +108,12 @@ def _first_clear(
     heights: np.ndarray,
     box_min: np.ndarray,
     box_max: np.ndarray,
+    ends: np.ndarray,
 ) -> int:
     """The first of the ``n`` feet ``spots`` whose chest a player standing at ``own``
     sees from its eye (``heights``: eye and chest above the feet) past every box; -1
-    none."""
-    eye = np.empty(3)
-    chest = np.empty(3)
+    none. ``ends``: ``(2, 3)`` room for the eye and the chest."""
+    eye, chest = ends[0], ends[1]
     eye[0], eye[1], eye[2] = own[0] + 0.0, own[1] + 0.0, own[2] + heights[0]
     for j in range(n):
         chest[0], chest[1] = spots[j, 0] + 0.0, spots[j, 1] + 0.0
@@ -138,6 +144,7 @@ def first_in_sight(
     near_d = np.empty(glances)
     near_k = np.empty(glances, dtype=np.int64)
     spots = np.empty((glances, 3))
+    ends = np.empty((2, 3))
     for b in range(count):
         n = 0
         for k in range(players):
@@ -147,7 +154,7 @@ def first_in_sight(
                     n = _keep_nearer(d, k, n, near_d, near_k)
         for j in range(n):
             spots[j] = feet[b, near_k[j]]
-        j = _first_clear(own[b], spots, n, heights, box_min, box_max)
+        j = _first_clear(own[b], spots, n, heights, box_min, box_max, ends)
         spotted[b] = near_k[j] if j >= 0 else -1
 
 
@@ -176,6 +183,7 @@ def spot_drawn(
     near_d = np.empty(glances)
     near_k = np.empty(glances, dtype=np.int64)
     spots = np.empty((glances, 3))
+    ends = np.empty((2, 3))
     feet = np.empty(3)
     for b in range(len(spans)):
         before = records[spans[b, 0] : spans[b, 1]]
@@ -196,9 +204,11 @@ def spot_drawn(
             place_between(
                 spots[j], before[pairs[near_k[j], 0]], after[pairs[near_k[j], 1]], weights[b]
             )
-        j = _first_clear(own[b], spots, n, heights, box_min, box_max)
-        spotted[b] = before[pairs[near_k[j], 0]].id if j >= 0 else -1
-        if j >= 0:
+        j = _first_clear(own[b], spots, n, heights, box_min, box_max, ends)
+        if j < 0:
+            spotted[b] = -1
+        else:
+            spotted[b] = before[pairs[near_k[j], 0]].id
             where[b] = spots[j]
 
 
