@@ -129,19 +129,30 @@ def _ratio(picows: float | None, own: float | None) -> float | None:
     return None if picows is None or not own else round(picows / own, 3)
 
 
-def measure(library: str, clients: int, rate: float, frame_bytes: int, seconds: float) -> dict:
+def measure(
+    library: str,
+    clients: int,
+    rate: float,
+    frame_bytes: int,
+    seconds: float,
+    prefixes: tuple[list[str], list[str]] = ([], []),
+) -> dict:
     """One run: a server process and a client process, CPU read from /proc over the
-    measured window (after every client connected and a second of warm-up)."""
+    measured window (after every client connected and a second of warm-up). ``prefixes``:
+    a command to run the server and the client under (``taskset -c N``)."""
     port = _free_port()
     common = [f"--library={library}", f"--port={port}", f"--clients={clients}",
               f"--rate={rate}", f"--frame-bytes={frame_bytes}"]  # fmt: skip
     me = [sys.executable, __file__]
-    server = subprocess.Popen(me + ["--role=server", *common], stdout=subprocess.PIPE, text=True)
+    server_prefix, client_prefix = prefixes
+    server = subprocess.Popen(
+        [*server_prefix, *me, "--role=server", *common], stdout=subprocess.PIPE, text=True
+    )
     client = None
     try:
         _expect(server, "listening")
         client = subprocess.Popen(
-            me + ["--role=client", *common], stdout=subprocess.PIPE, text=True
+            [*client_prefix, *me, "--role=client", *common], stdout=subprocess.PIPE, text=True
         )
         _expect(client, "connected")
         time.sleep(1.0)

@@ -16,7 +16,13 @@ process) to another; after everyone joined and a warm-up, one window is measured
 
 A window whose clients kept under 95 % of 60 Hz, or whose server did not hold every player
 (or, for Arena, whose bots reconnected), is kept with ``"valid": false`` and its reasons
-but left out of the medians. Medians are over valid windows; ratios are Arena / peer.
+but left out of the medians. Medians are over valid windows; ratios are Arena / peer
+(and floor / peer).
+
+``ws-floor`` is no game server: the node's own WebSocket code (``ws-floor-picows``: picows)
+carrying Arena's traffic (30 snapshots of 400 bytes down, 30 packets of two inputs up, a
+player a second) and nothing else (``bench/websocket_paths.py``, pinned the same way). Its
+CPU per player-tick is what any Python node with Arena's traffic pays before its game runs.
 
     python bench/peers/run.py [--sizes 60,150,300,600] [--repeats 3] [--warmup 5]
                               [--window 15] [--servers arena,colyseus,naive] [--quick]
@@ -45,6 +51,7 @@ from typing import Any
 import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from bench import websocket_paths
 from bench.adversary import node_metrics, tick_quantile
 from bench.server_load import process_cpu_seconds, process_cpu_times
 from launch.health import node_health
@@ -60,7 +67,14 @@ TICK_RATE_HZ = 60
 CLIENT_TICKS_FLOOR = 0.95 * TICK_RATE_HZ
 HERE = Path(__file__).resolve().parent
 COLYSEUS = HERE / "colyseus"
-PEERS = ("arena", "arena-wander", "colyseus", "naive")
+PEERS = ("arena", "arena-wander", "colyseus", "naive", "ws-floor")
+#: The servers with no game behind them: the WebSocket code alone under Arena's traffic.
+FLOOR = "ws-floor"
+FLOORS = (FLOOR, f"{FLOOR}-picows")
+#: Arena's traffic a player (its defaults): 30 snapshots down and 30 command packets of two
+#: inputs up a second; a snapshot's size at 60-300 wandering players is 395-564 bytes.
+ARENA_SNAPSHOT_HZ = 30.0
+FLOOR_FRAME_BYTES = 400
 #: Each figure the medians and ratios are taken of.
 FIGURES = (
     "server_cpu_us_per_player_tick",
@@ -276,6 +290,8 @@ async def measure(
     name: str, players: int, args: argparse.Namespace, cores: tuple[int, int]
 ) -> dict[str, Any]:
     """One window of one server under ``players`` clients."""
+    if name in FLOORS:
+        return await measure_floor(name, players, args.window, cores)
     kind, _, decode = name.partition("-decode-")
     decode = decode or "one"
     peer = "arena" if kind == "arena-wander" else kind  # (Arena's node, the peers' clients)
@@ -303,6 +319,44 @@ async def measure(
     used = [end - start for start, end in zip(cpu0, cpu1, strict=True)]
     record.update(figures(players, server.window(stats0, stats1), used, mark0, mark1))
     reasons = validity(record)
+    return {**record, "valid": not reasons, "invalid_reasons": reasons}
+
+
+async def measure_floor(
+    name: str, players: int, window_s: float, cores: tuple[int, int]
+) -> dict[str, Any]:
+    """One window of the floor under any Python node: the node's own WebSocket code
+    (``ws-floor``) or picows (``ws-floor-picows``) carrying Arena's traffic with no game
+    behind it (``bench/websocket_paths.py``), pinned as the servers and clients are."""
+    library = "picows" if name.endswith("-picows") else "own"
+    server_core, client_core = cores
+    try:
+        run = await asyncio.to_thread(
+            websocket_paths.measure, library, players, ARENA_SNAPSHOT_HZ, FLOOR_FRAME_BYTES,
+            window_s, (pinned(server_core), pinned(client_core)),
+        )  # fmt: skip
+    except (RuntimeError, OSError, subprocess.SubprocessError, ValueError) as error:
+        raise BenchError(f"{name}: {error}") from error
+    return floor_record(name, players, run)
+
+
+def floor_record(name: str, players: int, run: dict[str, Any]) -> dict[str, Any]:
+    """A floor window in the peers' figures (per player-tick at 60 Hz; no tick of its own,
+    so no tick times): valid when 95 % of the frames each way arrived."""
+    record: dict[str, Any] = {"server": name, "players": players, "decode": "none"}
+    record.update({figure: None for figure in FIGURES})
+    record.update(
+        loadavg_1m=run["loadavg_1m"],
+        server_cpu_us_per_player_tick=round(run["server_cpu_us_per_client_s"] / TICK_RATE_HZ, 2),
+        client_cpu_us_per_client_tick=round(run["client_cpu_us_per_client_s"] / TICK_RATE_HZ, 2),
+        down_bytes_per_client_per_s=FLOOR_FRAME_BYTES * ARENA_SNAPSHOT_HZ,
+        **{key: run[key] for key in
+           ("snapshots_sent", "snapshots_received", "inputs_sent", "inputs_received")},
+    )  # fmt: skip
+    reasons = [] if run["valid"] else [
+        f"frames lost: {run['snapshots_received']} of {run['snapshots_sent']} snapshots, "
+        f"{run['inputs_received']} of {run['inputs_sent']} inputs arrived"
+    ]  # fmt: skip
     return {**record, "valid": not reasons, "invalid_reasons": reasons}
 
 
@@ -473,9 +527,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         size: {
             f"{arena}/{name}": ratios(by_server[arena], by_server[name])
             for arena in by_server
-            if arena.startswith("arena")
+            if arena.startswith(("arena", FLOOR))
             for name in by_server
-            if not name.startswith("arena")
+            if not name.startswith(("arena", FLOOR))
         }
         for size, by_server in results.items()
     }
@@ -506,7 +560,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="comma-separated: arena (Arena's bots), arena-wander (Arena's node under "
         "clients that play as the peers' do), colyseus, naive; colyseus-decode-all, "
         "naive-decode-all and arena-wander-decode-all run that peer with every client "
-        "decoding every state message (default: one client decodes, the others count bytes)",
+        "decoding every state message (default: one client decodes, the others count bytes); "
+        "ws-floor (ws-floor-picows): the node's WebSocket code (picows) under Arena's "
+        "traffic with no game behind it, the floor under any Python node",
     )
     parser.add_argument(
         "--arena-behaviour", default="play", help="what Arena's bots play (default: play)"
@@ -525,7 +581,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if not args.sizes or min(args.sizes) < 1:
         parser.error("--sizes: every size must be at least 1")
     args.servers = [s.strip() for s in args.servers.split(",") if s.strip()]
-    known = {*PEERS, "colyseus-decode-all", "naive-decode-all", "arena-wander-decode-all"}
+    known = {*PEERS, *FLOORS, "colyseus-decode-all", "naive-decode-all", "arena-wander-decode-all"}
     if not args.servers or any(s not in known for s in args.servers):
         parser.error(f"--servers: choose from {', '.join(sorted(known))}")
     if args.repeats < 1 or args.window <= 0 or args.warmup < 0:

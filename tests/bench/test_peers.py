@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bench.peers.run import COLYSEUS, FIGURES, medians, ratios, validity
+from bench.peers.run import COLYSEUS, FIGURES, floor_record, medians, ratios, validity
 from tests.processes import start_session
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,6 +84,35 @@ def test_ratios_are_arena_over_the_peer_and_empty_without_a_valid_median() -> No
     assert ratios(arena, none)["server_cpu_us_per_player_tick"] is None
 
 
+def floor_run(**figures: Any) -> dict[str, Any]:
+    """What ``websocket_paths.measure`` returns for 20 clients over a second."""
+    return {
+        "server_cpu_us_per_client_s": 360.0,
+        "client_cpu_us_per_client_s": 300.0,
+        "snapshots_sent": 600,
+        "snapshots_received": 600,
+        "inputs_sent": 1200,
+        "inputs_received": 1200,
+        "loadavg_1m": 0.5,
+        "valid": True,
+        **figures,
+    }
+
+
+def test_a_floor_window_is_per_player_tick_and_invalid_when_frames_were_lost() -> None:
+    record = floor_record("ws-floor", 20, floor_run())
+    assert record["valid"] is True
+    assert record["server_cpu_us_per_player_tick"] == 6.0  # 360 us a client-second / 60
+    assert record["client_cpu_us_per_client_tick"] == 5.0
+    assert record["tick_p99_ms"] is None  # no tick of its own
+    assert set(FIGURES) <= set(record)
+    lost = floor_record("ws-floor", 20, floor_run(snapshots_received=500, valid=False))
+    assert lost["invalid_reasons"] == [
+        "frames lost: 500 of 600 snapshots, 1200 of 1200 inputs arrived"
+    ]
+    assert medians([lost])["server_cpu_us_per_player_tick"] is None
+
+
 def colyseus_ready() -> bool:
     """Node on PATH and the packages already installed: CI never installs npm packages."""
     return shutil.which("node") is not None and (COLYSEUS / "node_modules").is_dir()
@@ -93,7 +122,8 @@ def colyseus_ready() -> bool:
 def test_a_quick_run_reports_every_figure_of_each_server_and_leaves_nothing(
     tmp_path: Path,
 ) -> None:
-    servers = ["naive", "arena", "arena-wander"] + (["colyseus"] if colyseus_ready() else [])
+    servers = ["naive", "arena", "arena-wander", "ws-floor"]
+    servers += ["colyseus"] if colyseus_ready() else []
     within = SMOKE_WITHIN_S + (COLYSEUS_EXTRA_S if "colyseus" in servers else 0.0)
     out = tmp_path / "peers.json"
     command = [sys.executable, str(ROOT / "bench/peers/run.py"), "--quick",
@@ -117,15 +147,19 @@ def test_a_quick_run_reports_every_figure_of_each_server_and_leaves_nothing(
             assert figure in record
         (run,) = [r for r in report["runs"] if r["server"] == name]
         assert run["players"] == 20 and "valid" in run
+        assert run["server_cpu_us_per_player_tick"] > 0, run
+        if name == "ws-floor":  # (no tick of its own: its frames arrived)
+            assert run["snapshots_received"] > 0 and run["inputs_received"] > 0, run
+            continue
         assert run["ticks"] > 0, run  # the server ran in the window ...
         assert run["down_bytes_per_client_per_s"] > 0, run  # ... and its clients heard it
-        assert run["server_cpu_us_per_player_tick"] > 0, run
     # The wandering clients acknowledged what they read: client 0 decoded its players
     # against its baselines, and every client sent its 60 inputs a second.
     (wander,) = [r for r in report["runs"] if r["server"] == "arena-wander"]
     assert wander["decoded_players_at_end"] >= 1, wander
     assert wander["inputs_per_client_per_s"] > 50, wander
     assert wander["inputs_rejected"] == {}, wander  # (a heading past pi once refused half)
-    peers = [name for name in servers if not name.startswith("arena")]
-    ratio_names = {f"{arena}/{name}" for arena in ("arena", "arena-wander") for name in peers}
+    peers = [name for name in servers if not name.startswith(("arena", "ws-floor"))]
+    ours = ("arena", "arena-wander", "ws-floor")
+    ratio_names = {f"{arena}/{name}" for arena in ours for name in peers}
     assert set(report["ratios"]["20"]) == ratio_names
