@@ -183,63 +183,50 @@ def _step_players(
     """:func:`step_reference`, player by player, operation for operation."""
     out_pos, out_vel = pos.copy(), vel.copy()
     damping = max(0.0, 1.0 - friction * dt)
+    # Scalars only, never a row view (``out_pos[i]``, ``box_min[b]``) nor a call with an
+    # array argument: each costs a reference count taken and dropped, an atomic operation
+    # that was most of this kernel's time. So the collision of each axis is written here.
     for i in range(pos.shape[0]):
-        p, v = out_pos[i], out_vel[i]
-        on_ground = p[2] <= 0.0
-        vx, vy = v[0], v[1]
+        on_ground = out_pos[i, 2] <= 0.0
+        vx, vy = out_vel[i, 0], out_vel[i, 1]
         if on_ground:
             vx, vy = vx * damping, vy * damping
         limit = (ground_accel if on_ground else air_accel) * dt
         dx, dy = move[i, 0] * max_speed - vx, move[i, 1] * max_speed - vy
         length = np.sqrt(dx * dx + dy * dy)
         scale = limit / (length if length > 0.0 else 1.0) if length > limit else 1.0
-        v[0], v[1] = vx + dx * scale, vy + dy * scale
+        out_vel[i, 0], out_vel[i, 1] = vx + dx * scale, vy + dy * scale
         jumping = on_ground and (buttons[i] & BUTTON_JUMP) != 0
-        v[2] = (jump_speed if jumping else v[2]) - gravity * dt
-        p[2] = p[2] + v[2] * dt
-        if p[2] <= 0.0:
-            p[2], v[2] = 0.0, 0.0
-        for axis in range(2):
-            _resolve_axis_of_one(p, v, axis, dt, box_min, box_max, bounds_min, bounds_max)
+        out_vel[i, 2] = (jump_speed if jumping else out_vel[i, 2]) - gravity * dt
+        out_pos[i, 2] = out_pos[i, 2] + out_vel[i, 2] * dt
+        if out_pos[i, 2] <= 0.0:
+            out_pos[i, 2], out_vel[i, 2] = 0.0, 0.0
+        for axis in range(2):  # (:func:`_resolve_axis` for this player, x then y)
+            other = 1 - axis
+            moved = out_pos[i, axis] + out_vel[i, axis] * dt
+            across, height = out_pos[i, other], out_pos[i, 2]
+            blocked, stop_forward, stop_backward = False, np.inf, -np.inf
+            for b in range(box_min.shape[0]):
+                if (
+                    moved + PLAYER_RADIUS > box_min[b, axis]
+                    and moved - PLAYER_RADIUS < box_max[b, axis]
+                    and across + PLAYER_RADIUS > box_min[b, other]
+                    and across - PLAYER_RADIUS < box_max[b, other]
+                    and height + PLAYER_HEIGHT > box_min[b, 2]
+                    and height < box_max[b, 2]
+                ):
+                    blocked = True
+                    stop_forward = min(stop_forward, box_min[b, axis] - PLAYER_RADIUS - _SKIN)
+                    stop_backward = max(stop_backward, box_max[b, axis] + PLAYER_RADIUS + _SKIN)
+            if blocked:
+                moved = stop_forward if out_vel[i, axis] > 0.0 else stop_backward
+                out_vel[i, axis] = 0.0
+            low = bounds_min[axis] + PLAYER_RADIUS
+            high = bounds_max[axis] - PLAYER_RADIUS
+            if moved < low or moved > high:
+                out_vel[i, axis] = 0.0
+            out_pos[i, axis] = min(max(moved, low), high)
     return out_pos, out_vel
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _resolve_axis_of_one(
-    p: np.ndarray,
-    v: np.ndarray,
-    axis: int,
-    dt: float,
-    box_min: np.ndarray,
-    box_max: np.ndarray,
-    bounds_min: np.ndarray,
-    bounds_max: np.ndarray,
-) -> None:
-    """:func:`_resolve_axis` for one player (in place)."""
-    other = 1 - axis
-    moved = p[axis] + v[axis] * dt
-    blocked, stop_forward, stop_backward = False, np.inf, -np.inf
-    for b in range(box_min.shape[0]):
-        lo, hi = box_min[b], box_max[b]
-        if (
-            moved + PLAYER_RADIUS > lo[axis]
-            and moved - PLAYER_RADIUS < hi[axis]
-            and p[other] + PLAYER_RADIUS > lo[other]
-            and p[other] - PLAYER_RADIUS < hi[other]
-            and p[2] + PLAYER_HEIGHT > lo[2]
-            and p[2] < hi[2]
-        ):
-            blocked = True
-            stop_forward = min(stop_forward, lo[axis] - PLAYER_RADIUS - _SKIN)
-            stop_backward = max(stop_backward, hi[axis] + PLAYER_RADIUS + _SKIN)
-    if blocked:
-        moved = stop_forward if v[axis] > 0.0 else stop_backward
-        v[axis] = 0.0
-    low = bounds_min[axis] + PLAYER_RADIUS
-    high = bounds_max[axis] - PLAYER_RADIUS
-    if moved < low or moved > high:
-        v[axis] = 0.0
-    p[axis] = min(max(moved, low), high)
 
 
 def warm_up() -> None:
