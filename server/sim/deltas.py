@@ -19,6 +19,7 @@ import numba
 import numpy as np
 
 from server.sim.interest import InterestConfig, select_players
+from shared.kernel_options import NO_RUNTIME
 from shared.protocol import ShotEvent, SnapshotEvent, snapshot_heads
 from shared.protocol.baselines import BASELINES_KEPT
 from shared.protocol.deltas import (
@@ -202,7 +203,7 @@ class DeltaEncoder:
         return bases, blobs, selected
 
 
-@numba.njit(cache=True)
+@numba.njit(**NO_RUNTIME)  # (it allocates nothing: shared/kernel_options.py)
 def _encode_clients(
     viewers: np.ndarray,
     base_rows: np.ndarray,

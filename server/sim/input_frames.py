@@ -32,6 +32,7 @@ import numba
 import numpy as np
 from numba.extending import register_jitable
 
+from shared.kernel_options import NO_RUNTIME
 from shared.protocol.inputs import FLOAT_COLUMNS, INPUT_FIELDS, INT_COLUMNS
 
 __all__ = [
@@ -201,7 +202,7 @@ def _input(
     return seen == _ALL_KEYS and at == size
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(nogil=True, **NO_RUNTIME)  # (it allocates nothing: shared/kernel_options.py)
 def _decode(
     reads: np.ndarray,
     starts: np.ndarray,
