@@ -2,7 +2,7 @@
 
 Inside a kernel compiled with numba's runtime, every view of an array (``pos[i]``, a
 slice) and every call that passes an array takes and drops a reference count: a call into
-the runtime's atomic add, which no optimisation removes. In a loop over players or
+the runtime's atomic add, which numba's pruning does not remove there. In a loop over players or
 inputs that was a third of the input decoder's time. A kernel whose arrays all come from
 its caller (scratch space included) needs no runtime: compiled without it (``_nrt``, a
 numba flag the type stubs do not list), it counts nothing, and a kernel that does
