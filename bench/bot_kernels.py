@@ -19,7 +19,6 @@ and glances), and one rifle shot at one of 52 players.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -29,8 +28,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from bench.interleaved import interleave, median_timing
+from bench.report import emit
 from client_sim import brain as brain_module
 from client_sim.brain import Brain
 from client_sim.interpolation import Bracket, drawn, seen
@@ -259,10 +258,7 @@ def main() -> int:
     if not args.min_seconds > 0:
         parser.error("--min-seconds must be above 0")
     result = run(args.rounds, args.min_seconds)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.json is not None:
-        args.json.write_text(text + "\n")
+    emit(result, args.json)
     return 0
 
 

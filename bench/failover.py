@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.report import emit
 from launch.chaos import build_parser as chaos_parser
 from launch.etcd_local import find_etcd
 from launch.torture import run_torture
@@ -84,10 +85,7 @@ def main() -> int:
         "targets": TARGETS,
         "runs": runs,
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json:
-        Path(args.json).write_text(text + "\n")
+    emit(report, args.json)
     return 0 if all(run["valid"] for run in runs) else 2
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import json
 import os
 import sys
 import time
@@ -35,7 +34,7 @@ from typing import Any
 
 # Run as a script from anywhere: the project root is the parent of bench/.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
+from bench.report import emit
 from client_sim.brain import TARGET_BEHAVIOURS
 from client_sim.latency import LinkProfile, draw_bot, parse_distribution
 from client_sim.marksman import AimSkill
@@ -257,10 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     global ARGS
     ARGS = parse_args(argv)
     report = asyncio.run(bench())
-    text = json.dumps(report, indent=2)
-    print(text)
-    if ARGS.json is not None:
-        ARGS.json.write_text(text + "\n")
+    emit(report, ARGS.json)
     refused = report["quiet"]["refused"] + report.get("hog", {}).get("refused", [])
     return 2 if refused else 0
 

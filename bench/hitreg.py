@@ -26,7 +26,6 @@ Prints JSON on stdout (and to ``--json PATH``), progress and a summary on stderr
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import platform
@@ -40,10 +39,10 @@ import numpy as np
 
 # Run as a script from anywhere: the project root is the parent of bench/.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 import numba
 
 from bench.interleaved import Clock, Timing, clock_for, interleave, median_timing, speedup
+from bench.report import emit
 from server.sim.hitreg import (
     BackendName,
     History,
@@ -473,10 +472,7 @@ def main(argv: list[str] | None = None) -> int:
         "targets": targets(hitscan_rows, max(args.players)),
         "seconds": time.perf_counter() - started,
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json:
-        args.json.write_text(text + "\n", encoding="utf-8")
+    emit(report, args.json)
     summary(report)
     return 0
 

@@ -15,7 +15,6 @@ interleaved timings of process CPU per call (``bench/interleaved.py``).
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import sys
@@ -26,8 +25,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from bench.interleaved import interleave, median_timing
+from bench.report import emit
 from server.sim.input_frames import decode_input_frames
 from shared import protocol, wsframe
 from shared.arena_map import default_map
@@ -112,10 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.players < 1 or args.rounds < 1 or args.min_seconds <= 0:
         parser.error("--players and --rounds at least 1, --min-seconds above 0")
     record = run(args.players, args.rounds, args.min_seconds)
-    text = json.dumps(record, indent=2)
-    print(text)
-    if args.json:
-        Path(args.json).write_text(text + "\n")
+    emit(record, args.json)
     return 0
 
 

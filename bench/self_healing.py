@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.report import emit
 from launch.chaos import build_parser as chaos_parser
 from launch.torture import run_torture
 
@@ -138,10 +139,7 @@ def main() -> int:
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
         "runs": runs,
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json:
-        Path(args.json).write_text(text + "\n")
+    emit(report, args.json)
     if not all(run["valid"] for run in runs):
         return 2
     return 0 if all(all(run["targets"].values()) for run in runs) else 1

@@ -37,6 +37,7 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.adversary import Metrics, node_metrics, tick_quantile
+from bench.report import emit
 from launch.nodes import start_node
 from launch.supervisor import Child
 from server.sim.hitreg import BackendName
@@ -362,10 +363,7 @@ def main() -> int:
             args.hitreg_backend,
         )
     )
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json:
-        Path(args.json).write_text(text + "\n")
+    emit(report, args.json)
     refused = [result for result in report["results"] if not result["valid"]]
     for result in refused:
         print(

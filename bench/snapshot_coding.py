@@ -19,7 +19,6 @@ Per size, the process CPU per snapshot (median of ``--rounds`` rounds, each over
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -31,6 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.interleaved import interleave, median_timing
+from bench.report import emit
 from server.sim.deltas import DeltaEncoder
 from server.sim.interest import InterestConfig, select_players
 from shared.arena_map import default_map
@@ -167,10 +167,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     record = run(args.sizes, args.rounds, args.min_seconds)
-    text = json.dumps(record, indent=2)
-    print(text)
-    if args.json:
-        Path(args.json).write_text(text + "\n")
+    emit(record, args.json)
     return 0
 
 

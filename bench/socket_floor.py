@@ -23,7 +23,6 @@ bots' rates.
 from __future__ import annotations
 
 import asyncio
-import json
 import multiprocessing
 import os
 import resource
@@ -36,7 +35,7 @@ from typing import Any
 import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
+from bench.report import emit
 from shared.commandline import OneLineParser
 
 #: A bot's packets a second at 300 bots on one node (bench/server_load.py): 30 command
@@ -176,10 +175,7 @@ def main() -> int:
     if not args.seconds > 0:
         parser.error("--seconds must be positive")
     result = run(args.connections, args.seconds, args.write_bytes, args.read_bytes, args.repeats)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.json:
-        args.json.write_text(text + "\n")
+    emit(result, args.json)
     return 0
 
 

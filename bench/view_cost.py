@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from adversary import BOT_TICKS_PER_S_FLOOR, Sample, sample, until_seated, window_figures
 
+from bench.report import emit
 from client_sim.cli import check_writable
 from client_sim.latency import LinkProfile, draw_bot, parse_distribution
 from client_sim.swarm import Swarm, SwarmConfig
@@ -225,10 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("need --pairs >= 1, --window > 0, --bots >= 2 and --readers >= 1")
     check_writable(args.json, "--json")
     report = asyncio.run(run(args))
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json:
-        Path(args.json).write_text(text + "\n", encoding="utf-8")
+    emit(report, args.json)
     if not report["valid"]:
         log("not valid: " + "; ".join(report["invalid_reasons"]))
         return 2

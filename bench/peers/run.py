@@ -53,6 +53,7 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench import websocket_paths
 from bench.adversary import node_metrics, tick_quantile
+from bench.report import emit
 from bench.server_load import process_cpu_seconds, process_cpu_times
 from launch.health import node_health
 from launch.nodes import NodeProcess, start_node
@@ -605,10 +606,7 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, asyncio.CancelledError):
         print("bench/peers: interrupted", file=sys.stderr)
         return 130
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json:
-        Path(args.json).write_text(text + "\n")
+    emit(report, args.json)
     for size, by_server in report["results"].items():
         for name, record in by_server.items():
             if record["valid_windows"] == 0:
