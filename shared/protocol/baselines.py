@@ -29,6 +29,7 @@ from shared.protocol.deltas import (
     _commit_records,
     _read_records,
     encode_records,
+    most_records,
 )
 from shared.protocol.snapshots import ENTITY_DTYPE
 
@@ -42,6 +43,89 @@ NO_BASE = 4
 
 
 @numba.njit(cache=True, inline="always")
+def read_rows(
+    data: np.ndarray,
+    tick: int,
+    base: int,
+    row_ticks: np.ndarray,
+    rows: np.ndarray,
+    store_values: np.ndarray,
+    store_ticks: np.ndarray,
+    interval: int,
+    bits: np.ndarray,
+    ids: np.ndarray,
+    kinds: np.ndarray,
+    values: np.ndarray,
+) -> tuple[int, int, int]:
+    """Read snapshot ``tick``'s ``data`` against the client's row of snapshot ``base``
+    (``row_ticks``: each row's snapshot tick, -1 none; ``rows``: per row and player id, the
+    tick of the value held, -1 none, as wide as the store) into the scratch ``ids``,
+    ``kinds`` and ``values`` (room for :func:`~shared.protocol.deltas.most_records`),
+    changing nothing the client holds. Returns (the status and its number, as
+    :func:`~shared.protocol.deltas._read_records`, or :data:`NO_BASE`; the base's row, -1
+    for none), for :func:`commit_rows`."""
+    source = -1
+    if base >= 0:
+        if base >= tick:
+            return NO_BASE, 0, -1
+        for r in range(len(row_ticks)):
+            if row_ticks[r] == base:
+                source = r
+        if source < 0:
+            return NO_BASE, 0, -1
+    held = rows[source] if source >= 0 else rows[0, :0]
+    status, count = _read_records(
+        data, held, store_values, store_ticks, interval, bits, ids, kinds, values
+    )
+    if status == _DECODED and count and ids[count - 1] >= rows.shape[1]:
+        return _TOO_SMALL, ids[count - 1], source
+    return status, count, source
+
+
+@numba.njit(cache=True, inline="always")
+def commit_rows(
+    count: int,
+    source: int,
+    tick: int,
+    row_ticks: np.ndarray,
+    rows: np.ndarray,
+    ids: np.ndarray,
+    kinds: np.ndarray,
+    values: np.ndarray,
+    store_values: np.ndarray,
+    store_ticks: np.ndarray,
+    interval: int,
+    origin: np.ndarray,
+    velocity_half: int,
+    records: np.ndarray,
+    first: int,
+) -> int:
+    """Keep what the client holds after snapshot ``tick``, whose ``count`` records
+    :func:`read_rows` read against row ``source``, in the row of ``tick`` (or the oldest
+    row), and write the records shown to ``records`` from ``first`` on (room for
+    ``count``). Returns how many are shown."""
+    # The row it is kept in: its own (decoded again), else the oldest (or an empty one).
+    target = 0
+    for r in range(len(row_ticks)):
+        if row_ticks[r] == tick:
+            target = r
+            break
+        if row_ticks[r] < row_ticks[target]:
+            target = r
+    if source < 0:
+        rows[target, :] = -1
+    elif source != target:  # (a loop: a slice of one array set from another is copied twice)
+        for p in range(rows.shape[1]):
+            rows[target, p] = rows[source, p]
+    row_ticks[target] = tick
+    slot = (tick // interval) % store_values.shape[0]
+    return _commit_records(
+        count, ids, kinds, values, tick, slot, store_values, store_ticks, origin,
+        velocity_half, rows[target], records, first,
+    )  # fmt: skip
+
+
+@numba.njit(cache=True)
 def apply_rows(
     data: np.ndarray,
     tick: int,
@@ -55,48 +139,24 @@ def apply_rows(
     origin: np.ndarray,
     velocity_half: int,
 ) -> tuple[int, int, np.ndarray]:
-    """Decode snapshot ``tick``'s ``data`` against the client's row of snapshot ``base``
-    (``row_ticks``: each row's snapshot tick, -1 none; ``rows``: per row and player id, the
-    tick of the value held, -1 none, as wide as the store) and, when it decodes whole,
-    keep what it holds after it in the row of ``tick`` (or the oldest row). Returns (the
-    status and its number, as :func:`~shared.protocol.deltas._read_records`, or
-    :data:`NO_BASE`; the records shown)."""
-    source = -1
-    if base >= 0:
-        if base >= tick:
-            return NO_BASE, 0, np.empty(0, dtype=ENTITY_DTYPE)
-        for r in range(len(row_ticks)):
-            if row_ticks[r] == base:
-                source = r
-        if source < 0:
-            return NO_BASE, 0, np.empty(0, dtype=ENTITY_DTYPE)
-    held = rows[source] if source >= 0 else rows[0, :0]
-    status, count, ids, kinds, values = _read_records(
-        data, held, store_values, store_ticks, interval, bits
-    )
-    if status == _DECODED and count and ids[count - 1] >= rows.shape[1]:
-        status, count = _TOO_SMALL, ids[count - 1]
+    """:func:`read_rows`, and when the snapshot decodes whole, :func:`commit_rows`, with
+    room of their own. Returns (the status and its number; the records shown)."""
+    most = most_records(len(data))
+    ids = np.empty(most, dtype=np.int64)
+    kinds = np.empty(most, dtype=np.int64)
+    values = np.empty((most, len(bits)), dtype=np.int32)
+    status, count, source = read_rows(
+        data, tick, base, row_ticks, rows, store_values, store_ticks, interval, bits, ids,
+        kinds, values,
+    )  # fmt: skip
     if status != _DECODED:
         return status, count, np.empty(0, dtype=ENTITY_DTYPE)
-    # The row it is kept in: its own (decoded again), else the oldest (or an empty one).
-    target = 0
-    for r in range(len(row_ticks)):
-        if row_ticks[r] == tick:
-            target = r
-            break
-        if row_ticks[r] < row_ticks[target]:
-            target = r
-    if source < 0:
-        rows[target, :] = -1
-    elif source != target:
-        rows[target, :] = rows[source, :]
-    row_ticks[target] = tick
-    slot = (tick // interval) % store_values.shape[0]
-    records = _commit_records(
-        count, ids, kinds, values, tick, slot, store_values, store_ticks, origin,
-        velocity_half, rows[target],
+    records = np.empty(count, dtype=ENTITY_DTYPE)
+    shown = commit_rows(
+        count, source, tick, row_ticks, rows, ids, kinds, values, store_values, store_ticks,
+        interval, origin, velocity_half, records, 0,
     )  # fmt: skip
-    return _DECODED, count, records
+    return _DECODED, count, records[:shown]
 
 
 class EntityBaselines:

@@ -404,19 +404,19 @@ def _read_records(
     store_ticks: np.ndarray,
     interval: int,
     bits: np.ndarray,
-) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray]:
+    ids: np.ndarray,
+    kinds: np.ndarray,
+    values: np.ndarray,
+) -> tuple[int, int]:
     """Read ``data``'s records, deltas against ``base`` (per id, the tick of the value
-    held, -1 none) with the values in the store. Nothing is written to the store. Returns
-    (``_DECODED`` and the count; ``_BAD``/``_MISSING`` and the bad record's index;
-    ``_TOO_SMALL`` and the highest id, for a good blob naming ids beyond the store; the
-    records' ids, kinds and values, the first count of them read)."""
+    held, -1 none) with the values in the store, into the caller's ``ids``, ``kinds`` and
+    ``values`` (room for :func:`most_records` of ``data``). Nothing is written to the
+    store. Returns (``_DECODED`` and the count read; ``_BAD``/``_MISSING`` and the bad
+    record's index; ``_TOO_SMALL`` and the highest id, for a good blob naming ids beyond
+    the store)."""
     players = store_values.shape[1]
     ring = store_values.shape[0]
     fields = len(bits)
-    most = len(data) // 3 + 1  # (a record takes at least 18 bits)
-    ids = np.empty(most, dtype=np.int64)
-    kinds = np.empty(most, dtype=np.int64)
-    values = np.empty((most, fields), dtype=np.int32)
     end = len(data) * 8
     at = 0
     count = 0
@@ -426,27 +426,27 @@ def _read_records(
     previous = -1
     while at < end:
         if at + _ID_BITS + _KIND_BITS > end:
-            return _BAD, count, ids, kinds, values
+            return _BAD, count
         entity = _get(data, at, _ID_BITS)
         kind = _get(data, at + _ID_BITS, _KIND_BITS)
         at += _ID_BITS + _KIND_BITS
         if entity <= previous or kind > KIND_GONE:
-            return _BAD, count, ids, kinds, values
+            return _BAD, count
         previous = entity
         ids[count], kinds[count] = entity, kind
         if kind == KIND_FULL:
             if at + full_width > end:
-                return _BAD, count, ids, kinds, values
+                return _BAD, count
             for f in range(fields):
                 values[count, f] = _get(data, at, bits[f])
                 at += bits[f]
         elif kind == KIND_DELTA:
             kt = base[entity] if entity < len(base) else -1
             if kt < 0 or at + 4 > end:
-                return _BAD, count, ids, kinds, values
+                return _BAD, count
             old = (kt // interval) % ring
             if entity >= players or store_ticks[old, entity] != kt:  # gone from the store
-                return _MISSING, count, ids, kinds, values
+                return _MISSING, count
             mask = _get(data, at, 4)
             at += 4
             for f in range(fields):
@@ -456,14 +456,14 @@ def _read_records(
                     continue
                 for f in range(GROUP_STARTS[g], GROUP_STARTS[g + 1]):
                     if at + _CLASS_BITS > end:
-                        return _BAD, count, ids, kinds, values
+                        return _BAD, count
                     klass = _get(data, at, _CLASS_BITS)
                     at += _CLASS_BITS
                     if klass == 0:
                         continue
                     width = _SMALL_BITS if klass == 1 else _MEDIUM_BITS if klass == 2 else bits[f]
                     if at + width > end:
-                        return _BAD, count, ids, kinds, values
+                        return _BAD, count
                     raw = _get(data, at, width)
                     at += width
                     if klass == 3:
@@ -475,8 +475,15 @@ def _read_records(
         at = (at + 7) & ~7
         count += 1
     if count and ids[count - 1] >= players:
-        return _TOO_SMALL, ids[count - 1], ids, kinds, values
-    return _DECODED, count, ids, kinds, values
+        return _TOO_SMALL, ids[count - 1]
+    return _DECODED, count
+
+
+@numba.njit(cache=True, inline="always")
+def most_records(data_bytes: int) -> int:
+    """The most records ``data_bytes`` bytes of players can hold (a record takes at least
+    18 bits): the room :func:`_read_records` needs."""
+    return data_bytes // 3 + 1
 
 
 @numba.njit(cache=True, inline="always")
@@ -492,12 +499,14 @@ def _commit_records(
     origin: np.ndarray,
     velocity_half: int,
     held: np.ndarray,
-) -> np.ndarray:
+    records: np.ndarray,
+    first: int,
+) -> int:
     """Write the ``count`` records read by :func:`_read_records` to the store (at
-    ``slot``, this tick's) and to ``held`` (the ticks held, already holding the base's);
-    returns the records shown."""
+    ``slot``, this tick's) and to ``held`` (the ticks held, already holding the base's),
+    and the records shown to ``records`` from ``first`` on (room for ``count``); returns
+    how many are shown."""
     fields = store_values.shape[2]
-    records = np.empty(count, dtype=ENTITY_DTYPE)
     shown = 0
     for r in range(count):
         entity = ids[r]
@@ -508,9 +517,9 @@ def _commit_records(
             store_values[slot, entity, f] = values[r, f]
         store_ticks[slot, entity] = tick
         held[entity] = tick
-        _dequantise(records[shown], entity, values[r], origin, velocity_half)
+        _dequantise(records[first + shown], entity, values[r], origin, velocity_half)
         shown += 1
-    return records[:shown]
+    return shown
 
 
 @numba.njit(cache=True)
@@ -532,8 +541,12 @@ def _decode_shared(
     that decodes whole is written to the store (at ``slot``, this tick's): a bad one leaves
     it as it was. Returns (the status and its number, as :func:`_read_records`; the ticks
     held after this snapshot, per id; the records shown)."""
-    status, count, ids, kinds, values = _read_records(
-        data, base, store_values, store_ticks, interval, bits
+    most = most_records(len(data))
+    ids = np.empty(most, dtype=np.int64)
+    kinds = np.empty(most, dtype=np.int64)
+    values = np.empty((most, len(bits)), dtype=np.int32)
+    status, count = _read_records(
+        data, base, store_values, store_ticks, interval, bits, ids, kinds, values
     )
     if status != _DECODED:
         return status, count, base[:0], np.empty(0, dtype=ENTITY_DTYPE)
@@ -543,11 +556,12 @@ def _decode_shared(
         top = max(top, ids[count - 1] + 1)
     held = np.full(top, -1, dtype=np.int64)
     held[: len(base)] = base
-    records = _commit_records(
+    records = np.empty(count, dtype=ENTITY_DTYPE)
+    shown = _commit_records(
         count, ids, kinds, values, tick, slot, store_values, store_ticks, origin,
-        velocity_half, held,
+        velocity_half, held, records, 0,
     )  # fmt: skip
-    return _DECODED, count, held, records
+    return _DECODED, count, held, records[:shown]
 
 
 class PlayerValues:

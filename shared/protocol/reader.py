@@ -8,7 +8,14 @@ does it in one: a kernel checks the frame's layout (exactly as the decoder's hea
 does), finds its events' bounds, and decodes its players against the client's baselines.
 Only what stays Python is left to Python: the shared body (one the decoder already
 decoded, matched by its bytes), the events (each one the decoder already decoded, matched
-by its bytes) and the errors.
+by its bytes) and the errors. A frame that tells events has its players read in that call
+and kept by a second, small one once the events are known good.
+
+The kernels allocate nothing (``shared.kernel_options.NO_RUNTIME``): the players are read
+into the reader's scratch and the records shown written into a chunk that the next
+snapshots' share. Compiled with numba's runtime, every array argument cost the call an
+allocation and an atomic reference count (and a record array returned, its dtype rebuilt
+in Python): at 14 arrays, most of a frame's kernel time.
 
 Any frame it cannot read that way (another layout, a body or an event not yet decoded, a
 snapshot the client would not show) is left to the general path, which says exactly what
@@ -24,8 +31,9 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from shared.protocol.baselines import EntityBaselines, apply_rows, check
-from shared.protocol.deltas import _TOO_SMALL, PlayerValues
+from shared.kernel_options import NO_RUNTIME
+from shared.protocol.baselines import EntityBaselines, check, commit_rows, read_rows
+from shared.protocol.deltas import _DECODED, _TOO_SMALL, FIELDS, PlayerValues, most_records
 from shared.protocol.errors import InvalidField
 from shared.protocol.events import SnapshotEvent
 from shared.protocol.fields import MAX_TICK
@@ -58,6 +66,7 @@ _ENTITIES = np.frombuffer(_ENTITIES_KEY, dtype=np.uint8)
 _EVENTS = np.frombuffer(_EVENTS_KEY, dtype=np.uint8)
 _LITTLE = sys.byteorder == "little"
 _MAX_ARRAY, _MAX_MAP = 4096, 64  # the decoder's limits on an event's arrays and maps
+_most_records = most_records.py_func  # (from Python: no kernel call for one division)
 
 
 @numba.njit(cache=True, inline="always")
@@ -142,7 +151,7 @@ def _skip_value(frame: np.ndarray, at: int, end: int) -> int:
     return at if at <= end else -1
 
 
-@numba.njit(cache=True)
+@numba.njit(**NO_RUNTIME)  # (it allocates nothing: shared/kernel_options.py)
 def _read_frame(
     frame: np.ndarray,
     body_start: int,
@@ -158,14 +167,23 @@ def _read_frame(
     ints: np.ndarray,
     you_bytes: np.ndarray,
     bounds: np.ndarray,
-) -> tuple[int, int, np.ndarray]:
+    ids: np.ndarray,
+    kinds: np.ndarray,
+    values: np.ndarray,
+    records: np.ndarray,
+    first: int,
+) -> tuple[int, int]:
     """Read a snapshot frame whose shared body starts at ``body_start`` (snapshot
-    ``tick``): its ack, base, event count and where its players lie into ``ints``, its
-    ``you`` into the six float64s ``you_bytes`` holds, each event's bounds into ``bounds``,
-    and, when it tells no event, its players decoded against the client's rows
-    (:func:`~shared.protocol.baselines.apply_rows`). Returns (the status and its number,
-    :data:`NOT_LAYOUT` and :data:`EVENTS_FIRST` included; the records shown)."""
-    nothing = (NOT_LAYOUT, 0, np.empty(0, dtype=ENTITY_DTYPE))
+    ``tick``): its ack, base, event count and where its players lie into ``ints[:5]``,
+    its ``you`` into the six float64s ``you_bytes`` holds, each event's bounds into
+    ``bounds``, and its players against the client's rows into the scratch ``ids``,
+    ``kinds`` and ``values`` (:func:`~shared.protocol.baselines.read_rows`). A frame that
+    tells no event is kept at once (:func:`~shared.protocol.baselines.commit_rows`, the
+    records shown written to ``records`` from ``first`` on); one that tells events is
+    kept by :func:`_keep_frame` once they are known good, the read's status, number and
+    base row in ``ints[5:8]``. Returns (the status and its number: :data:`NOT_LAYOUT`,
+    :data:`EVENTS_FIRST`, or the read's, the number of records shown when it decoded)."""
+    nothing = (NOT_LAYOUT, 0)
     if not _matches(frame, 0, _PREFIX):
         return nothing
     at = len(_PREFIX)
@@ -233,13 +251,51 @@ def _read_frame(
         at = after
     if at != body_start:
         return nothing
+    most = most_records(end - start)
+    if most > len(ids) or most > len(values) or most > len(records) - first:
+        return nothing  # (the caller gives room for the whole frame: never)
     ints[0], ints[1], ints[2], ints[3], ints[4] = ack, base, count, start, end
-    if count:
-        return EVENTS_FIRST, 0, np.empty(0, dtype=ENTITY_DTYPE)
-    return apply_rows(
+    status, number, source = read_rows(
         frame[start:end], tick, base, row_ticks, rows, store_values, store_ticks, interval,
-        bits, origin, velocity_half,
+        bits, ids, kinds, values,
     )  # fmt: skip
+    if count:
+        ints[5], ints[6], ints[7] = status, number, source
+        return EVENTS_FIRST, 0
+    if status != _DECODED:
+        return status, number
+    return _DECODED, commit_rows(
+        number, source, tick, row_ticks, rows, ids, kinds, values, store_values, store_ticks,
+        interval, origin, velocity_half, records, first,
+    )  # fmt: skip
+
+
+@numba.njit(**NO_RUNTIME)
+def _keep_frame(
+    count: int,
+    source: int,
+    tick: int,
+    row_ticks: np.ndarray,
+    rows: np.ndarray,
+    ids: np.ndarray,
+    kinds: np.ndarray,
+    values: np.ndarray,
+    store_values: np.ndarray,
+    store_ticks: np.ndarray,
+    interval: int,
+    origin: np.ndarray,
+    velocity_half: int,
+    records: np.ndarray,
+    first: int,
+) -> int:
+    """:func:`~shared.protocol.baselines.commit_rows` for a frame whose events proved
+    good after :func:`_read_frame` read its players: the number of records shown."""
+    return commit_rows(
+        count, source, tick, row_ticks, rows, ids, kinds, values, store_values, store_ticks,
+        interval, origin, velocity_half, records, first,
+    )  # fmt: skip
+
+
 
 
 @dataclass(slots=True)
@@ -263,12 +319,26 @@ class SnapshotReader:
     """Reads a process's snapshot frames in one kernel call each, with the bodies and
     events its ``decoder`` already decoded (:meth:`ServerFrameDecoder.shared_body`)."""
 
+    #: Records a chunk holds: a snapshot's records are a view of the chunk they were
+    #: written to (it outlives the frame, in the bot's buffer), so a chunk is freed once
+    #: no snapshot of it is held; 4,096 (110 kB) is under 10 ms of 300 bots' snapshots.
+    CHUNK_RECORDS = 4096
+
     def __init__(self, decoder: ServerFrameDecoder) -> None:
         self.decoder = decoder
-        self._ints = np.zeros(5, dtype=np.int64)
+        self._ints = np.zeros(8, dtype=np.int64)
         self._you_bytes = np.zeros(48, dtype=np.uint8)
         self._you = self._you_bytes.view(np.float64)
         self._bounds = np.zeros((_MAX_EVENTS, 2), dtype=np.int64)
+        self._room(0)
+        self._chunk, self._at = np.empty(0, dtype=ENTITY_DTYPE), 0
+
+    def _room(self, most: int) -> None:
+        """Scratch for a frame of up to ``most`` records (a frame's players are read
+        there before they are kept)."""
+        self._ids = np.empty(most, dtype=np.int64)
+        self._kinds = np.empty(most, dtype=np.int64)
+        self._values = np.empty((most, len(FIELDS)), dtype=np.int32)
 
     def read(
         self,
@@ -284,21 +354,39 @@ class SnapshotReader:
         template, start = body
         tick = template.tick
         frame = np.frombuffer(data, dtype=np.uint8)
+        most = _most_records(len(data))  # (room for every record the frame could hold)
+        if most > len(self._ids):
+            self._room(most)
+        if len(self._chunk) - self._at < most:
+            self._chunk, self._at = np.empty(max(most, self.CHUNK_RECORDS), ENTITY_DTYPE), 0
+        chunk, at = self._chunk, self._at
         codec = values.codec
         baselines.enter(template.epoch, values)
-        status, at, records = _read_frame(
+        status, number = _read_frame(
             frame, start, tick, baselines.row_ticks, baselines.rows, values.values,
             values.ticks, values.interval, codec.bits, codec.origin, codec.velocity_half,
-            self._ints, self._you_bytes, self._bounds,
+            self._ints, self._you_bytes, self._bounds, self._ids, self._kinds, self._values,
+            chunk, at,
         )  # fmt: skip
         if status == NOT_LAYOUT:
             return None
-        ack, base, count, first, last = self._ints.tolist()
-        events = self._events(data, count) if count else ()
-        if status in (EVENTS_FIRST, _TOO_SMALL):  # (events known good; a small store grows)
+        ack, base, count, first, last, read, read_number, source = self._ints.tolist()
+        events: tuple[SnapshotEvent, ...] = ()
+        if status == EVENTS_FIRST:  # (its players are kept once its events are known good)
+            events = self._events(data, count)
+            status, number = read, read_number
+            if status == _DECODED:
+                number = _keep_frame(
+                    number, source, tick, baselines.row_ticks, baselines.rows, self._ids,
+                    self._kinds, self._values, values.values, values.ticks, values.interval,
+                    codec.origin, codec.velocity_half, chunk, at,
+                )  # fmt: skip
+        if status == _TOO_SMALL:  # (a good blob naming ids beyond the store: it grows)
             records = baselines.decode(template.epoch, tick, base, frame[first:last], values)
         else:
-            check(status, at, tick, base)
+            check(status, number, tick, base)
+            records = chunk[at : at + number]
+            self._at = at + number
         self.decoder.shared += 1
         return ReadSnapshot(
             template.epoch, tick, template.server_time, template.state, ack,

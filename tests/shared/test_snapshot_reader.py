@@ -237,6 +237,42 @@ def test_a_new_epoch_starts_afresh() -> None:
     assert baselines.held(4) is None
 
 
+def test_one_reader_s_records_stay_as_read_while_it_reads_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A reader writes each snapshot's records into a chunk they share with the next
+    snapshots' (a fresh chunk once one is full): what a snapshot showed stays as it was
+    read, whatever the reader reads or refuses after it."""
+    monkeypatch.setattr(SnapshotReader, "CHUNK_RECORDS", 5)
+    decoder, baselines, values = ServerFrameDecoder(), EntityBaselines(), PlayerValues(CODEC, 1)
+    reader = SnapshotReader(decoder)
+    world = {entity: player(entity) for entity in (1, 2, 3)}
+    shown: list[tuple[np.ndarray, bytes]] = []
+    base = -1
+    for tick in range(1, 13):
+        events: tuple[SnapshotEvent, ...] = (SHOT,) if tick % 3 == 0 else ()
+        body = body_of(tick)
+        told(decoder, body, events)
+        world = {entity: moved(value, tick) for entity, value in world.items()}
+        blob = encode([full(entity, value) for entity, value in sorted(world.items())])
+        if tick % 4 == 0:  # refused: a base it does not hold, then a cut blob
+            for bad_base, bad_blob in ((tick - 1 + 100, blob), (base, blob[:-1])):
+                frame = encode_snapshot(body, 0, YOU, bad_base, bad_blob, events)
+                shared = decoder.shared_body(frame)
+                assert shared is not None
+                with pytest.raises(ProtocolError):
+                    reader.read(frame, shared, baselines, values)
+        frame = encode_snapshot(body, 0, YOU, -1, blob, events)
+        shared = decoder.shared_body(frame)
+        assert shared is not None
+        read = reader.read(frame, shared, baselines, values)
+        assert isinstance(read, ReadSnapshot) and read.events == events
+        assert_same(read, general(frame, EntityBaselines(), PlayerValues(CODEC, 1)))
+        shown.append((read.records, read.records.tobytes()))
+        base = tick
+    assert all(records.tobytes() == kept for records, kept in shown)
+
+
 # -- what is left to the general path ----------------------------------------------------
 
 
