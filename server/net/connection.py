@@ -57,27 +57,32 @@ class Connection:
         self._writer = cast(asyncio.WriteTransport | None, transport)
         self._high_water = self._writer.get_write_buffer_limits()[1] if self._writer else 0
 
-    def send(self, frame: bytes, tail: bytes = b"") -> bool:
-        """Write ``frame`` + ``tail`` as one binary WebSocket frame now, if the socket has
-        room; never waits. True when written. (A snapshot is a per-player head and the
-        tick's shared body.)
+    def send(self, frame: bytes, tail: bytes = b"", then: bytes = b"") -> bool:
+        """Write ``frame`` + ``tail`` as one binary WebSocket frame now, and ``then`` (a
+        second, whole message: a round-trip probe riding with a snapshot) after it in the
+        same write, if the socket has room for both; never waits. True when written. (A
+        snapshot is a per-player head and the tick's shared body.)
 
-        The frame goes straight onto the transport, not through aiohttp's writer
+        The frames go straight onto the transport, not through aiohttp's writer
         coroutine: this runs for every player every snapshot, and a whole frame is written
         or nothing, so it interleaves safely with aiohttp's own control frames. Header,
-        head and body go as one vectored write (``writelines``: uvloop hands the three
-        buffers to one ``writev``), so the shared body is never copied per player.
+        head and body go as one vectored write (``writelines``: uvloop hands the buffers
+        to one ``writev``), so the shared body is never copied per player.
         """
         size = len(frame) + len(tail)
         transport = self._writer
         if (
             transport is None
             or self.closing
-            or transport.get_write_buffer_size() + size > self._high_water
+            or transport.get_write_buffer_size() + size + len(then) > self._high_water
         ):
             return False
         header = wsframe.header(wsframe.OP_BINARY, size, masked=False)
-        transport.writelines((header, frame, tail) if tail else (header, frame))
+        parts: tuple[bytes, ...] = (header, frame, tail) if tail else (header, frame)
+        if then:
+            parts += (wsframe.header(wsframe.OP_BINARY, len(then), masked=False), then)
+            size += len(then)
+        transport.writelines(parts)
         self._metrics.tally_bytes_out += size
         return True
 

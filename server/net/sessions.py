@@ -421,13 +421,19 @@ class Sessions:
     # -- everyone -------------------------------------------------------------------------
 
     def publish(
-        self, results: list[TickResult], until: float = math.inf, share: tuple[int, int] = (0, 1)
+        self,
+        results: list[TickResult],
+        until: float = math.inf,
+        share: tuple[int, int] = (0, 1),
+        probe_time: float | None = None,
     ) -> tuple[int, int]:
         """Each seated player's snapshot of this tick; never waits (a full socket misses
         this one, the next is newer anyway). ``until``: the lease, checked before every
         send, so a node frozen in the middle of a tick sends nothing once it has run out.
         ``share`` (k, n): only the players whose seat is k modulo n (the fan-out is spread
         over the ticks between two snapshots, :class:`~server.net.ticker.Ticker`).
+        ``probe_time``: the server time of the tick this goes out in; a seat whose
+        round-trip probe is due then gets it in the same write as its snapshot.
         Returns (players sent to, players withheld from because the lease ran out)."""
         matches = self.node.matches.matches
         clock = self.node.clock
@@ -438,6 +444,7 @@ class Sessions:
             for key, connection in self.connections.items()
             if key[1] % parts == part
         ]
+        probes = self._probes_due(probe_time, share) if probe_time is not None else {}
         for (index, slot), connection in seated:
             if clock() >= until:
                 return sent, len(seated) - sent
@@ -448,21 +455,24 @@ class Sessions:
             head = matches[index].snapshot_head(result, slot, share)
             if head is None:
                 continue  # seated after this tick was computed: the next one is its first
-            if not connection.send(head, result.body):
+            if not connection.send(head, result.body, probes.get((index, slot), b"")):
                 dropped += 1
         if dropped:
             self.node.metrics.snapshots_dropped.inc(dropped)
         return sent, 0
 
-    def probe(self, tick_time: float) -> None:
-        """Send the round-trip probes due with the tick of time ``tick_time`` (a probe's
-        round trip counts from its tick, as a snapshot's age does)."""
+    def _probes_due(self, tick_time: float, share: tuple[int, int]) -> dict[tuple[int, int], bytes]:
+        """The round-trip probes due with the tick of time ``tick_time`` for the seats of
+        ``share``, by (match, seat): a probe's round trip counts from its tick, as a
+        snapshot's age does. One the snapshot's write does not carry (a full socket, a
+        seat taken after the tick) is lost like a dropped packet: the next is due an
+        interval later."""
+        due: dict[tuple[int, int], bytes] = {}
         for match in self.node.matches.matches:
-            slots, ids = match.probes.due(tick_time)
+            slots, ids = match.probes.due(tick_time, share)
             for slot, probe_id in zip(slots.tolist(), ids.tolist(), strict=True):
-                connection = self.connections.get((match.index, slot))
-                if connection is not None:
-                    connection.send(protocol.encode(ProbeMessage(probe_id)))
+                due[match.index, slot] = protocol.encode(ProbeMessage(probe_id))
+        return due
 
     async def announce_standbys(self) -> None:
         """Tell every player the region's current standbys (for their spare connections)."""

@@ -55,7 +55,7 @@ class Ticker:
         if node.shutting_down:
             return  # a stopping primary shows nothing more: its standbys hold all it showed
         began = node.clock()
-        self._show_rest()
+        self._show_rest(tick)
         self._note_skips()
         node.intake.drain()
         node.metrics.count_inputs(*node.intake.take_tally())
@@ -87,7 +87,6 @@ class Ticker:
             self._note_degraded(decision.deadline is None and wait)
             if results and results[0].body:  # a snapshot tick (--snapshot-rate)
                 self._show(tick, results, decision.deadline, decision.synced)
-            self.sessions.probe(tick / node.config.tick_rate)
         duration = node.clock() - began
         node.metrics.flush()
         node.stats.record(duration)
@@ -114,7 +113,9 @@ class Ticker:
         node = self.node
         until = math.inf if deadline is None else deadline
         spread = node.config.snapshot_interval > 1
-        sent, withheld = self.sessions.publish(results, until, (0, 2) if spread else (0, 1))
+        sent, withheld = self.sessions.publish(
+            results, until, (0, 2) if spread else (0, 1), tick / node.config.tick_rate
+        )
         self._rest = (tick, node.matches.epoch, results, until) if spread else None
         if withheld:  # frozen mid-tick: the lease ran out between two players
             self._unpublished(tick, Verdict.LEASE_EXPIRED.value)
@@ -126,11 +127,12 @@ class Ticker:
         if "first_tick_at" not in node.failover and "promoted_at" in node.failover:
             node.failover["first_tick_at"] = time.time()
 
-    def _show_rest(self) -> None:
-        """The last snapshot, to the seats its tick left for the next: while its lease
-        lasts, in the epoch it was shown in, and never once this node is stepping down (it
-        may be deposed). After a stall too: a snapshot carries the events of its interval,
-        which its clients would never learn otherwise."""
+    def _show_rest(self, tick: int) -> None:
+        """The last snapshot, to the seats its tick left for the next (``tick``, whose
+        time its probes count from): while its lease lasts, in the epoch it was shown in,
+        and never once this node is stepping down (it may be deposed). After a stall too:
+        a snapshot carries the events of its interval, which its clients would never learn
+        otherwise."""
         rest, self._rest = self._rest, None
         node = self.node
         if rest is None or node.shutting_down or node.stepping_down.is_set():
@@ -139,7 +141,7 @@ class Ticker:
         fenced = node.hub.fenced_epoch
         if epoch != node.matches.epoch or (fenced is not None and fenced > epoch):
             return  # (a node that led before and leads again: that snapshot is long gone)
-        _, withheld = self.sessions.publish(results, until, (1, 2))
+        _, withheld = self.sessions.publish(results, until, (1, 2), tick / node.config.tick_rate)
         if withheld:
             self._unpublished(shown, Verdict.LEASE_EXPIRED.value)
 

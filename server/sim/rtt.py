@@ -1,10 +1,11 @@
 """The server's own measurement of each client's round trip: probes (sans-I/O).
 
-Every :attr:`RttProbes.interval` each seat is sent a ``probe`` with a fresh id, and its
-client echoes it at once. The time from the tick the probe went out with to the echo's
-arrival is one sample: it holds the client's real latency and nothing the client can
-claim, so a client can only look slower by really answering later. What a client says
-in its inputs (``ack_tick``) is never used for it.
+Every :attr:`RttProbes.interval` each seat is sent a ``probe`` with a fresh id, in the
+same write as its next snapshot (one send, not two), and its client echoes it at once.
+The time from the tick the probe went out with to the echo's arrival is one sample: it
+holds the client's real latency and nothing the client can claim, so a client can only
+look slower by really answering later. What a client says in its inputs (``ack_tick``) is
+never used for it.
 
 The estimate is robust rather than the minimum: a low percentile of the recent samples is
 the round trip, and a high percentile less that one is the spread (jitter, retransmitted
@@ -50,6 +51,7 @@ class RttProbes:
         self._held = np.zeros(slots, dtype=np.int64)
         self._next_sample = np.zeros(slots, dtype=np.int64)
         self._active = np.zeros(slots, dtype=bool)
+        self._slots = np.arange(slots)
         #: Per slot (rtt, spread), NaN while unknown: recomputed at each sample, so that
         #: reading it (every shot, every replicated tick) costs nothing.
         self._estimate = np.full((slots, 2), np.nan)
@@ -71,9 +73,15 @@ class RttProbes:
         self._held[slot] = 0
         self._estimate[slot] = np.nan
 
-    def due(self, now: float) -> tuple[np.ndarray, np.ndarray]:
-        """The seats to probe with the tick of time ``now``, and each one's probe id."""
-        slots = np.flatnonzero(self._active & (self._due <= now))
+    def due(self, now: float, share: tuple[int, int] = (0, 1)) -> tuple[np.ndarray, np.ndarray]:
+        """The seats to probe with the tick of time ``now``, and each one's probe id; with
+        ``share`` (k, n), only those whose slot is k modulo n (the seats a snapshot goes
+        to this tick: a probe rides with its seat's snapshot)."""
+        due = self._active & (self._due <= now)
+        part, parts = share
+        if parts > 1:
+            due &= self._slots % parts == part
+        slots = np.flatnonzero(due)
         if not len(slots):
             return slots, slots
         ids = self._next_id[slots].copy()

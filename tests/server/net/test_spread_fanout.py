@@ -9,21 +9,32 @@ import math
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from server.net.sessions import Sessions
 from server.net.ticker import Ticker
+from server.sim.rtt import RttProbes
+from shared.protocol import ProbeMessage, decode_server
 
 
 class FakeConnection:
     def __init__(self) -> None:
         self.sent: list[tuple[bytes, bytes]] = []
+        self.then: list[bytes] = []  # what rode with each snapshot (a probe, or nothing)
 
-    def send(self, head: bytes, body: bytes = b"") -> bool:
+    def send(self, head: bytes, body: bytes = b"", then: bytes = b"") -> bool:
         self.sent.append((head, body))
+        self.then.append(then)
         return True
 
 
 class FakeMatch:
     """A match whose every seat's part of a snapshot is its slot, spelled out."""
+
+    index = 0
+
+    def __init__(self) -> None:
+        self.probes = RttProbes(8, interval=0.25)
 
     def snapshot_head(self, result: Any, slot: int, share: tuple[int, int]) -> bytes:
         assert slot % share[1] == share[0]  # (a seat's players are coded with its share's)
@@ -34,7 +45,7 @@ def node(interval: int, clock: list[float]) -> Any:
     unpublished: list[str] = []
     counter = SimpleNamespace(inc=lambda *_: None)
     return SimpleNamespace(
-        config=SimpleNamespace(snapshot_interval=interval),
+        config=SimpleNamespace(snapshot_interval=interval, tick_rate=60),
         matches=SimpleNamespace(matches=[FakeMatch()], epoch=3),
         clock=lambda: clock[0],
         shutting_down=False,
@@ -84,19 +95,19 @@ def shown(
 def test_every_other_seat_gets_the_snapshot_a_tick_later_and_the_same_one() -> None:
     _, connections, ticker = shown(2, [10.0], 6)
     assert heard(connections) == [0, 2, 4]
-    ticker._show_rest()  # the start of tick 9
+    ticker._show_rest(9)  # the start of tick 9
     assert heard(connections) == [0, 1, 2, 3, 4, 5]
     assert {c.sent[0] for c in connections.values()} == {
         (b"head-%d" % slot, b"body-8") for slot in range(6)
     }
-    ticker._show_rest()  # nothing is sent twice
+    ticker._show_rest(10)  # nothing is sent twice
     assert all(len(c.sent) == 1 for c in connections.values())
 
 
 def test_with_a_snapshot_every_tick_everyone_gets_it_at_once() -> None:
     _, connections, ticker = shown(1, [0.0], 4)
     assert heard(connections) == [0, 1, 2, 3]
-    ticker._show_rest()
+    ticker._show_rest(9)
     assert all(len(c.sent) == 1 for c in connections.values())
 
 
@@ -114,7 +125,7 @@ def test_the_rest_is_withheld_when_the_lease_ran_out_or_the_node_may_be_deposed(
             state.matches.epoch = 4
         elif stop == "shutting_down":
             state.shutting_down = True
-        ticker._show_rest()
+        ticker._show_rest(9)
         assert heard(connections) == [0, 2], stop
         assert state.unpublished == (["lease_expired"] if stop == "lease" else []), stop
         clock[0] = 10.0
@@ -124,7 +135,7 @@ def test_after_a_stall_the_rest_still_gets_the_snapshot_and_its_events() -> None
     clock = [10.0]
     _, connections, ticker = shown(2, clock, 4)
     clock[0] = 15.0  # a 5 s stall: the schedule's next tick is 308
-    ticker._show_rest()
+    ticker._show_rest(9)
     assert heard(connections) == [0, 1, 2, 3]
 
 
@@ -133,3 +144,28 @@ def test_a_share_of_the_seats_is_those_of_one_residue() -> None:
     connections = seated(sessions, range(7))
     assert sessions.publish([snapshot(4)], math.inf, (1, 3)) == (2, 0)
     assert heard(connections) == [1, 4]
+
+
+def test_a_due_probe_rides_with_its_seat_s_snapshot_timed_from_that_tick() -> None:
+    """A seat's round-trip probe goes in the write of its own snapshot (one send, not
+    two), so the seats of the second share get theirs a tick later, timed from it."""
+    state = node(2, [10.0])
+    sessions = Sessions(state)
+    connections = seated(sessions, range(4))
+    probes = state.matches.matches[0].probes
+    for slot in range(4):
+        probes.reset(slot, now=0.0)
+    ticker = Ticker(state, sessions)
+    ticker._show(60, [snapshot(60)], deadline=None, synced=True)  # tick 60: 1.0 s
+    ticker._show_rest(61)
+    sent_ids = {}
+    for slot, connection in connections.items():
+        (then,) = connection.then
+        probe = decode_server(then)
+        assert isinstance(probe, ProbeMessage)
+        sent_ids[slot] = probe.id
+    assert probes.echo(0, sent_ids[0], 1.05) and probes.echo(1, sent_ids[1], 1.05)
+    assert probes.estimate(0).rtt == pytest.approx(0.05)  # type: ignore[union-attr]
+    assert probes.estimate(1).rtt == pytest.approx(1.05 - 61 / 60)  # type: ignore[union-attr]
+    ticker._show(62, [snapshot(62)], deadline=None, synced=True)
+    assert connections[0].then[1:] == [b""] and connections[2].then[1:] == [b""]  # not due
