@@ -120,6 +120,17 @@ class BotHost(Protocol):
     def note_error(self, code: str) -> None:
         """Count an error the report lists (``connect_failed:...`` and the like)."""
 
+    def clock_changed(
+        self,
+        index: int,
+        slew: tuple[float, float, float, float] | None,
+        welcome_time: float,
+        welcomed_local: float,
+        interp_delay: float,
+    ) -> None:
+        """Bot ``index``'s clock took a pong or a welcome (the swarm reads every bot's
+        clock in one pass a tick)."""
+
 
 @dataclass(slots=True)
 class FailoverEvent:
@@ -333,6 +344,7 @@ class Bot:
         self.welcome = welcome
         self._token = welcome.token
         self._welcomed_local = self.local_time()
+        self._clock_changed()
         self.epoch = max(self.epoch, welcome.epoch)
         self._changed.set()
         return reseated
@@ -417,6 +429,19 @@ class Bot:
     def note_pong(self, pong: protocol.PongMessage) -> None:
         self._pong_at = self._loop.time()
         self.clock.observe(pong.t, pong.server_time, self.local_time())
+        self._clock_changed()
+
+    def _clock_changed(self) -> None:
+        """Tell the swarm this bot's clock as its ticks read it (:meth:`server_time`, all
+        bots' in one pass: ``Swarm.clock_changed``), after a pong or a welcome."""
+        if self.welcome is not None:
+            self.swarm.clock_changed(
+                self.index,
+                self.clock.slew(),
+                self.welcome.server_time,
+                self._welcomed_local,
+                self.welcome.interp_delay,
+            )
 
     def ping(self, local: float) -> None:
         """Ping now, with the held inputs (see :meth:`ping_frame`)."""

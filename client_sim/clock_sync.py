@@ -23,7 +23,9 @@ from __future__ import annotations
 import math
 from collections import deque
 
-__all__ = ["ClockSync"]
+import numpy as np
+
+__all__ = ["ClockSync", "server_times"]
 
 
 class ClockSync:
@@ -123,6 +125,14 @@ class ClockSync:
 
     # -- output
 
+    def slew(self) -> tuple[float, float, float, float] | None:
+        """What :meth:`server_time` follows, for :func:`server_times`: (the target offset,
+        the offset anchored, the local time it was anchored at, the slew rate); None
+        before a pong."""
+        if not self._count:
+            return None
+        return self._target, self._anchor_offset, self._anchor_time, self._max_slew
+
     def offset(self, now_local: float) -> float:
         """The offset in use at ``now_local`` (server time minus local time)."""
         if not self._count:
@@ -164,3 +174,17 @@ class ClockSync:
     def rtt_samples(self) -> tuple[float, ...]:
         """Every RTT observed, in order, for the report's measured percentiles."""
         return tuple(self._rtts)
+
+
+def server_times(local: np.ndarray, slews: np.ndarray) -> np.ndarray:
+    """:meth:`ClockSync.server_time` of many clocks at once: ``local`` their local times,
+    ``slews`` a row of each one's :meth:`ClockSync.slew`. The same float operations in
+    the same order, so the same times bit for bit.
+
+    The clocks' horizons are not advanced. A caller needs none that reads server time only
+    at its present local time and observes each pong at a later one (a swarm: one loop
+    clock), since a clock re-anchors at no earlier time than the pong's arrival."""
+    target, anchor, since, rate = slews.T
+    gap = target - anchor
+    room = rate * np.maximum(0.0, local - since)
+    return local + np.where(np.abs(gap) <= room, target, anchor + np.copysign(room, gap))

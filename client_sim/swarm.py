@@ -25,6 +25,7 @@ import numpy as np
 
 from client_sim.bot import Bot, FailoverEvent, ProcessBeat
 from client_sim.brain import SHOOTING_BEHAVIOURS, Brain
+from client_sim.clock_sync import server_times
 from client_sim.interpolation import Bracket, drawn
 from client_sim.latency import BotParams
 from client_sim.marksman import AimSkill
@@ -192,6 +193,43 @@ class Swarm:
         self._ticking: tuple[float, float] | None = None  # loop times of the first, last tick
         self.samples: list[Sample] = []
         self._sampled = _Totals()
+        # Each bot's clock as its ticks read it, kept by clock_changed, so that one pass a
+        # tick gives every bot's server time (Bot.server_time, bit for bit): its clock
+        # offset, its ClockSync's slew once a pong came, else its welcome's server time
+        # and the local time it came at; and the interpolation delay it was granted.
+        self._clock_offsets = np.array([bot.clock_offset for bot in config.bots], dtype=float)
+        self._slews = np.zeros((self.count, 4))
+        self._synced = np.zeros(self.count, dtype=bool)
+        self._welcome_clocks = np.zeros((self.count, 2))
+        self._interp_delays = np.zeros(self.count)
+
+    def clock_changed(
+        self,
+        index: int,
+        slew: tuple[float, float, float, float] | None,
+        welcome_time: float,
+        welcomed_local: float,
+        interp_delay: float,
+    ) -> None:
+        """Bot ``index``'s clock took a pong or a welcome: its row of the tick's clocks."""
+        if slew is not None:
+            self._slews[index] = slew
+        self._synced[index] = slew is not None
+        self._welcome_clocks[index] = welcome_time, welcomed_local
+        self._interp_delays[index] = interp_delay
+
+    def _clocks(self, ready: np.ndarray, now: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Bots ``ready``'s local times, server times and render times at loop time ``now``,
+        as each one's :meth:`Bot.local_time`, :meth:`Bot.server_time` and
+        :meth:`_render_time` give them."""
+        local = now + self._clock_offsets[ready]
+        welcome_time, welcomed_local = self._welcome_clocks[ready].T
+        server_now = np.where(
+            self._synced[ready],
+            server_times(local, self._slews[ready]),
+            welcome_time + (local - welcomed_local),
+        )
+        return local, server_now, np.maximum(0.0, server_now - self._interp_delays[ready])
 
     def finish(self) -> None:
         """End the run now, before its duration (Ctrl-C): the result is marked partial."""
@@ -378,6 +416,7 @@ class Swarm:
         shooters: set[int] = set()
         if self.config.behaviour in SHOOTING_BEHAVIOURS:
             shooters = set(self.shooting.shooters(ready, self.brain, now, self.tick_rate).tolist())
+        local, server_now, render = self._clocks(ready, asyncio.get_running_loop().time())
         # Plain lists: indexing them per bot is far cheaper than NumPy scalar indexing.
         rows = zip(
             ready.tolist(),
@@ -386,15 +425,15 @@ class Swarm:
             intent.yaw[ready].tolist(),
             intent.pitch[ready].tolist(),
             intent.buttons[ready].tolist(),
+            local.tolist(),
+            server_now.tolist(),
+            render.tolist(),
             strict=True,
         )
         bots, rate = self.bots, self.tick_rate
         send_tick = self.ticks_run % self.inputs_per_packet == 0
-        for index, seq, move, yaw, pitch, buttons in rows:
+        for index, seq, move, yaw, pitch, buttons, local, server_now, render_time in rows:
             bot = bots[index]
-            local = bot.local_time()
-            server_now = bot.server_time(local)
-            render_time = self._render_time(bot, server_now)
             sighting = None
             if index in shooters:
                 fired = self._shoot(bot, seq, render_time)

@@ -296,8 +296,6 @@ def _keep_frame(
     )  # fmt: skip
 
 
-
-
 @dataclass(slots=True)
 class ReadSnapshot:
     """What a snapshot frame says, read by :class:`SnapshotReader`: the fields of a

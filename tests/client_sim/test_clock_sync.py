@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from client_sim.clock_sync import ClockSync
+from client_sim.clock_sync import ClockSync, server_times
 from client_sim.latency import BotParams
 from client_sim.link import BotLink
 
@@ -165,6 +165,37 @@ def test_server_time_never_runs_back_after_sync(events: list[tuple]) -> None:
             assert step >= (1 - slew) * dt - 1e-9  # never backwards, never frozen
             assert step <= (1 + slew) * dt + 1e-9  # and never leaps forward
         last = (now, shown)
+
+
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(st.floats(0.0, 0.3), st.floats(0.0, 0.5), st.floats(-5.0, 5.0)),
+            min_size=1,
+            max_size=12,
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    st.floats(0.0, 5.0),
+)
+def test_many_clocks_at_once_read_as_each_one_alone(
+    pongs: list[list[tuple[float, float, float]]], ahead: float
+) -> None:
+    """server_times over every clock's slew gives each clock's server_time bit for bit
+    (a swarm reads all its bots' clocks in one pass a tick)."""
+    clocks, locals_ = [], []
+    for clock_pongs in pongs:
+        clock, now = ClockSync(), 0.0
+        for wait, rtt, offset in clock_pongs:
+            now += wait + rtt
+            clock.observe(now - rtt, now - rtt / 2 + offset, now)
+        clocks.append(clock)
+        locals_.append(now + ahead)
+    slews = np.array([clock.slew() for clock in clocks])
+    expected = [clock.server_time(local) for clock, local in zip(clocks, locals_, strict=True)]
+    assert server_times(np.array(locals_), slews).tolist() == expected
+    assert ClockSync().slew() is None
 
 
 def test_reports_every_raw_rtt_and_a_smoothed_one() -> None:
