@@ -120,16 +120,9 @@ class BotHost(Protocol):
     def note_error(self, code: str) -> None:
         """Count an error the report lists (``connect_failed:...`` and the like)."""
 
-    def clock_changed(
-        self,
-        index: int,
-        slew: tuple[float, float, float, float] | None,
-        welcome_time: float,
-        welcomed_local: float,
-        interp_delay: float,
-    ) -> None:
-        """Bot ``index``'s clock took a pong or a welcome (the swarm reads every bot's
-        clock in one pass a tick)."""
+    def clock_changed(self, bot: Bot) -> None:
+        """``bot``'s clock took a pong or a welcome (the swarm reads every bot's clock in
+        one pass a tick)."""
 
 
 @dataclass(slots=True)
@@ -432,16 +425,16 @@ class Bot:
         self._clock_changed()
 
     def _clock_changed(self) -> None:
-        """Tell the swarm this bot's clock as its ticks read it (:meth:`server_time`, all
-        bots' in one pass: ``Swarm.clock_changed``), after a pong or a welcome."""
+        """Tell the swarm this bot's clock changed (it reads :meth:`server_time` of all
+        bots in one pass: ``Swarm.clock_changed``), after a pong or a welcome."""
         if self.welcome is not None:
-            self.swarm.clock_changed(
-                self.index,
-                self.clock.slew(),
-                self.welcome.server_time,
-                self._welcomed_local,
-                self.welcome.interp_delay,
-            )
+            self.swarm.clock_changed(self)
+
+    @property
+    def welcomed_local(self) -> float:
+        """The bot's local time when its welcome came (its server time counts from it
+        until the first pong)."""
+        return self._welcomed_local
 
     def ping(self, local: float) -> None:
         """Ping now, with the held inputs (see :meth:`ping_frame`)."""

@@ -203,20 +203,15 @@ class Swarm:
         self._welcome_clocks = np.zeros((self.count, 2))
         self._interp_delays = np.zeros(self.count)
 
-    def clock_changed(
-        self,
-        index: int,
-        slew: tuple[float, float, float, float] | None,
-        welcome_time: float,
-        welcomed_local: float,
-        interp_delay: float,
-    ) -> None:
-        """Bot ``index``'s clock took a pong or a welcome: its row of the tick's clocks."""
+    def clock_changed(self, bot: Bot) -> None:
+        """``bot``'s clock took a pong or a welcome: its row of the tick's clocks."""
+        assert bot.welcome is not None
+        index, slew = bot.index, bot.clock.slew()
         if slew is not None:
             self._slews[index] = slew
         self._synced[index] = slew is not None
-        self._welcome_clocks[index] = welcome_time, welcomed_local
-        self._interp_delays[index] = interp_delay
+        self._welcome_clocks[index] = bot.welcome.server_time, bot.welcomed_local
+        self._interp_delays[index] = bot.welcome.interp_delay
 
     def _clocks(self, ready: np.ndarray, now: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Bots ``ready``'s local times, server times and render times at loop time ``now``,

@@ -29,7 +29,7 @@ from shared.protocol.deltas import (
     _commit_records,
     _read_records,
     encode_records,
-    most_records,
+    read_room,
 )
 from shared.protocol.snapshots import ENTITY_DTYPE
 
@@ -141,10 +141,7 @@ def apply_rows(
 ) -> tuple[int, int, np.ndarray]:
     """:func:`read_rows`, and when the snapshot decodes whole, :func:`commit_rows`, with
     room of their own. Returns (the status and its number; the records shown)."""
-    most = most_records(len(data))
-    ids = np.empty(most, dtype=np.int64)
-    kinds = np.empty(most, dtype=np.int64)
-    values = np.empty((most, len(bits)), dtype=np.int32)
+    ids, kinds, values = read_room(data, len(bits))
     status, count, source = read_rows(
         data, tick, base, row_ticks, rows, store_values, store_ticks, interval, bits, ids,
         kinds, values,

@@ -487,6 +487,14 @@ def most_records(data_bytes: int) -> int:
 
 
 @numba.njit(cache=True, inline="always")
+def read_room(data: np.ndarray, fields: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Scratch ids, kinds and values for :func:`_read_records` of ``data``, for a kernel
+    that allocates its own."""
+    most = most_records(len(data))
+    return np.empty(most, np.int64), np.empty(most, np.int64), np.empty((most, fields), np.int32)
+
+
+@numba.njit(cache=True, inline="always")
 def _commit_records(
     count: int,
     ids: np.ndarray,
@@ -541,10 +549,7 @@ def _decode_shared(
     that decodes whole is written to the store (at ``slot``, this tick's): a bad one leaves
     it as it was. Returns (the status and its number, as :func:`_read_records`; the ticks
     held after this snapshot, per id; the records shown)."""
-    most = most_records(len(data))
-    ids = np.empty(most, dtype=np.int64)
-    kinds = np.empty(most, dtype=np.int64)
-    values = np.empty((most, len(bits)), dtype=np.int32)
+    ids, kinds, values = read_room(data, len(bits))
     status, count = _read_records(
         data, base, store_values, store_ticks, interval, bits, ids, kinds, values
     )

@@ -9,7 +9,7 @@ does), finds its events' bounds, and decodes its players against the client's ba
 Only what stays Python is left to Python: the shared body (one the decoder already
 decoded, matched by its bytes), the events (each one the decoder already decoded, matched
 by its bytes) and the errors. A frame that tells events has its players read in that call
-and kept by a second, small one once the events are known good.
+and kept by a second one once the events are known good.
 
 The kernels allocate nothing (``shared.kernel_options.NO_RUNTIME``): the players are read
 into the reader's scratch and the records shown written into a chunk that the next
@@ -172,6 +172,7 @@ def _read_frame(
     values: np.ndarray,
     records: np.ndarray,
     first: int,
+    events_good: bool,
 ) -> tuple[int, int]:
     """Read a snapshot frame whose shared body starts at ``body_start`` (snapshot
     ``tick``): its ack, base, event count and where its players lie into ``ints[:5]``,
@@ -179,10 +180,16 @@ def _read_frame(
     ``bounds``, and its players against the client's rows into the scratch ``ids``,
     ``kinds`` and ``values`` (:func:`~shared.protocol.baselines.read_rows`). A frame that
     tells no event is kept at once (:func:`~shared.protocol.baselines.commit_rows`, the
-    records shown written to ``records`` from ``first`` on); one that tells events is
-    kept by :func:`_keep_frame` once they are known good, the read's status, number and
-    base row in ``ints[5:8]``. Returns (the status and its number: :data:`NOT_LAYOUT`,
-    :data:`EVENTS_FIRST`, or the read's, the number of records shown when it decoded)."""
+    records shown written to ``records`` from ``first`` on); one that tells events leaves
+    the read's status, number and base row in ``ints[5:8]``, and is kept by a second call
+    with ``events_good`` once they are known good (the players as that read left them).
+    Returns (the status and its number: :data:`NOT_LAYOUT`, :data:`EVENTS_FIRST`, or the
+    read's, the number of records shown when it decoded)."""
+    if events_good:
+        return _DECODED, commit_rows(
+            ints[6], ints[7], tick, row_ticks, rows, ids, kinds, values, store_values,
+            store_ticks, interval, origin, velocity_half, records, first,
+        )  # fmt: skip
     nothing = (NOT_LAYOUT, 0)
     if not _matches(frame, 0, _PREFIX):
         return nothing
@@ -270,32 +277,6 @@ def _read_frame(
     )  # fmt: skip
 
 
-@numba.njit(**NO_RUNTIME)
-def _keep_frame(
-    count: int,
-    source: int,
-    tick: int,
-    row_ticks: np.ndarray,
-    rows: np.ndarray,
-    ids: np.ndarray,
-    kinds: np.ndarray,
-    values: np.ndarray,
-    store_values: np.ndarray,
-    store_ticks: np.ndarray,
-    interval: int,
-    origin: np.ndarray,
-    velocity_half: int,
-    records: np.ndarray,
-    first: int,
-) -> int:
-    """:func:`~shared.protocol.baselines.commit_rows` for a frame whose events proved
-    good after :func:`_read_frame` read its players: the number of records shown."""
-    return commit_rows(
-        count, source, tick, row_ticks, rows, ids, kinds, values, store_values, store_ticks,
-        interval, origin, velocity_half, records, first,
-    )  # fmt: skip
-
-
 @dataclass(slots=True)
 class ReadSnapshot:
     """What a snapshot frame says, read by :class:`SnapshotReader`: the fields of a
@@ -360,25 +341,22 @@ class SnapshotReader:
         chunk, at = self._chunk, self._at
         codec = values.codec
         baselines.enter(template.epoch, values)
-        status, number = _read_frame(
+        arguments = (
             frame, start, tick, baselines.row_ticks, baselines.rows, values.values,
             values.ticks, values.interval, codec.bits, codec.origin, codec.velocity_half,
             self._ints, self._you_bytes, self._bounds, self._ids, self._kinds, self._values,
             chunk, at,
         )  # fmt: skip
+        status, number = _read_frame(*arguments, False)
         if status == NOT_LAYOUT:
             return None
-        ack, base, count, first, last, read, read_number, source = self._ints.tolist()
+        ack, base, count, first, last, read, read_number, _ = self._ints.tolist()
         events: tuple[SnapshotEvent, ...] = ()
         if status == EVENTS_FIRST:  # (its players are kept once its events are known good)
             events = self._events(data, count)
             status, number = read, read_number
             if status == _DECODED:
-                number = _keep_frame(
-                    number, source, tick, baselines.row_ticks, baselines.rows, self._ids,
-                    self._kinds, self._values, values.values, values.ticks, values.interval,
-                    codec.origin, codec.velocity_half, chunk, at,
-                )  # fmt: skip
+                _, number = _read_frame(*arguments, True)
         if status == _TOO_SMALL:  # (a good blob naming ids beyond the store: it grows)
             records = baselines.decode(template.epoch, tick, base, frame[first:last], values)
         else:
