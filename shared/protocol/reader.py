@@ -55,9 +55,12 @@ __all__ = ["ReadSnapshot", "SnapshotReader"]
 #: The frame is not laid out as the node writes it (or its events are not plain msgpack
 #: within the decoder's limits): the general path reads it.
 NOT_LAYOUT = 5
-#: The frame tells events: its players are decoded once they are known good (a frame the
+#: The frame tells events: its players are kept once they are known good (a frame the
 #: general decoder refuses must change nothing the client holds).
 EVENTS_FIRST = 6
+#: The players read whole, but more records shown than the chunk has room for: they are
+#: kept into a fresh one.
+NO_ROOM = 7
 
 _PREFIX = np.frombuffer(_MAP_HEADER + _ACK_KEY, dtype=np.uint8)
 _YOU = np.frombuffer(_YOU_KEY_AND_ARRAY, dtype=np.uint8)
@@ -172,7 +175,7 @@ def _read_frame(
     values: np.ndarray,
     records: np.ndarray,
     first: int,
-    events_good: bool,
+    keep: bool,
 ) -> tuple[int, int]:
     """Read a snapshot frame whose shared body starts at ``body_start`` (snapshot
     ``tick``): its ack, base, event count and where its players lie into ``ints[:5]``,
@@ -180,12 +183,13 @@ def _read_frame(
     ``bounds``, and its players against the client's rows into the scratch ``ids``,
     ``kinds`` and ``values`` (:func:`~shared.protocol.baselines.read_rows`). A frame that
     tells no event is kept at once (:func:`~shared.protocol.baselines.commit_rows`, the
-    records shown written to ``records`` from ``first`` on); one that tells events leaves
-    the read's status, number and base row in ``ints[5:8]``, and is kept by a second call
-    with ``events_good`` once they are known good (the players as that read left them).
-    Returns (the status and its number: :data:`NOT_LAYOUT`, :data:`EVENTS_FIRST`, or the
-    read's, the number of records shown when it decoded)."""
-    if events_good:
+    records shown written to ``records`` from ``first`` on) when they fit there; one that
+    tells events, or whose records do not fit, leaves the read's status, number and base
+    row in ``ints[5:8]`` and is kept by a second call with ``keep`` (once its events are
+    known good, with room for the records: the players as that read left them). Returns
+    (the status and its number: :data:`NOT_LAYOUT`, :data:`EVENTS_FIRST`,
+    :data:`NO_ROOM`, or the read's, the number of records shown when it decoded)."""
+    if keep:
         return _DECODED, commit_rows(
             ints[6], ints[7], tick, row_ticks, rows, ids, kinds, values, store_values,
             store_ticks, interval, origin, velocity_half, records, first,
@@ -259,18 +263,20 @@ def _read_frame(
     if at != body_start:
         return nothing
     most = most_records(end - start)
-    if most > len(ids) or most > len(values) or most > len(records) - first:
-        return nothing  # (the caller gives room for the whole frame: never)
+    if most > len(ids) or most > len(values):
+        return nothing  # (the caller gives scratch for the whole frame: never)
     ints[0], ints[1], ints[2], ints[3], ints[4] = ack, base, count, start, end
     status, number, source = read_rows(
         frame[start:end], tick, base, row_ticks, rows, store_values, store_ticks, interval,
         bits, ids, kinds, values,
     )  # fmt: skip
+    ints[5], ints[6], ints[7] = status, number, source
     if count:
-        ints[5], ints[6], ints[7] = status, number, source
         return EVENTS_FIRST, 0
     if status != _DECODED:
         return status, number
+    if number > len(records) - first:
+        return NO_ROOM, number
     return _DECODED, commit_rows(
         number, source, tick, row_ticks, rows, ids, kinds, values, store_values, store_ticks,
         interval, origin, velocity_half, records, first,
@@ -299,9 +305,11 @@ class SnapshotReader:
     events its ``decoder`` already decoded (:meth:`ServerFrameDecoder.shared_body`)."""
 
     #: Records a chunk holds: a snapshot's records are a view of the chunk they were
-    #: written to (it outlives the frame, in the bot's buffer), so a chunk is freed once
-    #: no snapshot of it is held; 4,096 (110 kB) is under 10 ms of 300 bots' snapshots.
-    CHUNK_RECORDS = 4096
+    #: written to (they outlive the frame, in the bot's buffer), so a chunk is freed once
+    #: no snapshot of it is held. 1,024 (28 kB: about 20 snapshots of 52 players) keeps
+    #: allocations rare, and what a bot that stops receiving pins small: its buffer's 32
+    #: snapshots hold at most 32 chunks.
+    CHUNK_RECORDS = 1024
 
     def __init__(self, decoder: ServerFrameDecoder) -> None:
         self.decoder = decoder
@@ -333,21 +341,17 @@ class SnapshotReader:
         template, start = body
         tick = template.tick
         frame = np.frombuffer(data, dtype=np.uint8)
-        most = _most_records(len(data))  # (room for every record the frame could hold)
+        most = _most_records(start)  # (scratch for every record the frame could hold)
         if most > len(self._ids):
             self._room(most)
-        if len(self._chunk) - self._at < most:
-            self._chunk, self._at = np.empty(max(most, self.CHUNK_RECORDS), ENTITY_DTYPE), 0
-        chunk, at = self._chunk, self._at
         codec = values.codec
         baselines.enter(template.epoch, values)
         arguments = (
             frame, start, tick, baselines.row_ticks, baselines.rows, values.values,
             values.ticks, values.interval, codec.bits, codec.origin, codec.velocity_half,
             self._ints, self._you_bytes, self._bounds, self._ids, self._kinds, self._values,
-            chunk, at,
         )  # fmt: skip
-        status, number = _read_frame(*arguments, False)
+        status, number = _read_frame(*arguments, self._chunk, self._at, False)
         if status == NOT_LAYOUT:
             return None
         ack, base, count, first, last, read, read_number, _ = self._ints.tolist()
@@ -355,14 +359,20 @@ class SnapshotReader:
         if status == EVENTS_FIRST:  # (its players are kept once its events are known good)
             events = self._events(data, count)
             status, number = read, read_number
-            if status == _DECODED:
-                _, number = _read_frame(*arguments, True)
+        if status == NO_ROOM or (status == _DECODED and count):
+            if len(self._chunk) - self._at < read_number:
+                self._chunk, self._at = (
+                    np.empty(max(self.CHUNK_RECORDS, read_number), ENTITY_DTYPE),
+                    0,
+                )
+            _, number = _read_frame(*arguments, self._chunk, self._at, True)
+            status = _DECODED
         if status == _TOO_SMALL:  # (a good blob naming ids beyond the store: it grows)
             records = baselines.decode(template.epoch, tick, base, frame[first:last], values)
         else:
             check(status, number, tick, base)
-            records = chunk[at : at + number]
-            self._at = at + number
+            records = self._chunk[self._at : self._at + number]
+            self._at += number
         self.decoder.shared += 1
         return ReadSnapshot(
             template.epoch, tick, template.server_time, template.state, ack,
