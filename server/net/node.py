@@ -132,6 +132,7 @@ class Node(NodeState):
     def health(self) -> dict[str, object]:
         c, matches = self.config, self.matches
         combat = sum((m.combat.counters for m in matches.matches), collections.Counter())
+        inputs = sum((m.counters for m in matches.matches), collections.Counter())
         return {
             "ready": self.ready,
             "status": self.status,
@@ -156,6 +157,9 @@ class Node(NodeState):
             "ticks_skipped": self.schedule.skipped,
             "hitreg_backend": self.validator.backend,
             "combat": dict(sorted(combat.items())),
+            # What each tick did with the players' inputs (``Match._release_inputs``):
+            # dropped_late counts inputs a catch-up had no time for.
+            "inputs": {k.removeprefix("input_"): v for k, v in sorted(inputs.items())},
             "snapshots": self._snapshot_tally(),
             "replication": c.replication,
             "coordinator": c.coordinator,

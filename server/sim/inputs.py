@@ -18,9 +18,14 @@ say is what it pressed; this module decides which of those claims are usable:
   instead of lagging further behind; but only as far as time allows. Each seat earns one
   input per tick that passes (a stall's skipped ticks included) and banks what it did not
   use (the ticks it was starved, whose guesses are undone), at most ``max_catch_up``: so
-  a seat never applies more inputs than ticks have passed for it, and a client sending
-  inputs faster than the tick rate has its surplus held (then refused as ``overflow``)
-  instead of simulated. A buffer holds at most ``capacity`` inputs.
+  a seat never applies more inputs than ticks have passed for it. What time does not allow
+  is dropped, the oldest first (the newest are applied), so that a buffer never holds more
+  than ``max_depth - 1`` inputs after a tick: held instead, a backlog would wait behind
+  every input its client sends from then on, one tick at a time, and add its length to
+  the seat's input delay for the rest of the match (after a 3 s node stall, 45 ticks for
+  every player). A client sending inputs faster than the tick rate has its surplus
+  dropped the same way instead of simulated. A buffer holds at most ``capacity`` inputs
+  between two ticks.
 
 Every seat's state is a row of arrays and a tick's inputs go through three serial numba
 kernels: one sanitises and queues them, one releases them, one sets them in the world. At
@@ -180,15 +185,15 @@ def _release(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Release this tick's inputs of each seat in ``slots`` (in that order): one, or none
     (the last one repeats, a guess), or all but ``max_depth - 1`` after a burst, as far as
-    the ``elapsed`` ticks and the seat's banked credit allow. Returns each released input's
-    slot, depth (0: the tick's own input, 1+: catch-up), ints, floats; and per seat of
-    ``slots`` its guess code, the ticks guessed in a row and the inputs it would have
-    caught up on but had no time for (held in its buffer)."""
+    the ``elapsed`` ticks and the seat's banked credit allow, the oldest of those dropped.
+    Returns each released input's slot, depth (0: the tick's own input, 1+: catch-up),
+    ints, floats; and per seat of ``slots`` its guess code, the ticks guessed in a row and
+    the inputs it had no time for (dropped: the oldest it held)."""
     capacity = pending_ints.shape[1]
     taken = np.zeros(len(slots), np.int64)
     guess = np.zeros(len(slots), np.int64)
     guessed = np.zeros(len(slots), np.int64)
-    held = np.zeros(len(slots), np.int64)
+    dropped = np.zeros(len(slots), np.int64)
     for k in range(len(slots)):
         s = slots[k]
         count = state[s, _COUNT]
@@ -201,7 +206,12 @@ def _release(
         else:
             wanted = 1 if count == 1 else max(1, count - max_depth + 1)
             taken[k] = min(wanted, allowed)
-            held[k] = wanted - taken[k]
+            # What time does not allow, the oldest: never applied (the inputs released
+            # after them acknowledge past them, and their client's reconciliation replays
+            # what the server did).
+            dropped[k] = wanted - taken[k]
+            state[s, _HEAD] = (state[s, _HEAD] + dropped[k]) % capacity
+            state[s, _COUNT] -= dropped[k]
             if state[s, _GUESSED] > 0:
                 guess[k] = UNDO_GUESSES
                 state[s, _GUESSED] = 0
@@ -227,7 +237,7 @@ def _release(
             state[s, _COUNT] -= 1
             state[s, _ACKED] = out_ints[row, SEQ]  # acknowledged: applied to the world
             row += 1
-    return out_slot, out_depth, out_ints, out_floats, guess, guessed, held
+    return out_slot, out_depth, out_ints, out_floats, guess, guessed, dropped
 
 
 @numba.njit(cache=True, nogil=True)
@@ -285,8 +295,8 @@ class ReleasedInputs:
     for (in the order asked): :data:`NO_GUESS`, :data:`FIRST_GUESS` (starved: save the
     player's state before this tick moves it), :data:`GUESS` (starved again),
     :data:`UNDO_GUESSES` (inputs again: restore the saved state first); how many ticks in
-    a row it has been guessed; and how many inputs it would have caught up on beyond the
-    time it had (they stay queued)."""
+    a row it has been guessed; and how many inputs it had no time to catch up on (dropped
+    from its buffer)."""
 
     slot: np.ndarray
     depth: np.ndarray  # 0: the seat's input for this tick; 1, 2...: catch-up after a burst
@@ -294,7 +304,7 @@ class ReleasedInputs:
     floats: np.ndarray
     guess: np.ndarray
     guessed: np.ndarray
-    held: np.ndarray
+    dropped: np.ndarray
 
     def apply(
         self,

@@ -81,9 +81,14 @@ class MatchConfig:
     history_seconds: float = 1.0
     input_max_depth: int = 4
     #: Ticks a starved player's last input is repeated for (a guess, undone when its
-    #: inputs are back); after that it is held still. It is also how many ticks of unused
-    #: time a seat may bank to catch up on late inputs (``InputQueues.max_catch_up``).
+    #: inputs are back); after that it is held still.
     input_max_guesses: int = 8
+    #: Ticks of unused time a seat may bank to catch up on late inputs
+    #: (``InputQueues.max_catch_up``; what it has no time for is dropped): one TCP
+    #: retransmission's worth, Linux's minimum timeout of 200 ms, so that one lost packet
+    #: costs its player no input; more would let a client that withholds its inputs move
+    #: that much further in one tick.
+    input_max_catch_up: int = 12
     movement: MovementParams = field(default_factory=MovementParams)
     lag_compensation: LagCompensation = field(default_factory=LagCompensation)
     #: Which players each client is sent (what is simulated and judged is unchanged).
@@ -187,7 +192,7 @@ class Match:
         self.previous_tick = -1  # the tick before this one (ticks a stall skipped between)
         self.probes = RttProbes(config.max_players)
         self.inputs = InputQueues(
-            config.max_players, config.input_max_depth, max_catch_up=config.input_max_guesses
+            config.max_players, config.input_max_depth, max_catch_up=config.input_max_catch_up
         )
         self.counters: collections.Counter[str] = collections.Counter()
         self._events: list[SnapshotEvent] = []
@@ -342,9 +347,9 @@ class Match:
         if own < len(seated):
             self.counters["input_repeated"] += len(seated) - own
         self.deltas.note_acks(released.slot, released.ints[:, ACK_TICK])
-        if cut := int(np.count_nonzero(released.held)):
-            # Seats whose catch-up went beyond the time they had: the rest waits queued.
-            self.counters["input_catch_up_cut"] += cut
+        if late := int(released.dropped.sum()):
+            # Inputs a catch-up had no time for: dropped, so they delay no later input.
+            self.counters["input_dropped_late"] += late
         return released
 
     def _fire(self, released: ReleasedInputs, rows: np.ndarray) -> None:

@@ -207,7 +207,8 @@ def test_an_empty_buffer_repeats_and_counts_starvation() -> None:
 def test_a_burst_after_starved_ticks_is_caught_up_at_once(max_depth: int, burst: int) -> None:
     """A client silent for ``burst - 1`` ticks sends its inputs at once: they catch up to
     within ``max_depth`` in one tick, as far as the ticks it was starved allow (at most
-    ``max_catch_up`` of them)."""
+    ``max_catch_up`` of them); what time does not allow is dropped, the oldest first: the
+    newest ``max_depth - 1`` wait, the ones before them are applied."""
     buffer = OneSeat(max_depth=max_depth, max_catch_up=8)
     for _ in range(burst - 1):
         assert buffer.take() == []
@@ -215,20 +216,49 @@ def test_a_burst_after_starved_ticks_is_caught_up_at_once(max_depth: int, burst:
     for seq in range(burst):
         buffer.offer(msg(seq))
     first = [m.seq for m in buffer.take()]
-    assert first == list(range(min(max(1, burst - max_depth + 1), 1 + min(burst - 1, 8))))
-    assert len(buffer.pending) == burst - len(first)
+    waiting = min(burst - 1, max_depth - 1)
+    applied = min(burst - waiting, 1 + min(burst - 1, 8))
+    assert first == list(range(burst - waiting - applied, burst - waiting))
+    assert [m.seq for m, _ in buffer.pending] == list(range(burst - waiting, burst))
     assert buffer.acked == first[-1]
     rest = []
     while buffer.pending:
         taken = buffer.take()
-        assert len(taken) == 1  # within depth, or out of time: one per tick again
+        assert len(taken) == 1  # within depth: one per tick again
         rest.append(taken[0].seq)
-    assert first + rest == list(range(burst))
+    assert first + rest == list(range(burst - waiting - applied, burst))
 
 
-def test_inputs_sent_faster_than_the_ticks_wait_their_turn_then_overflow() -> None:
+def test_a_backlog_time_does_not_allow_adds_no_lasting_delay() -> None:
+    """A client whose inputs were held up for 30 ticks (a link's hiccup, a node's stall
+    while it reconnects) sends them at once, then one a tick as before. The seat catches
+    up what its bank allows and drops the rest: from the next tick on, each input is
+    applied within ``max_depth`` ticks of its arrival, as before the hiccup. Held instead,
+    the 17 it had no time for would delay every later input by 17 ticks for good."""
+    buffer = OneSeat(max_depth=4, max_catch_up=8)
+    for _ in range(30):
+        assert buffer.take() == []
+    seq = 0
+    for _ in range(30):
+        buffer.offer(msg(seq))
+        seq += 1
+    assert [m.seq for m in buffer.take()] == list(range(18, 27))  # this tick's, 8 banked
+    assert [m.seq for m, _ in buffer.pending] == [27, 28, 29]  # 0 to 17 dropped
+    delays = []
+    for _ in range(20):
+        buffer.offer(msg(seq))
+        seq += 1
+        taken = buffer.take()
+        assert len(taken) == 1
+        delays.append(seq - 1 - taken[0].seq)  # ticks the newest input waits behind
+    assert max(delays) <= 3
+    assert delays[-1] == 3
+
+
+def test_inputs_sent_faster_than_the_ticks_are_applied_one_a_tick() -> None:
     """Three inputs a tick from a seat that was never starved: one is applied per tick (no
-    more than time allows), the rest wait, and a full buffer refuses the surplus."""
+    more than time allows), the newest waits, the oldest is dropped; the buffer never
+    fills."""
     buffer = OneSeat(max_depth=2, capacity=8)
     seq, released, verdicts = 0, [], []
     for _ in range(10):
@@ -239,10 +269,16 @@ def test_inputs_sent_faster_than_the_ticks_wait_their_turn_then_overflow() -> No
         taken = buffer.take()
         assert len(taken) == 1 and buffer.credit == 0
         released += [m.seq for m in taken]
-    assert released == list(range(10))
-    assert len(buffer.pending) == 7  # full before this tick took one
-    assert verdicts.count(InputVerdict.OVERFLOW) == 30 - 17
+        assert [m.seq for m, _ in buffer.pending] == [seq - 1]
+    assert released == [3 * tick + 1 for tick in range(10)]
+    assert verdicts.count(InputVerdict.ACCEPTED) == 30
     assert buffer.guesses[-1] == (NO_GUESS, 0)
+
+
+def test_a_burst_beyond_the_capacity_is_refused_as_overflow() -> None:
+    buffer = OneSeat(max_depth=2, capacity=8)
+    verdicts = [buffer.offer(msg(seq)) for seq in range(10)]
+    assert verdicts == [InputVerdict.ACCEPTED] * 8 + [InputVerdict.OVERFLOW] * 2
 
 
 def test_ticks_a_stall_skipped_are_time_to_catch_up_in() -> None:
@@ -262,19 +298,20 @@ def test_time_without_inputs_is_banked_up_to_the_cap() -> None:
     assert buffer.credit == 3
     for seq in range(10):
         buffer.offer(msg(seq))
-    assert [m.seq for m in buffer.take()] == [0, 1, 2, 3]  # this tick's, and 3 banked
-    assert buffer.credit == 0
-    assert [m.seq for m in buffer.take()] == [4]
+    assert [m.seq for m in buffer.take()] == [6, 7, 8, 9]  # this tick's, and 3 banked
+    assert buffer.credit == 0 and buffer.pending == []  # 0 to 5: no time for them
+    assert buffer.take() == []
 
 
 @settings(deadline=None)
 @given(st.lists(st.integers(0, 5), min_size=1, max_size=60), st.integers(1, 6), st.integers(0, 8))
-def test_the_buffer_releases_every_accepted_input_once_in_order_and_in_time(
+def test_the_buffer_releases_accepted_inputs_in_order_at_most_once_and_in_time(
     arrivals: list[int], max_depth: int, max_catch_up: int
 ) -> None:
-    """Whatever the arrival pattern, inputs come out in sequence, none lost or repeated;
-    never more of them than ticks have passed, nor more in a tick than one plus the cap;
-    and the buffer holds more than max_depth - 1 after a tick only when its time ran out."""
+    """Whatever the arrival pattern, inputs come out in sequence, none repeated; never more
+    of them than ticks have passed, nor more in a tick than one plus the cap; the buffer
+    holds at most max_depth - 1 after a tick; and an input is dropped only when the tick
+    that dropped it had used all its time."""
     buffer = OneSeat(max_depth=max_depth, capacity=16, max_catch_up=max_catch_up)
     seq = 0
     released: list[int] = []
@@ -286,15 +323,21 @@ def test_the_buffer_releases_every_accepted_input_once_in_order_and_in_time(
                 verdict is InputVerdict.OVERFLOW and len(buffer.pending) == 16
             )
             seq += verdict is InputVerdict.ACCEPTED
+        waiting = len(buffer.pending)
         taken = buffer.take()
         starved += not taken
         released += [m.seq for m in taken]
         assert len(taken) <= 1 + max_catch_up
         assert len(released) <= tick
-        assert len(buffer.pending) <= max_depth - 1 or buffer.credit == 0
+        left = [m.seq for m, _ in buffer.pending]
+        assert len(left) <= max_depth - 1
+        assert left == list(range(seq - len(left), seq))  # the newest wait
+        if waiting - len(taken) - len(left):  # some dropped: the tick had used all its time
+            assert buffer.credit == 0
         assert buffer.acked == (released[-1] if released else -1)
     released += [m.seq for _ in range(seq) for m in buffer.take()]
-    assert released == list(range(seq))
+    assert released == sorted(set(released))
+    assert not released or released[-1] == seq - 1  # the newest is never dropped
     assert buffer.starved_ticks >= starved
 
 
@@ -423,7 +466,7 @@ def test_a_respawned_seat_keeps_what_was_guessed() -> None:
     assert buffer.credit == 0  # the guessed tick stands: its time was spent
     buffer.offer(msg(1))
     buffer.offer(msg(2))
-    assert [m.seq for m in buffer.take()] == [1]
+    assert [m.seq for m in buffer.take()] == [2]  # no time banked for 1
     assert [code for code, _ in buffer.guesses] == [NO_GUESS, FIRST_GUESS, NO_GUESS]
 
 
@@ -474,6 +517,6 @@ def test_a_follower_holds_the_catch_up_credit_its_primary_counted() -> None:
     for seat in (primary, follower):
         for seq in range(1, 7):
             seat.offer(msg(seq))
-    assert [m.seq for m in follower.take()] == [m.seq for m in primary.take()] == [1, 2, 3, 4]
+    assert [m.seq for m in follower.take()] == [m.seq for m in primary.take()] == [3, 4, 5, 6]
     follower.queues.restore_credit(0, 99)  # never more than this node's own cap
     assert follower.credit == 8
