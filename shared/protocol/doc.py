@@ -133,12 +133,8 @@ def _step(value: float) -> str:
     return f"{value!r}"
 
 
-def _origin(value: object) -> str:
-    if isinstance(value, str):
-        return f"`{value}`"
-    if value == -3.141592653589793:
-        return "−π"
-    return _number(float(value))  # type: ignore[arg-type]
+def _origin(value: float) -> str:
+    return "−π" if value == -3.141592653589793 else _number(value)
 
 
 def _entity_tables(entities: dict[str, Any]) -> dict[str, str]:
@@ -147,10 +143,12 @@ def _entity_tables(entities: dict[str, Any]) -> dict[str, str]:
         ("field", "group", "unit", "step", "origin", "zero", "span", "bits", f"bits on `{example['name']}`"),
         [
             (
-                f"`{f['name']}`", f["group"], f["unit"], _step(f["step"]), _origin(f["origin"]),
-                "2^(bits−1)" if f["zero"] != 0 else "0",
-                (f"`{f['span']}`" if isinstance(f.get("span"), str) else _number(f["span"])) if "span" in f else "",
-                f.get("bits", "from the span"), bits,
+                f"`{f['name']}`", f["group"], f["unit"], _step(f["step"]),
+                f"`bounds_min[{f['axis']}]`" if f["axis"] is not None else _origin(f["origin"]),
+                "2^(bits−1)" if f["centred"] else "0",
+                f"`bounds_max[{f['axis']}] − bounds_min[{f['axis']}]`" if f["axis"] is not None
+                else "" if f["span"] is None else _number(f["span"]),
+                "from the span" if f["bits"] is None else f["bits"], bits,
             )
             for f, bits in zip(entities["fields"], example["bits"], strict=True)
         ],

@@ -225,19 +225,12 @@ def entity_spec() -> dict[str, Any]:
     bits = layout.field_bits(lo, hi)
     fields = []
     for f in layout.RECORD_FIELDS:
-        spec: dict[str, Any] = {"name": f.name, "group": f.group, "unit": f.unit, "step": f.step}
-        if f.axis is not None:
-            spec["origin"] = f"bounds_min[{f.axis}]"
-            spec["span"] = f"bounds_max[{f.axis}] - bounds_min[{f.axis}]"
-        else:
-            spec["origin"] = f.origin
-            if f.span is not None:
-                spec["span"] = f.span
-        if f.bits is not None:
-            spec["bits"] = f.bits
-        spec["zero"] = "2**(bits - 1)" if f.centred else 0
-        spec["wraps"] = f.wraps
-        spec["meaning"] = f.meaning
+        spec: dict[str, Any] = {
+            "name": f.name, "group": f.group, "unit": f.unit, "step": f.step,
+            "axis": f.axis, "origin": None if f.axis is not None else f.origin,
+            "span": f.span, "bits": f.bits, "centred": f.centred, "wraps": f.wraps,
+            "meaning": f.meaning,
+        }  # fmt: skip
         fields.append(spec)
     return {
         "bit_order": "least significant bit first, within and across bytes",
@@ -254,7 +247,10 @@ def entity_spec() -> dict[str, Any]:
             for c in layout.DELTA_CLASSES
         ],
         "fields": fields,
-        "width_rule": "bits = max(1, ceil(log2(span / step + 1)))",
+        "axis_rule": "a field with an axis: origin = welcome.bounds_min[axis], "
+        "span = welcome.bounds_max[axis] - welcome.bounds_min[axis]",
+        "width_rule": "a field with no fixed bits: bits = max(1, ceil(log2(span / step + 1)))",
+        "zero_rule": "zero = 2**(bits - 1) for a centred field, else 0",
         "encode_rule": "value = clip(round((real - origin) / step) + zero, 0, 2**bits - 1); "
         "a wrapping field: round(((real - origin) mod (2**bits * step)) / step) mod 2**bits",
         "decode_rule": "real = origin + (value - zero) * step",
