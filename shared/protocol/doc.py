@@ -217,6 +217,14 @@ def tables(spec: dict[str, Any]) -> dict[str, str]:
         ],
     )
     out.update(_entity_tables(spec["entities"]))
+    out["entity-examples"] = _table(
+        ("record (on `" + spec["entities"]["default_map"]["name"] + "`)", "bytes (hex)", "values (held before it)"),
+        [
+            (e["what"], f"`{e['hex']}`",
+             " ".join(map(str, e.get("values", []))) + (f" ({' '.join(map(str, e['held']))})" if "held" in e else ""))
+            for e in spec["record_examples"]
+        ],
+    )  # fmt: skip
     framing = spec["framing"]
     out["limits"] = _table(
         ("limit", "value"),

@@ -267,6 +267,49 @@ def entity_spec() -> dict[str, Any]:
     }  # fmt: skip
 
 
+def record_examples() -> list[dict[str, Any]]:
+    """Records of the default map as the node's coder writes them, with the values they
+    hold: test vectors for a client's decoder (a full record, then deltas against it)."""
+    import numpy as np
+
+    from shared.arena_map import default_map
+    from shared.protocol.deltas import EntityCodec, encode_records
+
+    arena = default_map()
+    codec = EntityCodec.for_bounds(arena.bounds_min, arena.bounds_max)
+
+    def values(x: float, vx: float, yaw: float, health: int) -> np.ndarray:
+        return codec.quantise(
+            np.array([[x, -2.25, 0.0]]), np.array([[vx, -3.0, 0.0]]), np.array([yaw]),
+            np.array([-0.1]), np.array([health]), np.array([True]),
+        )[0]  # fmt: skip
+
+    first = values(1.5, 6.0, 3.1, 100)
+    moved = values(1.51, 6.0, 3.1, 100)  # x by 41 steps: a small difference
+    turned = values(1.61, 6.0, -3.1, 100)  # x by 410: medium; yaw across ±π: it wraps
+    hurt = values(1.61, 0.0, -3.1, 75)  # velocity x, health: full and small
+    cases = (
+        ("a full record of player 5", "full", first, first),
+        ("a delta: x moved by 0.01 m", "delta", moved, first),
+        ("a delta: x moved by 0.1 m, yaw turned across ±π", "delta", turned, moved),
+        ("a delta: stopped, hurt", "delta", hurt, turned),
+        ("player 5 is gone", "gone", hurt, hurt),
+    )
+    out = []
+    for what, kind, new, old in cases:
+        room = np.zeros(codec.max_record_bytes(), dtype=np.uint8)
+        size = encode_records(
+            np.array([5]), np.array([layout.KINDS[kind]]), new[None], old[None], codec.bits, room
+        )
+        example = {"what": what, "id": 5, "kind": kind, "hex": room[:size].tobytes().hex()}
+        if kind != "gone":
+            example["values"] = new.tolist()
+        if kind == "delta":
+            example["held"] = old.tolist()
+        out.append(example)
+    return out
+
+
 def wire_spec() -> dict[str, Any]:
     """The whole wire format as one JSON-ready value (``docs/protocol.json``)."""
     return {
@@ -285,4 +328,5 @@ def wire_spec() -> dict[str, Any]:
         "server_messages": [_message_spec(cls) for cls in _SERVER_TYPES.values()],
         "events": [_event_spec(cls) for cls in (JoinEvent, LeaveEvent, RespawnEvent, ShotEvent)],
         "entities": entity_spec(),
+        "record_examples": record_examples(),
     }

@@ -209,6 +209,23 @@ class DocsDecoder:
         ]
 
 
+def test_the_docs_decoder_reads_the_json_s_test_vectors() -> None:
+    """The documented records of the default map, decoded by the rules alone."""
+    spec = json.loads(SPEC_PATH.read_text(encoding="utf-8"))
+    example = spec["entities"]["default_map"]
+    docs = DocsDecoder(spec)
+    docs.welcome(
+        {k: example[k] for k in ("bounds_min", "bounds_max")} | {"entity_bits": example["bits"]}
+    )
+    for tick, vector in enumerate(spec["record_examples"], start=1):
+        shown = docs.snapshot(0, tick, tick - 1 if tick > 1 else -1, bytes.fromhex(vector["hex"]))
+        if vector["kind"] == "gone":
+            assert shown == {} and docs.held[tick] == {}
+        else:
+            assert shown == {5: vector["values"]}
+    assert docs.counts == {"delta": 3, "full": 1, "gone": 1}
+
+
 def _swarm(url: str, count: int, duration: float) -> Swarm:
     rtt = parse_distribution("30ms")
     profile = LinkProfile(jitter_ms=1.0, loss=0.0)
