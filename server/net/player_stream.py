@@ -7,13 +7,20 @@ reader (:class:`shared.wsframe.FrameReader`) to the node's synchronous handler, 
 through aiohttp's message queue, a task wake-up and an async iterator per message. At 300
 players that path was about a sixth of the node's CPU (``bench/server_load.py``).
 
-No read can make the node work without bound: each one is first split into its frames by
-their headers alone (:func:`server.sim.input_frames.split_read`, one numba pass; a read of
-one frame, or a command packet of two to four inputs, by a few lines of Python), every
-frame is charged to the connection's budget for its kind (:mod:`server.sim.input_budget`),
-and the frames over budget are dropped there, before anything unmasks or decodes them. A
-flood of 64 KiB of tiny frames costs one pass over its headers and a budget's worth of
-Python, not a decode per frame.
+No read can make the node work without bound: each one is first split into its frames,
+each told by its header and its message ``type`` (:func:`server.sim.input_frames.split_read`,
+one numba pass that unmasks a map's first bytes at most; a read of one frame, or a command
+packet of a few, by a few lines of Python), every frame is charged to the connection's
+budget for its kind (:mod:`server.sim.input_budget`: inputs, or anything else), and the
+frames over budget are dropped there, before anything decodes them. A flood of 64 KiB of
+tiny frames costs one pass over its headers and a budget's worth of Python, not a decode
+per frame.
+
+Refusing costs little too: once a connection's offences reach the limit, the stream stops
+reading its socket at once (``pause_reading``), reads nothing more of what it already has
+(not the rest of the read, not a frame the ordinary reader has not reached yet), sends its
+close and drops the socket once that is written, or after a second if the client does not
+take it.
 
 aiohttp's own protocol stays behind this one: it hears of flow control and of the
 connection's loss, so its bookkeeping (open connections, graceful shutdown) stays right.
@@ -33,7 +40,7 @@ from server.sim.input_frames import (
     FRAME_INPUT,
     FRAME_LONG_INPUT,
     FRAME_ODD,
-    FRAME_SMALL,
+    FRAME_OTHER,
     few_frames,
     sole_frame_kind,
     split_read,
@@ -53,12 +60,17 @@ from shared.wsframe import (
 
 __all__ = ["OverBudget", "PlayerStream"]
 
-_CLOSE_WAIT_S = 1.0  # how long wait_closed() waits before dropping the socket
+_CLOSE_WAIT_S = 1.0  # how long a close may take to be written before the socket is dropped
 _POLICY_VIOLATION = 1008  # the close code for a player dropped for repeated offences
 
 #: Told of frames dropped over budget: (their kind, how many, whether that is an offence);
 #: True drops the player (its offences reached the limit).
 OverBudget = Callable[[FrameKind, int, bool], bool]
+
+
+class _Refused(Exception):
+    """Raised out of the frame reader once the stream closed for offences: the rest of the
+    bytes it was fed stay unread (caught in :meth:`PlayerStream.feed`)."""
 
 
 class PlayerStream(asyncio.Protocol):
@@ -112,6 +124,7 @@ class PlayerStream(asyncio.Protocol):
             self._pings = Budget(PING_ALLOWANCE, start)
         self._on_over_budget = on_over_budget
         self._close_sent = False
+        self._abort_timer: asyncio.TimerHandle | None = None
         #: Closing or closed: nothing more is sent (a plain flag: checked per snapshot).
         self.closing = False
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -166,17 +179,22 @@ class PlayerStream(asyncio.Protocol):
             self._sole(data, kind, now)
         elif (few := few_frames(data)) is None:
             self._split(data, now)
-        elif FRAME_SMALL in few[1]:
+        elif FRAME_OTHER in few[1]:
             self._mixed(data, *few, now)
         else:
             self._command_packet(data, few[0], now)
 
     def feed(self, data: bytes) -> None:
-        """Read ``data`` now, frame by frame (a fault closes the connection)."""
+        """Read ``data`` now, frame by frame (a fault closes the connection; so does an
+        offence too many, and then the rest of ``data`` is not read)."""
+        if self.closing:
+            return
         try:
             self._reader.feed(data)
         except FrameFault as fault:
             self.close(fault.code)
+        except _Refused:
+            pass
 
     # -- a read, charged to the budgets ----------------------------------------------------
 
@@ -191,7 +209,7 @@ class PlayerStream(asyncio.Protocol):
                 else:
                     self._in_order(data)
         elif self._admit(FrameKind.PING, 1, now):
-            if kind == FRAME_SMALL:
+            if kind == FRAME_OTHER:
                 self.feed(data)  # (no input: it may be read before the held ones)
             else:
                 self._in_order(data)
@@ -227,7 +245,7 @@ class PlayerStream(asyncio.Protocol):
             if kind == FRAME_INPUT and len(held) < granted_inputs:
                 held.append(data[start:end])
                 kept.append(held[-1])
-            elif kind == FRAME_SMALL and len(rest) < granted_others:
+            elif kind == FRAME_OTHER and len(rest) < granted_others:
                 rest.append(data[start:end])
                 kept.append(rest[-1])
             start = end
@@ -261,7 +279,7 @@ class PlayerStream(asyncio.Protocol):
         else:
             mine = kinds <= FRAME_LONG_INPUT
             keep = (kinds == FRAME_CLOSE) | (mine & (np.cumsum(mine) <= granted_inputs))
-            mine = (kinds == FRAME_SMALL) | (kinds == FRAME_ODD)
+            mine = (kinds == FRAME_OTHER) | (kinds == FRAME_ODD)
             keep |= mine & (np.cumsum(mine) <= granted_others)
         intake, owner = self._intake, self._owner
         if intake is None or owner is None or frames.in_order or not self._reader.idle:
@@ -314,6 +332,8 @@ class PlayerStream(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closing = True
+        if self._abort_timer is not None:
+            self._abort_timer.cancel()
         if not self.closed.done():
             self.closed.set_result(None)
         self._behind.connection_lost(exc)
@@ -326,6 +346,7 @@ class PlayerStream(asyncio.Protocol):
         drop = self._on_binary(payload) if opcode == OP_BINARY else self._on_text()
         if drop:
             self.close(_POLICY_VIOLATION, b"offences")
+            raise _Refused  # (out of the frame reader: what follows is not unmasked)
 
     def _control(self, opcode: int, payload: bytes) -> None:
         if opcode == OP_PING:
@@ -342,17 +363,23 @@ class PlayerStream(asyncio.Protocol):
             self._transport.write(frame(opcode, payload, masked=False))
 
     def close(self, code: int = CLOSE_NORMAL, reason: bytes = b"") -> None:
-        """Our close frame, then the socket closes once it is flushed (the client's answer
-        is not waited for: nothing it sends after a close counts)."""
+        """Stop reading, send our close frame, and close the socket once it is flushed, or
+        drop it if that takes over a second (the client's answer is not waited for:
+        nothing it sends after a close counts)."""
         if self._close_sent:
             return
         self.closing = True
-        if not self._transport.is_closing():
-            self._transport.write(frame(OP_CLOSE, code.to_bytes(2, "big") + reason, masked=False))
+        transport = self._transport
+        if not transport.is_closing():
+            transport.pause_reading()  # (what the kernel holds or still gets stays unread)
+            transport.write(frame(OP_CLOSE, code.to_bytes(2, "big") + reason, masked=False))
         self._close_sent = True
         if self.close_code is None:
             self.close_code = code
-        self._transport.close()
+        transport.close()
+        if not self.closed.done():
+            loop = asyncio.get_running_loop()
+            self._abort_timer = loop.call_later(_CLOSE_WAIT_S, transport.abort)
 
     async def wait_closed(self) -> None:
         """Until the connection is gone (bounded: then it is aborted)."""

@@ -38,11 +38,12 @@ __all__ = [
 
 
 class FrameKind(enum.Enum):
-    """What a frame is charged to, as far as its size tells before it is decoded: every
-    valid ``input`` payload is at least 93 bytes, every valid ping or probe echo far less."""
+    """What a frame is charged to, told by its message ``type`` before it is decoded
+    (:func:`server.sim.input_frames.split_read`), never by its size: a compact input is as
+    short as 73 bytes, a sighting or a join may be longer than a bot's input."""
 
-    INPUT = "input"  # an input-sized binary message
-    PING = "ping"  # any other frame but a close: pings, probe echoes, control frames
+    INPUT = "input"  # a binary message whose type is "input"
+    PING = "ping"  # any other frame but a close: pings, probe echoes, sightings, control
 
 
 class RateLimited(ProtocolError):
