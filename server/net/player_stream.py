@@ -16,11 +16,15 @@ frames over budget are dropped there, before anything decodes them. A flood of 6
 tiny frames costs one pass over its headers and a budget's worth of Python, not a decode
 per frame.
 
-Refusing costs little too: once a connection's offences reach the limit, the stream stops
-reading its socket at once (``pause_reading``), reads nothing more of what it already has
-(not the rest of the read, not a frame the ordinary reader has not reached yet), sends its
-close and drops the socket once that is written, or after a second if the client does not
-take it.
+Refusing costs little too. A connection that floods (more frames of a kind dropped in the
+current second than its budget refills in one: :attr:`Budget.flooding`) is not read for a
+quarter of a second (``pause_reading``): its surplus waits in its own socket, and TCP's
+flow control slows the sender, instead of the node reading and dropping it at line rate
+(a client that floods keeps being charged, on the reads after each pause, so its
+offences still add up). Once its offences reach the limit, the stream stops reading it
+for good, reads nothing more of what it already has (not the rest of the read, not a
+frame the ordinary reader has not reached yet), sends its close and drops the socket
+once that is written, or after a second if the client does not take it.
 
 aiohttp's own protocol stays behind this one: it hears of flow control and of the
 connection's loss, so its bookkeeping (open connections, graceful shutdown) stays right.
@@ -58,9 +62,12 @@ from shared.wsframe import (
     frame,
 )
 
-__all__ = ["OverBudget", "PlayerStream"]
+__all__ = ["FLOOD_PAUSE_S", "OverBudget", "PlayerStream"]
 
 _CLOSE_WAIT_S = 1.0  # how long a close may take to be written before the socket is dropped
+#: How long a flooding connection is not read: the time either budget takes to refill a
+#: quarter of its burst (a client that floods is charged again, after, within the second).
+FLOOD_PAUSE_S = 0.25
 _POLICY_VIOLATION = 1008  # the close code for a player dropped for repeated offences
 
 #: Told of frames dropped over budget: (their kind, how many, whether that is an offence);
@@ -125,6 +132,7 @@ class PlayerStream(asyncio.Protocol):
         self._on_over_budget = on_over_budget
         self._close_sent = False
         self._abort_timer: asyncio.TimerHandle | None = None
+        self._resume_timer: asyncio.TimerHandle | None = None  # while a flood's pause lasts
         #: Closing or closed: nothing more is sent (a plain flag: checked per snapshot).
         self.closing = False
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -306,13 +314,23 @@ class PlayerStream(asyncio.Protocol):
         if budget is None:
             return wanted
         granted, offence = budget.admit(wanted, now)
-        if (
-            granted < wanted
-            and self._on_over_budget is not None
-            and self._on_over_budget(kind, wanted - granted, offence)
+        if granted == wanted:
+            return granted
+        if self._on_over_budget is not None and self._on_over_budget(
+            kind, wanted - granted, offence
         ):
             self.close(_POLICY_VIOLATION, b"offences")
+        elif budget.flooding and self._resume_timer is None and not self.closing:
+            self._transport.pause_reading()
+            loop = asyncio.get_running_loop()
+            self._resume_timer = loop.call_later(FLOOD_PAUSE_S, self._resume_reading)
         return granted
+
+    def _resume_reading(self) -> None:
+        """A flood's pause is over: read again (unless closed meanwhile)."""
+        self._resume_timer = None
+        if not self.closing:
+            self._transport.resume_reading()
 
     def _in_order(self, data: bytes) -> None:
         """Read ``data`` now, after the inputs this player has held for the tick."""
@@ -332,8 +350,9 @@ class PlayerStream(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closing = True
-        if self._abort_timer is not None:
-            self._abort_timer.cancel()
+        for timer in (self._abort_timer, self._resume_timer):
+            if timer is not None:
+                timer.cancel()
         if not self.closed.done():
             self.closed.set_result(None)
         self._behind.connection_lost(exc)

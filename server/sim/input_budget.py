@@ -12,7 +12,9 @@ Dropping costs the sender only its own surplus; it is not an offence by itself. 
 that *keeps* sending over budget is: a second of server time (each whole second) in which
 more of its frames were dropped than the budget refills in a second is a flooded second,
 and every flooded second that directly follows another is an offence (a single burst fills
-one second at most, so it never is).
+one second at most, so it never is). A connection whose current second is flooded
+(:attr:`Budget.flooding`) is one the edge stops reading for a while: its surplus then waits
+in its own socket, not in the node's CPU.
 
 Sans-I/O: the time is a parameter; a time that stands still or goes backwards refills
 nothing.
@@ -116,6 +118,12 @@ class Budget:
         self._drops = 0  # in the current second
         self._previous_flooded = False  # the second before the current one was flooded
         self._counted = False  # the current second's offence was given
+
+    @property
+    def flooding(self) -> bool:
+        """More frames were dropped in the current second than the budget refills in one
+        (more than a stalled client's catch-up loses)."""
+        return self._drops > self._tolerance
 
     def admit(self, wanted: int, now: float) -> tuple[int, bool]:
         """``wanted`` frames arrived at server time ``now``: how many may be read (the

@@ -61,6 +61,9 @@ class FakeTransport(asyncio.Transport):
     def pause_reading(self) -> None:
         self.reading = False
 
+    def resume_reading(self) -> None:
+        self.reading = True
+
 
 class Behind(asyncio.Protocol):
     """Stands in for aiohttp's RequestHandler: records what it is told."""

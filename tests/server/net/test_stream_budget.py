@@ -434,3 +434,18 @@ async def test_a_close_the_client_does_not_take_drops_the_socket(
     assert player.transport.closed and not player.transport.aborted
     await asyncio.sleep(0.05)  # (the client never reads: the close is never flushed)
     assert player.transport.aborted
+
+
+async def test_a_flooding_connection_is_not_read_for_a_while(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its surplus waits in its own socket (TCP slows the sender), not in the node's CPU;
+    a stalled client's catch-up of two seconds of inputs is no flood."""
+    monkeypatch.setattr("server.net.player_stream.FLOOD_PAUSE_S", 0.01)
+    player = Seated()
+    player.stream.data_received(b"".join(an_input(seq) for seq in range(1, 2 * INPUT_BURST + 1)))
+    assert player.transport.reading and player.dropped[FrameKind.INPUT] == INPUT_BURST
+    player.stream.data_received(an_input(500))  # one more dropped this second: a flood
+    assert not player.transport.reading and not player.stream.closing
+    await asyncio.sleep(0.05)
+    assert player.transport.reading  # read again: a flood goes on being charged
