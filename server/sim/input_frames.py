@@ -32,6 +32,7 @@ every client we know writes it, is told in a few lines of Python instead
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 import numba
@@ -554,6 +555,12 @@ def split_read(data: bytes, max_size: int) -> ReadFrames:
 #: A masking key repeated over 12 bytes is the key times this.
 _REPEAT_KEY = 0x000000010000000100000001
 _PEEK = 12  # bytes: a map's tag, "type" as a fixstr, "input" as a fixstr
+#: A frame's masking key and its payload's first 8 and next 4 bytes, as integers: after
+#: a fixmap's tag, "type": "input" first is _TYPE_IN (7 bytes) and _PUT (4).
+_KEY_AND_PEEK = struct.Struct(">IQI")
+_TYPE_IN = int.from_bytes(b"\xa4type\xa5i", "big")
+_PUT = int.from_bytes(b"nput", "big")
+_LOW_56 = (1 << 56) - 1
 
 
 def _told_kind(data: bytes, at: int, length: int) -> int:
@@ -579,6 +586,11 @@ def _python_kind(data: bytes, at: int, length: int) -> int:
     lines of Python; -1 where only the kernel's walk can tell."""
     first = data[at]
     if first == 0x82:
+        if length >= _PEEK:  # first, the usual frame (an input, "type" first): one unpack
+            key, head, tail = _KEY_AND_PEEK.unpack_from(data, at + 2)
+            head ^= key * 0x100000001
+            if tail ^ key == _PUT and head & _LOW_56 == _TYPE_IN and 0x81 <= head >> 56 <= 0x8F:
+                return FRAME_INPUT
         return _told_kind(data, at, length)
     if first == 0x88:
         return FRAME_CLOSE
