@@ -17,14 +17,16 @@ tiny frames costs one pass over its headers and a budget's worth of Python, not 
 per frame.
 
 Refusing costs little too. A connection that floods (more frames of a kind dropped in the
-current second than its budget refills in one: :attr:`Budget.flooding`) is not read for a
+current second than ten seconds of its budget: :attr:`Budget.flooding`) is not read for a
 quarter of a second (``pause_reading``): its surplus waits in its own socket, and TCP's
-flow control slows the sender, instead of the node reading and dropping it at line rate
-(a client that floods keeps being charged, on the reads after each pause, so its
-offences still add up). Once its offences reach the limit, the stream stops reading it
-for good, reads nothing more of what it already has (not the rest of the read, not a
-frame the ordinary reader has not reached yet), sends its close and drops the socket
-once that is written, or after a second if the client does not take it.
+flow control slows the sender, instead of the node reading and dropping it at line rate.
+Its budgets earn nothing while it waits (:meth:`Budget.forfeit`: a pause must not become a
+lag switch whose refilled burst the catch-up applies at once), and the reads after each
+pause are charged as ever, so its offences still add up. Once its offences reach the
+limit, the stream stops reading it for good, reads nothing more of what it already has
+(not the rest of the read, not a frame the ordinary reader has not reached yet), sends
+its close and drops the socket once that is written, or after a second if the client
+does not take it.
 
 aiohttp's own protocol stays behind this one: it hears of flow control and of the
 connection's loss, so its bookkeeping (open connections, graceful shutdown) stays right.
@@ -65,8 +67,8 @@ from shared.wsframe import (
 __all__ = ["FLOOD_PAUSE_S", "OverBudget", "PlayerStream"]
 
 _CLOSE_WAIT_S = 1.0  # how long a close may take to be written before the socket is dropped
-#: How long a flooding connection is not read: the time either budget takes to refill a
-#: quarter of its burst (a client that floods is charged again, after, within the second).
+#: How long a flooding connection is not read at a time: short enough that a flood is
+#: charged again within each second (its offences add up as ever).
 FLOOD_PAUSE_S = 0.25
 _POLICY_VIOLATION = 1008  # the close code for a player dropped for repeated offences
 
@@ -327,10 +329,16 @@ class PlayerStream(asyncio.Protocol):
         return granted
 
     def _resume_reading(self) -> None:
-        """A flood's pause is over: read again (unless closed meanwhile)."""
+        """A flood's pause is over: read again (unless closed meanwhile), the budgets
+        having earned nothing while it lasted."""
         self._resume_timer = None
-        if not self.closing:
-            self._transport.resume_reading()
+        if self.closing:
+            return
+        now = 0.0 if self._now is None else self._now()
+        for budget in (self._inputs, self._pings):
+            if budget is not None:
+                budget.forfeit(now)
+        self._transport.resume_reading()
 
     def _in_order(self, data: bytes) -> None:
         """Read ``data`` now, after the inputs this player has held for the tick."""

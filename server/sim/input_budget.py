@@ -12,9 +12,16 @@ Dropping costs the sender only its own surplus; it is not an offence by itself. 
 that *keeps* sending over budget is: a second of server time (each whole second) in which
 more of its frames were dropped than the budget refills in a second is a flooded second,
 and every flooded second that directly follows another is an offence (a single burst fills
-one second at most, so it never is). A connection whose current second is flooded
-(:attr:`Budget.flooding`) is one the edge stops reading for a while: its surplus then waits
-in its own socket, not in the node's CPU.
+one second at most, so it never is).
+
+A connection that sends far more than that (more frames dropped in the current second than
+:data:`FLOOD_FACTOR` seconds of its budget: :attr:`Budget.flooding`) is one the edge stops
+reading for a while, so its surplus waits in its own socket, not in the node's CPU; and
+while it waits its budget earns nothing (:meth:`Budget.forfeit`), so the pause is no lag
+switch: the frames read after it are not a refilled bucket's burst, the player's inputs do
+not come in bunches the jitter buffer's catch-up would apply at once, and a flood gains
+nothing. A client a few times over budget (three inputs a tick, say) is not paused: reading
+it costs little, and its surplus is dropped as before.
 
 Sans-I/O: the time is a parameter; a time that stands still or goes backwards refills
 nothing.
@@ -29,6 +36,7 @@ from dataclasses import dataclass
 from shared.protocol import ProtocolError
 
 __all__ = [
+    "FLOOD_FACTOR",
     "PING_ALLOWANCE",
     "Allowance",
     "Budget",
@@ -79,6 +87,11 @@ def input_allowance(tick_rate: int) -> Allowance:
 PING_ALLOWANCE = Allowance(20.0, 20)
 
 
+#: A connection floods once it had more frames dropped in one second than this many
+#: seconds of its budget: ten times over, far beyond a stalled client's catch-up.
+FLOOD_FACTOR = 10
+
+
 class TokenBucket:
     """Tokens refilled at ``rate`` a second of server time, up to ``burst``; full at first."""
 
@@ -94,6 +107,10 @@ class TokenBucket:
     def last(self) -> float:
         """The latest server time the bucket was given (it never moves back)."""
         return self._last
+
+    def forfeit(self, now: float) -> None:
+        """Earn nothing for the time up to ``now``: the next refill counts from there."""
+        self._last = max(self._last, now)
 
     def take(self, wanted: int, now: float) -> int:
         """Take up to ``wanted`` tokens at server time ``now``; returns how many it got."""
@@ -121,9 +138,14 @@ class Budget:
 
     @property
     def flooding(self) -> bool:
-        """More frames were dropped in the current second than the budget refills in one
-        (more than a stalled client's catch-up loses)."""
-        return self._drops > self._tolerance
+        """More frames were dropped in the current second than :data:`FLOOD_FACTOR`
+        seconds of the budget refill."""
+        return self._drops > FLOOD_FACTOR * self._tolerance
+
+    def forfeit(self, now: float) -> None:
+        """The tokens the time up to ``now`` would refill are not given (a connection that
+        was not read meanwhile for flooding)."""
+        self._bucket.forfeit(now)
 
     def admit(self, wanted: int, now: float) -> tuple[int, bool]:
         """``wanted`` frames arrived at server time ``now``: how many may be read (the

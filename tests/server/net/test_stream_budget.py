@@ -436,16 +436,26 @@ async def test_a_close_the_client_does_not_take_drops_the_socket(
     assert player.transport.aborted
 
 
-async def test_a_flooding_connection_is_not_read_for_a_while(
+async def test_a_flooding_connection_is_not_read_for_a_while_and_earns_nothing_meanwhile(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Its surplus waits in its own socket (TCP slows the sender), not in the node's CPU;
-    a stalled client's catch-up of two seconds of inputs is no flood."""
+    and the pause is no lag switch: its budget earns nothing while it lasts. Three inputs
+    a tick are no flood (cheap to read: the surplus is dropped as ever)."""
     monkeypatch.setattr("server.net.player_stream.FLOOD_PAUSE_S", 0.01)
-    player = Seated()
-    player.stream.data_received(b"".join(an_input(seq) for seq in range(1, 2 * INPUT_BURST + 1)))
-    assert player.transport.reading and player.dropped[FrameKind.INPUT] == INPUT_BURST
-    player.stream.data_received(an_input(500))  # one more dropped this second: a flood
+    player = Seated(max_offences=1000)
+    for tick in range(TICK_RATE):
+        player.now = tick / TICK_RATE
+        player.stream.data_received(b"".join(an_input(3 * tick + k) for k in (1, 2, 3)))
+    assert player.transport.reading and player.dropped[FrameKind.INPUT] > INPUT_BURST
+    player.stream.data_received(b"".join(an_input(seq) for seq in range(1000, 1600)))  # 64 KiB
     assert not player.transport.reading and not player.stream.closing
+    player.now += 1.0  # (a second of server time while it is not read)
     await asyncio.sleep(0.05)
     assert player.transport.reading  # read again: a flood goes on being charged
+    dropped = player.dropped[FrameKind.INPUT]
+    player.stream.data_received(an_input(2000))
+    assert player.dropped[FrameKind.INPUT] == dropped + 1  # nothing was earned meanwhile
+    player.now += 2 / TICK_RATE
+    player.stream.data_received(an_input(2001))  # the budget refills from the resume on
+    assert player.dropped[FrameKind.INPUT] == dropped + 1
