@@ -164,9 +164,9 @@ async def input_flood(
 ) -> dict[str, Any]:
     """One client writes ``per_tick`` inputs in one write every tick (the issue measured
     11-14.5k inputs/s): the node must drop the surplus over budget and close it with 1008.
-    ``reconnecting``: it writes inputs as fast as its socket takes them instead (the issue
-    measured 120k/s), and takes a new seat at once whenever it is closed or refused: what
-    refusing costs the node is then reading, splitting and handshakes."""
+    ``reconnecting``: it writes inputs as fast as its socket takes them instead (a client
+    written from the docs sent 120k/s), and takes a new seat at once whenever it is closed
+    or refused: what refusing costs the node is then reading, splitting and handshakes."""
     if reconnecting:
         return await _reconnecting_flood(url, seconds)
     sent = 0
