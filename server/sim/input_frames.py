@@ -332,6 +332,8 @@ def _unmasked_uint(data: np.ndarray, at: int, key: int, k: int, width: int) -> i
 def _str_at(data: np.ndarray, at: int, key: int, k: int, length: int) -> tuple[int, int]:
     """(start, size) of the msgpack ``str`` at payload byte ``k``; (-1, 0) if there is none
     whole within ``length`` bytes."""
+    if k >= length:
+        return -1, 0
     tag = _unmasked(data, at, key, k)
     if 0xA0 <= tag <= 0xBF:  # fixstr
         start, size = k + 1, tag & 0x1F
