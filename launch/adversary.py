@@ -207,6 +207,9 @@ async def _reconnecting_flood(url: str, seconds: float) -> dict[str, Any]:
                     wire.write(block)
                     sent += FLOOD_BLOCK
                     await wire.drain()
+                    # (a drain that need not wait does not yield: the reader must see a
+                    # close at once, or writes to a lost socket would be counted as sent)
+                    await asyncio.sleep(0)
                 if wire.closed.is_set():
                     lifetimes.append(round(loop.time() - seated_at, 3))
                 closes[wire.close_code if wire.closed.is_set() else None] += 1
