@@ -5,7 +5,8 @@ RTT), and each attack class of :mod:`launch.adversary` runs in a worker process 
 window, right after a baseline window of the same length with no attack (its own: a run
 drifts, so each class is judged against the minutes it ran in), with a settle between
 pairs. Per window: the honest bots' snapshots per bot per second (and as a fraction of the
-baseline), the node's tick p50/p99 over the window (from the deltas of its
+baseline), the node's CPU in cores over the window (from its process's user and system
+time in ``/proc``), the node's tick p50/p99 over the window (from the deltas of its
 ``arena_tick_duration_seconds`` histogram between the window's start and end, interpolated
 within its buckets as Prometheus' ``histogram_quantile`` does; the buckets are 0.25-0.5 ms
 wide around a quiet node's p99), honest bots lost (a connection lost,
@@ -95,13 +96,15 @@ Verdicts = dict[str, tuple[Any, Any, bool]]
 
 @dataclass(frozen=True)
 class Attack:
-    """One attack class: which :mod:`launch.adversary` attack with which options, and the
-    targets of what the attacker gained (name -> (value, limit, met))."""
+    """One attack class: which :mod:`launch.adversary` attack with which options, the
+    targets of what the attacker gained (name -> (value, limit, met)), and, where the class
+    has one, the most CPU it may cost the node above its baseline window (cores)."""
 
     name: str
     attack: str
     options: Callable[[argparse.Namespace], dict[str, Any]]
     gains: Callable[[dict[str, Any], argparse.Namespace], Verdicts]
+    max_extra_cores: float | None = None
 
 
 def _speed(result: dict[str, Any], args: argparse.Namespace) -> Verdicts:
@@ -181,8 +184,27 @@ def _flood(result: dict[str, Any], args: argparse.Namespace) -> Verdicts:
     return {"flooder_closed_with": (closed, 1008, closed == 1008)}
 
 
+def _compact(result: dict[str, Any], args: argparse.Namespace) -> Verdicts:
+    return {
+        "compact_client_stayed_seated": (result["closes"], {"None": 1}, result["stayed_seated"]),
+        "compact_client_errors": (result["errors"], {}, not result["errors"]),
+    }
+
+
+#: A flooding client that reconnects as fast as it can may cost the node this much CPU
+#: above its baseline window, in cores.
+FLOOD_EXTRA_CORES_MAX = 0.05
+
 ATTACKS = (
     Attack("input_flood", "input_flood", lambda a: {"per_tick": 200}, _flood),
+    Attack(
+        "input_flood_reconnecting",
+        "input_flood",
+        lambda a: {"reconnecting": True},
+        _flood,
+        max_extra_cores=FLOOD_EXTRA_CORES_MAX,
+    ),
+    Attack("compact_honest", "compact_honest", lambda a: {}, _compact),
     Attack("speed_hack_x3", "speed_hack", lambda a: {"per_tick": 3}, _speed),
     Attack("speed_hack_x10", "speed_hack", lambda a: {"per_tick": 10}, _speed),
     Attack("fire_rate_hack", "fire_rate_hack", lambda a: {"per_tick": 4}, _fire),
@@ -223,6 +245,14 @@ class Sample:
     playing: tuple[bool, ...]
     bot_ticks: int
     metrics: Metrics
+    node_cpu_s: float  # the node process's user + system time so far
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds process ``pid`` has used (all its threads), from /proc."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def node_metrics(url: str) -> Metrics:
@@ -238,10 +268,11 @@ async def node_metrics(url: str) -> Metrics:
     }
 
 
-async def sample(swarm: Swarm, url: str) -> Sample:
+async def sample(swarm: Swarm, url: str, node_pid: int) -> Sample:
     metrics = await node_metrics(url)
     bots = swarm.bots
     return Sample(
+        node_cpu_s=process_cpu_s(node_pid),
         at=asyncio.get_running_loop().time(),
         snapshots=tuple(bot.snapshot_count for bot in bots),
         failovers=tuple(len(bot.failovers) for bot in bots),
@@ -309,6 +340,7 @@ def window_figures(start: Sample, end: Sample) -> dict[str, Any]:
         "honest_lost": len(lost),
         "snapshots_per_bot_per_s": round(sum(got) / bots / seconds, 3),
         "snapshots_per_s_min_bot": round(min(got) / seconds, 3),
+        "node_cores": round((end.node_cpu_s - start.node_cpu_s) / seconds, 4),
         "bot_ticks_per_s": round((end.bot_ticks - start.bot_ticks) / seconds, 2),
         "node_ticks": int(ticks),
         "tick_ms_p50": None if p50 is None else round(p50, 3),
@@ -381,7 +413,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             swarm = Swarm(SwarmConfig(url=url, bots=bots, duration=planned, seed=args.seed))
             playing = asyncio.create_task(swarm.run())
             try:
-                report.update(await measure(args, chosen, swarm, url, pool))
+                report.update(await measure(args, chosen, swarm, url, pool, node.process.pid))
             finally:
                 playing.cancel()
                 await asyncio.gather(playing, return_exceptions=True)
@@ -395,6 +427,7 @@ async def measure(
     swarm: Swarm,
     url: str,
     pool: concurrent.futures.Executor,
+    node_pid: int,
 ) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     invalid: list[str] = []
@@ -403,9 +436,9 @@ async def measure(
         invalid.append(f"not all {args.bots} honest bots were seated within 60 s")
     await asyncio.sleep(args.settle)
     log(f"baseline: {args.window:g} s without an attack")
-    start = await sample(swarm, url)
+    start = await sample(swarm, url, node_pid)
     await asyncio.sleep(args.window)
-    baseline = window_figures(start, await sample(swarm, url))
+    baseline = window_figures(start, await sample(swarm, url, node_pid))
     log(f"baseline: {summary(baseline)}")
     if baseline["honest_playing_at_start"] < args.bots or baseline["honest_lost"]:
         invalid.append(f"{baseline['honest_playing_at_start']} of {args.bots} honest bots "
@@ -418,19 +451,19 @@ async def measure(
         # Its own baseline, just before it: the machine drifts over a run (ticks grow with
         # the match's history and events), so each class is judged against the minutes it
         # ran in, not the first ones.
-        start = await sample(swarm, url)
+        start = await sample(swarm, url, node_pid)
         await asyncio.sleep(args.window)
-        before = window_figures(start, await sample(swarm, url))
+        before = window_figures(start, await sample(swarm, url, node_pid))
         options = attack.options(args)
         log(f"{attack.name}: {args.window:g} s of {attack.attack} {options or ''}".rstrip())
-        start = await sample(swarm, url)
+        start = await sample(swarm, url, node_pid)
         gained = await loop.run_in_executor(
             pool, adversary.run_attack, attack.attack, url, args.window, options
         )
         # An attack that ended early (every squatter kicked) leaves the rest of its window
         # measured too: every class is judged over a window as long as the baseline's.
         await asyncio.sleep(max(0.0, start.at + args.window - loop.time()))
-        figures = window_figures(start, await sample(swarm, url))
+        figures = window_figures(start, await sample(swarm, url, node_pid))
         targets = judge(attack, figures, before, gained, args)
         missed = [name for name, verdict in targets.items() if not verdict["met"]]
         verdict = "MISSED: " + ", ".join(missed) if missed else "targets met"
@@ -478,6 +511,13 @@ def judge(
         "tick_p99_of_baseline": (round(p99_ratio, 3), TICK_P99_MAX, p99_ratio <= TICK_P99_MAX),
         **attack.gains(gained, args),
     }
+    if attack.max_extra_cores is not None:
+        extra = figures["node_cores"] - baseline["node_cores"]
+        verdicts["node_cores_above_baseline"] = (
+            round(extra, 4),
+            attack.max_extra_cores,
+            extra <= attack.max_extra_cores,
+        )
     return {
         name: {"value": value, "limit": limit, "met": bool(met)}
         for name, (value, limit, met) in verdicts.items()
@@ -486,7 +526,8 @@ def judge(
 
 def summary(figures: dict[str, Any]) -> str:
     return (
-        f"{figures['snapshots_per_bot_per_s']} snapshots/bot/s, tick p99 "
+        f"{figures['snapshots_per_bot_per_s']} snapshots/bot/s, node {figures['node_cores']} "
+        f"cores, tick p99 "
         f"{figures['tick_ms_p99']} ms, {figures['honest_lost']} honest lost, bots "
         f"{figures['bot_ticks_per_s']} Hz"
     )

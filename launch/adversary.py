@@ -27,11 +27,13 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 from urllib.parse import urlsplit
 
+import msgpack
 import numpy as np
 
 from launch.fuzzing import FUZZ_KINDS, fuzz_frame
 from launch.wire import (
     DEFAULT_TICK_RATE,
+    OPEN_TIMEOUT_S,
     HandshakeRefused,
     Wire,
     connect,
@@ -43,7 +45,7 @@ from shared import eventloop, protocol
 from shared.arena_map import ArenaMap, default_map
 from shared.movement import BUTTON_FIRE, MovementParams, step
 from shared.weapons import RIFLE
-from shared.wsframe import OP_TEXT, frame
+from shared.wsframe import OP_BINARY, OP_TEXT, frame
 
 __all__ = [
     "ATTACKS",
@@ -51,6 +53,7 @@ __all__ = [
     "DOCUMENTED_ERRORS",
     "FUZZ_KINDS",
     "LIES",
+    "compact_honest",
     "fire_rate_hack",
     "first_frame",
     "fuzz",
@@ -152,10 +155,20 @@ async def _play(
 
 # -- input flood -----------------------------------------------------------------------------
 
+#: Inputs a reconnecting flooder writes at a time (about 11 KiB: a write the socket takes).
+FLOOD_BLOCK = 100
 
-async def input_flood(url: str, seconds: float = 6.0, per_tick: int = 200) -> dict[str, Any]:
+
+async def input_flood(
+    url: str, seconds: float = 6.0, per_tick: int = 200, reconnecting: bool = False
+) -> dict[str, Any]:
     """One client writes ``per_tick`` inputs in one write every tick (the issue measured
-    11-14.5k inputs/s): the node must drop the surplus over budget and close it with 1008."""
+    11-14.5k inputs/s): the node must drop the surplus over budget and close it with 1008.
+    ``reconnecting``: it writes inputs as fast as its socket takes them instead (a client
+    written from the docs sent 120k/s), and takes a new seat at once whenever it is closed
+    or refused: what refusing costs the node is then reading, splitting and handshakes."""
+    if reconnecting:
+        return await _reconnecting_flood(url, seconds)
     sent = 0
 
     def flood(wire: Wire, tick: int) -> None:
@@ -166,6 +179,106 @@ async def input_flood(url: str, seconds: float = 6.0, per_tick: int = 200) -> di
 
     outcome = await _play(url, seconds, "flood", flood)
     return {"attack": "input_flood", "per_tick": per_tick, "sent": sent, **outcome}
+
+
+async def _reconnecting_flood(url: str, seconds: float) -> dict[str, Any]:
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    deadline = started + seconds
+    closes: collections.Counter[int | None] = collections.Counter()
+    errors: collections.Counter[str] = collections.Counter()
+    refused: collections.Counter[str] = collections.Counter()
+    lifetimes: list[float] = []
+    sent = seats = connections = 0
+    while loop.time() < deadline - 0.1:
+        connections += 1
+        try:
+            async with connect(url) as wire:
+                within = max(0.1, min(OPEN_TIMEOUT_S, deadline - loop.time()))
+                if not await wire.join("flood", within=within):
+                    refused[wire.errors[-1] if wire.errors else "no_answer"] += 1
+                    continue  # (at once: as fast as it can)
+                seats += 1
+                block = b"".join(
+                    wire.input_frame(seq, move=(1.0, 0.0)) for seq in range(1, FLOOD_BLOCK + 1)
+                )  # (the same inputs again and again: the node drops them unread anyway)
+                seated_at = loop.time()
+                while not wire.closed.is_set() and loop.time() < deadline:
+                    wire.write(block)
+                    sent += FLOOD_BLOCK
+                    await wire.drain()
+                    # (a drain that need not wait does not yield: the reader must see a
+                    # close at once, or writes to a lost socket would be counted as sent)
+                    await asyncio.sleep(0)
+                if wire.closed.is_set():
+                    lifetimes.append(round(loop.time() - seated_at, 3))
+                closes[wire.close_code if wire.closed.is_set() else None] += 1
+                errors.update(wire.errors)
+        except (OSError, HandshakeRefused) as error:
+            refused[type(error).__name__] += 1
+            await asyncio.sleep(0.05)
+    elapsed = loop.time() - started
+    return {
+        "attack": "input_flood",
+        "reconnecting": True,
+        "sent": sent,
+        "inputs_per_s": round(sent / elapsed),
+        "connections": connections,
+        "seats": seats,
+        "closed_with": next((code for code in closes if code is not None), None),
+        "closes": _counts(closes),  # "None": still open when the attack ended
+        "seconds_to_close": lifetimes,
+        "errors": _counts(errors),
+        "refused": _counts(refused),
+    }
+
+
+# -- the compact honest client -----------------------------------------------------------------
+
+#: A keyboard's four directions, one a second: every component a whole number.
+_KEYS = ((1, 0), (0, 1), (-1, 0), (0, -1))
+
+
+def _whole(value: float) -> float | int:
+    """A number as a compact client writes it: an integer when it is one (msgpack then
+    takes its shortest encoding), else the float."""
+    return int(value) if float(value).is_integer() and abs(value) <= 2**53 else value
+
+
+async def compact_honest(url: str, seconds: float = 60.0) -> dict[str, Any]:
+    """An honest client written from the docs alone that writes every whole number as a
+    msgpack integer (its inputs are 73-90 bytes): 60 inputs a second, walking a keyboard's
+    directions, and its pings (10 a second until its clock is synced, 2 after) and probe
+    echoes. The protocol takes an integer wherever it documents a number, so it must play
+    the whole run on one seat, with no error and no close."""
+    sizes: list[int] = []
+
+    def play(wire: Wire, tick: int) -> None:
+        now = wire.server_now()
+        granted = wire.welcome.interp_delay if wire.welcome is not None else 0.1
+        fields = {
+            "type": "input",
+            "seq": tick + 1,
+            "tick": max(0, int(now * wire.tick_rate)),
+            "ack_tick": wire.latest_tick,
+            "move": [_whole(v) for v in _KEYS[tick // wire.tick_rate % len(_KEYS)]],
+            "yaw": _whole(0.0),
+            "pitch": _whole(0.0),
+            "buttons": 0,
+            "view_time": _whole(max(0.0, now - granted)),
+        }
+        payload = msgpack.packb(fields)
+        sizes.append(len(payload))
+        wire.write(frame(OP_BINARY, payload, masked=True))
+
+    outcome = await _play(url, seconds, "compact", play)
+    return {
+        "attack": "compact_honest",
+        "inputs": len(sizes),
+        "input_bytes": [min(sizes, default=0), max(sizes, default=0)],
+        "stayed_seated": outcome["seats"] == 1 and outcome["closes"] == {"None": 1},
+        **outcome,
+    }
 
 
 # -- speed hack ------------------------------------------------------------------------------
@@ -783,6 +896,7 @@ async def fuzz(
 
 ATTACKS: dict[str, Attack] = {
     "input_flood": input_flood,
+    "compact_honest": compact_honest,
     "speed_hack": speed_hack,
     "fire_rate_hack": fire_rate_hack,
     "rewind_abuse": rewind_abuse,

@@ -7,13 +7,26 @@ reader (:class:`shared.wsframe.FrameReader`) to the node's synchronous handler, 
 through aiohttp's message queue, a task wake-up and an async iterator per message. At 300
 players that path was about a sixth of the node's CPU (``bench/server_load.py``).
 
-No read can make the node work without bound: each one is first split into its frames by
-their headers alone (:func:`server.sim.input_frames.split_read`, one numba pass; a read of
-one frame, or a command packet of two to four inputs, by a few lines of Python), every
-frame is charged to the connection's budget for its kind (:mod:`server.sim.input_budget`),
-and the frames over budget are dropped there, before anything unmasks or decodes them. A
-flood of 64 KiB of tiny frames costs one pass over its headers and a budget's worth of
-Python, not a decode per frame.
+No read can make the node work without bound: each one is first split into its frames,
+each told by its header and its message ``type`` (:func:`server.sim.input_frames.split_read`,
+one numba pass that unmasks a map's first bytes at most; a read of one frame, or a command
+packet of a few, by a few lines of Python), every frame is charged to the connection's
+budget for its kind (:mod:`server.sim.input_budget`: inputs, or anything else), and the
+frames over budget are dropped there, before anything decodes them. A flood of 64 KiB of
+tiny frames costs one pass over its headers and a budget's worth of Python, not a decode
+per frame.
+
+Refusing costs little too. A connection that floods (more frames of a kind dropped in the
+current second than ten seconds of its budget: :attr:`Budget.flooding`) is not read for a
+quarter of a second (``pause_reading``): its surplus waits in its own socket, and TCP's
+flow control slows the sender, instead of the node reading and dropping it at line rate.
+Its budgets earn nothing while it waits (:meth:`Budget.forfeit`: a pause must not become a
+lag switch whose refilled burst the catch-up applies at once), and the reads after each
+pause are charged as ever, so its offences still add up. Once its offences reach the
+limit, the stream stops reading it for good, reads nothing more of what it already has
+(not the rest of the read, not a frame the ordinary reader has not reached yet), sends
+its close and drops the socket once that is written, or after a second if the client
+does not take it.
 
 aiohttp's own protocol stays behind this one: it hears of flow control and of the
 connection's loss, so its bookkeeping (open connections, graceful shutdown) stays right.
@@ -33,7 +46,7 @@ from server.sim.input_frames import (
     FRAME_INPUT,
     FRAME_LONG_INPUT,
     FRAME_ODD,
-    FRAME_SMALL,
+    FRAME_OTHER,
     few_frames,
     sole_frame_kind,
     split_read,
@@ -51,14 +64,22 @@ from shared.wsframe import (
     frame,
 )
 
-__all__ = ["OverBudget", "PlayerStream"]
+__all__ = ["FLOOD_PAUSE_S", "OverBudget", "PlayerStream"]
 
-_CLOSE_WAIT_S = 1.0  # how long wait_closed() waits before dropping the socket
+_CLOSE_WAIT_S = 1.0  # how long a close may take to be written before the socket is dropped
+#: How long a flooding connection is not read at a time: short enough that a flood is
+#: charged again within each second (its offences add up as ever).
+FLOOD_PAUSE_S = 0.25
 _POLICY_VIOLATION = 1008  # the close code for a player dropped for repeated offences
 
 #: Told of frames dropped over budget: (their kind, how many, whether that is an offence);
 #: True drops the player (its offences reached the limit).
 OverBudget = Callable[[FrameKind, int, bool], bool]
+
+
+class _Refused(Exception):
+    """Raised out of the frame reader once the stream closed for offences: the rest of the
+    bytes it was fed stay unread (caught in :meth:`PlayerStream.feed`)."""
 
 
 class PlayerStream(asyncio.Protocol):
@@ -112,6 +133,8 @@ class PlayerStream(asyncio.Protocol):
             self._pings = Budget(PING_ALLOWANCE, start)
         self._on_over_budget = on_over_budget
         self._close_sent = False
+        self._abort_timer: asyncio.TimerHandle | None = None
+        self._resume_timer: asyncio.TimerHandle | None = None  # while a flood's pause lasts
         #: Closing or closed: nothing more is sent (a plain flag: checked per snapshot).
         self.closing = False
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -166,17 +189,22 @@ class PlayerStream(asyncio.Protocol):
             self._sole(data, kind, now)
         elif (few := few_frames(data)) is None:
             self._split(data, now)
-        elif FRAME_SMALL in few[1]:
+        elif FRAME_OTHER in few[1]:
             self._mixed(data, *few, now)
         else:
             self._command_packet(data, few[0], now)
 
     def feed(self, data: bytes) -> None:
-        """Read ``data`` now, frame by frame (a fault closes the connection)."""
+        """Read ``data`` now, frame by frame (a fault closes the connection; so does an
+        offence too many, and then the rest of ``data`` is not read)."""
+        if self.closing:
+            return
         try:
             self._reader.feed(data)
         except FrameFault as fault:
             self.close(fault.code)
+        except _Refused:
+            pass
 
     # -- a read, charged to the budgets ----------------------------------------------------
 
@@ -191,7 +219,7 @@ class PlayerStream(asyncio.Protocol):
                 else:
                     self._in_order(data)
         elif self._admit(FrameKind.PING, 1, now):
-            if kind == FRAME_SMALL:
+            if kind == FRAME_OTHER:
                 self.feed(data)  # (no input: it may be read before the held ones)
             else:
                 self._in_order(data)
@@ -227,7 +255,7 @@ class PlayerStream(asyncio.Protocol):
             if kind == FRAME_INPUT and len(held) < granted_inputs:
                 held.append(data[start:end])
                 kept.append(held[-1])
-            elif kind == FRAME_SMALL and len(rest) < granted_others:
+            elif kind == FRAME_OTHER and len(rest) < granted_others:
                 rest.append(data[start:end])
                 kept.append(rest[-1])
             start = end
@@ -261,7 +289,7 @@ class PlayerStream(asyncio.Protocol):
         else:
             mine = kinds <= FRAME_LONG_INPUT
             keep = (kinds == FRAME_CLOSE) | (mine & (np.cumsum(mine) <= granted_inputs))
-            mine = (kinds == FRAME_SMALL) | (kinds == FRAME_ODD)
+            mine = (kinds == FRAME_OTHER) | (kinds == FRAME_ODD)
             keep |= mine & (np.cumsum(mine) <= granted_others)
         intake, owner = self._intake, self._owner
         if intake is None or owner is None or frames.in_order or not self._reader.idle:
@@ -288,13 +316,29 @@ class PlayerStream(asyncio.Protocol):
         if budget is None:
             return wanted
         granted, offence = budget.admit(wanted, now)
-        if (
-            granted < wanted
-            and self._on_over_budget is not None
-            and self._on_over_budget(kind, wanted - granted, offence)
+        if granted == wanted:
+            return granted
+        if self._on_over_budget is not None and self._on_over_budget(
+            kind, wanted - granted, offence
         ):
             self.close(_POLICY_VIOLATION, b"offences")
+        elif budget.flooding and self._resume_timer is None and not self.closing:
+            self._transport.pause_reading()
+            loop = asyncio.get_running_loop()
+            self._resume_timer = loop.call_later(FLOOD_PAUSE_S, self._resume_reading)
         return granted
+
+    def _resume_reading(self) -> None:
+        """A flood's pause is over: read again (unless closed meanwhile), the budgets
+        having earned nothing while it lasted."""
+        self._resume_timer = None
+        if self.closing:
+            return
+        now = 0.0 if self._now is None else self._now()
+        for budget in (self._inputs, self._pings):
+            if budget is not None:
+                budget.forfeit(now)
+        self._transport.resume_reading()
 
     def _in_order(self, data: bytes) -> None:
         """Read ``data`` now, after the inputs this player has held for the tick."""
@@ -314,6 +358,9 @@ class PlayerStream(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closing = True
+        for timer in (self._abort_timer, self._resume_timer):
+            if timer is not None:
+                timer.cancel()
         if not self.closed.done():
             self.closed.set_result(None)
         self._behind.connection_lost(exc)
@@ -326,6 +373,7 @@ class PlayerStream(asyncio.Protocol):
         drop = self._on_binary(payload) if opcode == OP_BINARY else self._on_text()
         if drop:
             self.close(_POLICY_VIOLATION, b"offences")
+            raise _Refused  # (out of the frame reader: what follows is not unmasked)
 
     def _control(self, opcode: int, payload: bytes) -> None:
         if opcode == OP_PING:
@@ -342,17 +390,23 @@ class PlayerStream(asyncio.Protocol):
             self._transport.write(frame(opcode, payload, masked=False))
 
     def close(self, code: int = CLOSE_NORMAL, reason: bytes = b"") -> None:
-        """Our close frame, then the socket closes once it is flushed (the client's answer
-        is not waited for: nothing it sends after a close counts)."""
+        """Stop reading, send our close frame, and close the socket once it is flushed, or
+        drop it if that takes over a second (the client's answer is not waited for:
+        nothing it sends after a close counts)."""
         if self._close_sent:
             return
         self.closing = True
-        if not self._transport.is_closing():
-            self._transport.write(frame(OP_CLOSE, code.to_bytes(2, "big") + reason, masked=False))
+        transport = self._transport
+        if not transport.is_closing():
+            transport.pause_reading()  # (what the kernel holds or still gets stays unread)
+            transport.write(frame(OP_CLOSE, code.to_bytes(2, "big") + reason, masked=False))
         self._close_sent = True
         if self.close_code is None:
             self.close_code = code
-        self._transport.close()
+        transport.close()
+        if not self.closed.done():
+            loop = asyncio.get_running_loop()
+            self._abort_timer = loop.call_later(_CLOSE_WAIT_S, transport.abort)
 
     async def wait_closed(self) -> None:
         """Until the connection is gone (bounded: then it is aborted)."""

@@ -14,6 +14,15 @@ more of its frames were dropped than the budget refills in a second is a flooded
 and every flooded second that directly follows another is an offence (a single burst fills
 one second at most, so it never is).
 
+A connection that sends far more than that (more frames dropped in the current second than
+:data:`FLOOD_FACTOR` seconds of its budget: :attr:`Budget.flooding`) is one the edge stops
+reading for a while, so its surplus waits in its own socket, not in the node's CPU; and
+while it waits its budget earns nothing (:meth:`Budget.forfeit`), so the pause is no lag
+switch: the frames read after it are not a refilled bucket's burst, the player's inputs do
+not come in bunches the jitter buffer's catch-up would apply at once, and a flood gains
+nothing. A client a few times over budget (three inputs a tick, say) is not paused: reading
+it costs little, and its surplus is dropped as before.
+
 Sans-I/O: the time is a parameter; a time that stands still or goes backwards refills
 nothing.
 """
@@ -27,6 +36,7 @@ from dataclasses import dataclass
 from shared.protocol import ProtocolError
 
 __all__ = [
+    "FLOOD_FACTOR",
     "PING_ALLOWANCE",
     "Allowance",
     "Budget",
@@ -38,11 +48,12 @@ __all__ = [
 
 
 class FrameKind(enum.Enum):
-    """What a frame is charged to, as far as its size tells before it is decoded: every
-    valid ``input`` payload is at least 93 bytes, every valid ping or probe echo far less."""
+    """What a frame is charged to, told by its message ``type`` before it is decoded
+    (:func:`server.sim.input_frames.split_read`), never by its size: a compact input is as
+    short as 73 bytes, a sighting or a join may be longer than a bot's input."""
 
-    INPUT = "input"  # an input-sized binary message
-    PING = "ping"  # any other frame but a close: pings, probe echoes, control frames
+    INPUT = "input"  # a binary message whose type is "input"
+    PING = "ping"  # any other frame but a close: pings, probe echoes, sightings, control
 
 
 class RateLimited(ProtocolError):
@@ -76,6 +87,11 @@ def input_allowance(tick_rate: int) -> Allowance:
 PING_ALLOWANCE = Allowance(20.0, 20)
 
 
+#: A connection floods once it had more frames dropped in one second than this many
+#: seconds of its budget: ten times over, far beyond a stalled client's catch-up.
+FLOOD_FACTOR = 10
+
+
 class TokenBucket:
     """Tokens refilled at ``rate`` a second of server time, up to ``burst``; full at first."""
 
@@ -91,6 +107,10 @@ class TokenBucket:
     def last(self) -> float:
         """The latest server time the bucket was given (it never moves back)."""
         return self._last
+
+    def forfeit(self, now: float) -> None:
+        """Earn nothing for the time up to ``now``: the next refill counts from there."""
+        self._last = max(self._last, now)
 
     def take(self, wanted: int, now: float) -> int:
         """Take up to ``wanted`` tokens at server time ``now``; returns how many it got."""
@@ -115,6 +135,17 @@ class Budget:
         self._drops = 0  # in the current second
         self._previous_flooded = False  # the second before the current one was flooded
         self._counted = False  # the current second's offence was given
+
+    @property
+    def flooding(self) -> bool:
+        """More frames were dropped in the current second than :data:`FLOOD_FACTOR`
+        seconds of the budget refill."""
+        return self._drops > FLOOD_FACTOR * self._tolerance
+
+    def forfeit(self, now: float) -> None:
+        """The tokens the time up to ``now`` would refill are not given (a connection that
+        was not read meanwhile for flooding)."""
+        self._bucket.forfeit(now)
 
     def admit(self, wanted: int, now: float) -> tuple[int, bool]:
         """``wanted`` frames arrived at server time ``now``: how many may be read (the

@@ -9,23 +9,30 @@ unmasks and decodes all of them into columns.
 
 The kernel decodes only the common shape of a valid input: final, masked, binary frames
 with a 7-bit length, whose payload is a msgpack map of exactly the nine keys of ``input``
-(``type`` first or not, each once), ints as msgpack ints, floats as msgpack floats (32 or
-64 bit), ``move`` an array of two floats, with every value in the range the protocol
-allows. For such a frame its row equals what :func:`shared.protocol.decode_client`
-returns. A read with anything else in it (another message type, a malformed frame, an int
-where a float goes) is marked not ok, and the caller reads it the ordinary way, which gives
-the precise error; so the kernel never has to name an error, only to be sure when it says
-ok.
+(``type`` first or not, each once, as short strings), ints as msgpack ints, numbers as
+msgpack floats (32 or 64 bit) or as msgpack ints within ±2⁵³ (the protocol takes an
+integer wherever it documents a number), ``move`` an array of two, with every value in the
+range the protocol allows. For such a frame its row equals what
+:func:`shared.protocol.decode_client` returns. A read with anything else in it (another
+message type, a malformed frame, a float where an int goes) is marked not ok, and the
+caller reads it the ordinary way, which gives the precise error; so the kernel never has
+to name an error, only to be sure when it says ok.
 
 Before that, :func:`split_read` walks a read's frame headers in one numba pass and tells
-each frame's kind by its size and opcode alone, so the player's stream can charge every
-frame to its connection's budget (:mod:`server.sim.input_budget`) and drop the surplus
-before any of it is unmasked or decoded: however many frames one read holds (64 KiB of
-empty frames are 10,000), the Python work it causes is bounded by the budget.
+each frame's kind by what it is: a binary frame is an input when its payload is a msgpack
+map whose ``type`` is ``"input"`` (the pass unmasks only the bytes it walks: the map's
+tags and keys up to ``type``, its value, and never a value it skips). So the player's
+stream can charge every frame to its connection's budget for its kind
+(:mod:`server.sim.input_budget`) and drop the surplus before anything decodes it: however
+many frames one read holds (64 KiB of empty frames are 10,000), the Python work it causes
+is bounded by the budget. A read of one frame or a few, whose maps give ``type`` first as
+every client we know writes it, is told in a few lines of Python instead
+(:func:`sole_frame_kind`, :func:`few_frames`), exactly as the pass would tell it.
 """
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 import numba
@@ -33,7 +40,7 @@ import numpy as np
 from numba.extending import register_jitable
 
 from shared.kernel_options import NO_RUNTIME
-from shared.protocol.inputs import FLOAT_COLUMNS, INPUT_FIELDS, INT_COLUMNS
+from shared.protocol.inputs import FLOAT_COLUMNS, INPUT_FIELDS, INPUT_MIN_BYTES, INT_COLUMNS
 
 __all__ = [
     "FRAME_CLOSE",
@@ -41,7 +48,7 @@ __all__ = [
     "FRAME_INPUT",
     "FRAME_LONG_INPUT",
     "FRAME_ODD",
-    "FRAME_SMALL",
+    "FRAME_OTHER",
     "InputColumns",
     "ReadFrames",
     "decode_input_frames",
@@ -52,9 +59,6 @@ __all__ = [
 
 #: A client frame's header with a 7-bit length: FIN + opcode, mask bit + length, masking key.
 FRAME_HEADER_BYTES = 6
-#: The smallest valid input payload (every value in its shortest encoding, floats in 32
-#: bits); a ping's is under 40 bytes, so pings are never held (they are answered at once).
-PAYLOAD_MIN_BYTES = 93
 
 # The keys of an input, in INPUT_FIELDS order, then "type" (checked, not stored), as a
 # table the kernel compares against: numba freezes these global arrays into the kernel.
@@ -76,6 +80,11 @@ _INPUT = np.frombuffer(b"input", dtype=np.uint8).copy()
 _ALL_KEYS = (1 << len(_NAMES)) - 1
 #: No integer field goes beyond this: a larger msgpack uint is no input of ours.
 _INT_CEILING = max(int(f.high) for f in INPUT_FIELDS if f.kind == "int")
+#: An integer where a number goes is taken within ±2⁵³ (every one exactly a float64);
+#: beyond, the ordinary reader converts it.
+_EXACT_INTEGER = 2**53
+if _INT_CEILING != _EXACT_INTEGER:
+    raise AssertionError("_integer's ceiling is the exact-integer bound of float fields")
 if (len(INT_COLUMNS), len(FLOAT_COLUMNS)) != (4, 5):
     raise AssertionError("InputColumns and its users assume 4 int and 5 float columns")
 
@@ -146,7 +155,7 @@ def _input(
     a valid input of the common shape (see the module). ``as_float64``/``as_float32`` are
     float views of ``bits64``/``bits32``: a float's bits are written as an integer and read
     back as the float."""
-    if size < PAYLOAD_MIN_BYTES or payload[0] != 0x89:  # a map of nine entries
+    if size < INPUT_MIN_BYTES or payload[0] != 0x89:  # a map of nine entries
         return False
     at, seen = 1, 0
     for _ in range(_KEY_LENGTH.shape[0]):
@@ -193,8 +202,12 @@ def _input(
                     bits32[0] = np.uint32(_big_endian(payload, at + 1, 4))
                     number = np.float64(as_float32[0])
                     at += 5
-                else:
-                    return False
+                else:  # an integer: taken as the float it equals
+                    found, value, taken = _integer(payload, at, size)
+                    if not found or value < -_EXACT_INTEGER or value > _EXACT_INTEGER:
+                        return False
+                    number = np.float64(value)
+                    at += taken
                 # finite (NaN and infinities fail it), and within the field's bounds
                 if not (number - number == 0.0 and _FLOAT_LOW[key] <= number <= _FLOAT_HIGH[key]):
                     return False
@@ -264,7 +277,7 @@ def decode_input_frames(reads: list[bytes]) -> InputColumns:
     count = len(reads)
     starts = np.zeros(count + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, reads), dtype=np.int64, count=count), out=starts[1:])
-    capacity = int(starts[-1]) // (FRAME_HEADER_BYTES + PAYLOAD_MIN_BYTES)
+    capacity = int(starts[-1]) // (FRAME_HEADER_BYTES + INPUT_MIN_BYTES)
     read_of = np.empty(capacity, dtype=np.int64)
     ints = np.empty((capacity, 4), dtype=np.int64)
     floats = np.empty((capacity, 5), dtype=np.float64)
@@ -283,27 +296,164 @@ def decode_input_frames(reads: list[bytes]) -> InputColumns:
 # -- splitting a read into its frames ----------------------------------------------------
 # What split_read makes of each whole frame of a read, before anything decodes it.
 
-#: A final binary frame with a 7-bit length and an input's size: the batch decodes it.
+#: A final binary frame with a 7-bit length whose ``type`` is ``"input"``: the batch
+#: decodes it.
 FRAME_INPUT = 0
-#: An input-sized final binary frame with a longer length: the ordinary reader's.
+#: An input (by its ``type``) in a final binary frame with a longer length: the ordinary
+#: reader's.
 FRAME_LONG_INPUT = 1
-#: A final text frame, a binary one smaller than any input, a ping or a pong.
-FRAME_SMALL = 2
+#: Any other final binary frame (a ping, a probe echo, a sighting, garbage), a text frame,
+#: a WebSocket ping or pong.
+FRAME_OTHER = 2
 #: A close frame: nothing after it counts.
 FRAME_CLOSE = 3
 #: Anything else (a fragment, RSV bits, an unknown opcode): the ordinary reader judges it.
 FRAME_ODD = 4
 
+_TYPE_KEY = np.frombuffer(b"type", dtype=np.uint8).copy()
+
 
 @register_jitable
-def _kind(first: int, length: int, head: int) -> int:
-    """The kind of a whole masked frame: its first byte, payload length and header size."""
-    if first == 0x82 and length >= PAYLOAD_MIN_BYTES:
-        return FRAME_INPUT if head == FRAME_HEADER_BYTES else FRAME_LONG_INPUT
+def _unmasked(data: np.ndarray, at: int, key: int, k: int) -> int:
+    """Byte ``k`` of the payload at ``data[at:]``, unmasked with the key at ``data[key:]``."""
+    return data[at + k] ^ data[key + (k & 3)]
+
+
+@register_jitable
+def _unmasked_uint(data: np.ndarray, at: int, key: int, k: int, width: int) -> int:
+    """The big-endian unsigned integer of ``width`` payload bytes from ``k``, unmasked."""
+    value = 0
+    for j in range(width):
+        value = (value << 8) | _unmasked(data, at, key, k + j)
+    return value
+
+
+@register_jitable
+def _str_at(data: np.ndarray, at: int, key: int, k: int, length: int) -> tuple[int, int]:
+    """(start, size) of the msgpack ``str`` at payload byte ``k``; (-1, 0) if there is none
+    whole within ``length`` bytes."""
+    if k >= length:
+        return -1, 0
+    tag = _unmasked(data, at, key, k)
+    if 0xA0 <= tag <= 0xBF:  # fixstr
+        start, size = k + 1, tag & 0x1F
+    elif 0xD9 <= tag <= 0xDB:  # str 8/16/32
+        width = 1 << (tag - 0xD9)
+        if k + 1 + width > length:
+            return -1, 0
+        start, size = k + 1 + width, _unmasked_uint(data, at, key, k + 1, width)
+    else:
+        return -1, 0
+    if start + size > length:
+        return -1, 0
+    return start, size
+
+
+@register_jitable
+def _same(data: np.ndarray, at: int, key: int, k: int, text: np.ndarray) -> bool:
+    for j in range(text.shape[0]):
+        if _unmasked(data, at, key, k + j) != text[j]:
+            return False
+    return True
+
+
+@register_jitable
+def _skip(data: np.ndarray, at: int, key: int, k: int, length: int) -> int:
+    """The payload byte after the msgpack value at ``k`` (arrays and maps with all they
+    hold); -1 for a malformed or cut value. Unmasks only tags and lengths."""
+    pending = 1  # values still to skip
+    while pending > 0:
+        if k >= length:
+            return -1
+        tag = _unmasked(data, at, key, k)
+        pending -= 1
+        if tag <= 0x7F or tag >= 0xE0 or tag == 0xC0 or tag == 0xC2 or tag == 0xC3:
+            k += 1  # fixint, nil, bool
+        elif tag <= 0x8F:  # fixmap
+            pending += 2 * (tag & 0x0F)
+            k += 1
+        elif tag <= 0x9F:  # fixarray
+            pending += tag & 0x0F
+            k += 1
+        elif tag <= 0xBF:  # fixstr
+            k += 1 + (tag & 0x1F)
+        elif tag == 0xC1:  # never used
+            return -1
+        elif 0xCA <= tag <= 0xD8:  # numbers and fixext: a size by the tag alone
+            k += _FIXED_SIZE[tag - 0xCA]
+        else:  # bin, ext, str, array, map 8/16/32: a length follows
+            if tag <= 0xC6:  # bin 8/16/32
+                width, extra, items = 1 << (tag - 0xC4), 0, 0
+            elif tag <= 0xC9:  # ext 8/16/32 (and their type byte)
+                width, extra, items = 1 << (tag - 0xC7), 1, 0
+            elif tag <= 0xDB:  # str 8/16/32
+                width, extra, items = 1 << (tag - 0xD9), 0, 0
+            elif tag <= 0xDD:  # array 16/32
+                width, extra, items = 2 << (tag - 0xDC), 0, 1
+            else:  # map 16/32
+                width, extra, items = 2 << (tag - 0xDE), 0, 2
+            if k + 1 + width > length:
+                return -1
+            count = _unmasked_uint(data, at, key, k + 1, width)
+            k += 1 + width
+            if items:
+                pending += items * count
+            else:
+                k += extra + count
+    return k if k <= length else -1
+
+
+# Bytes taken by float 32/64, uint 8-64, int 8-64 and fixext 1-16 (tags 0xCA-0xD8).
+_FIXED_SIZE = np.array([5, 9, 2, 3, 5, 9, 2, 3, 5, 9, 3, 4, 6, 10, 18], dtype=np.int64)
+
+
+@register_jitable
+def _is_input(data: np.ndarray, at: int, key: int, length: int) -> bool:
+    """Whether the masked payload of ``length`` bytes at ``data[at:]`` (its key at
+    ``data[key:]``) is a msgpack map whose ``type`` entry is the string ``"input"``: the
+    first ``type`` key decides (a map repeats no key). Whether the rest is a valid input
+    is not asked: the decoder's question."""
+    if length < 1:
+        return False
+    tag = _unmasked(data, at, key, 0)
+    if 0x80 <= tag <= 0x8F:
+        entries, k = tag & 0x0F, 1
+    elif tag == 0xDE or tag == 0xDF:
+        width = 2 << (tag - 0xDE)
+        if 1 + width > length:
+            return False
+        entries, k = _unmasked_uint(data, at, key, 1, width), 1 + width
+    else:
+        return False
+    for _ in range(entries):  # (each entry takes 2 bytes at least: bounded by length)
+        if k >= length:
+            return False
+        start, size = _str_at(data, at, key, k, length)
+        if size == 4 and _same(data, at, key, start, _TYPE_KEY):
+            start, size = _str_at(data, at, key, start + 4, length)
+            return size == 5 and _same(data, at, key, start, _INPUT)
+        k = _skip(data, at, key, k, length)
+        if k < 0:
+            return False
+        k = _skip(data, at, key, k, length)
+        if k < 0:
+            return False
+    return False
+
+
+@register_jitable
+def _kind(data: np.ndarray, at: int, length: int, head: int) -> int:
+    """The kind of the whole masked frame at ``data[at:]``: its payload length, header size
+    (the masking key included)."""
+    first = data[at]
+    if first == 0x82:
+        if _is_input(data, at + head, at + head - 4, length):
+            return FRAME_INPUT if head == FRAME_HEADER_BYTES else FRAME_LONG_INPUT
+        return FRAME_OTHER
     if first == 0x88:
         return FRAME_CLOSE
-    if first == 0x81 or first == 0x82 or first == 0x89 or first == 0x8A:
-        return FRAME_SMALL
+    if first == 0x81 or first == 0x89 or first == 0x8A:
+        return FRAME_OTHER
     return FRAME_ODD
 
 
@@ -319,7 +469,7 @@ def _split(
         if size - at < 2:
             need = 2
             break
-        first, code = data[at], data[at + 1] ^ 0x80
+        code = data[at + 1] ^ 0x80
         if code > 127:  # not masked: a client's framing fault
             need = -1
             break
@@ -346,7 +496,7 @@ def _split(
             need = total
             break
         bounds[count] = at
-        kind = _kind(first, int(length), head + 4)
+        kind = _kind(data, at, int(length), head + 4)
         kinds[count] = kind
         tally[kind] += 1
         count += 1
@@ -377,13 +527,13 @@ class ReadFrames:
 
     @property
     def inputs(self) -> int:
-        """Input-sized frames: what the input budget is charged."""
+        """Input frames (by their ``type``): what the input budget is charged."""
         return self.tally[FRAME_INPUT] + self.tally[FRAME_LONG_INPUT]
 
     @property
     def others(self) -> int:
-        """Frames neither input-sized nor a close: what the ping budget is charged."""
-        return self.tally[FRAME_SMALL] + self.tally[FRAME_ODD]
+        """Frames neither inputs nor a close: what the ping budget is charged."""
+        return self.tally[FRAME_OTHER] + self.tally[FRAME_ODD]
 
     @property
     def in_order(self) -> bool:
@@ -394,8 +544,8 @@ class ReadFrames:
 
 def split_read(data: bytes, max_size: int) -> ReadFrames:
     """Split one read of a client's socket that begins at a frame's start into its whole
-    frames, by their headers alone (one numba pass, however many frames: nothing is
-    unmasked or decoded). ``max_size``: the largest frame allowed."""
+    frames, each told by its header and its ``type`` (one numba pass, however many frames:
+    nothing is decoded). ``max_size``: the largest frame allowed."""
     size = len(data)
     bounds = np.empty(size // FRAME_HEADER_BYTES + 1, dtype=np.int64)
     kinds = np.empty(size // FRAME_HEADER_BYTES, dtype=np.uint8)
@@ -404,16 +554,64 @@ def split_read(data: bytes, max_size: int) -> ReadFrames:
     return ReadFrames(bounds[: count + 1], kinds[:count], tally.tolist(), need)
 
 
+#: A masking key repeated over 12 bytes is the key times this.
+_REPEAT_KEY = 0x000000010000000100000001
+_PEEK = 12  # bytes: a map's tag, "type" as a fixstr, "input" as a fixstr
+#: A frame's masking key and its payload's first 8 and next 4 bytes, as integers: after
+#: a fixmap's tag, "type": "input" first is _TYPE_IN (7 bytes) and _PUT (4).
+_KEY_AND_PEEK = struct.Struct(">IQI")
+_TYPE_IN = int.from_bytes(b"\xa4type\xa5i", "big")
+_PUT = int.from_bytes(b"nput", "big")
+_LOW_56 = (1 << 56) - 1
+
+
+def _told_kind(data: bytes, at: int, length: int) -> int:
+    """The kind of the whole masked binary frame with a 7-bit length at ``data[at:]`` when
+    its first bytes tell it: a payload that is no map, or a map whose first key is
+    ``type`` with a short string value (as every client we know writes it); -1 otherwise
+    (then only the kernel's walk can tell). Equal to the kernel's answer where it answers."""
+    peek = min(length, _PEEK)
+    if not peek:
+        return FRAME_OTHER
+    key = int.from_bytes(data[at + 2 : at + 6], "big") * _REPEAT_KEY >> 8 * (_PEEK - peek)
+    head = (int.from_bytes(data[at + 6 : at + 6 + peek], "big") ^ key).to_bytes(peek, "big")
+    tag = head[0]
+    if not (0x80 <= tag <= 0x8F or tag == 0xDE or tag == 0xDF):
+        return FRAME_OTHER  # not a map: no input
+    if 0x81 <= tag <= 0x8F and head[1:6] == b"\xa4type" and peek > 6 and 0xA0 <= head[6] <= 0xBF:
+        return FRAME_INPUT if head[6:12] == b"\xa5input" else FRAME_OTHER
+    return -1
+
+
+def _python_kind(data: bytes, at: int, length: int) -> int:
+    """:func:`_kind` of a whole masked frame with a 7-bit length at ``data[at:]``, in a few
+    lines of Python; -1 where only the kernel's walk can tell."""
+    first = data[at]
+    if first == 0x82:
+        if length >= _PEEK:  # first, the usual frame (an input, "type" first): one unpack
+            key, head, tail = _KEY_AND_PEEK.unpack_from(data, at + 2)
+            head ^= key * 0x100000001
+            if tail ^ key == _PUT and head & _LOW_56 == _TYPE_IN and 0x81 <= head >> 56 <= 0x8F:
+                return FRAME_INPUT
+        return _told_kind(data, at, length)
+    if first == 0x88:
+        return FRAME_CLOSE
+    if first == 0x81 or first == 0x89 or first == 0x8A:
+        return FRAME_OTHER
+    return FRAME_ODD
+
+
 def sole_frame_kind(data: bytes) -> int:
     """The kind of a read that is one whole masked frame with a 7-bit length (the usual
-    read: one input), without the kernel; -1 for any other read."""
+    read: one input), without the kernel; -1 for any other read, or one only the kernel's
+    walk can tell."""
     size = len(data)
     if size < FRAME_HEADER_BYTES:
         return -1
     length = data[1] ^ 0x80  # (a client masks: length > 127 if it did not)
     if length > 125 or size != FRAME_HEADER_BYTES + length:
         return -1
-    return _kind(data[0], length, FRAME_HEADER_BYTES)
+    return _python_kind(data, 0, length)
 
 
 #: The most frames :func:`few_frames` walks: a command packet holds a few inputs, and a
@@ -423,10 +621,10 @@ _FEW_FRAMES = 8
 
 def few_frames(data: bytes) -> tuple[list[int], list[int]] | None:
     """Where each frame ends and its kind, for a read of two to eight whole frames with
-    7-bit lengths, each an input or a small frame (a client's command packet: the inputs
-    since its last one, with a ping or a sighting), without the kernel; None for any other
-    read (which :func:`split_read` then splits). Most reads are one frame or one of these:
-    a kernel call and its arrays cost more than the walk."""
+    7-bit lengths, each an input or another message (a client's command packet: the
+    inputs since its last one, with a ping or a sighting), told without the kernel; None
+    for any other read (which :func:`split_read` then splits). Most reads are one frame or
+    one of these: a kernel call and its arrays cost more than the walk."""
     ends: list[int] = []
     kinds: list[int] = []
     at, size = 0, len(data)
@@ -437,8 +635,8 @@ def few_frames(data: bytes) -> tuple[list[int], list[int]] | None:
         end = at + FRAME_HEADER_BYTES + length
         if length > 125 or end > size:
             return None
-        kind = _kind(data[at], length, FRAME_HEADER_BYTES)
-        if kind != FRAME_INPUT and kind != FRAME_SMALL:
+        kind = _python_kind(data, at, length)
+        if kind != FRAME_INPUT and kind != FRAME_OTHER:
             return None
         ends.append(end)
         kinds.append(kind)

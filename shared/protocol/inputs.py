@@ -22,6 +22,7 @@ __all__ = [
     "BUTTONS",
     "FLOAT_COLUMNS",
     "INPUT_FIELDS",
+    "INPUT_MIN_BYTES",
     "INT_COLUMNS",
     "MOVE_X",
     "MOVE_Y",
@@ -95,6 +96,20 @@ def input_columns(message: InputValues) -> tuple[tuple[int, ...], tuple[float, .
     values["move_x"], values["move_y"] = message.move
     ints = tuple(int(values[name]) for name in INT_COLUMNS)
     return ints, tuple(float(values[name]) for name in FLOAT_COLUMNS)
+
+
+def _shortest_input() -> int:
+    """The bytes of the shortest valid input payload: a map of the nine keys (``type`` is
+    ``"input"``), each number a one-byte msgpack integer (0, or -1 for ``ack_tick``: the
+    protocol takes an integer wherever it documents a number)."""
+    size = 1 + len(b"\xa4type\xa5input")
+    for field in INPUT_FIELDS:
+        size += 1 + len(field.name) + (1 + 2 if field.kind == "float_pair" else 1)
+    return size
+
+
+#: The shortest valid ``input`` payload (73 bytes; a bot's, with float64s, is over 100).
+INPUT_MIN_BYTES = _shortest_input()
 
 
 def _check_columns() -> None:

@@ -116,6 +116,24 @@ async def test_an_input_flood_is_closed_with_1008_while_the_honest_bots_play_on(
     assert outcome["sent"] > 60 * 200, outcome
 
 
+async def test_a_flood_that_reconnects_at_once_is_closed_each_time_and_gains_nothing(
+    url: str,
+) -> None:
+    _, outcome = await beside_honest_bots(
+        url, lambda: adversary.input_flood(url, 6.0, reconnecting=True), 6.0
+    )
+    assert outcome["seats"] >= 1 and outcome["closed_with"] == 1008, outcome
+    assert outcome["closes"].get("1008", 0) >= outcome["seats"] - 1, outcome  # (all but the last)
+
+
+async def test_a_compact_honest_client_plays_without_an_error_or_a_close(url: str) -> None:
+    """Whole numbers as msgpack integers (inputs of 73-90 bytes, which a size rule took for
+    pings) are what the docs allow: the client keeps its one seat."""
+    _, outcome = await beside_honest_bots(url, lambda: adversary.compact_honest(url, 4.0), 4.0)
+    assert outcome["stayed_seated"] and outcome["errors"] == {}, outcome
+    assert outcome["inputs"] >= 3 * 60 and outcome["input_bytes"][1] < 93, outcome
+
+
 @pytest.mark.parametrize("per_tick", [3, 10])
 async def test_more_inputs_a_tick_buy_no_speed(url: str, per_tick: int) -> None:
     _, outcome = await beside_honest_bots(

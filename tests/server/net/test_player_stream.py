@@ -38,6 +38,7 @@ class FakeTransport(asyncio.Transport):
         self.writes: list[bytes] = []
         self.closed = False
         self.aborted = False
+        self.reading = True
 
     def get_protocol(self) -> asyncio.BaseProtocol:
         return self.protocol
@@ -56,6 +57,12 @@ class FakeTransport(asyncio.Transport):
 
     def abort(self) -> None:
         self.aborted = self.closed = True
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def resume_reading(self) -> None:
+        self.reading = True
 
 
 class Behind(asyncio.Protocol):

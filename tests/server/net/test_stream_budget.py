@@ -329,3 +329,133 @@ def test_a_few_frames_in_one_read_fare_as_the_kernel_split_would(
 
     assume(any(kind != "input" for kind in kinds))  # (all inputs: the command packet's path)
     assert asyncio.run(outcome(split=False)) == asyncio.run(outcome(split=True))
+
+
+# -- the compact honest client ----------------------------------------------------------------
+
+
+def compact(fields: dict[str, object]) -> bytes:
+    """A masked frame of ``fields`` as a compact client writes it: plain msgpack, each
+    whole number a msgpack integer in its shortest encoding."""
+    return frame(OP_BINARY, msgpack.packb(fields), masked=True)
+
+
+def compact_input(seq: int, now: float) -> bytes:
+    tick = int(now * TICK_RATE)
+    fields = {"type": "input", "seq": seq, "tick": tick, "ack_tick": max(-1, tick - 3)}
+    fields |= {"move": [seq % 2, 0], "yaw": 0, "pitch": 0, "buttons": 0, "view_time": int(now)}
+    return compact(fields)
+
+
+@pytest.mark.parametrize("per_read", [1, 2])
+async def test_a_compact_honest_client_stays_seated(per_read: int) -> None:
+    """Integer-valued numbers as msgpack integers (inputs of 73-90 bytes, as short as the
+    protocol allows), 60 inputs a second alone or two a read, 10 pings a second and 4 probe
+    echoes: every frame is charged to its own kind's budget, nothing is dropped, nothing is
+    an offence, the connection stays open. (Told by size, such inputs were charged to the
+    pings' budget and the client was closed with 1008 within seconds.)"""
+    player = Queueing(max_offences=1)
+    sizes, pings, seq, decoded = set(), 0, 0, 0
+    for step in range(10 * TICK_RATE // per_read):  # 10 s of server time
+        player.now = step * per_read / TICK_RATE
+        frames = []
+        for _ in range(per_read):
+            seq += 1
+            frames.append(compact_input(seq, player.now))
+            sizes.add(len(frames[-1]) - 6)
+        if step % (TICK_RATE // per_read // 10) == 0:  # 10 pings a second
+            frames.append(compact({"type": "ping", "id": step, "t": int(player.now)}))
+            pings += 1
+        if step % (TICK_RATE // per_read // 4) == 1:  # 4 probe echoes a second
+            frames.append(compact({"type": "probe_echo", "id": step}))
+            pings += 1
+        player.stream.data_received(b"".join(frames))
+        if step % 3 == 0:
+            decoded += player.held()  # (the tick: a verdict for each input)
+    decoded += player.held()
+    assert max(sizes) < 93  # (what the size rule took for pings)
+    assert not player.stream.closing and player.offences == 0
+    assert player.dropped == {FrameKind.INPUT: 0, FrameKind.PING: 0}
+    assert decoded == seq and len(player.handled) == pings
+
+
+# -- refusing cheaply -------------------------------------------------------------------------
+
+
+class Offended(Seated):
+    """Every message read is one offence too many (``max_offences`` reached)."""
+
+    def on_binary(self, payload: bytes) -> bool:
+        self.handled.append(payload)
+        return True
+
+
+async def test_once_closed_for_offences_nothing_more_is_unmasked_or_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    player = Offended()
+    pings, more = b"".join(a_ping(k) for k in range(10)), a_ping(11) * 100
+    unmasked = []
+    real_mask = shared.wsframe.mask
+
+    def counting_mask(payload: bytes, key: bytes) -> bytes:
+        unmasked.append(payload)
+        return real_mask(payload, key)
+
+    monkeypatch.setattr(shared.wsframe, "mask", counting_mask)
+    player.stream.data_received(pings)
+    assert len(unmasked) == len(player.handled) == 1  # the frame that decided it, no other
+    assert player.stream.closing and not player.transport.reading  # reading stops at once
+    assert player.transport.writes[-1] == frame(
+        OP_CLOSE, (1008).to_bytes(2, "big") + b"offences", masked=False
+    )
+    player.stream.data_received(more)  # (what the kernel held before the pause)
+    assert len(unmasked) == 1 and player.held() == 0
+
+
+async def test_a_flood_closed_for_offences_stops_being_read_at_once() -> None:
+    player = Seated()
+    seq = 1
+    while not player.stream.closing:
+        player.stream.data_received(b"".join(an_input(seq + k) for k in range(20)))
+        seq, player.now = seq + 20, player.now + 1 / TICK_RATE
+    assert not player.transport.reading and player.stream.close_code == 1008
+    dropped = dict(player.dropped)
+    player.stream.data_received(b"".join(an_input(seq + k) for k in range(600)))
+    assert player.dropped == dropped and player.held() <= INPUT_BURST  # not even charged
+
+
+async def test_a_close_the_client_does_not_take_drops_the_socket(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("server.net.player_stream._CLOSE_WAIT_S", 0.01)
+    player = Seated()
+    player.stream.close(1008, b"offences")
+    assert player.transport.closed and not player.transport.aborted
+    await asyncio.sleep(0.05)  # (the client never reads: the close is never flushed)
+    assert player.transport.aborted
+
+
+async def test_a_flooding_connection_is_not_read_for_a_while_and_earns_nothing_meanwhile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its surplus waits in its own socket (TCP slows the sender), not in the node's CPU;
+    and the pause is no lag switch: its budget earns nothing while it lasts. Three inputs
+    a tick are no flood (cheap to read: the surplus is dropped as ever)."""
+    monkeypatch.setattr("server.net.player_stream.FLOOD_PAUSE_S", 0.01)
+    player = Seated(max_offences=1000)
+    for tick in range(TICK_RATE):
+        player.now = tick / TICK_RATE
+        player.stream.data_received(b"".join(an_input(3 * tick + k) for k in (1, 2, 3)))
+    assert player.transport.reading and player.dropped[FrameKind.INPUT] > INPUT_BURST
+    player.stream.data_received(b"".join(an_input(seq) for seq in range(1000, 1600)))  # 64 KiB
+    assert not player.transport.reading and not player.stream.closing
+    player.now += 1.0  # (a second of server time while it is not read)
+    await asyncio.sleep(0.05)
+    assert player.transport.reading  # read again: a flood goes on being charged
+    dropped = player.dropped[FrameKind.INPUT]
+    player.stream.data_received(an_input(2000))
+    assert player.dropped[FrameKind.INPUT] == dropped + 1  # nothing was earned meanwhile
+    player.now += 2 / TICK_RATE
+    player.stream.data_received(an_input(2001))  # the budget refills from the resume on
+    assert player.dropped[FrameKind.INPUT] == dropped + 1

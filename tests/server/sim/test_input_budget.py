@@ -121,3 +121,13 @@ def test_pings_have_their_own_budget_with_the_same_rule() -> None:
     assert budget.admit(1000, 0.0) == (20, False)
     offences = [budget.admit(100, 1.0 + k / 10)[1] for k in range(20)]
     assert offences.count(True) == 2  # seconds 1 and 2, each following a flooded one
+
+
+def test_a_flood_is_ten_seconds_of_drops_in_one_and_a_forfeit_earns_nothing() -> None:
+    budget = Budget(Allowance(60.0, 60), 0.0)
+    assert budget.admit(60 + 600, 0.5) == (60, False) and not budget.flooding  # 600 dropped
+    budget.admit(1, 0.5)
+    assert budget.flooding  # 601 dropped within the second
+    budget.forfeit(3.0)
+    assert budget.admit(1, 3.0) == (0, False)  # nothing earned from 0.5 to 3.0
+    assert budget.admit(1, 3.1)[0] == 1 and not budget.flooding  # (a new second)

@@ -105,8 +105,10 @@ def test_a_node_of_several_matches_queues_each_read_in_its_own_match() -> None:
 
 def test_a_read_the_batch_cannot_vouch_for_is_read_in_its_turn() -> None:
     intake, (a,) = seated(1)
-    odd = {**an_input(2).to_wire(), "yaw": 0}  # an int where a float goes: valid, unusual
-    unusual = frame(OP_BINARY, msgpack.packb(odd), masked=True)
+    # "type" as a str 8, not a fixstr: valid msgpack, and no shape the batch decodes
+    odd = msgpack.packb(an_input(2).to_wire()).replace(b"\xa4type", b"\xd9\x04type")
+    assert protocol.decode_client(odd) == an_input(2)
+    unusual = frame(OP_BINARY, odd, masked=True)
     for data in (read(an_input(1)), unusual, read(an_input(3))):
         intake.hold(a, data, 0.0)
     intake.drain()
