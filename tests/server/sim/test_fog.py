@@ -1,0 +1,163 @@
+"""Fog of war: the kernel equals its NumPy reference exactly, the rule never hides a player
+someone could see from where the pair may be within the margin, small exact scenes, and
+the account of records sent while hidden."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from server.sim.fog import Fog
+from server.sim.fog.kernel import fog_sight, judge_sent
+from server.sim.fog.reference import fog_sight as reference_sight
+from server.sim.fog.reference import segments_blocked
+from shared.arena_map import default_map
+from shared.movement import MovementParams
+from shared.sightlines import SIGHT_HEIGHTS, sight_blocked
+
+PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+ARENA = default_map()
+PERIOD = 1 / 30
+
+
+def fog(peek_s: float = 0.1) -> Fog:
+    return Fog(ARENA, MovementParams(), PERIOD, peek_s)
+
+
+def random_scene(rng: np.random.Generator, players: int, boxes: int):
+    """Feet near and among a few walls (some players on a box's top or mid-jump), every
+    pair a candidate or not at random, reaches from nothing to several metres."""
+    lo = rng.uniform(-8, 8, (boxes, 3)).round(2)
+    lo[:, 2] = 0.0
+    size = rng.uniform(0.2, 6.0, (boxes, 3)).round(2)
+    size[:, 2] = rng.choice([1.5, 3.0, 0.7], boxes)
+    feet = rng.uniform(-10, 10, (players, 3)).round(3)
+    feet[:, 2] = rng.choice([0.0, 0.0, 0.4, 1.5], players)
+    if players and rng.random() < 0.3:  # exact ties: players on one axis-parallel line
+        feet[:, 1] = feet[0, 1]
+    viewers = rng.permutation(players)[: rng.integers(0, players + 1)]
+    candidates = rng.random((len(viewers), players)) < 0.8
+    reach = rng.choice([0.0, 0.5, 1.7, 4.0], len(viewers))
+    return viewers, feet, reach, candidates, lo, lo + size
+
+
+@PROPERTY
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    players=st.integers(1, 12),
+    boxes=st.integers(0, 6),
+    body_reach=st.sampled_from([0.0, 0.8, 2.5]),
+)
+def test_kernel_equals_reference(seed, players, boxes, body_reach):
+    rng = np.random.default_rng(seed)
+    viewers, feet, reach, candidates, box_min, box_max = random_scene(rng, players, boxes)
+    shape = fog().shape
+    inner_min, inner_max = box_min + 0.001, box_max - 0.001
+    args = (viewers, feet, reach, body_reach, candidates, box_min, box_max, inner_min, inner_max,
+            SIGHT_HEIGHTS, shape)  # fmt: skip
+    seen, shown = reference_sight(*args)
+    got_seen, got_shown = np.ones_like(seen), np.ones_like(shown)
+    fog_sight(*args, got_seen, got_shown)
+    np.testing.assert_array_equal(got_seen, seen)
+    np.testing.assert_array_equal(got_shown, shown)
+    assert not (seen & ~shown).any()  # what is seen now is always shown
+    assert not (shown & ~candidates).any()
+
+
+def test_reference_slab_test_equals_the_shared_one():
+    rng = np.random.default_rng(7)
+    box_min = rng.uniform(-5, 5, (6, 3))
+    box_max = box_min + rng.uniform(0.1, 3, (6, 3))
+    starts = rng.uniform(-8, 8, (400, 3)).round(1)
+    ends = rng.uniform(-8, 8, (400, 3)).round(1)
+    ends[::7] = starts[::7]  # zero length
+    ends[1::5, 2] = starts[1::5, 2]  # flat along z
+    expected = sight_blocked(starts, ends, box_min, box_max)
+    np.testing.assert_array_equal(segments_blocked(starts, ends, box_min, box_max).any(1), expected)
+
+
+@PROPERTY
+@given(seed=st.integers(0, 2**32 - 1))
+def test_a_hidden_pair_is_hidden_from_everywhere_it_may_be(seed):
+    """Soundness: when the rule hides a pair, every line from a point of the viewer's eye
+    region to a sight point of the player anywhere in his region crosses a box."""
+    rng = np.random.default_rng(seed)
+    f = fog()
+    viewers, feet, reach, candidates, box_min, box_max = random_scene(rng, 6, 3)
+    if not len(viewers):
+        return
+    _, shown = reference_sight(
+        viewers, feet, reach, f.body_reach, candidates, box_min, box_max, box_min + 0.001,
+        box_max - 0.001, SIGHT_HEIGHTS, f.shape,
+    )  # fmt: skip
+    eye_height, _, _, _, rise = f.shape
+    for c, e in zip(*np.nonzero(candidates & ~shown), strict=True):
+        s = viewers[c]
+        if s == e:
+            continue
+        n = 200
+        eyes = feet[s] + rng.uniform(-1, 1, (n, 3)) * [reach[c], reach[c], 0]
+        eyes[:, 2] = rng.uniform(0.0, feet[s, 2] + rise, n) + eye_height
+        bodies = feet[e] + rng.uniform(-1, 1, (n, 3)) * [f.body_reach, f.body_reach, 0]
+        bodies[:, 2] = rng.uniform(0.0, feet[e, 2] + rise, n)
+        points = bodies + np.c_[np.zeros((n, 2)), rng.choice(SIGHT_HEIGHTS, n)]
+        assert sight_blocked(eyes, points, box_min, box_max).all()
+
+
+def test_a_wall_hides_a_player_until_the_viewer_could_step_past_it():
+    # The wall from x -12 to -4 at y 8..9, 3 m high: a viewer south of its middle, an
+    # enemy north of it.
+    f = fog()
+    feet = np.array([[-8.0, 6.0, 0.0], [-8.0, 11.0, 0.0], [0.0, 11.0, 0.0]])
+    selected = np.ones((1, 3), dtype=np.bool_)
+    kept = np.zeros((1, 3), dtype=np.bool_)
+    present = np.ones(3, dtype=np.bool_)
+    f.withhold(np.array([0]), np.array([0.2]), feet, present, selected, kept)
+    # Hidden behind the wall: withheld; the one past the wall's end, in the open: sent.
+    assert selected.tolist() == [[True, False, True]]
+    # A margin long enough to walk to the wall's end: sent.
+    selected[:] = True
+    f.withhold(np.array([0]), np.array([1.0]), feet, present, selected, kept)
+    assert selected.tolist() == [[True, True, True]]
+    # In a fight: sent, hidden or not.
+    selected[:] = True
+    kept[0, 1] = True
+    f.withhold(np.array([0]), np.array([0.2]), feet, present, selected, kept)
+    assert selected.tolist() == [[True, True, True]]
+
+
+def test_low_cover_does_not_hide_a_standing_player():
+    f = fog()
+    # The crate at the centre is 1.5 m high: the head shows over it.
+    feet = np.array([[-3.0, 0.0, 0.0], [3.0, 0.0, 0.0]])
+    selected = np.ones((2, 2), dtype=np.bool_)
+    f.withhold(np.arange(2), np.full(2, 0.2), feet, np.ones(2, dtype=np.bool_), selected,
+               np.zeros((2, 2), dtype=np.bool_))  # fmt: skip
+    assert selected.all()
+
+
+def test_records_are_judged_seen_within_the_margin_or_hidden_after_it():
+    viewers = np.array([0])
+    pending = np.zeros((2, 2), dtype=np.uint64)
+    counts = np.zeros(3, dtype=np.int64)
+    present = np.ones(2, dtype=np.bool_)
+    horizon = np.array([2])  # the margin: 2 snapshots
+
+    def snapshot(sent: bool, seen: bool) -> None:
+        judge_sent(viewers, np.array([[False, sent]]), np.array([[False, seen]]), present,
+                   horizon, pending, counts)  # fmt: skip
+
+    snapshot(True, False)
+    snapshot(True, False)
+    snapshot(False, True)  # seen 2 snapshots after the first: both judged seen
+    assert counts.tolist() == [2, 2, 0]
+    for _ in range(4):
+        snapshot(True, False)  # never seen: each judged hidden once past the margin
+    assert counts.tolist() == [6, 2, 1]
+    snapshot(False, False)
+    snapshot(False, False)
+    assert counts.tolist() == [6, 2, 3]
+    present[1] = False
+    snapshot(False, False)  # the player left: his last record is not judged
+    assert counts.tolist() == [6, 2, 3] and pending[0, 1] == 0
