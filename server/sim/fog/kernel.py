@@ -2,9 +2,12 @@
 and the account of what was sent while hidden.
 
 :func:`fog_sight` gives exactly what the reference gives (same slab arithmetic, same
-corners, same rule); it is faster by deciding most pairs with one clear line and by
-testing the 64 corner lines only against the boxes that block the eye's line to the
-player's first sight point (a box that hides the pair must block that line too).
+corners, same rule); it is faster by leaving out the boxes away from both regions (no line
+between them can reach those), by deciding most pairs with one clear line, and by testing
+the 64 corner lines only against the boxes that block the eye's line to the player's first
+sight point (a box that hides the pair must block that line too). It allocates nothing
+(``scratch`` comes from the caller), so it runs without numba's runtime
+(:mod:`shared.kernel_options`).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import numpy as np
 from server.sim.fog.jit import fog_kernel
 from shared.sightlines import sees_player, segment_blocked
 
-__all__ = ["fog_sight", "judge_sent"]
+__all__ = ["candidates_for", "fog_sight", "scratch_for", "withhold"]
 
 
 @fog_kernel
@@ -30,18 +33,19 @@ def fog_sight(
     inner_max: np.ndarray,
     heights: np.ndarray,
     shape: np.ndarray,
+    scratch: np.ndarray,
     seen: np.ndarray,
     shown: np.ndarray,
 ) -> None:
     """:func:`server.sim.fog.reference.fog_sight` into ``seen`` and ``shown`` (``(C, N)``
-    bool, overwritten)."""
-    eye_height, body_low, body_high, body_radius, rise = (
-        shape[0], shape[1], shape[2], shape[3], shape[4],
-    )  # fmt: skip
-    eye = np.empty(3)
-    point = np.empty(3)
-    eye_corners = np.empty((8, 3))
-    body_corners = np.empty((8, 3))
+    bool, overwritten). ``scratch``: ``(19 + 4 M, 3)`` room (:func:`scratch_for`)."""
+    eye_height, body_low, body_high, rise = shape[0], shape[1], shape[2], shape[3]
+    boxes = len(box_min)
+    eye, point, joint_high = scratch[0], scratch[1], scratch[2]
+    eye_corners, body_corners = scratch[3:11], scratch[11:19]
+    near_min, near_max = scratch[19 : 19 + boxes], scratch[19 + boxes : 19 + 2 * boxes]
+    near_inner_min = scratch[19 + 2 * boxes : 19 + 3 * boxes]
+    near_inner_max = scratch[19 + 3 * boxes : 19 + 4 * boxes]
     for c in range(len(viewers)):
         s = viewers[c]
         fx, fy, fz = feet[s, 0], feet[s, 1], feet[s, 2]
@@ -55,24 +59,41 @@ def fog_sight(
             seen[c, e] = shown[c, e] = False
             if not candidates[c, e] or e == s:
                 continue
-            if sees_player(eye, feet[e], heights, box_min, box_max, point):
+            ex, ey, ez = feet[e, 0], feet[e, 1], feet[e, 2]
+            _corners(
+                ex - body_reach, ey - body_reach, min(ez, 0.0) + body_low,
+                ex + body_reach, ey + body_reach, ez + rise + body_high, body_corners,
+            )  # fmt: skip
+            # Only a box that overlaps the bounds of both regions can block a line between
+            # them (a line stays inside them): the others are left out, which changes no
+            # answer of the slab test and spares most of them.
+            for k in range(3):
+                point[k] = min(eye_corners[0, k], body_corners[0, k])  # (the bounds' low
+                joint_high[k] = max(eye_corners[7, k], body_corners[7, k])  # and high)
+            near = 0
+            for b in range(boxes):
+                if _overlaps(point, joint_high, box_min[b], box_max[b]):
+                    for k in range(3):
+                        near_min[near, k], near_max[near, k] = box_min[b, k], box_max[b, k]
+                        near_inner_min[near, k] = inner_min[b, k]
+                        near_inner_max[near, k] = inner_max[b, k]
+                    near += 1
+            point[0], point[1], point[2] = ex + 0.0, ey + 0.0, ez + heights[0]
+            if not segment_blocked(eye, point, near_min[:near], near_max[:near]):
                 seen[c, e] = shown[c, e] = True
                 continue
-            ex, ey, ez = feet[e, 0], feet[e, 1], feet[e, 2]
-            half = body_radius + body_reach
-            _corners(
-                ex - half, ey - half, min(ez, 0.0) + body_low,
-                ex + half, ey + half, ez + rise + body_high, body_corners,
-            )  # fmt: skip
-            point[0], point[1], point[2] = ex + 0.0, ey + 0.0, ez + heights[0]
+            bottom = min(eye_corners[0, 2], body_corners[0, 2])
+            top = max(eye_corners[7, 2], body_corners[7, 2])
             hidden = False
-            for b in range(len(inner_min)):
-                one_min, one_max = inner_min[b : b + 1], inner_max[b : b + 1]
+            for b in range(near):
+                one_min, one_max = near_inner_min[b : b + 1], near_inner_max[b : b + 1]
                 if not segment_blocked(eye, point, one_min, one_max):
                     continue
+                # A wall (it spans both regions' heights): the floor's corners decide.
+                step = 2 if one_min[0, 2] <= bottom and one_max[0, 2] >= top else 1
                 hidden = True
-                for i in range(8):
-                    for j in range(8):
+                for i in range(0, 8, step):
+                    for j in range(0, 8, step):
                         if not segment_blocked(eye_corners[i], body_corners[j], one_min, one_max):
                             hidden = False
                             break
@@ -80,7 +101,26 @@ def fog_sight(
                         break
                 if hidden:
                     break
-            shown[c, e] = not hidden
+            if hidden:
+                continue
+            shown[c, e] = True
+            seen[c, e] = sees_player(
+                eye, feet[e], heights[1:], near_min[:near], near_max[:near], point
+            )
+
+
+def scratch_for(boxes: int) -> np.ndarray:
+    """Room for :func:`fog_sight` over ``boxes`` boxes."""
+    return np.empty((19 + 4 * boxes, 3))
+
+
+@fog_kernel
+def _overlaps(low: np.ndarray, high: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> bool:
+    """Whether the box ``lo``..``hi`` meets the box ``low``..``high``."""
+    return not (
+        hi[0] < low[0] or lo[0] > high[0] or hi[1] < low[1] or lo[1] > high[1]
+        or hi[2] < low[2] or lo[2] > high[2]
+    )  # fmt: skip
 
 
 @fog_kernel
@@ -97,33 +137,54 @@ def _corners(
 
 
 @fog_kernel
-def judge_sent(
+def candidates_for(
+    viewers: np.ndarray, selected: np.ndarray, pending: np.ndarray, out: np.ndarray
+) -> None:
+    """The pairs :func:`fog_sight` tests, into ``out``: those selected, and those whose
+    records wait to be judged (:func:`withhold`), a viewer and itself apart."""
+    for c in range(len(viewers)):
+        s = viewers[c]
+        for e in range(selected.shape[1]):
+            out[c, e] = (selected[c, e] or pending[s, e] != 0) and e != s
+
+
+@fog_kernel
+def withhold(
     viewers: np.ndarray,
-    sent: np.ndarray,
+    selected: np.ndarray,
+    kept: np.ndarray,
     seen: np.ndarray,
+    shown: np.ndarray,
     present: np.ndarray,
     horizon: np.ndarray,
     pending: np.ndarray,
     counts: np.ndarray,
 ) -> None:
-    """Account for one snapshot's records: each record of another player sent to a viewer
-    waits (a bit of ``pending[viewer, player]``, the newest lowest) until the pair is
-    ``seen`` (judged seen within its margin) or until it is older than ``horizon[c]``
-    snapshots, the viewer's margin (judged hidden for the whole margin). ``counts``,
-    added to: records sent, judged seen, judged hidden. A player gone takes his waiting
-    records with him, unjudged."""
+    """Take out of ``selected`` every other player not ``shown`` nor ``kept``, and account
+    for the records left: each record of another player sent to a viewer waits (a bit of
+    ``pending[viewer, player]``, the newest lowest) until the pair is ``seen`` (judged
+    seen within its margin) or until it is older than ``horizon[c]`` snapshots, the
+    viewer's margin (judged hidden for the whole margin). ``counts``, added to: records
+    sent, judged seen, judged hidden, withheld. A player gone takes his waiting records
+    with him, unjudged."""
     for c in range(len(viewers)):
         s = viewers[c]
         keep = np.uint64((1 << (horizon[c] + 1)) - 1)
-        for e in range(sent.shape[1]):
+        for e in range(selected.shape[1]):
+            if e == s:
+                continue
+            sent = selected[c, e]
+            if sent and not shown[c, e] and not kept[c, e]:
+                selected[c, e] = sent = False
+                counts[3] += 1
             waiting = pending[s, e]
-            if e == s or (waiting == 0 and not sent[c, e]):
+            if waiting == 0 and not sent:
                 continue
             if not present[e]:
                 pending[s, e] = 0
                 continue
             waiting = waiting << np.uint64(1)
-            if sent[c, e]:
+            if sent:
                 waiting |= np.uint64(1)
                 counts[0] += 1
             counts[2] += _bits(waiting & ~keep)

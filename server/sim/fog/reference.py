@@ -9,24 +9,32 @@ The rule, for a viewer ``s`` and a player ``e`` (``shape``: :data:`SHAPE_FIELDS`
 
 * **seen**: a line from the viewer's eye (``eye_height`` above its feet) to one of the
   player's sight points (``heights`` above his feet, :data:`shared.sightlines.SIGHT_HEIGHTS`)
-  passes every box (``box_min``/``box_max``).
+  passes every box (``box_min``/``box_max``). (Taken in this order: the first sight
+  point's line; then, when it is blocked, whether a box hides the pair, below; then,
+  only when none does, the other points' lines. A hidden pair has no clear line, so the
+  order changes no answer, and spares a hidden pair its other lines.)
 * **shown** (may be seen within the margin): seen, or no single box hides every line
   between the two regions the pair may occupy meanwhile. The viewer's eye region is the
   box ``feet ± eye_reach`` across, from ``eye_height`` above the floor (or above its feet
   when they are below it) up to ``eye_height`` above its feet risen by ``rise`` (a jump's
-  height); the player's body region is his hitbox's bounding box (``body_radius`` around
-  his axis, ``body_low``..``body_high`` above his feet) widened by ``body_reach``, from
-  the floor up to ``rise`` above his feet likewise. A box hides the pair when its inner
-  box (``inner_min``/``inner_max``: the box shrunk by a margin against rounding) blocks
-  the line from the viewer's eye to the player's first sight point and each of the 64
-  lines between a corner of one region and a corner of the other.
+  height); the player's region holds his sight points wherever he may be: ``feet ±
+  body_reach`` across, from ``body_low`` above the floor (or his feet) up to ``body_high``
+  above his feet risen by ``rise`` (``body_low``/``body_high``: the lowest and highest
+  sight point). A box hides the pair when its inner box (``inner_min``/``inner_max``: the
+  box shrunk by a margin against rounding) blocks the line from the viewer's eye to the
+  player's first sight point and each of the 64 lines between a corner of one region and
+  a corner of the other; or, when the inner box spans the heights of both regions (a
+  wall), each of the 16 lines between their lowest corners.
 
 Why one box and corners suffice: for a convex box ``X`` and a fixed end ``a``, the ends
 ``b`` whose line from ``a`` meets ``X`` form a convex set, so if the lines from ``a`` to
 every corner of a region meet ``X``, so do the lines to every point of it; the same holds
 with the ends swapped. So a box that blocks the 64 corner lines blocks every line between
-the regions, and the rule never hides a player someone could see from there. It is
-conservative: cover made of several boxes together hides nothing here.
+the regions, and the rule never hides a player someone could see from there. A box that
+spans both regions' heights holds every line between them in height, so only their course
+over the ground matters, and the same argument in the plane needs the 4 corners of each
+region's floor. It is conservative: cover made of several boxes together hides nothing
+here.
 """
 
 from __future__ import annotations
@@ -35,9 +43,9 @@ import numpy as np
 
 __all__ = ["SHAPE_FIELDS", "fog_sight", "region_corners", "segments_blocked"]
 
-#: The layout of the ``shape`` argument: heights above the feet, the hitbox's radius
-#: around its axis, and how far a player's feet may rise within the margin.
-SHAPE_FIELDS = ("eye_height", "body_low", "body_high", "body_radius", "rise")
+#: The layout of the ``shape`` argument: heights above the feet (the eye, the lowest and
+#: the highest sight point) and how far a player's feet may rise within the margin.
+SHAPE_FIELDS = ("eye_height", "body_low", "body_high", "rise")
 
 
 def segments_blocked(
@@ -65,7 +73,8 @@ def segments_blocked(
 
 
 def region_corners(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """The 8 corners of the box ``lo``..``hi`` (``(3,)`` each) as ``(8, 3)``."""
+    """The 8 corners of the box ``lo``..``hi`` (``(3,)`` each) as ``(8, 3)``: x slowest, z
+    fastest (so the even ones are the floor's)."""
     return np.array(
         [[(lo, hi)[i][0], (lo, hi)[j][1], (lo, hi)[k][2]]
          for i in (0, 1) for j in (0, 1) for k in (0, 1)]
@@ -90,7 +99,7 @@ def fog_sight(
     ``eye_reach[c]`` is how far its eye may move within its margin; ``feet`` ``(N, 3)``
     every player's; ``body_reach`` how far a player may move within a snapshot interval
     and the allowance. See the module's docstring for the rule."""
-    eye_height, body_low, body_high, body_radius, rise = (float(v) for v in shape)
+    eye_height, body_low, body_high, rise = (float(v) for v in shape)
     seen = np.zeros(candidates.shape, dtype=np.bool_)
     shown = np.zeros(candidates.shape, dtype=np.bool_)
     for c, s in enumerate(viewers.tolist()):
@@ -106,15 +115,26 @@ def fog_sight(
             ex, ey, ez = (float(v) for v in feet[e])
             points = np.array([[ex + 0.0, ey + 0.0, ez + h] for h in heights.tolist()])
             lines = segments_blocked(np.repeat(eye[None], len(points), 0), points, box_min, box_max)
-            if not lines.any(axis=1).all():
+            clear = ~lines.any(axis=1)
+            if clear[0]:
                 seen[c, e] = shown[c, e] = True
                 continue
-            half = body_radius + body_reach
-            body_lo = np.array([ex - half, ey - half, min(ez, 0.0) + body_low])
-            body_hi = np.array([ex + half, ey + half, ez + rise + body_high])
+            body_lo = np.array([ex - body_reach, ey - body_reach, min(ez, 0.0) + body_low])
+            body_hi = np.array([ex + body_reach, ey + body_reach, ez + rise + body_high])
             body_corners = region_corners(body_lo, body_hi)
-            starts = np.concatenate([eye[None], np.repeat(eye_corners, 8, axis=0)])
-            ends = np.concatenate([points[:1], np.tile(body_corners, (8, 1))])
-            hides = segments_blocked(starts, ends, inner_min, inner_max).all(axis=0)
-            shown[c, e] = not hides.any()
+            first = (eye[None], points[:1])
+            every = (np.repeat(eye_corners, 8, axis=0), np.tile(body_corners, (8, 1)))
+            floor = (np.repeat(eye_corners[0::2], 4, axis=0), np.tile(body_corners[0::2], (4, 1)))
+            bottom = min(eye_lo[2], body_lo[2])
+            top = max(eye_hi[2], body_hi[2])
+            hidden = False
+            for b in range(len(inner_min)):
+                box = inner_min[b : b + 1], inner_max[b : b + 1]
+                wall = inner_min[b, 2] <= bottom and inner_max[b, 2] >= top
+                starts, ends = floor if wall else every
+                starts = np.concatenate([first[0], starts])
+                ends = np.concatenate([first[1], ends])
+                hidden = hidden or bool(segments_blocked(starts, ends, *box).all())
+            shown[c, e] = not hidden
+            seen[c, e] = not hidden and bool(clear.any())
     return seen, shown

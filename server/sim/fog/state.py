@@ -19,9 +19,8 @@ import math
 
 import numpy as np
 
-from server.sim.fog.kernel import fog_sight, judge_sent
+from server.sim.fog.kernel import candidates_for, fog_sight, scratch_for, withhold
 from shared.arena_map import ArenaMap
-from shared.hitbox import HITBOX_RADIAL_EXTENT, HITBOXES
 from shared.movement import MovementParams
 from shared.sightlines import SIGHT_HEIGHTS
 from shared.weapons import EYE_HEIGHT
@@ -51,16 +50,14 @@ class Fog:
         self.speed = movement.max_speed
         self.period = snapshot_period
         self.peek_s = peek_s
-        low = min(box.bottom[2] - box.radius for box in HITBOXES)
-        high = max(box.top[2] + box.radius for box in HITBOXES)
         rise = movement.jump_speed**2 / (2.0 * movement.gravity)  # a jump's height
-        self.shape = np.array([EYE_HEIGHT, low, high, HITBOX_RADIAL_EXTENT, rise])
+        self.shape = np.array([EYE_HEIGHT, SIGHT_HEIGHTS.min(), SIGHT_HEIGHTS.max(), rise])
         self.body_reach = self.speed * (snapshot_period + peek_s)
         self.pending = np.zeros((0, 0), dtype=np.uint64)
+        self._scratch = scratch_for(len(self.box_min))
         #: Records of other players sent, judged seen within the margin, judged hidden
-        #: for the whole margin; and records withheld.
-        self.counts = np.zeros(3, dtype=np.int64)
-        self.withheld = 0
+        #: for the whole margin, withheld.
+        self.counts = np.zeros(4, dtype=np.int64)
 
     def margins(self, rtt: np.ndarray, interp_delay: np.ndarray) -> np.ndarray:
         """Each client's margin, seconds, from its measured round trip (rtt + spread, NaN
@@ -84,24 +81,17 @@ class Fog:
         if not count:
             return
         self._grow(players)
-        pending = self.pending[slots, :players]
-        candidates = selected | (pending != 0)
-        rows = np.arange(count)
-        candidates[rows, slots] = False
+        candidates = np.empty_like(selected)
+        candidates_for(slots, selected, self.pending, candidates)
         seen = np.empty_like(selected)
         shown = np.empty_like(selected)
         fog_sight(
             slots, feet, self.speed * margins, self.body_reach, candidates, self.box_min,
-            self.box_max, self.inner_min, self.inner_max, SIGHT_HEIGHTS, self.shape, seen, shown,
+            self.box_max, self.inner_min, self.inner_max, SIGHT_HEIGHTS, self.shape, self._scratch,
+            seen, shown,
         )  # fmt: skip
-        hidden = selected & ~shown & ~kept
-        hidden[rows, slots] = False
-        self.withheld += int(np.count_nonzero(hidden))
-        selected &= ~hidden
-        sent = selected.copy()
-        sent[rows, slots] = False
         horizon = np.minimum(np.floor(margins / self.period), _MAX_HORIZON).astype(np.int64)
-        judge_sent(slots, sent, seen, present, horizon, self.pending, self.counts)
+        withhold(slots, selected, kept, seen, shown, present, horizon, self.pending, self.counts)
 
     def forget(self, slots: np.ndarray) -> None:
         """Seats freed or given to another player: their records wait no more, either way."""
@@ -112,9 +102,9 @@ class Fog:
     def tally(self) -> dict[str, int]:
         """Records of other players sent, judged seen within the margin, judged hidden for
         the whole of it; records withheld."""
-        sent, seen, hidden = self.counts.tolist()
+        sent, seen, hidden, withheld = self.counts.tolist()
         return {"fog_sent": sent, "fog_seen": seen, "fog_hidden": hidden,
-                "fog_withheld": self.withheld}  # fmt: skip
+                "fog_withheld": withheld}  # fmt: skip
 
     def _grow(self, players: int) -> None:
         old = len(self.pending)

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from server.sim.fog import Fog
-from server.sim.fog.kernel import fog_sight, judge_sent
+from server.sim.fog.kernel import fog_sight, scratch_for, withhold
 from server.sim.fog.reference import fog_sight as reference_sight
 from server.sim.fog.reference import segments_blocked
 from shared.arena_map import default_map
@@ -58,7 +58,7 @@ def test_kernel_equals_reference(seed, players, boxes, body_reach):
             SIGHT_HEIGHTS, shape)  # fmt: skip
     seen, shown = reference_sight(*args)
     got_seen, got_shown = np.ones_like(seen), np.ones_like(shown)
-    fog_sight(*args, got_seen, got_shown)
+    fog_sight(*args, scratch_for(len(box_min)), got_seen, got_shown)
     np.testing.assert_array_equal(got_seen, seen)
     np.testing.assert_array_equal(got_shown, shown)
     assert not (seen & ~shown).any()  # what is seen now is always shown
@@ -91,7 +91,7 @@ def test_a_hidden_pair_is_hidden_from_everywhere_it_may_be(seed):
         viewers, feet, reach, f.body_reach, candidates, box_min, box_max, box_min + 0.001,
         box_max - 0.001, SIGHT_HEIGHTS, f.shape,
     )  # fmt: skip
-    eye_height, _, _, _, rise = f.shape
+    eye_height, _, _, rise = f.shape
     for c, e in zip(*np.nonzero(candidates & ~shown), strict=True):
         s = viewers[c]
         if s == e:
@@ -140,24 +140,41 @@ def test_low_cover_does_not_hide_a_standing_player():
 def test_records_are_judged_seen_within_the_margin_or_hidden_after_it():
     viewers = np.array([0])
     pending = np.zeros((2, 2), dtype=np.uint64)
-    counts = np.zeros(3, dtype=np.int64)
+    counts = np.zeros(4, dtype=np.int64)
     present = np.ones(2, dtype=np.bool_)
     horizon = np.array([2])  # the margin: 2 snapshots
+    either = np.ones((1, 2), dtype=np.bool_)
 
     def snapshot(sent: bool, seen: bool) -> None:
-        judge_sent(viewers, np.array([[False, sent]]), np.array([[False, seen]]), present,
-                   horizon, pending, counts)  # fmt: skip
+        selected = np.array([[True, sent]])
+        withhold(viewers, selected, ~either, np.array([[False, seen]]), either, present,
+                 horizon, pending, counts)  # fmt: skip
+        assert selected.tolist() == [[True, sent]]
 
     snapshot(True, False)
     snapshot(True, False)
     snapshot(False, True)  # seen 2 snapshots after the first: both judged seen
-    assert counts.tolist() == [2, 2, 0]
+    assert counts.tolist() == [2, 2, 0, 0]
     for _ in range(4):
         snapshot(True, False)  # never seen: each judged hidden once past the margin
-    assert counts.tolist() == [6, 2, 1]
+    assert counts.tolist() == [6, 2, 1, 0]
     snapshot(False, False)
     snapshot(False, False)
-    assert counts.tolist() == [6, 2, 3]
+    assert counts.tolist() == [6, 2, 3, 0]
     present[1] = False
     snapshot(False, False)  # the player left: his last record is not judged
-    assert counts.tolist() == [6, 2, 3] and pending[0, 1] == 0
+    assert counts.tolist() == [6, 2, 3, 0] and pending[0, 1] == 0
+
+
+def test_a_player_not_shown_is_withheld_unless_kept():
+    viewers = np.array([1])
+    pending = np.zeros((3, 3), dtype=np.uint64)
+    counts = np.zeros(4, dtype=np.int64)
+    selected = np.ones((1, 3), dtype=np.bool_)
+    shown = np.zeros((1, 3), dtype=np.bool_)
+    kept = np.array([[False, False, True]])
+    withhold(viewers, selected, kept, shown, shown, np.ones(3, dtype=np.bool_), np.array([5]),
+             pending, counts)  # fmt: skip
+    # Player 0 withheld; the viewer itself and the one in a fight with it sent.
+    assert selected.tolist() == [[False, True, True]]
+    assert counts.tolist() == [1, 0, 0, 1]
