@@ -115,7 +115,7 @@ def fog_sight(
             ex, ey, ez = (float(v) for v in feet[e])
             points = np.array([[ex + 0.0, ey + 0.0, ez + h] for h in heights.tolist()])
             lines = segments_blocked(np.repeat(eye[None], len(points), 0), points, box_min, box_max)
-            clear: np.ndarray = ~lines.any(axis=1)
+            clear = np.asarray(~lines.any(axis=1))
             if clear[0]:
                 seen[c, e] = shown[c, e] = True
                 continue
