@@ -98,7 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
         default="on",
         help="interest management: each player is sent, every snapshot, the players near it, "
         "in its view cone or in a fight with it, and a few others by priority (off: everyone, "
-        "every snapshot); what is simulated and judged is the same either way",
+        "every snapshot, less what --fog withholds); what is simulated and judged is the same "
+        "either way",
     )
     parser.add_argument(
         "--interest-near-m",
