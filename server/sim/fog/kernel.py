@@ -34,36 +34,42 @@ def fog_sight(
     heights: np.ndarray,
     shape: np.ndarray,
     scratch: np.ndarray,
+    bodies: np.ndarray,
     seen: np.ndarray,
     shown: np.ndarray,
 ) -> None:
     """:func:`server.sim.fog.reference.fog_sight` into ``seen`` and ``shown`` (``(C, N)``
-    bool, overwritten). ``scratch``: ``(19 + 4 M, 3)`` room (:func:`scratch_for`)."""
-    eye_height, body_low, body_high, rise = shape[0], shape[1], shape[2], shape[3]
+    bool, overwritten). ``scratch``: ``(21 + 4 M, 3)`` room (:func:`scratch_for`);
+    ``bodies``: ``(N, 2, 3)`` room for every player's region."""
+    eye_height, body_low, body_high, rise, radius = (
+        shape[0], shape[1], shape[2], shape[3], shape[4],
+    )  # fmt: skip
     boxes = len(box_min)
     eye, point, joint_high = scratch[0], scratch[1], scratch[2]
-    eye_corners, body_corners = scratch[3:11], scratch[11:19]
-    near_min, near_max = scratch[19 : 19 + boxes], scratch[19 + boxes : 19 + 2 * boxes]
-    near_inner_min = scratch[19 + 2 * boxes : 19 + 3 * boxes]
-    near_inner_max = scratch[19 + 3 * boxes : 19 + 4 * boxes]
+    eye_lo, eye_hi = scratch[3], scratch[4]
+    eye_corners, body_corners = scratch[5:13], scratch[13:21]
+    near_min, near_max = scratch[21 : 21 + boxes], scratch[21 + boxes : 21 + 2 * boxes]
+    near_inner_min = scratch[21 + 2 * boxes : 21 + 3 * boxes]
+    near_inner_max = scratch[21 + 3 * boxes : 21 + 4 * boxes]
+    for e in range(feet.shape[0]):
+        _region(
+            feet[e], body_reach, body_low, body_high, rise, radius, box_min, box_max,
+            bodies[e, 0], bodies[e, 1],
+        )  # fmt: skip
     for c in range(len(viewers)):
         s = viewers[c]
-        fx, fy, fz = feet[s, 0], feet[s, 1], feet[s, 2]
-        eye[0], eye[1], eye[2] = fx + 0.0, fy + 0.0, fz + eye_height
-        r = eye_reach[c]
-        _corners(
-            fx - r, fy - r, eye_height + min(fz, 0.0), fx + r, fy + r, fz + rise + eye_height,
-            eye_corners,
+        eye[0], eye[1], eye[2] = feet[s, 0] + 0.0, feet[s, 1] + 0.0, feet[s, 2] + eye_height
+        _region(
+            feet[s], eye_reach[c], eye_height, eye_height, rise, radius, box_min, box_max,
+            eye_lo, eye_hi,
         )  # fmt: skip
+        _corners(eye_lo, eye_hi, eye_corners)
         for e in range(feet.shape[0]):
             seen[c, e] = shown[c, e] = False
             if not candidates[c, e] or e == s:
                 continue
             ex, ey, ez = feet[e, 0], feet[e, 1], feet[e, 2]
-            _corners(
-                ex - body_reach, ey - body_reach, min(ez, 0.0) + body_low,
-                ex + body_reach, ey + body_reach, ez + rise + body_high, body_corners,
-            )  # fmt: skip
+            _corners(bodies[e, 0], bodies[e, 1], body_corners)
             # Only a box that overlaps the bounds of both regions can block a line between
             # them (a line stays inside them): the others are left out, which changes no
             # answer of the slab test and spares most of them.
@@ -111,7 +117,7 @@ def fog_sight(
 
 def scratch_for(boxes: int) -> np.ndarray:
     """Room for :func:`fog_sight` over ``boxes`` boxes."""
-    return np.empty((19 + 4 * boxes, 3))
+    return np.empty((21 + 4 * boxes, 3))
 
 
 @fog_kernel
@@ -124,15 +130,49 @@ def _overlaps(low: np.ndarray, high: np.ndarray, lo: np.ndarray, hi: np.ndarray)
 
 
 @fog_kernel
-def _corners(
-    x0: float, y0: float, z0: float, x1: float, y1: float, z1: float, out: np.ndarray
+def _region(
+    feet: np.ndarray,
+    reach: float,
+    low: float,
+    high: float,
+    rise: float,
+    radius: float,
+    box_min: np.ndarray,
+    box_max: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
 ) -> None:
-    """The 8 corners of the box ``(x0, y0, z0)``..``(x1, y1, z1)`` into ``out``."""
+    """:func:`server.sim.fog.reference.movement_region` into ``lo`` and ``hi``."""
+    fx, fy, fz = feet[0], feet[1], feet[2]
+    lo[0], lo[1], lo[2] = fx - reach, fy - reach, min(fz, 0.0) + low
+    hi[0], hi[1], hi[2] = fx + reach, fy + reach, fz + rise + high
+    for b in range(len(box_min)):
+        if not (box_min[b, 2] <= min(fz, 0.0) and box_max[b, 2] > fz + rise):
+            continue  # he may pass over it (or under)
+        for axis in range(2):  # the face's axis; the other runs along the face
+            side = 1 - axis
+            along = feet[side]
+            start, end = box_min[b, side] - radius, box_max[b, side] + radius
+            if not (start < along < end and min(along - start, end - along) > reach):
+                continue
+            at = feet[axis]
+            near_face, far_face = box_min[b, axis] - radius, box_max[b, axis] + radius
+            if at <= near_face:
+                hi[axis] = min(hi[axis], near_face)
+            elif at >= far_face:
+                lo[axis] = max(lo[axis], far_face)
+
+
+@fog_kernel
+def _corners(lo: np.ndarray, hi: np.ndarray, out: np.ndarray) -> None:
+    """The 8 corners of the box ``lo``..``hi`` into ``out``: x slowest, z fastest."""
     n = 0
-    for x in (x0, x1):
-        for y in (y0, y1):
-            for z in (z0, z1):
-                out[n, 0], out[n, 1], out[n, 2] = x, y, z
+    for i in range(2):
+        for j in range(2):
+            for k in range(2):
+                out[n, 0] = lo[0] if i == 0 else hi[0]
+                out[n, 1] = lo[1] if j == 0 else hi[1]
+                out[n, 2] = lo[2] if k == 0 else hi[2]
                 n += 1
 
 

@@ -14,17 +14,16 @@ The rule, for a viewer ``s`` and a player ``e`` (``shape``: :data:`SHAPE_FIELDS`
   only when none does, the other points' lines. A hidden pair has no clear line, so the
   order changes no answer, and spares a hidden pair its other lines.)
 * **shown** (may be seen within the margin): seen, or no single box hides every line
-  between the two regions the pair may occupy meanwhile. The viewer's eye region is the
-  box ``feet ± eye_reach`` across, from ``eye_height`` above the floor (or above its feet
-  when they are below it) up to ``eye_height`` above its feet risen by ``rise`` (a jump's
-  height); the player's region holds his sight points wherever he may be: ``feet ±
-  body_reach`` across, from ``body_low`` above the floor (or his feet) up to ``body_high``
-  above his feet risen by ``rise`` (``body_low``/``body_high``: the lowest and highest
-  sight point). A box hides the pair when its inner box (``inner_min``/``inner_max``: the
-  box shrunk by a margin against rounding) blocks the line from the viewer's eye to the
-  player's first sight point and each of the 64 lines between a corner of one region and
-  a corner of the other; or, when the inner box spans the heights of both regions (a
-  wall), each of the 16 lines between their lowest corners.
+  between the two regions the pair may occupy meanwhile (:func:`movement_region`): the
+  viewer's eye wherever it may be within ``eye_reach`` (at ``eye_height``), the player's
+  sight points wherever he may be within ``body_reach`` (``body_low``/``body_high``: the
+  lowest and highest sight point), both risen by up to ``rise`` (a jump's height) and
+  kept on their side of a box they cannot get round in time. A box hides the pair when
+  its inner box (``inner_min``/``inner_max``: the box shrunk by a margin against
+  rounding) blocks the line from the viewer's eye to the player's first sight point and
+  each of the 64 lines between a corner of one region and a corner of the other; or,
+  when the inner box spans the heights of both regions (a wall), each of the 16 lines
+  between their lowest corners.
 
 Why one box and corners suffice: for a convex box ``X`` and a fixed end ``a``, the ends
 ``b`` whose line from ``a`` meets ``X`` form a convex set, so if the lines from ``a`` to
@@ -41,11 +40,13 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["SHAPE_FIELDS", "fog_sight", "region_corners", "segments_blocked"]
+__all__ = ["SHAPE_FIELDS", "fog_sight", "movement_region", "region_corners", "segments_blocked"]
 
 #: The layout of the ``shape`` argument: heights above the feet (the eye, the lowest and
-#: the highest sight point) and how far a player's feet may rise within the margin.
-SHAPE_FIELDS = ("eye_height", "body_low", "body_high", "rise")
+#: the highest sight point), how far a player's feet may rise within the margin, and the
+#: half width of the square a player's body occupies against the boxes (movement's
+#: ``PLAYER_RADIUS``).
+SHAPE_FIELDS = ("eye_height", "body_low", "body_high", "rise", "player_radius")
 
 
 def segments_blocked(
@@ -70,6 +71,46 @@ def segments_blocked(
     missed = (flat & ~inside).any(axis=2)
     point = flat.all(axis=2)  # (a zero-length segment: every axis flat)
     return (entry <= exit_) & (entry < 1.0) & ~missed & ~point
+
+
+def movement_region(
+    feet: np.ndarray,
+    reach: float,
+    low: float,
+    high: float,
+    rise: float,
+    radius: float,
+    box_min: np.ndarray,
+    box_max: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Where a point ``low``..``high`` above the feet of a player standing at ``feet`` may be
+    once he has moved at most ``reach`` over the ground and risen at most ``rise``: the box
+    ``feet ± reach`` across, from ``low`` above the floor (or his feet, when below it) up
+    to ``high`` above his feet risen by ``rise`` -- cut at the face of each box he stands
+    before and cannot get round, over or under in time. A box that reaches the floor and
+    stands higher than he can rise keeps his axis out of the box widened by ``radius``
+    (movement resolves a player as a square of that half width); to cross the line of its
+    face he must first get past its side, a distance along the face's axis greater than
+    ``reach`` when he stands more than ``reach`` inside the widened box's side. ``(lo,
+    hi)``, ``(3,)`` each."""
+    fx, fy, fz = (float(v) for v in feet)
+    lo = [fx - reach, fy - reach, min(fz, 0.0) + low]
+    hi = [fx + reach, fy + reach, fz + rise + high]
+    for b in range(len(box_min)):
+        if not (box_min[b, 2] <= min(fz, 0.0) and box_max[b, 2] > fz + rise):
+            continue  # he may pass over it (or under)
+        for axis, side in ((0, 1), (1, 0)):  # the face's axis, and the axis along it
+            along = (fx, fy)[side]
+            start, end = float(box_min[b, side]) - radius, float(box_max[b, side]) + radius
+            if not (start < along < end and min(along - start, end - along) > reach):
+                continue
+            at = (fx, fy)[axis]
+            near_face, far_face = float(box_min[b, axis]) - radius, float(box_max[b, axis]) + radius
+            if at <= near_face:
+                hi[axis] = min(hi[axis], near_face)
+            elif at >= far_face:
+                lo[axis] = max(lo[axis], far_face)
+    return np.array(lo), np.array(hi)
 
 
 def region_corners(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -99,15 +140,15 @@ def fog_sight(
     ``eye_reach[c]`` is how far its eye may move within its margin; ``feet`` ``(N, 3)``
     every player's; ``body_reach`` how far a player may move within a snapshot interval
     and the allowance. See the module's docstring for the rule."""
-    eye_height, body_low, body_high, rise = (float(v) for v in shape)
+    eye_height, body_low, body_high, rise, radius = (float(v) for v in shape)
     seen = np.zeros(candidates.shape, dtype=np.bool_)
     shown = np.zeros(candidates.shape, dtype=np.bool_)
     for c, s in enumerate(viewers.tolist()):
         fx, fy, fz = (float(v) for v in feet[s])
         eye = np.array([fx + 0.0, fy + 0.0, fz + eye_height])
-        r = float(eye_reach[c])
-        eye_lo = np.array([fx - r, fy - r, eye_height + min(fz, 0.0)])
-        eye_hi = np.array([fx + r, fy + r, fz + rise + eye_height])
+        eye_lo, eye_hi = movement_region(
+            feet[s], float(eye_reach[c]), eye_height, eye_height, rise, radius, box_min, box_max
+        )
         eye_corners = region_corners(eye_lo, eye_hi)
         for e in np.flatnonzero(candidates[c]).tolist():
             if e == s:
@@ -119,8 +160,9 @@ def fog_sight(
             if clear[0]:
                 seen[c, e] = shown[c, e] = True
                 continue
-            body_lo = np.array([ex - body_reach, ey - body_reach, min(ez, 0.0) + body_low])
-            body_hi = np.array([ex + body_reach, ey + body_reach, ez + rise + body_high])
+            body_lo, body_hi = movement_region(
+                feet[e], body_reach, body_low, body_high, rise, radius, box_min, box_max
+            )
             body_corners = region_corners(body_lo, body_hi)
             first = (eye[None], points[:1])
             every = (np.repeat(eye_corners, 8, axis=0), np.tile(body_corners, (8, 1)))

@@ -8,9 +8,11 @@ server by up to its round trip and its interpolation delay. So the client's eye 
 anywhere its player can run to within round trip + interpolation delay + a snapshot
 interval + the peek allowance, and an enemy it draws anywhere he can run to within a
 snapshot interval + the allowance (the server knows where he is at ``T``; what is drawn
-between two snapshots lies between their positions). The allowance covers what the
-account leaves out: the jitter of the round trip (its spread is added as well), the
-input queue's delay, a client's clock error, a burst of inputs caught up in one tick.
+between two snapshots lies between their positions); neither gets past a box he stands
+behind and cannot get round in time (:func:`server.sim.fog.reference.movement_region`).
+The allowance covers what the account leaves out: the jitter of the round trip (its
+spread is added as well), the input queue's delay, a client's clock error, a burst of
+inputs caught up in one tick.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import numpy as np
 
 from server.sim.fog.kernel import candidates_for, fog_sight, scratch_for, withhold
 from shared.arena_map import ArenaMap
-from shared.movement import MovementParams
+from shared.movement import PLAYER_RADIUS, MovementParams
 from shared.sightlines import SIGHT_HEIGHTS
 from shared.weapons import EYE_HEIGHT
 
@@ -51,7 +53,9 @@ class Fog:
         self.period = snapshot_period
         self.peek_s = peek_s
         rise = movement.jump_speed**2 / (2.0 * movement.gravity)  # a jump's height
-        self.shape = np.array([EYE_HEIGHT, SIGHT_HEIGHTS.min(), SIGHT_HEIGHTS.max(), rise])
+        self.shape = np.array(
+            [EYE_HEIGHT, SIGHT_HEIGHTS.min(), SIGHT_HEIGHTS.max(), rise, PLAYER_RADIUS]
+        )
         self.body_reach = self.speed * (snapshot_period + peek_s)
         self.pending = np.zeros((0, 0), dtype=np.uint64)
         self._scratch = scratch_for(len(self.box_min))
@@ -88,7 +92,7 @@ class Fog:
         fog_sight(
             slots, feet, self.speed * margins, self.body_reach, candidates, self.box_min,
             self.box_max, self.inner_min, self.inner_max, SIGHT_HEIGHTS, self.shape, self._scratch,
-            seen, shown,
+            np.empty((players, 2, 3)), seen, shown,
         )  # fmt: skip
         horizon = np.minimum(np.floor(margins / self.period), _MAX_HORIZON).astype(np.int64)
         withhold(slots, selected, kept, seen, shown, present, horizon, self.pending, self.counts)

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from server.sim.fog import Fog
 from server.sim.fog.kernel import fog_sight, scratch_for, withhold
 from server.sim.fog.reference import fog_sight as reference_sight
-from server.sim.fog.reference import segments_blocked
+from server.sim.fog.reference import movement_region, region_corners, segments_blocked
 from shared.arena_map import default_map
-from shared.movement import MovementParams
+from shared.movement import BUTTON_JUMP, MovementParams, step
 from shared.sightlines import SIGHT_HEIGHTS, sight_blocked
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -58,7 +58,7 @@ def test_kernel_equals_reference(seed, players, boxes, body_reach):
             SIGHT_HEIGHTS, shape)  # fmt: skip
     seen, shown = reference_sight(*args)
     got_seen, got_shown = np.ones_like(seen), np.ones_like(shown)
-    fog_sight(*args, scratch_for(len(box_min)), got_seen, got_shown)
+    fog_sight(*args, scratch_for(len(box_min)), np.empty((players, 2, 3)), got_seen, got_shown)
     np.testing.assert_array_equal(got_seen, seen)
     np.testing.assert_array_equal(got_shown, shown)
     assert not (seen & ~shown).any()  # what is seen now is always shown
@@ -91,18 +91,55 @@ def test_a_hidden_pair_is_hidden_from_everywhere_it_may_be(seed):
         viewers, feet, reach, f.body_reach, candidates, box_min, box_max, box_min + 0.001,
         box_max - 0.001, SIGHT_HEIGHTS, f.shape,
     )  # fmt: skip
-    eye_height, _, _, rise = f.shape
+    eye_height, low, high, rise, radius = f.shape
     for c, e in zip(*np.nonzero(candidates & ~shown), strict=True):
         s = viewers[c]
         if s == e:
             continue
         n = 200
-        eyes = feet[s] + rng.uniform(-1, 1, (n, 3)) * [reach[c], reach[c], 0]
-        eyes[:, 2] = rng.uniform(0.0, feet[s, 2] + rise, n) + eye_height
-        bodies = feet[e] + rng.uniform(-1, 1, (n, 3)) * [f.body_reach, f.body_reach, 0]
-        bodies[:, 2] = rng.uniform(0.0, feet[e, 2] + rise, n)
-        points = bodies + np.c_[np.zeros((n, 2)), rng.choice(SIGHT_HEIGHTS, n)]
-        assert sight_blocked(eyes, points, box_min, box_max).all()
+        eye_lo, eye_hi = movement_region(
+            feet[s], reach[c], eye_height, eye_height, rise, radius, box_min, box_max
+        )
+        body_lo, body_hi = movement_region(
+            feet[e], f.body_reach, low, high, rise, radius, box_min, box_max
+        )
+        eyes = rng.uniform(eye_lo, eye_hi, (n, 3))
+        bodies = rng.uniform(body_lo, body_hi, (n, 3))
+        bodies[:8] = region_corners(body_lo, body_hi)  # (the extremes too)
+        eyes[:8] = region_corners(eye_lo, eye_hi)[::-1]
+        assert sight_blocked(eyes, bodies, box_min, box_max).all()
+
+
+@PROPERTY
+@given(seed=st.integers(0, 2**32 - 1))
+def test_a_player_stays_in_his_region_whatever_he_does(seed):
+    """Soundness of the regions: players started near the walls' ends, moved by the
+    movement model (runs along one compass direction, then turns to another at a random
+    tick: round a wall's end if they can; jumps), never leave the region of the distance
+    they could have run."""
+    rng = np.random.default_rng(seed)
+    params = MovementParams()
+    n, dt, ticks = 64, 1 / 60, 30
+    ends = np.array([(x, y) for x in (-12.0, -4.0, 4.0, 12.0) for y in (8.0, 9.0, -8.0, -9.0)])
+    pos = np.zeros((n, 3))
+    pos[:, :2] = ends[rng.integers(0, len(ends), n)] + rng.uniform(-3, 3, (n, 2))
+    pos, vel = step(pos, np.zeros((n, 3)), np.zeros((n, 2)), np.zeros(n, np.int64), dt, ARENA)
+    start = pos.copy()
+    vel[:, :2] = rng.uniform(-1, 1, (n, 2)) * 4.0
+    compass = np.array([(np.cos(a), np.sin(a)) for a in np.arange(8) * np.pi / 4])
+    first, then = compass[rng.integers(0, 8, n)], compass[rng.integers(0, 8, n)]
+    turn = rng.integers(0, ticks, n)
+    _, _, _, rise, radius = fog().shape
+    for tick in range(1, ticks + 1):
+        move = np.where((tick < turn)[:, None], first, then)
+        pos, vel = step(pos, vel, move, rng.choice([0, BUTTON_JUMP], n), dt, ARENA, params)
+        reach = params.max_speed * tick * dt
+        for p in range(n):
+            lo, hi = movement_region(
+                start[p], reach, 0.0, 0.0, rise, radius, ARENA.box_min, ARENA.box_max
+            )
+            assert (lo[:2] <= pos[p, :2]).all() and (pos[p, :2] <= hi[:2]).all()
+            assert lo[2] <= pos[p, 2] <= hi[2]
 
 
 def test_a_wall_hides_a_player_until_the_viewer_could_step_past_it():
@@ -178,3 +215,39 @@ def test_a_player_not_shown_is_withheld_unless_kept():
     # Player 0 withheld; the viewer itself and the one in a fight with it sent.
     assert selected.tolist() == [[False, True, True]]
     assert counts.tolist() == [1, 0, 0, 1]
+
+
+def test_the_node_flags_switch_the_fog_and_set_its_allowance():
+    import pytest
+
+    from server.net.cli import build_parser, config_from_args
+    from server.sim.match import Match, MatchConfig
+
+    default = config_from_args(build_parser().parse_args([]))
+    assert default.interest.fog and default.interest.fog_peek_s == 0.1
+    off = config_from_args(build_parser().parse_args(["--fog", "off", "--fog-peek-ms", "50"]))
+    assert not off.interest.fog and off.interest.fog_peek_s == 0.05
+    assert Match(MatchConfig(arena=ARENA, interest=off.interest)).deltas.fog is None
+    assert Match(MatchConfig(arena=ARENA, interest=default.interest)).deltas.fog is not None
+    with pytest.raises(ValueError, match="--fog-peek-ms"):
+        config_from_args(build_parser().parse_args(["--fog-peek-ms", "2000"]))
+
+
+def test_a_match_withholds_a_player_behind_a_wall_and_judges_nothing_differently():
+    """Through a match: the player behind the wall is not in the snapshot of the one
+    south of it (nor the reverse), the one in the open is in both; with fog off, all are."""
+    from server.sim.interest import InterestConfig
+    from server.sim.match import Match, MatchConfig
+    from tests.server.frames import players_shown
+
+    def shown(fog_on: bool) -> dict[int, list[int]]:
+        match = Match(MatchConfig(arena=ARENA, interest=InterestConfig(fog=fog_on)))
+        seats = [match.join(f"p{i}", 0.1) for i in range(3)]
+        # South of the wall from x -12 to -4 (y 8..9), north of its middle, and in the
+        # open past its east end.
+        match.world.pos[:3] = [(-8.0, 6.5, 0.0), (-8.0, 10.5, 0.0), (8.0, 0.0, 0.0)]
+        result = match.tick()
+        return {s.slot: players_shown(match, result, s.slot)["id"].tolist() for s in seats}
+
+    assert shown(True) == {0: [0, 2], 1: [1, 2], 2: [0, 1, 2]}
+    assert shown(False) == {0: [0, 1, 2], 1: [0, 1, 2], 2: [0, 1, 2]}
