@@ -16,7 +16,7 @@ were seated or connected. The median is taken over valid runs only; when a popul
 none, its record is marked invalid and the script exits 1 after printing the JSON.
 
     python bench/server_load.py [--players 60,150,300] [--duration 20] [--repeat 1]
-                                [--bot-workers 1] [--interest on|off]
+                                [--bot-workers 1] [--interest on|off] [--fog on|off]
                                 [--hitreg-backend auto|cpu|cuda|reference] [--json PATH]
 """
 
@@ -93,11 +93,12 @@ async def measure(
     bot_workers: int = 1,
     interest: str = "on",
     hitreg_backend: str | None = None,
+    fog: str = "on",
 ) -> dict[str, Any]:
     backend = ("--hitreg-backend", hitreg_backend) if hitreg_backend else ()
     with start_node(
         "--max-players", str(max(players, 300)), "--log-level", "warning",
-        "--interest", interest, *backend,
+        "--interest", interest, "--fog", fog, *backend,
     ) as node:  # fmt: skip
         with tempfile.TemporaryDirectory() as folder:
             report_path = Path(folder) / "bots.json"
@@ -277,6 +278,7 @@ async def run(
     bot_workers: int = 1,
     interest: str = "on",
     hitreg_backend: str | None = None,
+    fog: str = "on",
 ) -> dict[str, Any]:
     loadavg_1m_at_start = os.getloadavg()[0]
     results = []
@@ -290,7 +292,7 @@ async def run(
                 flush=True,
             )
             runs.append(
-                await measure(players, duration, warmup, bot_workers, interest, hitreg_backend)
+                await measure(players, duration, warmup, bot_workers, interest, hitreg_backend, fog)
             )
             print(f"server_load: {json.dumps(runs[-1])}", file=sys.stderr, flush=True)
             print(run_summary(runs[-1]), file=sys.stderr, flush=True)
@@ -300,6 +302,7 @@ async def run(
         "tick_rate_hz": TICK_RATE_HZ,
         "bot_workers": bot_workers,
         "interest": interest,
+        "fog": fog,
         "valid": all(result["valid"] for result in results),
         "machine": {
             "cpus": os.cpu_count(),
@@ -335,6 +338,7 @@ def main() -> int:
     parser.add_argument(
         "--interest", choices=("on", "off"), default="on", help="the node's --interest"
     )
+    parser.add_argument("--fog", choices=("on", "off"), default="on", help="the node's --fog")
     parser.add_argument(
         "--hitreg-backend",
         choices=get_args(BackendName),
@@ -361,6 +365,7 @@ def main() -> int:
             args.bot_workers,
             args.interest,
             args.hitreg_backend,
+            args.fog,
         )
     )
     emit(report, args.json)

@@ -45,6 +45,7 @@ from client_sim.report_thresholds import (
     parse_threshold,
 )
 from client_sim.routing import Directories, Route, route_bots, routing_figures
+from client_sim.sight import POP_IN_NEAR_M
 from client_sim.swarm import Swarm, SwarmConfig, SwarmResult, run_swarm
 from client_sim.websocket import TlsTrust
 from shared import eventloop
@@ -77,6 +78,7 @@ class BotRun:
     workers: int
     interp_delay: float
     input_rate: float = 30.0  # command packets a second (each with the inputs since the last)
+    pop_in_range_m: float = POP_IN_NEAR_M  # pop-ins judged within it, whatever the view
     skill: AimSkill = field(default_factory=AimSkill)
     behaviour: str = "play"
     directory: str = ""  # seat the bots through this arena-directory instead of --server
@@ -114,6 +116,7 @@ class BotRun:
                 seed=self.seed * 1000 + w,
                 interp_delay=self.interp_delay,
                 input_rate=self.input_rate,
+                pop_in_range_m=self.pop_in_range_m,
                 skill=self.skill,
                 behaviour=self.behaviour,
                 routes=tuple(route_shares[w]),
@@ -372,6 +375,17 @@ def build_parser() -> argparse.ArgumentParser:
         "tick rate (default: 30)",
     )
     parser.add_argument(
+        "--pop-in-range-m",
+        type=float,
+        default=POP_IN_NEAR_M,
+        metavar="M",
+        help="fog of war's pop-ins are judged for enemies within this distance whatever the "
+        "view, and within the node's default view cone: inside the node's default interest "
+        "radius, where distance culling cannot explain an absence. With no more players "
+        "than the node's nearest rule (12), or a node run with --interest off, every absence "
+        "is the fog's: give the map's size to judge every appearance",
+    )
+    parser.add_argument(
         "--behaviour",
         default="play",
         choices=BEHAVIOURS,
@@ -488,6 +502,8 @@ def parse_run(args: argparse.Namespace) -> BotRun:
     for flag in ("aim_error_deg", "reaction_ms", "fire_rate", "launcher_share"):
         if not math.isfinite(getattr(args, flag)):
             raise ValueError(f"--{flag.replace('_', '-')} must be a finite number")
+    if not (math.isfinite(args.pop_in_range_m) and args.pop_in_range_m >= 0):
+        raise ValueError("--pop-in-range-m must be a finite distance >= 0")
     if not (math.isfinite(args.input_rate) and args.input_rate > 0):
         raise ValueError("--input-rate must be a positive number of packets a second")
     if not 0.0 <= args.loss <= 1.0:
@@ -508,6 +524,7 @@ def parse_run(args: argparse.Namespace) -> BotRun:
         workers=min(args.workers, args.count),
         interp_delay=parse_spec_duration(args.interp_delay, label="interp delay"),
         input_rate=args.input_rate,
+        pop_in_range_m=args.pop_in_range_m,
         skill=AimSkill(
             error_deg=args.aim_error_deg,
             reaction_s=args.reaction_ms / 1000.0,

@@ -60,6 +60,11 @@ class SnapshotBuffer:
     def newest_time(self) -> float | None:
         return self._times[-1] if self._times else None
 
+    @property
+    def newest(self) -> tuple[float, np.ndarray] | None:
+        """The newest snapshot's time and records (None: none yet)."""
+        return (self._times[-1], self._records[-1]) if self._times else None
+
     def bracket(self, render_time: float) -> Bracket | None:
         """The two snapshots around ``render_time`` and the weight between them (a held
         snapshot when the buffer runs dry, which counts as a miss); None when empty."""

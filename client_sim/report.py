@@ -436,6 +436,7 @@ def build_report(
             "rtt_ms": rtt_agreement(result.shots),
             "server": after.get("combat"),
         },
+        "fog": fog_figures(result.fog, server_before, server_after),
         "failover": {
             **failover_figures(result.failovers, kills),
             # A stall (no snapshot for 0.5 s) probed and ridden out: no failover, no reconnect.
@@ -456,6 +457,36 @@ def build_report(
     reasons = invalid_reasons(report)
     report["valid"], report["invalid_reasons"] = not reasons, reasons
     return report
+
+
+def fog_figures(
+    bots: dict[str, int], before: dict[str, Any] | None, after: dict[str, Any] | None
+) -> dict[str, Any]:
+    """Fog of war over the run: what the bots saw (:class:`client_sim.sight.PopInWatch`:
+    pop-ins must be 0) and the node's account of the records of other players it sent
+    (``/health`` ``snapshots.fog_*`` of the node the bots ended on, after less before;
+    None without both reads, or with fog off): judged seen within the client's margin,
+    or hidden for the whole of it.
+    ``hidden_share``: hidden among those judged."""
+    figures: dict[str, Any] = {
+        "pop_ins": bots.get("pop_ins", 0),
+        "appearances": bots.get("appearances", 0),
+        "enemy_records": bots.get("enemy_records", 0),
+    }
+    node: dict[str, int | None] = dict.fromkeys(("sent", "seen", "hidden", "withheld"))
+    old = (before or {}).get("snapshots") or {}
+    new = (after or {}).get("snapshots") or {}
+    if before is not None and "fog_sent" in new:
+        if int(new["fog_sent"]) < int(old.get("fog_sent", 0)):
+            old = {}  # (another node's counts: the bots ended on a promoted standby)
+        node = {k: int(new[f"fog_{k}"]) - int(old.get(f"fog_{k}", 0)) for k in node}
+    hidden = node["hidden"] or 0
+    judged = (node["seen"] or 0) + hidden
+    return {
+        **figures,
+        "node_records": node,
+        "hidden_share": round(hidden / judged, 4) if judged else None,
+    }
 
 
 def _bucket_order(bucket: str) -> float:
@@ -527,6 +558,13 @@ def format_summary(report: dict[str, Any]) -> str:
             f", max {show(failover['stall_ms_max'], ' ms')}; acked ticks lost "
             f"{show(failover['acked_ticks_lost'])}, inputs lost {failover['inputs_lost']}, "
             f"seats lost {failover['seats_lost']}"
+        )
+    fog = report["fog"]
+    if fog["enemy_records"]:
+        lines.append(
+            f"fog         {fog['pop_ins']} pop-ins over {fog['appearances']} appearances in "
+            f"sight range; hidden share {show(fog['hidden_share'])} of the records the node "
+            f"judged, {show(fog['node_records']['withheld'])} withheld"
         )
     if report["errors"]:
         lines.append("errors      " + ", ".join(f"{k}={v}" for k, v in report["errors"].items()))

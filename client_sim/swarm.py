@@ -35,6 +35,7 @@ from client_sim.recording import SnapshotRecorder
 from client_sim.report_series import Sample
 from client_sim.routing import Route
 from client_sim.shooting import ShotSummary, SwarmShooting
+from client_sim.sight import POP_IN_NEAR_M, PopInWatch
 from client_sim.websocket import TlsTrust
 from shared import eventloop, protocol, rayhits, sightlines
 from shared.arena_map import ArenaMap, default_map
@@ -65,6 +66,9 @@ class SwarmConfig:
     #: Command packets a second: each carries every input since the last (Source's
     #: ``cl_cmdrate``). Rounded to a whole number of ticks, at most one packet a tick.
     input_rate: float = 30.0
+    #: Fog of war's pop-ins are judged within this distance whatever the view
+    #: (:class:`~client_sim.sight.PopInWatch`).
+    pop_in_range_m: float = POP_IN_NEAR_M
     connect_timeout: float = 10.0
     name_prefix: str = "bot"
     arena: ArenaMap = field(default_factory=default_map)
@@ -125,6 +129,8 @@ class SwarmResult:
     partial: bool = False  # ended early (Ctrl-C, SIGTERM): the report says so
     clock_to_wall: float = 0.0  # add to a loop time (FailoverEvent.lost_at) for wall time
     node_urls: dict[str, int] = field(default_factory=dict)  # where the bots play at the end
+    #: Fog of war as the bots saw it (:meth:`client_sim.sight.PopInWatch.figures`).
+    fog: dict[str, int] = field(default_factory=dict)
 
     def merge(self, other: SwarmResult) -> None:
         self.requested += other.requested
@@ -158,6 +164,8 @@ class SwarmResult:
         self.clock_to_wall = self.clock_to_wall or other.clock_to_wall
         for url, count in other.node_urls.items():
             self.node_urls[url] = self.node_urls.get(url, 0) + count
+        for name, count in other.fog.items():
+            self.fog[name] = self.fog.get(name, 0) + count
         for code, count in other.errors.items():
             self.errors[code] = self.errors.get(code, 0) + count
 
@@ -172,6 +180,9 @@ class Swarm:
         self.predictor: SwarmPredictor | None = None
         self.brain = Brain(self.count, config.arena, self.rng, behaviour=config.behaviour)
         self.shooting = SwarmShooting(self.count, config.arena, config.skill, self.rng)
+        self.pop_ins = PopInWatch(
+            self.count, config.arena.box_min, config.arena.box_max, config.pop_in_range_m
+        )
         self.placed = np.zeros(self.count, dtype=bool)
         self.tick_rate = 0
         self.inputs_per_packet = 1
@@ -374,6 +385,12 @@ class Swarm:
             self.predictor.place(bot.index, np.array(you[:3]), np.array(you[3:]))
             self.placed[bot.index] = True
         self.predictor.authoritative(bot.index, snapshot.ack, you)
+        before = bot.snapshots.newest
+        if before is None or snapshot.server_time > before[0]:
+            self.pop_ins.snapshot(
+                bot.index, bot.welcome.player_id, before, snapshot.server_time, records,
+                snapshot.events,
+            )  # fmt: skip
         bot.snapshots.push(snapshot.server_time, records)
         mine = self.shooting.concerning(snapshot.events, bot.welcome.player_id)
         if not mine and not self.shooting.awaiting[bot.index]:
@@ -422,6 +439,7 @@ class Swarm:
         if self.config.behaviour in SHOOTING_BEHAVIOURS:
             shooters = set(self.shooting.shooters(ready, self.brain, now, self.tick_rate).tolist())
         local, server_now, render = self._clocks(ready, asyncio.get_running_loop().time())
+        self.pop_ins.frame(ready, render, predictor.pos[ready], intent.yaw[ready])
         # Plain lists: indexing them per bot is far cheaper than NumPy scalar indexing.
         rows = zip(
             ready.tolist(),
@@ -716,6 +734,7 @@ class Swarm:
             partial=self.partial,
             clock_to_wall=time.time() - asyncio.get_running_loop().time(),
             node_urls=self.node_counts(),
+            fog=self.pop_ins.figures(),
         )
 
 

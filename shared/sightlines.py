@@ -7,6 +7,12 @@ a time with an early exit, where the NumPy version it replaced (kept as the refe
 ``tests/client_sim/test_sight.py``, which checks the two agree bit for bit) built
 ``(segments, boxes, 3)`` arrays a dozen times over.
 
+Fog of war uses them too: a player is *in sight* of an eye when a line from the eye to one
+of the points of his hitbox (:data:`SIGHT_HEIGHTS` above his feet) passes every box
+(:func:`sees_player`). The node withholds the enemies a client cannot come to see in time
+(``server/sim/fog``) and the bots check, by the same rule, that none was withheld from them
+while in sight.
+
 A glance uses them: of the few nearest players a looker draws, the first whose chest its
 eye sees (:func:`first_in_sight` over arrays, :func:`spot_drawn` straight from each
 looker's own snapshots), for every looker of a tick in one call. Here rather than in the
@@ -21,10 +27,26 @@ import math
 import numba
 import numpy as np
 
+from shared.hitbox import HITBOXES
 from shared.protocol.between import alive_in_both, pairs_in_both, place_between
 from shared.protocol.snapshots import ENTITY_DTYPE
 
-__all__ = ["first_in_sight", "segment_blocked", "sight_blocked", "spot_drawn", "warm_up"]
+__all__ = [
+    "SIGHT_HEIGHTS",
+    "first_in_sight",
+    "sees_player",
+    "segment_blocked",
+    "sight_blocked",
+    "spot_drawn",
+    "warm_up",
+]
+
+#: The points of a player's hitbox that sight lines go to, as heights above his feet on
+#: the hitboxes' axis: every capsule's ends, highest first (the head shows over low cover
+#: most often, so a clear line is usually found first).
+SIGHT_HEIGHTS = np.array(
+    sorted({end for box in HITBOXES for end in (box.top[2], box.bottom[2])}, reverse=True)
+)
 
 
 def sight_blocked(
@@ -59,10 +81,25 @@ def _blocked(
 def segment_blocked(
     start: np.ndarray, end: np.ndarray, box_min: np.ndarray, box_max: np.ndarray
 ) -> bool:
-    """:func:`sight_blocked` for one segment (``(3,)`` points), inside a kernel."""
+    """:func:`sight_blocked` for one segment (``(3,)`` points), inside a kernel.
+
+    A box apart from the segment's bounds is passed over before any division: the slab
+    test could not say it blocks (a segment below a box's face on some axis reaches it
+    only beyond its end or before its start, and rounding keeps those parameters outside
+    [0, 1]), so the answer is the same, for a fraction of the cost when most boxes are
+    elsewhere."""
     if end[0] == start[0] and end[1] == start[1] and end[2] == start[2]:
         return False  # a point sees itself
+    lo0, hi0 = min(start[0], end[0]), max(start[0], end[0])
+    lo1, hi1 = min(start[1], end[1]), max(start[1], end[1])
+    lo2, hi2 = min(start[2], end[2]), max(start[2], end[2])
     for b in range(len(box_min)):
+        if (
+            hi0 < box_min[b, 0] or lo0 > box_max[b, 0]
+            or hi1 < box_min[b, 1] or lo1 > box_max[b, 1]
+            or hi2 < box_min[b, 2] or lo2 > box_max[b, 2]
+        ):  # fmt: skip
+            continue
         entry, exit_ = 0.0, 1.0
         for k in range(3):
             span = end[k] - start[k]
@@ -76,6 +113,26 @@ def segment_blocked(
             entry = max(entry, min(t1, t2))
             exit_ = min(exit_, max(t1, t2))
         if entry <= exit_ and entry < 1.0:
+            return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def sees_player(
+    eye: np.ndarray,
+    feet: np.ndarray,
+    heights: np.ndarray,
+    box_min: np.ndarray,
+    box_max: np.ndarray,
+    point: np.ndarray,
+) -> bool:
+    """Whether ``eye`` sees the player standing at ``feet``: a line from it to one of his
+    points (``heights`` above his feet, :data:`SIGHT_HEIGHTS`) passes every box.
+    ``point``: ``(3,)`` room for the point."""
+    point[0], point[1] = feet[0] + 0.0, feet[1] + 0.0
+    for k in range(len(heights)):
+        point[2] = feet[2] + heights[k]
+        if not segment_blocked(eye, point, box_min, box_max):
             return True
     return False
 

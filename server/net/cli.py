@@ -98,7 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
         default="on",
         help="interest management: each player is sent, every snapshot, the players near it, "
         "in its view cone or in a fight with it, and a few others by priority (off: everyone, "
-        "every snapshot); what is simulated and judged is the same either way",
+        "every snapshot, less what --fog withholds); what is simulated and judged is the same "
+        "either way",
     )
     parser.add_argument(
         "--interest-near-m",
@@ -122,6 +123,23 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="players outside a player's interest sent to it per snapshot, by priority "
         "(nearer and longer unsent first)",
+    )
+    parser.add_argument(
+        "--fog",
+        choices=("on", "off"),
+        default="on" if defaults.fog else "off",
+        help="fog of war: of the players interest management selects, an enemy is sent "
+        "only while the player may see him within its round trip, interpolation delay, a "
+        "snapshot interval and the peek allowance (players in a fight are always sent); "
+        "off: interest management alone. What is simulated and judged is the same either way",
+    )
+    parser.add_argument(
+        "--fog-peek-ms",
+        type=float,
+        default=defaults.fog_peek_s * 1000.0,
+        metavar="MS",
+        help="fog of war's allowance added to each player's margin, 0-1000 (covers jitter, "
+        "the input queue, clock error)",
     )
     parser.add_argument(
         "--max-players", type=int, default=300, help="seats in the match; joins beyond are refused"
@@ -453,6 +471,8 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
             raise ValueError(f"--{flag.replace('_', '-')} must be a finite number >= 0")
     if args.token_ttl_s < 60:  # (tests run nodes with shorter ones, through NodeConfig)
         raise ValueError("--token-ttl-s must be at least 60")
+    if not 0 <= args.fog_peek_ms <= 1000:
+        raise ValueError("--fog-peek-ms must be between 0 and 1000")
     parse_coordinator_spec(args.coordinator)
     if args.directory:
         directory_urls(args.directory)
@@ -475,6 +495,8 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
             near_m=args.interest_near_m,
             view_m=args.interest_view_m,
             background=args.interest_background,
+            fog=args.fog == "on",
+            fog_peek_s=args.fog_peek_ms / 1000.0,
         ),
         lag_compensation=LagCompensation(
             max_rewind=args.max_rewind_ms / 1000.0,

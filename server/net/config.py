@@ -40,7 +40,7 @@ class NodeConfig:
     hitreg_backend: BackendName = "auto"
     matches: int = 1  # matches this node hosts; a full match opens the next
     lag_compensation: LagCompensation = field(default_factory=LagCompensation)
-    #: Which players each client is sent (``--interest``, ``--interest-*``).
+    #: Which players each client is sent (``--interest``, ``--interest-*``, ``--fog``).
     interest: InterestConfig = field(default_factory=InterestConfig)
     # Failover.
     public_url: str = ""  # this node's base URL as peers and players reach it

@@ -53,7 +53,7 @@ T = TypeVar("T")
 
 #: The CPU kernel groups compiled side by side on a cold start, longest first (so the
 #: cores finish together): about 10 (the bots' snapshot decoder, alone in a fresh
-#: process), 5.0 (the node's snapshot codec and interest), 3.5, 2.8, 1.2, 1.0 and 0.9 s of
+#: process), 5.0 (the node's snapshot codec, interest and fog), 3.5, 2.8, 1.2, 1.0 and 0.9 s of
 #: CPU on the 2-core machine. The node never runs the decoder; it is in the cache so that
 #: bots started on this machine (the demo's, the tests') load it instead of compiling it.
 GROUPS = ("decoder", "deltas", "projectiles", "hitscan", "grid", "frames", "queues")
@@ -67,6 +67,9 @@ _SOURCES = (
     "server/sim/inputs.py",
     "server/sim/deltas.py",
     "server/sim/interest.py",
+    "server/sim/fog/jit.py",
+    "server/sim/fog/kernel.py",
+    "server/sim/fog/state.py",
     "shared/hitbox.py",
     "shared/movement.py",
     "shared/protocol/baselines.py",

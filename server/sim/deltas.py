@@ -18,6 +18,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from server.sim.fog import Fog
 from server.sim.interest import InterestConfig, select_players
 from shared.kernel_options import NO_RUNTIME
 from shared.protocol import ShotEvent, SnapshotEvent, snapshot_heads
@@ -47,8 +48,11 @@ class DeltaEncoder:
         snapshot_interval: int,
         interest: InterestConfig,
         kept: int = BASELINES_KEPT,
+        fog: Fog | None = None,
     ) -> None:
+        """``fog``: withholds the enemies a client cannot see (None: interest alone)."""
         self.codec = codec
+        self.fog = fog
         self.capacity = capacity
         self.interval = snapshot_interval
         self.interest = interest
@@ -98,7 +102,8 @@ class DeltaEncoder:
 
     def tally(self) -> dict[str, int]:
         """Counts since the start: clients' snapshots coded, their ``entities`` bytes, the
-        records sent by kind and the distinct records encoded (the rest were copies)."""
+        records sent by kind and the distinct records encoded (the rest were copies); with
+        a fog, its account (:meth:`Fog.tally`)."""
         delta, full, gone, encoded = self._tally.tolist()
         return {
             "coded": self.clients_coded,
@@ -107,6 +112,7 @@ class DeltaEncoder:
             "records_full": full,
             "records_gone": gone,
             "records_encoded": encoded,
+            **(self.fog.tally() if self.fog is not None else {}),
         }
 
     # -- what the clients say and do ----------------------------------------------------
@@ -117,6 +123,8 @@ class DeltaEncoder:
         if slot < self._size:
             self.fight_until[slot] = -np.inf
             self.fight_until[:, slot] = -np.inf
+        if self.fog is not None:
+            self.fog.forget(np.array([slot]))
 
     def note_acks(self, slots: np.ndarray, ack_ticks: np.ndarray) -> None:
         """Inputs released this tick: each names its client's newest snapshot."""
@@ -145,12 +153,14 @@ class DeltaEncoder:
         pos: np.ndarray,
         yaw: np.ndarray,
         values: np.ndarray,
+        margins: np.ndarray | None = None,
     ) -> tuple[np.ndarray, list[bytes], np.ndarray]:
         """Snapshot ``tick``'s coded players for the clients in ``slots`` (whose seats are
         ``seat_ids``): (each one's base tick, each one's ``entities``, the players each is
         sent: ``(C, size)`` bool, by slot). ``present``, ``pos``, ``yaw``: the world's per
         slot; ``values``: its quantised state (:meth:`EntityCodec.quantise`,
-        ``(capacity, 10)``)."""
+        ``(capacity, 10)``); ``margins``: each client's fog margin, seconds
+        (:meth:`Fog.margins`; needed with a fog)."""
         ring = (tick // self.interval) % VALUE_RING
         self.ring_values[ring] = values
         self.ring_ticks[ring] = tick
@@ -174,6 +184,8 @@ class DeltaEncoder:
             self.priority[changed] = 0.0
             self.priority[:, changed] = 0.0
             self.acked[changed] = -1
+            if self.fog is not None:
+                self.fog.forget(changed)
             # (its fights are its own: a seat's old ones went when it was freed, forget())
             self.seat_ids[changed] = seat_ids[stale]
         write_row = (tick // self.interval) % self.kept
@@ -182,6 +194,10 @@ class DeltaEncoder:
             self.interest, slots, pos[:size], yaw[:size], shown, self.fight_until, now,
             self.priority,
         )  # fmt: skip
+        if self.fog is not None:
+            assert margins is not None, "a fog needs each client's margin"
+            fights = self.fight_until[slots, :size] > now
+            self.fog.withhold(slots, margins, pos[:size], shown, selected, fights)
         widest = self.codec.max_record_bytes()
         width = size * widest  # the most one client's records can take
         if len(self._out) < len(slots) * width or self._memo.shape[1] != size:
@@ -321,10 +337,12 @@ def _bases(
 
 
 def warm_up() -> None:
-    """Compile (or load from the cache) the encoder's and interest's kernels, and those
-    of a snapshot tick's history and heads."""
+    """Compile (or load from the cache) the encoder's, interest's and fog's kernels, and
+    those of a snapshot tick's history and heads."""
+    from server.sim import fog
     from shared.arena_map import default_map
 
+    fog.warm_up()
     arena = default_map()
     codec = EntityCodec.for_bounds(arena.bounds_min, arena.bounds_max)
     encoder = DeltaEncoder(codec, 2, 1, InterestConfig())

@@ -10,9 +10,14 @@ is in the very next snapshot, and every player is refreshed now and then however
 Lag compensation is not affected: the server rewinds every player, whatever a client was
 sent.
 
-Sight is a cone and a range, not a line of sight: cover does not hide a player from this
-test (a player behind a wall is sent, which costs bytes but never shows a client less
-than it can see).
+The view here is a cone and a range, not a line of sight. Cover is fog of war's part
+(:mod:`server.sim.fog`, on by default, ``InterestConfig.fog``): of the players selected
+here, the encoder then withholds every enemy that no line from the client's eye can reach
+within the client's margin (its round trip, interpolation delay, a snapshot interval and
+a peek allowance), so a player behind a wall is not sent until he may come into sight.
+Players in a fight with the client and the client itself are always sent. A background
+place given to a hidden player is lost for that snapshot (his priority starts again from
+zero, as if sent). The arena is free for all: every other player is an enemy.
 """
 
 from __future__ import annotations
@@ -40,10 +45,16 @@ class InterestConfig:
     #: Players outside a client's interest sent per snapshot, highest priority first.
     background: int = 4
     fight_memory_s: float = 3.0
+    #: Fog of war (:mod:`server.sim.fog`): of the players selected, an enemy is sent only
+    #: while the client may see him within its margin; ``fog_peek_s`` widens the margin.
+    fog: bool = True
+    fog_peek_s: float = 0.1
 
     def __post_init__(self) -> None:
         if not (self.near_m >= 0 and self.view_m >= 0 and self.fight_memory_s >= 0):
             raise ValueError("interest ranges and the fight memory must be >= 0")
+        if not 0 <= self.fog_peek_s <= 1:
+            raise ValueError("the fog's peek allowance must be between 0 and 1 s")
         if not 0 < self.view_half_angle_deg < 90:
             raise ValueError("the view cone's half angle must be between 0 and 90 degrees")
         if self.background < 0 or self.nearest < 0:

@@ -19,6 +19,7 @@ import numpy as np
 
 from server.sim.combat import Combat, ShotBatch, judge
 from server.sim.deltas import DeltaEncoder
+from server.sim.fog import Fog
 from server.sim.history import HistoryRing, HistoryStore
 from server.sim.hitreg.backend import History, HitValidator, make_validator
 from server.sim.inputs import (
@@ -200,8 +201,14 @@ class Match:
         self.unsent_events: list[SnapshotEvent] = []
         self.joins = 0
         self.codec = EntityCodec.for_bounds(config.arena.bounds_min, config.arena.bounds_max)
+        period = config.snapshot_interval / config.tick_rate
+        fog = (
+            Fog(config.arena, config.movement, period, config.interest.fog_peek_s)
+            if config.interest.fog
+            else None
+        )
         self.deltas = DeltaEncoder(
-            self.codec, config.max_players, config.snapshot_interval, config.interest
+            self.codec, config.max_players, config.snapshot_interval, config.interest, fog=fog
         )
         # The snapshot being published (snapshot_head): every seat's head, built at its
         # first send; the players coded for each share of the seats sent to so far.
@@ -569,9 +576,14 @@ class Match:
         seats = result.seats
         slots = np.array(seated, dtype=np.int64)
         seat_ids = np.array([seats[s].seat_id for s in seated], dtype=np.int64)
+        margins = None
+        if self.deltas.fog is not None:  # (each client's round trip, spread included)
+            rtt = self.probes.estimates(slots).sum(axis=1)
+            interp = np.array([seats[s].interp_delay for s in seated])
+            margins = self.deltas.fog.margins(rtt, interp)
         bases, blobs, selected = self.deltas.encode(
             result.tick, result.server_time, slots, seat_ids, shown.present, shown.pos,
-            shown.yaw, shown.quantised,
+            shown.yaw, shown.quantised, margins,
         )  # fmt: skip
         told = _events_told(shown, selected)
         heads, part = self._heads, protocol.entities_part

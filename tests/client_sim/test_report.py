@@ -369,3 +369,18 @@ def test_hits_behind_cover_are_bucketed_by_the_shooter_s_rtt() -> None:
         "150-200ms": {"hits": 1, "behind_cover_rate": 1.0},
         "unknown": {"hits": 1, "behind_cover_rate": 0.0},
     }
+
+
+def test_the_fog_figures_take_the_node_account_over_the_run():
+    from client_sim.report import fog_figures
+
+    bots = {"pop_ins": 0, "appearances": 7, "enemy_records": 900}
+    before = {"snapshots": {"fog_sent": 100, "fog_seen": 80, "fog_hidden": 10, "fog_withheld": 5}}
+    after = {"snapshots": {"fog_sent": 500, "fog_seen": 440, "fog_hidden": 40, "fog_withheld": 45}}
+    figures = fog_figures(bots, before, after)
+    assert figures["node_records"] == {"sent": 400, "seen": 360, "hidden": 30, "withheld": 40}
+    assert figures["hidden_share"] == round(30 / 390, 4)
+    assert figures["pop_ins"] == 0 and figures["appearances"] == 7
+    # Fog off (no account), or no read before the run: nothing to say.
+    assert fog_figures(bots, before, {"snapshots": {}})["hidden_share"] is None
+    assert fog_figures(bots, None, after)["node_records"]["sent"] is None

@@ -617,7 +617,11 @@ def test_a_match_codes_each_client_against_the_snapshot_its_inputs_acknowledge()
     arena = default_map()
 
     def play(acking: bool) -> int:
-        config = MatchConfig(arena=arena, tick_rate=RATE, max_players=4, snapshot_interval=2)
+        # (Fog off: every player is in every snapshot, whoever stands behind a wall.)
+        config = MatchConfig(
+            arena=arena, tick_rate=RATE, max_players=4, snapshot_interval=2,
+            interest=InterestConfig(fog=False),
+        )  # fmt: skip
         match = Match(config)
         seats = [match.join(f"p{i}", 0.1) for i in range(3)]
         held = {seat.slot: EntityBaselines() for seat in seats}
