@@ -18,12 +18,13 @@ say is what it pressed; this module decides which of those claims are usable:
   instead of lagging further behind; but only as far as time allows. Each seat earns one
   input per tick that passes (a stall's skipped ticks included) and banks what it did not
   use (the ticks it was starved, whose guesses are undone), at most ``max_catch_up``: so
-  a seat never applies more inputs than ticks have passed for it. What time does not allow
-  is dropped, the oldest first (the newest are applied), so that a buffer never holds more
-  than ``max_depth - 1`` inputs after a tick: held instead, a backlog would wait behind
-  every input its client sends from then on, one tick at a time, and add its length to
-  the seat's input delay for the rest of the match (after a 3 s node stall, 45 ticks for
-  every player). A client sending inputs faster than the tick rate has its surplus
+  a seat never applies more inputs than ticks have passed for it, and a resumed seat banks
+  nothing of the time its player was away (:meth:`InputQueues.resume`). What time does
+  not allow is dropped, the oldest first (the newest are applied), so that a buffer never
+  holds more than ``max_depth - 1`` inputs after a tick: held instead, a backlog would
+  wait behind every input its client sends from then on, one tick at a time, and add its
+  length to the seat's input delay for the rest of the match (after a 3 s node stall, 45
+  ticks for every player). A client sending inputs faster than the tick rate has its surplus
   dropped the same way instead of simulated. A buffer holds at most ``capacity`` inputs
   between two ticks.
 
@@ -399,6 +400,15 @@ class InputQueues:
         """Hold the credit another node counted, so that catch-up here matches its own."""
         self._state[slot, _CREDIT] = min(max(credit, 0), self.max_catch_up)
 
+    def resume(self, slot: int) -> None:
+        """The seat's player is back on a new connection (a resume, on this node or after
+        a failover): the time it was away is not banked. Catch-up is for inputs delayed on
+        a live connection (a lost packet's retransmission); a seat that banked its time
+        away would spend it on its first inputs back and outrun walking speed over the
+        second after the resume, a profit from every reconnect. From here it banks again
+        the ticks it is starved (its client's round trip before its inputs are back)."""
+        self._state[slot, _CREDIT] = 0
+
     def keep_guesses(self, slot: int) -> None:
         """The player was moved by the game (a respawn): its guessed ticks stand, and the
         time they took is spent."""
@@ -537,3 +547,6 @@ class SeatInputs:
 
     def restore(self, acked: int) -> None:
         self.queues.restore(self.slot, acked)
+
+    def resume(self) -> None:
+        self.queues.resume(self.slot)
