@@ -95,8 +95,9 @@ class InputVerdict(enum.Enum):
 
 
 # Each seat's row of ``InputQueues._state``; _GUESSED: ticks guessed since its last input;
-# _CREDIT: ticks banked for catch-up (passed with no input applied), at most max_catch_up.
-_LAST_RECEIVED, _ACKED, _STARVED, _HEAD, _COUNT, _GUESSED, _CREDIT = range(7)
+# _CREDIT: ticks banked for catch-up (passed with no input applied), at most max_catch_up;
+# _RESUMED: 1 from a resume until the seat's first input back is applied (nothing banked).
+_LAST_RECEIVED, _ACKED, _STARVED, _HEAD, _COUNT, _GUESSED, _CREDIT, _RESUMED = range(8)
 
 #: What a tick did with each seat, beside the inputs it released (``ReleasedInputs.guess``).
 NO_GUESS, FIRST_GUESS, GUESS, UNDO_GUESSES = range(4)
@@ -216,7 +217,11 @@ def _release(
             if state[s, _GUESSED] > 0:
                 guess[k] = UNDO_GUESSES
                 state[s, _GUESSED] = 0
-        state[s, _CREDIT] = min(allowed - taken[k], max_catch_up)
+        if state[s, _RESUMED] == 0:
+            state[s, _CREDIT] = min(allowed - taken[k], max_catch_up)
+        else:  # back from a resume: nothing banked until its first input is applied
+            state[s, _CREDIT] = 0
+            state[s, _RESUMED] = 1 if taken[k] == 0 else 0
     total = 0
     for k in range(len(slots)):
         total += taken[k]
@@ -345,7 +350,7 @@ class InputQueues:
         self.max_catch_up = max_catch_up
         # Per slot: last received seq, acked seq, starved ticks, ring head, ring count,
         # ticks guessed in a row, ticks of catch-up credit.
-        self._state = np.zeros((slots, 7), dtype=np.int64)
+        self._state = np.zeros((slots, 8), dtype=np.int64)
         self._pending_ints = np.zeros((slots, capacity, len(INT_COLUMNS)), dtype=np.int64)
         self._pending_floats = np.zeros((slots, capacity, ARRIVAL + 1), dtype=np.float64)
         #: Per slot, position and velocity before its first guessed tick (the match's).
@@ -376,7 +381,7 @@ class InputQueues:
 
     def reset(self, slot: int) -> None:
         """A new player in ``slot``: nothing received or applied yet."""
-        self._state[slot] = (-1, -1, 0, 0, 0, 0, 0)  # (in _LAST_RECEIVED ... _CREDIT order)
+        self._state[slot] = (-1, -1, 0, 0, 0, 0, 0, 0)  # (_LAST_RECEIVED ... _RESUMED order)
 
     def restore(self, slot: int, acked: int) -> None:
         """Continue a seat another node served: inputs up to ``acked`` were applied there;
@@ -402,12 +407,13 @@ class InputQueues:
 
     def resume(self, slot: int) -> None:
         """The seat's player is back on a new connection (a resume, on this node or after
-        a failover): the time it was away is not banked. Catch-up is for inputs delayed on
-        a live connection (a lost packet's retransmission); a seat that banked its time
-        away would spend it on its first inputs back and outrun walking speed over the
-        second after the resume, a profit from every reconnect. From here it banks again
-        the ticks it is starved (its client's round trip before its inputs are back)."""
-        self._state[slot, _CREDIT] = 0
+        a failover): nothing is banked from its last applied input until its first input
+        back is applied, neither the time it was away nor the round trip of its comeback.
+        Catch-up is for inputs delayed on a live connection (a lost packet's
+        retransmission); a seat that banked that time would spend it on its first inputs
+        back and outrun walking speed over the second after the resume, a profit from
+        every reconnect. Once its first input is applied it banks as any seat."""
+        self._state[slot, [_CREDIT, _RESUMED]] = (0, 1)
 
     def keep_guesses(self, slot: int) -> None:
         """The player was moved by the game (a respawn): its guessed ticks stand, and the
