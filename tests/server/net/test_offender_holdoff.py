@@ -13,9 +13,11 @@ from aiohttp import WSCloseCode
 
 from client_sim.latency import draw_bot, parse_distribution
 from client_sim.swarm import Swarm, SwarmConfig, SwarmResult
+from launch import adversary
 from server.net.cli import build_parser, config_from_args
 from server.net.sessions import SEAT_HOLD_OFF
 from shared import protocol
+from shared.movement import MovementParams
 from tests.server.net.test_admission import closing_code, counted, refused
 from tests.server.replication.test_replication_link import (
     Player,
@@ -186,3 +188,22 @@ async def test_a_bot_answered_429_waits_for_its_retry_after_before_it_knocks_aga
     # Refused once, then it waited what it was told (a bot that knocked every 50 ms
     # would have been refused some twenty times).
     assert counted(primary, "arena_joins_refused_total", {"reason": "offender_holdoff"}) == 1
+
+
+# -- the attack the hold-off answers -------------------------------------------------------
+
+
+async def test_a_speed_hack_that_resumes_its_seat_gains_no_speed_and_waits_its_hold_off() -> None:
+    """Three inputs a tick, closed for it, back with its token 0.2 s later: refused until
+    its hold-off ends, and no faster than walking over any second, the one after its
+    resume included (its seat's banked time away once bought 7.2 m/s there)."""
+    async with cluster() as (nodes, _session):
+        primary = await nodes.start(bind(), node_id="alpha", seat_grace=30.0)
+        url = primary.url.replace("http://", "ws://") + "/ws"
+        outcome = await adversary.speed_hack(url, 7.0, per_tick=3)
+    max_speed = MovementParams().max_speed
+    assert outcome["resumes"] >= 1 and outcome["seats"] == 1, outcome
+    assert outcome["resumes_refused_held_off"] >= 1, outcome
+    assert outcome["speed_mps"] <= max_speed * 1.02, outcome
+    # Measured: it ran, and it ran after a resume.
+    assert outcome["speed_after_resume_mps"] >= 0.5 * max_speed, outcome
