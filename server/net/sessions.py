@@ -17,8 +17,12 @@ seats, and a seated player whose inputs stop for ``--idle-kick-s`` of match time
 
 Offences follow the seat, not the connection: a resumed seat keeps its count, and a seat
 closed for offences may not be resumed for a hold-off (:data:`SEAT_HOLD_OFF`) that doubles
-with each close (``held_off``, with its ``retry_after``); a resume banks nothing of the
-time away (:meth:`server.sim.inputs.InputQueues.resume`). With ``--offender-holdoff-s``, a
+with each close (``held_off``, with its ``retry_after``). A seat whose connection ended
+(closed, lost, or for offences) banks nothing for catch-up from its last applied input to
+its first one back (:meth:`server.sim.inputs.InputQueues.resume`): a client that drops its
+own connection buys no movement with the gap. Only the seats a takeover found (the node,
+not their clients, made them wait) keep what they banked meanwhile, as any seat whose
+inputs a stall delayed. With ``--offender-holdoff-s``, a
 source address whose connections end in offences waits too before its next upgrade is
 served (:meth:`Sessions.handshake_wait`, answered with HTTP 429 by the app).
 """
@@ -103,6 +107,9 @@ class Sessions:
         self._orphaned_since: dict[Seated, float] = {}
         # Per seat admitted here: its id, its peer address, its offences.
         self._admitted: dict[Seated, _Admitted] = {}
+        # The seats the last takeover found (each until its player is back): their wait
+        # was the node's doing, so their resume keeps the catch-up they banked meanwhile.
+        self._away_by_takeover: set[SeatKey] = set()
         # Seats closed for offences: how long each waits before it may be resumed.
         self._seat_holds: HoldOffs[SeatKey] = HoldOffs(SEAT_HOLD_OFF, HOLD_OFF_CAPACITY)
         # With --offender-holdoff-s: source addresses whose connections ended in offences.
@@ -359,7 +366,11 @@ class Sessions:
             )
             return None
         self._orphaned_since.pop((claim.match, claim.slot), None)
-        seat.inputs.resume()  # the time away is not banked for catch-up
+        seat_key = (claim.match, claim.slot, seat.seat_id)
+        if seat_key in self._away_by_takeover:
+            self._away_by_takeover.discard(seat_key)  # (a failover's gap: caught up as ever)
+        else:
+            seat.inputs.resume()  # its own connection ended: the gap is not caught up
         log.info(
             "player_resumed",
             match=claim.match,
@@ -590,10 +601,13 @@ class Sessions:
     # -- seats kept through a failover ----------------------------------------------------
 
     def orphan_all(self) -> None:
-        """After a takeover: every seat waits up to ``--seat-grace-s`` for its player."""
+        """After a takeover: every seat waits up to ``--seat-grace-s`` for its player, and
+        banks the time it waits (the node's doing, not its client's) as a stall's."""
         self._orphaned_since = {}
+        self._away_by_takeover = set()
         for match in self.node.matches.matches:
-            for slot in list(match.seats):
+            for slot, seat in list(match.seats.items()):
+                self._away_by_takeover.add((match.index, slot, seat.seat_id))
                 self._orphan(match.index, slot)
 
     def _orphan(self, index: int, slot: int) -> None:

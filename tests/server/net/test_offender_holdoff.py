@@ -16,15 +16,19 @@ from client_sim.swarm import Swarm, SwarmConfig, SwarmResult
 from launch import adversary
 from server.net.cli import build_parser, config_from_args
 from server.net.sessions import SEAT_HOLD_OFF
+from server.replication.roles import Role
 from shared import protocol
 from shared.movement import MovementParams
 from tests.server.net.test_admission import closing_code, counted, refused
 from tests.server.replication.test_replication_link import (
     Player,
     RunningNode,
+    background,
     bind,
     cluster,
+    primary_and_standby,
     until,
+    until_live,
 )
 
 
@@ -207,3 +211,56 @@ async def test_a_speed_hack_that_resumes_its_seat_gains_no_speed_and_waits_its_h
     assert outcome["speed_mps"] <= max_speed * 1.02, outcome
     # Measured: it ran, and it ran after a resume.
     assert outcome["speed_after_resume_mps"] >= 0.5 * max_speed, outcome
+
+
+# -- which gaps are caught up --------------------------------------------------------------
+
+
+async def test_a_seat_back_from_its_own_dropped_connection_has_nothing_banked() -> None:
+    async with cluster() as (nodes, session):
+        primary = await nodes.start(bind(), node_id="alpha", seat_grace=30.0)
+        player, back = Player(session), Player(session)
+        welcome = await player.join(primary.url, "ada")
+        assert isinstance(welcome, protocol.WelcomeMessage)
+        await player.send_inputs(range(5))
+        match = primary.node.matches[0]
+        await until(lambda: ready(match.seats[welcome.player_id].inputs.acked == 4), "applied")
+        await player.close()  # its own doing: a lag switch, or a lost link
+        await until(lambda: ready(match.inputs.credit(welcome.player_id) >= 6), "time passes")
+        resumed = await back.join(primary.url, "ada", welcome.token)
+        assert isinstance(resumed, protocol.WelcomeMessage)
+        async with background(back.read()):
+            await back.until_snapshot(lambda s: s.tick > resumed.tick + 6)
+            # Nothing banked from its last input to its first one back.
+            assert match.inputs.credit(welcome.player_id) == 0
+        await back.close()
+
+
+async def test_a_seat_a_takeover_found_keeps_the_catch_up_it_banked_meanwhile() -> None:
+    async with cluster() as (nodes, session):
+        primary, standby = await primary_and_standby(nodes)
+        player, back = Player(session), Player(session)
+        await until_live(session, primary.url, "beta")
+        welcome = await player.join(primary.url, "ada")
+        assert isinstance(welcome, protocol.WelcomeMessage)
+        async with background(player.read()):
+            await player.send_inputs(range(5))
+            await player.until_snapshot(lambda s: s.ack == 4)
+            await until_live(session, primary.url, "beta")
+            await primary.crash()  # the node's doing, not the player's
+
+            async def promoted() -> bool:
+                return bool(standby.node.role is Role.PRIMARY and standby.node.matches.tick_number)
+
+            await until(promoted, "the standby takes over")
+        match = standby.node.matches[0]
+        await until(lambda: ready(match.inputs.credit(welcome.player_id) >= 6), "time passes")
+        resumed = await back.join(standby.url, "ada", welcome.token)
+        assert isinstance(resumed, protocol.WelcomeMessage)
+        # What it waited for the takeover is caught up as a stall's would be.
+        assert match.inputs.credit(welcome.player_id) >= 6
+        await back.close()
+
+
+async def ready(value: bool) -> bool:
+    return value
