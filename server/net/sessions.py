@@ -22,9 +22,9 @@ with each close (``held_off``, with its ``retry_after``). A seat whose connectio
 its first one back (:meth:`server.sim.inputs.InputQueues.resume`): a client that drops its
 own connection buys no movement with the gap. Only the seats a takeover found (the node,
 not their clients, made them wait) keep what they banked meanwhile, as any seat whose
-inputs a stall delayed. With ``--offender-holdoff-s``, a
-source address whose connections end in offences waits too before its next upgrade is
-served (:meth:`Sessions.handshake_wait`, answered with HTTP 429 by the app).
+inputs a stall delayed. With ``--offender-holdoff-s``, a source address whose connections
+end in offences waits too before its next upgrade is served
+(:meth:`Sessions.handshake_wait`, answered with HTTP 429 by the app).
 """
 
 from __future__ import annotations
@@ -438,7 +438,9 @@ class Sessions:
         connection.offences += 1
         node.metrics.protocol_errors.labels(error.code).inc()
         fatal = connection.offences >= node.config.max_offences
-        wait = self._closed_for_offences(connection) if fatal else 0.0
+        # (once per close: frames read in the same batch may complain again meanwhile)
+        closing = connection.closing
+        wait = self._closed_for_offences(connection) if fatal and not closing else 0.0
         text = str(error)[:256]
         connection.send(protocol.encode(ErrorMessage(error.code, text, fatal, round(wait, 3))))
         if fatal:
