@@ -13,7 +13,7 @@ STAMP := $(VENV)/.arena-installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,cuda,plots,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[test,cuda,bench]'
 	touch $(STAMP)
 
 # Not a file: runs every time, and takes a fraction of a second once the cache is warm

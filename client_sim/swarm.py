@@ -180,6 +180,7 @@ class Swarm:
         self.beat = ProcessBeat()
         self.decoder = protocol.ServerFrameDecoder()
         self.reader = protocol.SnapshotReader(self.decoder)
+        # The players' coding by the bots' own map: for a node whose welcome does not say.
         self.codec = protocol.EntityCodec.for_bounds(
             config.arena.bounds_min, config.arena.bounds_max
         )
@@ -288,8 +289,17 @@ class Swarm:
                 del self._worlds[next(iter(self._worlds))]
             interval = max(1, welcome.tick_rate // welcome.snapshot_rate)
             ring = protocol.PlayerValues.ring_for(welcome.snapshot_rate)
-            world = self._worlds[key] = protocol.PlayerValues(self.codec, interval, ring=ring)
+            codec = self._codec(welcome)
+            world = self._worlds[key] = protocol.PlayerValues(codec, interval, ring=ring)
         return world
+
+    def _codec(self, welcome: protocol.WelcomeMessage) -> protocol.EntityCodec:
+        """How the node that sent ``welcome`` codes its players: as the welcome says (the
+        map's bounds and every field's width), else as the bots' own copy of the map
+        gives it (a node that does not say)."""
+        if welcome.bounds_min is None or welcome.entity_bits is None:
+            return self.codec
+        return protocol.EntityCodec.for_wire(welcome.bounds_min, welcome.entity_bits)
 
     def _new_seat(self, index: int) -> None:
         """Bot ``index`` plays on in a new seat (its token was refused; its player id may

@@ -204,6 +204,7 @@ class Sessions:
         connection = Connection(ws, request.transport, seat.slot, node.metrics, match=index)
         connection.offences = record.offences  # the seat's, not this connection's
         connection.token_issued_at = time.time()
+        arena, codec = node.config.arena, node.matches[index].codec
         welcome = protocol.WelcomeMessage(
             v=protocol.PROTOCOL_VERSION,
             player_id=seat.slot,
@@ -219,6 +220,9 @@ class Sessions:
             ack=seat.inputs.acked,
             match=index,
             interp_delay=seat.interp_delay,
+            bounds_min=(float(arena.bounds_min[0]), float(arena.bounds_min[1])),
+            bounds_max=(float(arena.bounds_max[0]), float(arena.bounds_max[1])),
+            entity_bits=tuple(int(width) for width in codec.bits),
         )
         # From here on this player's frames are read off the socket by a PlayerStream
         # (taken over before the welcome: a client sends nothing else until it has one).

@@ -1,18 +1,22 @@
-"""Arena wire protocol, version 1: msgpack maps in binary WebSocket frames.
+"""Arena wire protocol, version 2: msgpack maps in binary WebSocket frames.
 
-Sans-I/O: bytes in, validated message objects out, and back. ``docs/protocol.md``
-documents every field with its unit; the tables in these modules are the single source of
-truth that the decoders and that document follow:
+Sans-I/O: bytes in, validated message objects out, and back. The tables in these modules
+are the single source of truth that the encoders, the decoders and ``docs/protocol.md``
+follow (its tables and ``docs/protocol.json`` are generated from them):
 
-* :mod:`.fields` the limits and the field validators, :mod:`.errors` the error codes;
+* :mod:`.fields` the limits and the field validators (each states what it accepts),
+  :mod:`.errors` the error codes;
 * :mod:`.messages` the messages and their strict decoders (with the input and snapshot
   fast paths);
 * :mod:`.inputs` the ``input`` message's fields, once, for every encoder and decoder;
 * :mod:`.events` what a snapshot tells of a tick (joins, leaves, respawns, shots);
+* :mod:`.layout` the entity record layout: every width, kind, class and field;
 * :mod:`.snapshots` entity records and the snapshot's shared body and per-client head;
 * :mod:`.deltas` the players quantised and coded against a client's baseline, and
   :mod:`.baselines` what a client holds to decode them;
-* :mod:`.reader` a snapshot frame read whole in one kernel call (a bot swarm's).
+* :mod:`.reader` a snapshot frame read whole in one kernel call (a bot swarm's);
+* :mod:`.spec` all of it as data, and :mod:`.doc` the command that renders the document's
+  tables and its JSON copy from it (``python -m shared.protocol.doc --write``).
 
 This package is what clients import: ``from shared import protocol``.
 """

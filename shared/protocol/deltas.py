@@ -1,11 +1,12 @@
 """Entity deltas: a snapshot's players quantised against the map and coded against the
 snapshot the client acknowledged (Quake 3's delta snapshots, Fiedler's bit-packing).
 
-Every player's public state is ten unsigned integers (:data:`FIELDS`), each a stated
-precision over a stated range (:class:`EntityCodec`): positions 1/4096 m over the map's
-bounds, velocity 1/256 m/s over +-64 m/s, yaw and pitch in 65536 steps, health and flags
-as bytes. A snapshot's ``entities`` are records, one per player it carries, each starting
-on a byte (so records can be spliced) and bit-packed inside, least significant bit first:
+The layout is :mod:`shared.protocol.layout`'s, stated there once: every player's public
+state is ten unsigned integers (:data:`FIELDS`), each a stated precision over a stated
+range (:class:`EntityCodec`): positions 1/4096 m over the map's bounds, velocity 1/256 m/s
+over +-64 m/s, yaw and pitch in 65536 steps, health and flags as bytes. A snapshot's
+``entities`` are records, one per player it carries, each starting on a byte (so records
+can be spliced) and bit-packed inside, least significant bit first:
 
 * ``id`` (16 bits), ``kind`` (2 bits): 0 a delta, 1 a full record, 2 the player is gone;
 * a full record: the ten fields at their full widths;
@@ -17,7 +18,9 @@ on a byte (so records can be spliced) and bit-packed inside, least significant b
 A delta is against the value the client held for that player in the baseline snapshot
 (``base``, the client's newest acknowledged one; -1 for none, when every record is full).
 Decoding gives back exactly the integers the server coded: the tests compare them bit for
-bit. The kernels are plain functions over NumPy arrays (numba, cached), no I/O.
+bit. The kernels are plain functions over NumPy arrays (numba, cached), no I/O; their
+constants are module-level values computed from the layout (numba freezes them at compile
+time), and :func:`_check_layout` says at import which shapes of it the kernels assume.
 """
 
 from __future__ import annotations
@@ -28,7 +31,19 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
+from shared.protocol import layout
 from shared.protocol.errors import InvalidField
+from shared.protocol.layout import (
+    KIND_DELTA,
+    KIND_FULL,
+    KIND_GONE,
+    MIN_RECORD_BYTES,
+    POSITION_STEP_M,
+    VELOCITY_STEP_MS,
+    Z_RANGE_M,
+    field_bits,
+    field_origins,
+)
 from shared.protocol.snapshots import ENTITY_DTYPE, ENTITY_FLAG_ALIVE
 
 __all__ = [
@@ -40,6 +55,7 @@ __all__ = [
     "STALL_TOLERANCE_S",
     "VALUE_RING",
     "VELOCITY_STEP_MS",
+    "Z_RANGE_M",
     "EntityCodec",
     "MissingBaseline",
     "PlayerValues",
@@ -49,10 +65,11 @@ __all__ = [
     "write_record",
 ]
 
-FIELDS = ("x", "y", "z", "vx", "vy", "vz", "yaw", "pitch", "health", "flags")
-#: Field groups a delta's mask names: position, velocity, look, status.
-GROUP_STARTS = np.array([0, 3, 6, 8, 10], dtype=np.int64)
-KIND_DELTA, KIND_FULL, KIND_GONE = 0, 1, 2
+FIELDS = tuple(f.name for f in layout.RECORD_FIELDS)
+#: Field groups a delta's mask names (position, velocity, look, status): where each starts.
+GROUP_STARTS = np.array(
+    [FIELDS.index(names[0]) for _, names in layout.GROUPS] + [len(FIELDS)], dtype=np.int64
+)
 #: Snapshot ticks whose quantised world a node keeps to code against (2.1 s at 30 snapshots
 #: a second): a record names a value at most this many snapshots older than its own, and a
 #: value the client held from longer ago is sent in full.
@@ -62,24 +79,48 @@ VALUE_RING = 64
 #: so one bot's newest snapshots are stored while another's oldest are still to be decoded.
 STALL_TOLERANCE_S = 10.0
 
-POSITION_STEP_M = 1.0 / 4096.0
-VELOCITY_STEP_MS = 1.0 / 256.0
-VELOCITY_LIMIT_MS = 64.0
-#: Heights a player's feet can have (the floor is z = 0; boxes and jumps stay well within).
-Z_RANGE_M = (-16.0, 48.0)
-_ID_BITS, _KIND_BITS, _CLASS_BITS = 16, 2, 2
-_SMALL_BITS, _MEDIUM_BITS = 7, 13
-_YAW_STEP = 2.0 * math.pi / 65536.0
-_PITCH_STEP = (math.pi / 2.0) / 32767.0
+_ID_BITS, _KIND_BITS, _CLASS_BITS = layout.ID_BITS, layout.KIND_BITS, layout.CLASS_BITS
+_MASK_BITS, _GROUPS = layout.MASK_BITS, len(layout.GROUPS)
+_SMALL_BITS, _MEDIUM_BITS = (c.payload or 0 for c in layout.DELTA_CLASSES[1:3])
+_SMALL_HALF, _MEDIUM_HALF = 1 << (_SMALL_BITS - 1), 1 << (_MEDIUM_BITS - 1)
+_YAW, _PITCH = layout.field("yaw"), layout.field("pitch")
+_HEALTH = layout.field("health")
+_YAW_STEP, _YAW_SIZE, _YAW_ORIGIN = _YAW.step, 1 << (_YAW.bits or 0), _YAW.origin
+_PITCH_STEP, _PITCH_ZERO = _PITCH.step, 1 << ((_PITCH.bits or 0) - 1)
+_HEALTH_TOP = (1 << (_HEALTH.bits or 0)) - 1
+_PITCH_LIMIT = math.pi / 2
+
+
+def _check_layout() -> None:
+    """The layout has the shape the kernels are written for (checked at import: a change
+    there that they do not follow fails at once, not in a client)."""
+    f = {spec.name: spec for spec in layout.RECORD_FIELDS}
+    fixed = [f["yaw"].bits, f["pitch"].bits, f["health"].bits, f["flags"].bits]
+    if (
+        FIELDS != ("x", "y", "z", "vx", "vy", "vz", "yaw", "pitch", "health", "flags")
+        or [c.code for c in layout.DELTA_CLASSES] != [0, 1, 2, 3]
+        or [c.payload for c in layout.DELTA_CLASSES[::3]] != [0, None]
+        or {f[n].step for n in ("x", "y", "z")} != {POSITION_STEP_M}
+        or {f[n].step for n in ("vx", "vy", "vz")} != {VELOCITY_STEP_MS}
+        or not all(f[n].centred and f[n].origin == 0.0 for n in ("vx", "vy", "vz", "pitch"))
+        or not (f["yaw"].wraps and f["yaw"].origin == -math.pi)
+        or any(spec.wraps for spec in layout.RECORD_FIELDS if spec.name != "yaw")
+        or (f["x"].axis, f["y"].axis, f["z"].axis) != (0, 1, None)
+        or None in fixed
+        or _MASK_BITS < _GROUPS
+        or not _SMALL_BITS < _MEDIUM_BITS
+        or f["health"].origin != 0.0
+        or f["flags"].step != 1.0
+    ):
+        raise AssertionError("shared.protocol.layout changed: the delta kernels do not follow")
+
+
+_check_layout()
 
 
 class MissingBaseline(InvalidField):
     """A snapshot coded against a base this client does not hold (it is not shown, and
     so not acknowledged: the server codes the next one against an older base, or none)."""
-
-
-def _bits_for(span: float, step: float) -> int:
-    return max(1, math.ceil(math.log2(span / step + 1.0)))
 
 
 @dataclass(frozen=True)
@@ -98,23 +139,19 @@ class EntityCodec:
     @classmethod
     def for_bounds(cls, bounds_min: np.ndarray, bounds_max: np.ndarray) -> EntityCodec:
         """The codec of a map whose floor spans ``bounds_min`` to ``bounds_max`` (x, y)."""
-        lo = np.asarray(bounds_min, dtype=np.float64)
-        hi = np.asarray(bounds_max, dtype=np.float64)
-        z_lo, z_hi = Z_RANGE_M
-        velocity = _bits_for(2 * VELOCITY_LIMIT_MS, VELOCITY_STEP_MS)
-        bits = [
-            _bits_for(float(hi[0] - lo[0]), POSITION_STEP_M),
-            _bits_for(float(hi[1] - lo[1]), POSITION_STEP_M),
-            _bits_for(z_hi - z_lo, POSITION_STEP_M),
-            velocity,
-            velocity,
-            velocity,
-            16,
-            16,
-            8,
-            8,
-        ]
-        return cls(np.array([lo[0], lo[1], z_lo]), np.array(bits, dtype=np.int64))
+        lo = [float(v) for v in bounds_min]
+        return cls.for_wire(lo, field_bits(lo, [float(v) for v in bounds_max]))
+
+    @classmethod
+    def for_wire(
+        cls, bounds_min: tuple[float, ...] | list[float], bits: tuple[int, ...]
+    ) -> EntityCodec:
+        """The codec a welcome states: the map's lowest corner (x, y) and every field's
+        width (``WelcomeMessage.bounds_min``, ``entity_bits``)."""
+        if len(bits) != len(FIELDS):
+            raise ValueError(f"expected {len(FIELDS)} field widths, got {len(bits)}")
+        origin = np.array(field_origins(bounds_min)[:3], dtype=np.float64)
+        return cls(origin, np.array(bits, dtype=np.int64))
 
     def quantise(
         self,
@@ -158,10 +195,13 @@ class EntityCodec:
         out[:, 0:3] = np.clip(np.round((pos - self.origin) / POSITION_STEP_M), 0, top[0:3])
         out[:, 3:6] = np.clip(np.round(vel / VELOCITY_STEP_MS) + self.velocity_half, 0, top[3:6])
         out[:, 6] = (
-            np.round(np.mod(yaw + math.pi, 2.0 * math.pi) / _YAW_STEP).astype(np.int64) % 65536
+            np.round(np.mod(yaw - _YAW_ORIGIN, 2.0 * math.pi) / _YAW_STEP).astype(np.int64)
+            % _YAW_SIZE
         )
-        out[:, 7] = np.round(np.clip(pitch, -math.pi / 2, math.pi / 2) / _PITCH_STEP) + 32768
-        out[:, 8] = np.clip(health, 0, 255)
+        out[:, 7] = (
+            np.round(np.clip(pitch, -_PITCH_LIMIT, _PITCH_LIMIT) / _PITCH_STEP) + _PITCH_ZERO
+        )
+        out[:, 8] = np.clip(health, 0, _HEALTH_TOP)
         out[:, 9] = np.where(alive, ENTITY_FLAG_ALIVE, 0)
         return out
 
@@ -197,8 +237,7 @@ class EntityCodec:
 
 def max_record_bytes(bits: np.ndarray) -> int:
     """The longest record a codec of these widths writes (a delta of every field)."""
-    widest = _ID_BITS + _KIND_BITS + 4 + len(FIELDS) * _CLASS_BITS + int(np.sum(bits))
-    return (widest + 7) // 8
+    return layout.max_record_bytes([int(b) for b in bits])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -223,10 +262,11 @@ def _quantise(
             out[i, axis] = min(max(cell, 0.0), float(top[axis]))
             step = np.rint(vel[i, axis] / VELOCITY_STEP_MS) + velocity_half
             out[i, 3 + axis] = min(max(step, 0.0), float(top[3 + axis]))
-        out[i, 6] = np.int64(np.rint(np.mod(yaw[i] + math.pi, 2.0 * math.pi) / _YAW_STEP)) % 65536
-        clipped = min(max(pitch[i], -math.pi / 2), math.pi / 2)
-        out[i, 7] = np.rint(clipped / _PITCH_STEP) + 32768
-        out[i, 8] = min(max(health[i], 0), 255)
+        turn = np.mod(yaw[i] - _YAW_ORIGIN, 2.0 * math.pi)
+        out[i, 6] = np.int64(np.rint(turn / _YAW_STEP)) % _YAW_SIZE
+        clipped = min(max(pitch[i], -_PITCH_LIMIT), _PITCH_LIMIT)
+        out[i, 7] = np.rint(clipped / _PITCH_STEP) + _PITCH_ZERO
+        out[i, 8] = min(max(health[i], 0), _HEALTH_TOP)
         out[i, 9] = ENTITY_FLAG_ALIVE if alive[i] else 0
 
 
@@ -290,9 +330,9 @@ def _signed_difference(new: int, old: int, width: int) -> int:
 def _delta_class(d: int, width: int) -> int:
     if d == 0:
         return 0
-    if -64 <= d <= 63 and _SMALL_BITS < width:
+    if -_SMALL_HALF <= d < _SMALL_HALF and _SMALL_BITS < width:
         return 1
-    if -4096 <= d <= 4095 and _MEDIUM_BITS < width:
+    if -_MEDIUM_HALF <= d < _MEDIUM_HALF and _MEDIUM_BITS < width:
         return 2
     return 3
 
@@ -318,12 +358,12 @@ def write_record(
         return (at + 7) & ~7
     at = _put(out, at, KIND_DELTA, _KIND_BITS)
     mask = 0
-    for g in range(4):
+    for g in range(_GROUPS):
         for f in range(GROUP_STARTS[g], GROUP_STARTS[g + 1]):
             if new[f] != old[f]:
                 mask |= 1 << g
-    at = _put(out, at, mask, 4)
-    for g in range(4):
+    at = _put(out, at, mask, _MASK_BITS)
+    for g in range(_GROUPS):
         if not mask >> g & 1:
             continue
         for f in range(GROUP_STARTS[g], GROUP_STARTS[g + 1]):
@@ -380,7 +420,7 @@ def _dequantise(
     record["vy"] = (v[4] - velocity_half) * VELOCITY_STEP_MS
     record["vz"] = (v[5] - velocity_half) * VELOCITY_STEP_MS
     record["yaw"] = v[6]
-    record["pitch"] = v[7] - 32768
+    record["pitch"] = v[7] - _PITCH_ZERO
     record["health"] = v[8]
     record["flags"] = v[9]
 
@@ -442,16 +482,16 @@ def _read_records(
                 at += bits[f]
         elif kind == KIND_DELTA:
             kt = base[entity] if entity < len(base) else -1
-            if kt < 0 or at + 4 > end:
+            if kt < 0 or at + _MASK_BITS > end:
                 return _BAD, count
             old = (kt // interval) % ring
             if entity >= players or store_ticks[old, entity] != kt:  # gone from the store
                 return _MISSING, count
-            mask = _get(data, at, 4)
-            at += 4
+            mask = _get(data, at, _MASK_BITS)
+            at += _MASK_BITS
             for f in range(fields):
                 values[count, f] = store_values[old, entity, f]
-            for g in range(4):
+            for g in range(_GROUPS):
                 if not mask >> g & 1:
                     continue
                 for f in range(GROUP_STARTS[g], GROUP_STARTS[g + 1]):
@@ -482,8 +522,9 @@ def _read_records(
 @numba.njit(cache=True, inline="always")
 def most_records(data_bytes: int) -> int:
     """The most records ``data_bytes`` bytes of players can hold (a record takes at least
-    18 bits): the room :func:`_read_records` needs."""
-    return data_bytes // 3 + 1
+    its header, :data:`~shared.protocol.layout.MIN_RECORD_BYTES`): the room
+    :func:`_read_records` needs."""
+    return data_bytes // MIN_RECORD_BYTES + 1
 
 
 @numba.njit(cache=True, inline="always")

@@ -14,7 +14,16 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from shared.protocol.errors import InvalidField
-from shared.protocol.fields import U32_MAX, flag, integer, number, numbers, text
+from shared.protocol.fields import (
+    U32_MAX,
+    WireType,
+    described,
+    flag,
+    integer,
+    number,
+    numbers,
+    text,
+)
 
 __all__ = [
     "JUDGEMENTS",
@@ -98,7 +107,7 @@ def _one_of(choices: tuple[str, ...]) -> Callable[[str, object], str]:
             raise InvalidField(f"{name}: expected one of {', '.join(choices)}")
         return str(value)
 
-    return check
+    return described(check, WireType("str", choices=choices))
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,14 +19,19 @@ import msgpack
 from shared.protocol.errors import FrameTooLarge, InvalidField, MalformedFrame, UnknownMessageType
 from shared.protocol.events import SnapshotEvent, decode_event, encode_event
 from shared.protocol.fields import (
+    MAX_ARRAY_LEN,
     MAX_CLIENT_FRAME_BYTES,
     MAX_EPOCH,
+    MAX_MAP_LEN,
     MAX_SERVER_FRAME_BYTES,
     MAX_TICK,
     U32_MAX,
+    WireType,
     binary,
+    described,
     flag,
     integer,
+    integers,
     number,
     numbers,
     optional,
@@ -34,6 +39,7 @@ from shared.protocol.fields import (
     texts,
 )
 from shared.protocol.inputs import INPUT_FIELDS
+from shared.protocol.layout import MAP_BOUND_M, MAX_FIELD_BITS, RECORD_FIELDS
 
 __all__ = [
     "ClientMessage",
@@ -64,6 +70,9 @@ def _snapshot_events(name: str, value: object) -> tuple[SnapshotEvent, ...]:
         event if not isinstance(event, dict) and hasattr(event, "KIND") else decode_event(event)
         for event in value
     )
+
+
+described(_snapshot_events, WireType("event[]"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +199,12 @@ class WelcomeMessage(Message):
     #: Snapshots a second this node sends (a divisor of the tick rate): a client sizes its
     #: interpolation buffer by it.
     snapshot_rate: int = 60
+    #: The map's floor rectangle (x, y) and each entity field's width in bits: what a
+    #: client needs to decode positions (:mod:`shared.protocol.layout`). None from a node
+    #: that does not say (the client then derives them from its own copy of the map).
+    bounds_min: tuple[float, float] | None = None
+    bounds_max: tuple[float, float] | None = None
+    entity_bits: tuple[int, ...] | None = None
     FIELDS = {
         "v": integer(0, 65535),
         "player_id": integer(0, 65535),
@@ -205,6 +220,9 @@ class WelcomeMessage(Message):
         "ack": integer(-1, U32_MAX),
         "match": integer(0, 65535),
         "interp_delay": number(0.0, 1.0),
+        "bounds_min": optional(numbers(2, MAP_BOUND_M)),
+        "bounds_max": optional(numbers(2, MAP_BOUND_M)),
+        "entity_bits": optional(integers(len(RECORD_FIELDS), 1, MAX_FIELD_BITS)),
     }
 
 
@@ -373,8 +391,8 @@ def _decode(data: bytes, types: dict[str, type[Message]], max_bytes: int) -> Mes
             strict_map_key=True,
             max_str_len=max_bytes,
             max_bin_len=max_bytes,
-            max_array_len=4096,
-            max_map_len=64,
+            max_array_len=MAX_ARRAY_LEN,
+            max_map_len=MAX_MAP_LEN,
         )
     except Exception:  # msgpack raises several unrelated types for garbage input
         raise MalformedFrame("frame is not a single valid msgpack value") from None
@@ -390,7 +408,11 @@ def _decode(data: bytes, types: dict[str, type[Message]], max_bytes: int) -> Mes
         raise UnknownMessageType(f"unknown message type {str(kind)[:32]!r}")
     fields = cls.FIELDS
     extra = raw.keys() - fields.keys()
-    if extra:
+    if extra and types is _SERVER_TYPES:
+        # A client ignores the keys of a server message it does not know: a node may add
+        # optional fields within a protocol version (a client's frames stay strict).
+        raw = {name: value for name, value in raw.items() if name in fields}
+    elif extra:
         raise InvalidField(f"{kind}: unexpected field {sorted(map(str, extra))[0][:32]!r}")
     try:
         return cls(**raw)

@@ -36,7 +36,7 @@ from shared.protocol.baselines import EntityBaselines, check, commit_rows, read_
 from shared.protocol.deltas import _DECODED, _TOO_SMALL, FIELDS, PlayerValues, most_records
 from shared.protocol.errors import InvalidField
 from shared.protocol.events import SnapshotEvent
-from shared.protocol.fields import MAX_TICK
+from shared.protocol.fields import MAX_ARRAY_LEN, MAX_MAP_LEN, MAX_TICK
 from shared.protocol.snapshots import (
     _ACK_KEY,
     _BASE_KEY,
@@ -68,7 +68,8 @@ _BASE = np.frombuffer(_BASE_KEY, dtype=np.uint8)
 _ENTITIES = np.frombuffer(_ENTITIES_KEY, dtype=np.uint8)
 _EVENTS = np.frombuffer(_EVENTS_KEY, dtype=np.uint8)
 _LITTLE = sys.byteorder == "little"
-_MAX_ARRAY, _MAX_MAP = 4096, 64  # the decoder's limits on an event's arrays and maps
+#: The decoder's limits on an event's arrays and maps.
+_MAX_ARRAY, _MAX_MAP = MAX_ARRAY_LEN, MAX_MAP_LEN
 _most_records = most_records.py_func  # (from Python: no kernel call for one division)
 
 

@@ -21,7 +21,8 @@ import numba
 import numpy as np
 
 from shared.protocol.events import SnapshotEvent, encode_event
-from shared.protocol.fields import MAX_SERVER_FRAME_BYTES, MAX_TICK
+from shared.protocol.fields import MAX_ARRAY_LEN, MAX_MAP_LEN, MAX_SERVER_FRAME_BYTES, MAX_TICK
+from shared.protocol.layout import field
 from shared.protocol.messages import ServerMessage, SnapshotMessage, decode_server
 
 __all__ = [
@@ -70,16 +71,15 @@ ENTITY_DTYPE = np.dtype(
     ]
 )
 ENTITY_FLAG_ALIVE = 1
-_YAW_STEP = 2.0 * math.pi / 65536.0
-_PITCH_STEP = (math.pi / 2.0) / 32767.0
+_YAW, _PITCH = field("yaw"), field("pitch")
 
 
 def entity_yaw(records: np.ndarray) -> np.ndarray:
-    return records["yaw"].astype(np.float64) * _YAW_STEP - math.pi
+    return records["yaw"].astype(np.float64) * _YAW.step + _YAW.origin
 
 
 def entity_pitch(records: np.ndarray) -> np.ndarray:
-    return records["pitch"].astype(np.float64) * _PITCH_STEP
+    return records["pitch"].astype(np.float64) * _PITCH.step
 
 
 def encode_snapshot_body(tick: int, server_time: float, epoch: int, state: bytes = b"") -> bytes:
@@ -245,7 +245,7 @@ _layout = operator.itemgetter(0, 1, 3, 5, 7, 9, 11, 13, 14, 16, 17)
 _LAYOUT = (_YOU_KEY_AND_ARRAY, *(0xCB,) * 6, _BASE_KEY, 0xD3, _ENTITIES_KEY, 0xC6)
 
 
-_MAX_EVENTS = 4096  # as decode_server's longest array
+_MAX_EVENTS = MAX_ARRAY_LEN  # as decode_server's longest array
 _RECENT_BODIES = 4  # bodies a frame is matched against by its end (ServerFrameDecoder)
 #: A client's keys as text: found anywhere in a body (in any msgpack string form), the body
 #: is never shared (a repeated key overrides the client's own; a false alarm only costs a
@@ -298,7 +298,7 @@ def _snapshot_head(
         return ack, you, base, data[start:end], [], at
     unpacker = msgpack.Unpacker(
         raw=False, max_buffer_size=MAX_SERVER_FRAME_BYTES, max_bin_len=MAX_SERVER_FRAME_BYTES,
-        max_str_len=MAX_SERVER_FRAME_BYTES, max_array_len=4096, max_map_len=64,
+        max_str_len=MAX_SERVER_FRAME_BYTES, max_array_len=MAX_ARRAY_LEN, max_map_len=MAX_MAP_LEN,
     )  # fmt: skip
     unpacker.feed(data[at:])
     events = []
