@@ -20,7 +20,10 @@ without the seat) has said it will never work again: the bot's next join asks fo
 seat, and the bot counts a seat lost. A ``seat_in_use`` refusal keeps the token (the node
 has not yet noticed the bot's old connection go). A bot kicked for idleness (``idle_kick``:
 its seat is gone) or refused a seat that another try will not get (``address_limit``,
-``reservation_required``) stops playing, its token dropped.
+``reservation_required``) stops playing, its token dropped. A node that asks for a wait
+(an error's ``retry_after``: a seat closed for offences is ``held_off``; an HTTP 429 or
+503 with ``Retry-After``) gets it, and a little more, jittered: the bot tries no node
+before then, so a held-off swarm does not storm the node when the wait ends.
 """
 
 from __future__ import annotations
@@ -202,6 +205,7 @@ class Bot:
         self.stalls = 0  # stalls ridden out with a probe rather than a failover
         self.seats_lost = 0  # seats whose token a node refused (the bot took a new one)
         self._refused = False  # told it will not play (an idle kick, a final refusal)
+        self._not_before = -math.inf  # loop time: a node asked us to wait until then
 
     def local_time(self) -> float:
         """This bot's own clock: the true one plus the modelled offset."""
@@ -369,6 +373,12 @@ class Bot:
         if self.welcome is not None:
             self.seats_lost += 1
 
+    def hold_off(self, seconds: float) -> None:
+        """A node asked us to wait ``seconds`` before we try again (``retry_after``): no
+        join before then, plus up to a quarter more, jittered across the swarm."""
+        until = self._loop.time() + seconds * self._jitter.uniform(1.0, 1.25)
+        self._not_before = max(self._not_before, until)
+
     def refused(self) -> None:
         """A node ended our play for good (``idle_kick``, ``address_limit``,
         ``reservation_required``): the token is not tried again, and the bot stops."""
@@ -471,6 +481,8 @@ class Bot:
                     tls=config.tls,
                 )
         except (OSError, TimeoutError, ValueError) as error:  # ValueError: not a ws URL
+            if isinstance(error, websocket.HandshakeError) and error.retry_after is not None:
+                self.hold_off(error.retry_after)
             if self.welcome is None:  # (during a failover, dead nodes are expected)
                 self.swarm.note_error(f"connect_failed:{type(error).__name__}")
             return None
@@ -560,7 +572,8 @@ class Bot:
             if self._active is None and self.welcome is None:
                 if self._loop.time() > give_up_at:
                     return
-                await asyncio.sleep(RECONNECT_BACKOFF_S)
+                wait = max(RECONNECT_BACKOFF_S, self._not_before - self._loop.time())
+                await asyncio.sleep(min(wait, give_up_at - self._loop.time()))
                 self._active = await self._open(self.url)
                 continue
             self._changed.clear()
@@ -638,6 +651,9 @@ class Bot:
                 self._spare, parked = None, None
             elif parked is not None:
                 give_up = self._loop.time() + RECONNECT_GIVE_UP_S  # a standby holds our join
+            if (wait := self._not_before - self._loop.time()) > 0:
+                await self._until_welcomed(event, stop, None, 0, wait)  # (a spare may yet)
+                continue
             if parked is None or parked.url != url:
                 attempt = await self._open(url)
                 if attempt is not None:

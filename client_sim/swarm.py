@@ -270,6 +270,8 @@ class Swarm:
         elif isinstance(message, protocol.WelcomeMessage):
             self._on_welcome(bot, message)
         elif isinstance(message, protocol.ErrorMessage):
+            if message.retry_after > 0:  # (held_off, or a fatal offence: when to come back)
+                bot.hold_off(message.retry_after)
             if message.code == "invalid_token":
                 bot.token_refused()
             elif message.code in FINAL_REFUSALS:

@@ -21,6 +21,7 @@ import asyncio
 import base64
 import functools
 import hashlib
+import math
 import os
 import ssl
 from collections.abc import Callable
@@ -55,7 +56,12 @@ _CLOSE_WAIT_S = 1.0  # how long close() waits for the server's close frame
 
 
 class HandshakeError(ConnectionError):
-    """The server did not accept the WebSocket upgrade (or answered something else)."""
+    """The server did not accept the WebSocket upgrade (or answered something else);
+    ``retry_after``: the seconds its ``Retry-After`` asked for (a 429 or 503), else None."""
+
+    def __init__(self, why: str, retry_after: float | None = None) -> None:
+        super().__init__(why)
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +198,10 @@ class WebSocketClient(asyncio.Protocol):
             name, _, value = line.partition(":")
             headers[name.strip().lower()] = value.strip()
         if len(status) < 2 or status[1] != "101":
-            self._reject(f"the server answered {lines[0]!r}, not 101 Switching Protocols")
+            self._reject(
+                f"the server answered {lines[0]!r}, not 101 Switching Protocols",
+                _retry_after(headers.get("retry-after")),
+            )
         elif headers.get("upgrade", "").lower() != "websocket" or "upgrade" not in {
             token.strip() for token in headers.get("connection", "").lower().split(",")
         }:
@@ -207,9 +216,9 @@ class WebSocketClient(asyncio.Protocol):
             return data[end + 4 :]
         return b""
 
-    def _reject(self, why: str) -> None:
+    def _reject(self, why: str, retry_after: float | None = None) -> None:
         if not self.handshake.done():
-            self.handshake.set_exception(HandshakeError(why))
+            self.handshake.set_exception(HandshakeError(why, retry_after))
         self._close_transport()
 
     # -- sending ---------------------------------------------------------------------------
@@ -256,6 +265,16 @@ class WebSocketClient(asyncio.Protocol):
                 await asyncio.shield(self._gone)
         except TimeoutError:
             self.abort()
+
+
+def _retry_after(value: str | None) -> float | None:
+    """A ``Retry-After`` header's seconds (RFC 9110 §10.2.3; its HTTP-date form, which no
+    node sends, reads as None)."""
+    try:
+        seconds = float(value) if value is not None else math.nan
+    except ValueError:
+        return None
+    return seconds if 0 <= seconds <= 86400 else None
 
 
 async def connect(

@@ -64,6 +64,7 @@ __all__ = [
     "slowloris",
     "speed_hack",
     "speed_over_windows",
+    "window_speeds",
 ]
 
 #: Every error code of docs/protocol.md ("error"): anything else a node sends is a finding.
@@ -72,7 +73,7 @@ DOCUMENTED_ERRORS = frozenset(
         "malformed_frame", "frame_too_large", "unknown_type", "invalid_field",
         "version_mismatch", "join_first", "join_timeout", "server_full", "invalid_token",
         "seat_in_use", "not_primary", "invalid_reservation", "shutdown", "rate_limited",
-        "reservation_required", "address_limit", "idle_kick",
+        "reservation_required", "address_limit", "idle_kick", "held_off",
     }
 )  # fmt: skip
 #: The close codes a hostile client may be answered with (docs/protocol.md, "Close codes");
@@ -81,7 +82,7 @@ DOCUMENTED_CLOSES = frozenset({1000, 1001, 1002, 1007, 1008, 1009, 1013})
 
 ANSWER_WAIT_S = 2.0  # how long a frame may take to draw its error or close
 CLOSE_WAIT_S = 3.0  # how long a connection given a fatal frame may take to be closed
-WINDOW_S = 0.5  # speed is judged over windows of server time this long
+WINDOW_S = 1.0  # speed is judged over every window of server time this long
 
 Attack = Callable[..., Coroutine[Any, Any, dict[str, Any]]]
 
@@ -102,10 +103,16 @@ async def _play(
     interp_delay: float = 0.1,
     on_seat: Callable[[Wire], None] | None = None,
     ping_every_s: float = 0.5,
+    resume: bool = False,
+    reconnect_after: float = 0.0,
 ) -> dict[str, Any]:
     """Seat a player and call ``each_tick(wire, tick)`` once a tick until ``seconds`` are
-    over, taking a new seat whenever the node closes this one (a persistent attacker).
-    Returns the connections' outcomes: close codes, error codes, refusals."""
+    over, taking a new seat whenever the node closes this one (a persistent attacker), or
+    with ``resume`` coming back to the same seat with its token (keeping its position), as
+    fast as it can: a resume refused for a while (``held_off``) is tried again 0.2 s later
+    all the same. ``reconnect_after``: the pause before coming back after a close (the
+    time a lag switch hopes to have banked). Returns the connections' outcomes: close
+    codes, error codes, refusals, seats taken and resumed."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
     closes: collections.Counter[int | None] = collections.Counter()
@@ -113,15 +120,20 @@ async def _play(
     refused: collections.Counter[str] = collections.Counter()
     first_close: int | None = None
     lifetimes: list[float] = []
-    seats = 0
+    seats = resumes = 0
+    token: str | None = None
     while loop.time() < deadline - 0.1:
         try:
             async with connect(url) as wire:
-                if not await wire.join(name, interp_delay):
-                    refused[wire.errors[-1] if wire.errors else "no_answer"] += 1
+                if not await wire.join(name, interp_delay, token=token if resume else None):
+                    code = wire.errors[-1] if wire.errors else "no_answer"
+                    refused[code] += 1
+                    if code == "invalid_token":
+                        token = None  # the seat is gone: a new one
                     await asyncio.sleep(0.2)
                     continue
-                seats += 1
+                seats += not wire.resuming
+                resumes += wire.resuming
                 if on_seat is not None:
                     on_seat(wire)
                 seated_at, next_ping, tick = loop.time(), 0.0, 0
@@ -140,11 +152,15 @@ async def _play(
                         first_close = wire.close_code
                 closes[wire.close_code if wire.closed.is_set() else None] += 1
                 errors.update(wire.errors)
+                token = wire.token
+            if reconnect_after > 0:
+                await asyncio.sleep(reconnect_after)
         except (OSError, HandshakeRefused) as error:
             refused[type(error).__name__] += 1
             await asyncio.sleep(0.2)
     return {
         "seats": seats,
+        "resumes": resumes,
         "closed_with": first_close,
         "closes": _counts(closes),  # "None": still open when the attack ended
         "seconds_to_close": lifetimes,
@@ -299,10 +315,13 @@ def _open_direction(arena: ArenaMap, x: float, y: float, tick_rate: int) -> tupl
     return float(best[0]), float(best[1])
 
 
-def speed_over_windows(track: list[tuple[float, float, float]], window: float = WINDOW_S) -> float:
-    """The highest horizontal speed over any stretch of at least ``window`` seconds of
-    server time in ``track`` (server time, x, y), m/s; 0 for a shorter track."""
-    best, j = 0.0, 0
+def window_speeds(
+    track: list[tuple[float, float, float]], window: float = WINDOW_S
+) -> list[tuple[float, float]]:
+    """Every window of ``track`` (server time, x, y): from each sample to the first at
+    least ``window`` seconds of server time later, as (its start, its horizontal speed in
+    m/s); none for a track shorter than a window."""
+    speeds, j = [], 0
     for i, (t0, x0, y0) in enumerate(track):
         j = max(j, i + 1)
         while j < len(track) and track[j][0] - t0 < window:
@@ -310,25 +329,62 @@ def speed_over_windows(track: list[tuple[float, float, float]], window: float = 
         if j == len(track):
             break
         t1, x1, y1 = track[j]
-        best = max(best, math.hypot(x1 - x0, y1 - y0) / (t1 - t0))
-    return best
+        speeds.append((t0, math.hypot(x1 - x0, y1 - y0) / (t1 - t0)))
+    return speeds
+
+
+def speed_over_windows(track: list[tuple[float, float, float]], window: float = WINDOW_S) -> float:
+    """The highest horizontal speed over any stretch of at least ``window`` seconds of
+    server time in ``track`` (server time, x, y), m/s; 0 for a shorter track."""
+    return max((speed for _, speed in window_speeds(track, window)), default=0.0)
+
+
+def _beyond_reach(before: tuple[float, float, float], after: tuple[float, float, float]) -> bool:
+    """Whether ``after`` (server time, x, y) lies further from ``before`` than walking
+    speed covers in the time between (and a step of slack)."""
+    reach = MovementParams().max_speed * (after[0] - before[0]) + 0.5
+    return math.hypot(after[1] - before[1], after[2] - before[2]) > reach
 
 
 async def speed_hack(
-    url: str, seconds: float = 3.0, per_tick: int = 3, arena: ArenaMap | None = None
+    url: str,
+    seconds: float = 3.0,
+    per_tick: int = 3,
+    arena: ArenaMap | None = None,
+    reconnect_after: float = 0.2,
 ) -> dict[str, Any]:
-    """``per_tick`` full-speed inputs a tick: the attacker's own speed from the snapshots'
-    ``you`` (from its first acknowledged input on, per seat, a respawn or death starting a
-    new stretch), as the max over 0.5 s windows, against the model's max speed."""
+    """``per_tick`` full-speed inputs a tick from an attacker that resumes its seat (its
+    token) ``reconnect_after`` seconds after the node closes it (0.2 s: the 12 ticks a
+    seat could bank for catch-up), as fast as it can when refused, flooding again from
+    its first snapshot back (where the resume found it). Measured: its own speed from
+    the snapshots' ``you`` (from its first acknowledged input on; one track per seat
+    through its resumes, a respawn or death starting a new one), as the max over every
+    1-s window, those across a reconnect's gap and those that start in the second after
+    a resume included (the latter also apart), against the model's max speed; and how
+    many resumes the node refused for the seat's hold-off (``held_off``)."""
     arena = arena or default_map()
     tracks: list[list[tuple[float, float, float]]] = []
+    resumed_at: list[tuple[int, float]] = []  # (track, server time of the resume's welcome)
+    moved_away = [0]  # resumes that found the player respawned elsewhere (a new track)
     sent = [0]
+    seq = [0]
     direction = [(1.0, 0.0)]
-    leg_ticks = [0]
+    leg_ticks = [0]  # when the current leg ends (in ticks played, through resumes)
+    played = [0]
+    # Back in its seat and not shown it yet: it sends nothing until its first snapshot back,
+    # so that the second after the resume is measured from where the resume found it.
+    placing = [False]
 
     def on_seat(wire: Wire) -> None:
-        tracks.append([])
-        leg_ticks[0] = 0
+        assert wire.welcome is not None
+        if wire.resuming and tracks:
+            resumed_at.append((len(tracks) - 1, wire.welcome.server_time))
+        else:
+            tracks.append([])
+        seq[0] = wire.welcome.ack + 1  # a resumed seat numbers on from what it had applied
+        placing[0] = wire.resuming
+        if not wire.resuming:
+            leg_ticks[0] = played[0]  # a new seat: a new leg; a resumed one runs on
 
         def seen(snapshot: protocol.SnapshotMessage) -> None:
             me = wire.player
@@ -343,28 +399,52 @@ async def speed_hack(
                     tracks.append([])
                 return
             if snapshot.ack >= 0:
-                tracks[-1].append((snapshot.server_time, snapshot.you[0], snapshot.you[1]))
+                sample = (snapshot.server_time, snapshot.you[0], snapshot.you[1])
+                if placing[0] and tracks[-1] and _beyond_reach(tracks[-1][-1], sample):
+                    # Killed and respawned while away (its events were not sent to it):
+                    # the game moved it, so the seat's track starts again here.
+                    moved_away[0] += 1
+                    resumed_at[-1] = (len(tracks), resumed_at[-1][1])
+                    tracks.append([])
+                tracks[-1].append(sample)
+                placing[0] = False
 
         wire.on_snapshot = seen
 
     def run(wire: Wire, tick: int) -> None:
-        if tick >= leg_ticks[0] and tracks[-1]:  # a new leg: the longest free run from here
+        if placing[0]:
+            return
+        played[0] += 1
+        if played[0] >= leg_ticks[0] and tracks[-1]:  # a new leg: the longest free run
             _, x, y = tracks[-1][-1]
             direction[0] = _open_direction(arena, x, y, wire.tick_rate)
-            leg_ticks[0] = tick + wire.tick_rate * 3 // 2
-        first = tick * per_tick
+            leg_ticks[0] = played[0] + wire.tick_rate * 3 // 2
+        first = seq[0]
         frames = (wire.input_frame(first + i, move=direction[0]) for i in range(per_tick))
         wire.write(b"".join(frames))
+        seq[0] += per_tick
         sent[0] += per_tick
 
-    outcome = await _play(url, seconds, "speedy", run, on_seat=on_seat)
-    speed = max((speed_over_windows(track) for track in tracks), default=0.0)
+    outcome = await _play(
+        url, seconds, "speedy", run, on_seat=on_seat, resume=True, reconnect_after=reconnect_after
+    )
+    windows = [window_speeds(track) for track in tracks]
+    speed = max((s for track in windows for _, s in track), default=0.0)
+    after_resume = max(
+        (s for k, at in resumed_at for t0, s in windows[k] if at <= t0 < at + WINDOW_S),
+        default=0.0,
+    )
     return {
         "attack": "speed_hack",
         "per_tick": per_tick,
+        "reconnect_after_s": reconnect_after,
         "speed_mps": round(speed, 4),
+        "speed_after_resume_mps": round(after_resume, 4),
         "max_speed_mps": MovementParams().max_speed,
         "window_s": WINDOW_S,
+        "windows": sum(len(track) for track in windows),
+        "resumes_refused_held_off": outcome["refused"].get("held_off", 0),
+        "resumes_respawned_away": moved_away[0],
         "samples": sum(len(track) for track in tracks),
         "sent": sent[0],
         **outcome,

@@ -66,7 +66,13 @@ class Wire:
             on_control=self._control,
         )
         self.welcome: protocol.WelcomeMessage | None = None
+        #: The seat's newest session token (the welcome's, then each renewal): what a
+        #: resume of the seat joins with. ``resuming``: this connection's join carried one.
+        self.token: str | None = None
+        self.resuming = False
         self.errors: list[str] = []
+        #: Each error's ``retry_after`` (0 where none was asked for), in order.
+        self.retry_afters: list[float] = []
         self.close_code: int | None = None
         self.fault: str | None = None  # the node broke framing or the protocol (a finding)
         self.answered = asyncio.Event()
@@ -150,14 +156,19 @@ class Wire:
         return frame(OP_BINARY, payload, masked=True)
 
     async def join(
-        self, name: str, interp_delay: float = 0.1, within: float = OPEN_TIMEOUT_S
+        self,
+        name: str,
+        interp_delay: float = 0.1,
+        within: float = OPEN_TIMEOUT_S,
+        token: str | None = None,
     ) -> bool:
-        """Ask for a seat; True once welcomed, False if refused (see :attr:`errors`)."""
-        self.send(
-            protocol.encode(
-                protocol.JoinMessage(protocol.PROTOCOL_VERSION, name, interp_delay=interp_delay)
-            )
+        """Ask for a seat (``token``: resume that seat); True once welcomed, False if
+        refused (see :attr:`errors`)."""
+        self.resuming = token is not None
+        join = protocol.JoinMessage(
+            protocol.PROTOCOL_VERSION, name, token=token, interp_delay=interp_delay
         )
+        self.send(protocol.encode(join))
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(within):
                 while self.welcome is None and not self.closed.is_set():
@@ -227,10 +238,14 @@ class Wire:
                 self._offset = message.server_time + rtt / 2 - now
         elif isinstance(message, protocol.WelcomeMessage):
             self.welcome = message
+            self.token = message.token
             self._offset = message.server_time - self._loop.time()
             self.welcomed.set()
+        elif isinstance(message, protocol.TokenMessage):
+            self.token = message.token
         elif isinstance(message, protocol.ErrorMessage):
             self.errors.append(message.code)
+            self.retry_afters.append(message.retry_after)
             self.answered.set()
 
     def _control(self, opcode: int, payload: bytes) -> None:

@@ -6,11 +6,14 @@ until the node can serve), ``/live`` (liveness), ``/metrics`` (Prometheus) and `
 (:meth:`server.net.node.Node.run`) is one task owned by the app's ``cleanup_ctx``: started
 with the app, cancelled and awaited with it.
 Shutdown tells every player (``error`` ``shutdown``) and closes with 1001 GOING_AWAY.
+With ``--offender-holdoff-s``, an upgrade to ``/ws`` from an address still held off for
+offences is answered 429 with ``Retry-After`` before any WebSocket exists.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import time
 from collections.abc import AsyncIterator, Callable
@@ -39,12 +42,26 @@ def _not_ready(node: Node) -> web.Response:
 
 
 async def _websocket(request: web.Request) -> web.StreamResponse:
-    if not request.app[NODE].warm:
-        return _not_ready(request.app[NODE])
+    node = request.app[NODE]
+    if not node.warm:
+        return _not_ready(node)
+    if (wait := node.sessions.handshake_wait(request.remote)) > 0:
+        return _held_off(node, wait)
     ws = web.WebSocketResponse(compress=False, max_msg_size=WS_MAX_MESSAGE_BYTES)
     await ws.prepare(request)
     await request.app[NODE].session(request, ws)
     return ws
+
+
+def _held_off(node: Node, wait: float) -> web.Response:
+    """429 before the upgrade for an address whose connections keep ending in offences
+    (``--offender-holdoff-s``): no WebSocket, no join to read, a few bytes written."""
+    node.metrics.joins_refused.labels("offender_holdoff").inc()
+    return web.Response(
+        status=429,
+        text="held off: this address's connections ended in offences\n",
+        headers={"Retry-After": str(max(1, math.ceil(wait)))},
+    )
 
 
 async def _replicate(request: web.Request) -> web.StreamResponse:

@@ -324,6 +324,16 @@ def build_parser() -> argparse.ArgumentParser:
         "TCP peer's, so behind a proxy every player shares the proxy's)",
     )
     admission.add_argument(
+        "--offender-holdoff-s",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="a source address whose connection ended in offences (closed for them, or a "
+        "bad first frame) waits this long before its next WebSocket upgrade is served "
+        "(HTTP 429 with Retry-After meanwhile), doubled with each further such end up to "
+        "60 s (0: off; keep it off for load tests that run every bot from one address)",
+    )
+    admission.add_argument(
         "--handshake-timeout-s",
         type=float,
         default=5.0,
@@ -523,6 +533,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         open_join=args.open_join,
         idle_kick=args.idle_kick_s,
         max_seats_per_address=args.max_seats_per_address,
+        offender_holdoff=args.offender_holdoff_s,
         handshake_timeout=args.handshake_timeout_s,
         view_rate=args.view_rate,
         tls_cert=args.tls_cert,

@@ -64,6 +64,10 @@ class NodeConfig:
     open_join: bool = False  # with a directory: also seat joins that carry no reservation
     idle_kick: float = 120.0  # a seated player that sends no input this long loses its seat
     max_seats_per_address: int = 0  # seats one peer address may hold (0: no limit)
+    #: An address whose connection ended in offences waits this long before its next
+    #: upgrade is served, doubled with each further one (0: off, as load tests from one
+    #: address need; server/net/sessions.py).
+    offender_holdoff: float = 0.0
     handshake_timeout: float = 5.0  # an HTTP request head (the WebSocket upgrade) within this
     view_rate: float = 10.0  # frames a second of the live view (/view); 0: no view
     # TLS (server/net/tls.py).
@@ -141,6 +145,8 @@ class NodeConfig:
             raise ValueError("the idle kick must be from 0 (off) to 86400 seconds")
         if type(self.max_seats_per_address) is not int or self.max_seats_per_address < 0:
             raise ValueError("max seats per address must be a whole number >= 0 (0: no limit)")
+        if not 0 <= self.offender_holdoff <= 3600:
+            raise ValueError("the offender hold-off must be from 0 (off) to 3600 seconds")
         if not 0 < self.handshake_timeout <= 300:
             raise ValueError("the handshake timeout must be over 0 and at most 300 seconds")
         if not 0 <= self.view_rate <= 60:

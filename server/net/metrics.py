@@ -34,7 +34,7 @@ INPUT_REJECTIONS = tuple(v.value for v in InputVerdict if not v.usable)
 #: ``arena_joins_refused_total{reason}`` (:mod:`server.net.sessions` refuses with these).
 JOIN_REFUSALS = (
     "version", "not_primary", "reservation_required", "reservation", "address_limit", "full",
-    "token", "in_use",
+    "token", "in_use", "held_off", "offender_holdoff",
 )  # fmt: skip
 #: ``arena_ticks_unpublished_total{reason}``: the commit set's refusals, and a lost lease.
 UNPUBLISHED_REASONS = (

@@ -14,6 +14,17 @@ Admission is bounded: behind a directory a new seat needs the directory's reserv
 (unless ``--open-join``), one peer address holds at most ``--max-seats-per-address``
 seats, and a seated player whose inputs stop for ``--idle-kick-s`` of match time is told
 (``idle_kick``) and loses its seat at once (it was idle, not cut off: no seat grace).
+
+Offences follow the seat, not the connection: a resumed seat keeps its count, and a seat
+closed for offences may not be resumed for a hold-off (:data:`SEAT_HOLD_OFF`) that doubles
+with each close (``held_off``, with its ``retry_after``). A seat whose connection ended
+(closed, lost, or for offences) banks nothing for catch-up from its last applied input to
+its first one back (:meth:`server.sim.inputs.InputQueues.resume`): a client that drops its
+own connection buys no movement with the gap. Only the seats a takeover found (the node,
+not their clients, made them wait) keep what they banked meanwhile, as any seat whose
+inputs a stall delayed. With ``--offender-holdoff-s``, a source address whose connections
+end in offences waits too before its next upgrade is served
+(:meth:`Sessions.handshake_wait`, answered with HTTP 429 by the app).
 """
 
 from __future__ import annotations
@@ -31,6 +42,7 @@ from aiohttp import WSCloseCode, WSMsgType, web
 from server.logs import EventLogger
 from server.net.connection import WS_MAX_MESSAGE_BYTES, Connection
 from server.net.first_frame import FirstFrameGuard
+from server.net.holdoff import HoldOffPolicy, HoldOffs, address_key
 from server.net.registration import check_reservation
 from server.net.state import NodeState
 from server.replication.roles import Role
@@ -50,7 +62,7 @@ from shared.protocol import (
     TokenMessage,
 )
 
-__all__ = ["JOIN_TIMEOUT_S", "Sessions"]
+__all__ = ["ADDRESS_HOLD_OFF_CAP_S", "JOIN_TIMEOUT_S", "SEAT_HOLD_OFF", "Sessions"]
 
 log = EventLogger("arena.server")
 
@@ -58,6 +70,31 @@ JOIN_TIMEOUT_S = 5.0
 IDLE_CHECK_S = 1.0  # how often (wall clock) the seated players' acknowledged inputs are read
 
 Seated = tuple[int, int]  # (match, slot)
+SeatKey = tuple[int, int, int]  # (match, slot, seat id): one seating of a slot
+
+#: How long a seat closed for offences waits before it may be resumed: 1 s after its first
+#: close, doubled with each further one, at most 16 s (1, 2, 4, 8, 16): within the default
+#: 30 s seat grace, so the wait alone does not cost a seat its place; a seat whose grace
+#: runs out meanwhile is freed as any other. A seat's record lives as long as the seat.
+SEAT_HOLD_OFF = HoldOffPolicy(first=1.0, cap=16.0)
+#: ``--offender-holdoff-s`` is an address's first wait, doubled with each further close for
+#: offences up to this cap (or the first wait, if that is longer); an address with no such
+#: close for :data:`ADDRESS_FORGET_S` after its wait ended starts again at the first.
+ADDRESS_HOLD_OFF_CAP_S = 60.0
+ADDRESS_FORGET_S = 300.0
+#: Addresses (and seats) whose hold-offs a node remembers, the least recently closed
+#: forgotten first: a few hundred kilobytes at most, whatever the number of sources.
+HOLD_OFF_CAPACITY = 4096
+
+
+@dataclasses.dataclass(slots=True)
+class _Admitted:
+    """A seat admitted here: its id, the peer address it was last admitted from, and the
+    offences its connections made (they follow the seat: a resume does not clear them)."""
+
+    seat_id: int
+    address: str | None
+    offences: int = 0
 
 
 class Sessions:
@@ -68,8 +105,19 @@ class Sessions:
         self.connections: dict[Seated, Connection] = {}
         self.parked = 0
         self._orphaned_since: dict[Seated, float] = {}
-        # Per seat admitted here: (its seat id, the peer address it was admitted from).
-        self._addresses: dict[Seated, tuple[int, str | None]] = {}
+        # Per seat admitted here: its id, its peer address, its offences.
+        self._admitted: dict[Seated, _Admitted] = {}
+        # The seats the last takeover found (each until its player is back): their wait
+        # was the node's doing, so their resume keeps the catch-up they banked meanwhile.
+        self._away_by_takeover: set[SeatKey] = set()
+        # Seats closed for offences: how long each waits before it may be resumed.
+        self._seat_holds: HoldOffs[SeatKey] = HoldOffs(SEAT_HOLD_OFF, HOLD_OFF_CAPACITY)
+        # With --offender-holdoff-s: source addresses whose connections ended in offences.
+        first = node.config.offender_holdoff
+        self._address_holds: HoldOffs[str] | None = None
+        if first > 0:
+            policy = HoldOffPolicy(first, max(first, ADDRESS_HOLD_OFF_CAP_S), ADDRESS_FORGET_S)
+            self._address_holds = HoldOffs(policy, HOLD_OFF_CAPACITY)
         # Per seated connection: (it, its seat's acknowledged input, match time it changed).
         self._activity: dict[Seated, tuple[Connection, int, float]] = {}
         self._next_idle_check = 0.0
@@ -85,9 +133,11 @@ class Sessions:
             async with asyncio.timeout(JOIN_TIMEOUT_S):
                 first = await ws.receive()
         except TimeoutError:
+            self._address_offended(request.remote)
             await reject(ws, "join_timeout", "no join within 5 s", WSCloseCode.POLICY_VIOLATION)
             return
         if first.type is WSMsgType.TEXT:
+            self._address_offended(request.remote)
             node.metrics.protocol_errors.labels(protocol.MalformedFrame.code).inc()
             await reject(
                 ws,
@@ -101,10 +151,12 @@ class Sessions:
         try:
             join = protocol.decode_client(first.data)
         except protocol.ProtocolError as error:
+            self._address_offended(request.remote)
             node.metrics.protocol_errors.labels(error.code).inc()
             await reject(ws, error.code, str(error), WSCloseCode.POLICY_VIOLATION)
             return
         if not isinstance(join, JoinMessage):
+            self._address_offended(request.remote)
             await reject(
                 ws, "join_first", "the first message must be join", WSCloseCode.POLICY_VIOLATION
             )
@@ -131,8 +183,11 @@ class Sessions:
         if admitted is None:
             return
         index, seat = admitted
-        self._addresses[(index, seat.slot)] = (seat.seat_id, request.remote)
-        await self._play(request, ws, join, index, seat)
+        record = self._admitted.get((index, seat.slot))
+        if record is None or record.seat_id != seat.seat_id:
+            record = self._admitted[(index, seat.slot)] = _Admitted(seat.seat_id, request.remote)
+        record.address = request.remote
+        await self._play(request, ws, join, index, seat, record)
 
     async def _play(
         self,
@@ -141,11 +196,13 @@ class Sessions:
         join: JoinMessage,
         index: int,
         seat: PlayerSeat,
+        record: _Admitted,
     ) -> None:
         """Welcome a seated player, read its frames until it goes, free its seat then."""
         node = self.node
         key = (index, seat.slot)
         connection = Connection(ws, request.transport, seat.slot, node.metrics, match=index)
+        connection.offences = record.offences  # the seat's, not this connection's
         connection.token_issued_at = time.time()
         arena, codec = node.config.arena, node.matches[index].codec
         welcome = protocol.WelcomeMessage(
@@ -188,6 +245,7 @@ class Sessions:
             if stream is not None:
                 await stream.closed
         finally:
+            record.offences = connection.offences  # before anyone may resume the seat
             connection.seated = False
             if self.connections.get(key) is connection:
                 del self.connections[key]
@@ -289,6 +347,17 @@ class Sessions:
                 WSCloseCode.POLICY_VIOLATION,
             )
             return None
+        wait = self._seat_holds.remaining((claim.match, claim.slot, seat.seat_id), time.monotonic())
+        if wait > 0:
+            node.metrics.joins_refused.labels("held_off").inc()
+            await reject(
+                ws,
+                "held_off",
+                f"this seat was closed for offences; resume it in {wait:.1f} s, not before",
+                WSCloseCode.TRY_AGAIN_LATER,
+                retry_after=wait,
+            )
+            return None
         if (claim.match, claim.slot) in self.connections:
             # Most likely the player's own connection, dropped but not noticed here yet:
             # its token stays good, so the player tries again (unlike invalid_token).
@@ -301,6 +370,11 @@ class Sessions:
             )
             return None
         self._orphaned_since.pop((claim.match, claim.slot), None)
+        seat_key = (claim.match, claim.slot, seat.seat_id)
+        if seat_key in self._away_by_takeover:
+            self._away_by_takeover.discard(seat_key)  # (a failover's gap: caught up as ever)
+        else:
+            seat.inputs.resume()  # its own connection ended: the gap is not caught up
         log.info(
             "player_resumed",
             match=claim.match,
@@ -316,11 +390,11 @@ class Sessions:
         matches = self.node.matches
         held = 0
         for key in self.connections.keys() | self._orphaned_since.keys():
-            admitted = self._addresses.get(key)
-            if admitted is None or admitted[1] != address:
+            admitted = self._admitted.get(key)
+            if admitted is None or admitted.address != address:
                 continue
             seat = matches[key[0]].seats.get(key[1])
-            held += seat is not None and seat.seat_id == admitted[0]
+            held += seat is not None and seat.seat_id == admitted.seat_id
         return held
 
     def _new_token(self, index: int, seat: PlayerSeat, now: float) -> str:
@@ -362,21 +436,56 @@ class Sessions:
     # -- a seated player's frames ---------------------------------------------------------
 
     def complain(self, connection: Connection, error: protocol.ProtocolError) -> bool:
-        """Answer a bad frame; True when the client has offended too often and must go."""
+        """Answer a bad frame; True when the client has offended too often and must go
+        (its error then carries the hold-off before its seat may be resumed)."""
         node = self.node
         connection.offences += 1
         node.metrics.protocol_errors.labels(error.code).inc()
         fatal = connection.offences >= node.config.max_offences
-        connection.send(protocol.encode(ErrorMessage(error.code, str(error)[:256], fatal)))
+        # (once per close: frames read in the same batch may complain again meanwhile)
+        closing = connection.closing
+        wait = self._closed_for_offences(connection) if fatal and not closing else 0.0
+        text = str(error)[:256]
+        connection.send(protocol.encode(ErrorMessage(error.code, text, fatal, round(wait, 3))))
         if fatal:
             log.info(
                 "client_dropped",
+                match=connection.match,
                 player=connection.slot,
                 reason=error.code,
                 offences=connection.offences,
+                held_off_s=wait,
                 **node.log_fields,
             )
         return fatal
+
+    def _closed_for_offences(self, connection: Connection) -> float:
+        """A seated connection is closed for offences: its seat's hold-off starts (doubled
+        from its last) and its address is held off (with ``--offender-holdoff-s``).
+        Returns the seat's wait."""
+        key = (connection.match, connection.slot)
+        record = self._admitted.get(key)
+        seat = self.node.matches[connection.match].seats.get(connection.slot)
+        if record is None or seat is None or seat.seat_id != record.seat_id:
+            return 0.0  # (its seat is gone already)
+        self._address_offended(record.address)
+        return self._seat_holds.close((*key, seat.seat_id), time.monotonic())
+
+    def _address_offended(self, address: str | None) -> None:
+        """A connection from ``address`` ended in an offence: with
+        ``--offender-holdoff-s``, its next upgrade waits (doubled from its last wait)."""
+        key = address_key(address)
+        if self._address_holds is not None and key is not None:
+            wait = self._address_holds.close(key, time.monotonic())
+            log.info("address_held_off", address=key, wait_s=wait, **self.node.log_fields)
+
+    def handshake_wait(self, address: str | None) -> float:
+        """Seconds a new connection from ``address`` must still wait before its upgrade is
+        served (0: serve it; always 0 without ``--offender-holdoff-s``)."""
+        key = address_key(address)
+        if self._address_holds is None or key is None:
+            return 0.0
+        return self._address_holds.remaining(key, time.monotonic())
 
     def over_budget(
         self, connection: Connection, kind: FrameKind, dropped: int, offence: bool
@@ -498,10 +607,13 @@ class Sessions:
     # -- seats kept through a failover ----------------------------------------------------
 
     def orphan_all(self) -> None:
-        """After a takeover: every seat waits up to ``--seat-grace-s`` for its player."""
+        """After a takeover: every seat waits up to ``--seat-grace-s`` for its player, and
+        banks the time it waits (the node's doing, not its client's) as a stall's."""
         self._orphaned_since = {}
+        self._away_by_takeover = set()
         for match in self.node.matches.matches:
-            for slot in list(match.seats):
+            for slot, seat in list(match.seats.items()):
+                self._away_by_takeover.add((match.index, slot, seat.seat_id))
                 self._orphan(match.index, slot)
 
     def _orphan(self, index: int, slot: int) -> None:
@@ -596,10 +708,14 @@ class Sessions:
                 connection.token_issued_at = now
 
 
-async def reject(ws: web.WebSocketResponse, code: str, text: str, close: int) -> None:
-    """Tell the client why, then close; a client that already hung up is left alone."""
+async def reject(
+    ws: web.WebSocketResponse, code: str, text: str, close: int, retry_after: float = 0.0
+) -> None:
+    """Tell the client why (and how long to wait before it tries again), then close; a
+    client that already hung up is left alone."""
     if ws.closed:
         return
     with contextlib.suppress(ConnectionError, aiohttp.ClientConnectionResetError):
-        await ws.send_bytes(protocol.encode(ErrorMessage(code, text, fatal=True)))
+        answer = ErrorMessage(code, text, fatal=True, retry_after=round(retry_after, 3))
+        await ws.send_bytes(protocol.encode(answer))
         await ws.close(code=close, message=code.encode())

@@ -18,12 +18,13 @@ say is what it pressed; this module decides which of those claims are usable:
   instead of lagging further behind; but only as far as time allows. Each seat earns one
   input per tick that passes (a stall's skipped ticks included) and banks what it did not
   use (the ticks it was starved, whose guesses are undone), at most ``max_catch_up``: so
-  a seat never applies more inputs than ticks have passed for it. What time does not allow
-  is dropped, the oldest first (the newest are applied), so that a buffer never holds more
-  than ``max_depth - 1`` inputs after a tick: held instead, a backlog would wait behind
-  every input its client sends from then on, one tick at a time, and add its length to
-  the seat's input delay for the rest of the match (after a 3 s node stall, 45 ticks for
-  every player). A client sending inputs faster than the tick rate has its surplus
+  a seat never applies more inputs than ticks have passed for it, and a resumed seat banks
+  nothing of the time its player was away (:meth:`InputQueues.resume`). What time does
+  not allow is dropped, the oldest first (the newest are applied), so that a buffer never
+  holds more than ``max_depth - 1`` inputs after a tick: held instead, a backlog would
+  wait behind every input its client sends from then on, one tick at a time, and add its
+  length to the seat's input delay for the rest of the match (after a 3 s node stall, 45
+  ticks for every player). A client sending inputs faster than the tick rate has its surplus
   dropped the same way instead of simulated. A buffer holds at most ``capacity`` inputs
   between two ticks.
 
@@ -94,8 +95,9 @@ class InputVerdict(enum.Enum):
 
 
 # Each seat's row of ``InputQueues._state``; _GUESSED: ticks guessed since its last input;
-# _CREDIT: ticks banked for catch-up (passed with no input applied), at most max_catch_up.
-_LAST_RECEIVED, _ACKED, _STARVED, _HEAD, _COUNT, _GUESSED, _CREDIT = range(7)
+# _CREDIT: ticks banked for catch-up (passed with no input applied), at most max_catch_up;
+# _RESUMED: 1 from a resume until the seat's first input back is applied (nothing banked).
+_LAST_RECEIVED, _ACKED, _STARVED, _HEAD, _COUNT, _GUESSED, _CREDIT, _RESUMED = range(8)
 
 #: What a tick did with each seat, beside the inputs it released (``ReleasedInputs.guess``).
 NO_GUESS, FIRST_GUESS, GUESS, UNDO_GUESSES = range(4)
@@ -215,7 +217,11 @@ def _release(
             if state[s, _GUESSED] > 0:
                 guess[k] = UNDO_GUESSES
                 state[s, _GUESSED] = 0
-        state[s, _CREDIT] = min(allowed - taken[k], max_catch_up)
+        if state[s, _RESUMED] == 0:
+            state[s, _CREDIT] = min(allowed - taken[k], max_catch_up)
+        else:  # back from a resume: nothing banked until its first input is applied
+            state[s, _CREDIT] = 0
+            state[s, _RESUMED] = 1 if taken[k] == 0 else 0
     total = 0
     for k in range(len(slots)):
         total += taken[k]
@@ -344,7 +350,7 @@ class InputQueues:
         self.max_catch_up = max_catch_up
         # Per slot: last received seq, acked seq, starved ticks, ring head, ring count,
         # ticks guessed in a row, ticks of catch-up credit.
-        self._state = np.zeros((slots, 7), dtype=np.int64)
+        self._state = np.zeros((slots, 8), dtype=np.int64)
         self._pending_ints = np.zeros((slots, capacity, len(INT_COLUMNS)), dtype=np.int64)
         self._pending_floats = np.zeros((slots, capacity, ARRIVAL + 1), dtype=np.float64)
         #: Per slot, position and velocity before its first guessed tick (the match's).
@@ -375,7 +381,7 @@ class InputQueues:
 
     def reset(self, slot: int) -> None:
         """A new player in ``slot``: nothing received or applied yet."""
-        self._state[slot] = (-1, -1, 0, 0, 0, 0, 0)  # (in _LAST_RECEIVED ... _CREDIT order)
+        self._state[slot] = (-1, -1, 0, 0, 0, 0, 0, 0)  # (_LAST_RECEIVED ... _RESUMED order)
 
     def restore(self, slot: int, acked: int) -> None:
         """Continue a seat another node served: inputs up to ``acked`` were applied there;
@@ -398,6 +404,16 @@ class InputQueues:
     def restore_credit(self, slot: int, credit: int) -> None:
         """Hold the credit another node counted, so that catch-up here matches its own."""
         self._state[slot, _CREDIT] = min(max(credit, 0), self.max_catch_up)
+
+    def resume(self, slot: int) -> None:
+        """The seat's player is back on a new connection (a resume, on this node or after
+        a failover): nothing is banked from its last applied input until its first input
+        back is applied, neither the time it was away nor the round trip of its comeback.
+        Catch-up is for inputs delayed on a live connection (a lost packet's
+        retransmission); a seat that banked that time would spend it on its first inputs
+        back and outrun walking speed over the second after the resume, a profit from
+        every reconnect. Once its first input is applied it banks as any seat."""
+        self._state[slot, [_CREDIT, _RESUMED]] = (0, 1)
 
     def keep_guesses(self, slot: int) -> None:
         """The player was moved by the game (a respawn): its guessed ticks stand, and the
@@ -537,3 +553,6 @@ class SeatInputs:
 
     def restore(self, acked: int) -> None:
         self.queues.restore(self.slot, acked)
+
+    def resume(self) -> None:
+        self.queues.resume(self.slot)

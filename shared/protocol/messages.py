@@ -305,13 +305,20 @@ class ProbeMessage(Message):
 
 @dataclass(frozen=True, slots=True)
 class ErrorMessage(Message):
-    """Server -> client: what was wrong; ``fatal`` means the server closes the socket next."""
+    """Server -> client: what was wrong; ``fatal`` means the server closes the socket next;
+    ``retry_after``: seconds to wait before trying again (0: no wait is asked for)."""
 
     TYPE = "error"
     code: str
     message: str
     fatal: bool = False
-    FIELDS = {"code": text(64), "message": text(256), "fatal": flag}
+    retry_after: float = 0.0
+    FIELDS = {
+        "code": text(64),
+        "message": text(256),
+        "fatal": flag,
+        "retry_after": number(0.0, 86400.0),
+    }
 
 
 ClientMessage = JoinMessage | InputMessage | PingMessage | ProbeEchoMessage | SightingMessage

@@ -103,6 +103,8 @@ MESSAGE_MEANINGS: dict[str, dict[str, str]] = {
         "code": 'machine-readable reason (see the codes below and "Refusals and offences")',
         "message": "one human-readable line",
         "fatal": "true: the server closes the socket right after",
+        "retry_after": "seconds to wait before trying again (0: no wait is asked for): a "
+        'seat closed for offences, or `held_off` (see "Offences follow the seat")',
     },
 }
 

@@ -45,7 +45,7 @@ def node(interval: int, clock: list[float]) -> Any:
     unpublished: list[str] = []
     counter = SimpleNamespace(inc=lambda *_: None)
     return SimpleNamespace(
-        config=SimpleNamespace(snapshot_interval=interval, tick_rate=60),
+        config=SimpleNamespace(snapshot_interval=interval, tick_rate=60, offender_holdoff=0.0),
         matches=SimpleNamespace(matches=[FakeMatch()], epoch=3),
         clock=lambda: clock[0],
         shutting_down=False,

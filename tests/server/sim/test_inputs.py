@@ -520,3 +520,60 @@ def test_a_follower_holds_the_catch_up_credit_its_primary_counted() -> None:
     assert [m.seq for m in follower.take()] == [m.seq for m in primary.take()] == [3, 4, 5, 6]
     follower.queues.restore_credit(0, 99)  # never more than this node's own cap
     assert follower.credit == 8
+
+
+def test_a_resumed_seat_banks_nothing_of_the_time_its_player_was_away() -> None:
+    buffer = OneSeat(max_depth=1, max_catch_up=12)
+    buffer.offer(msg(0))
+    buffer.take()
+    buffer.queues.seat(0).restore(0)  # its connection is gone
+    for _ in range(20):
+        assert buffer.take() == []  # away
+    assert buffer.credit == 12
+    buffer.queues.seat(0).resume()  # back on a new connection
+    assert buffer.credit == 0
+    buffer.take()  # the round trip of its comeback, before its inputs are back: not banked
+    assert buffer.credit == 0
+    for seq in range(1, 30):  # everything it had not had applied, at once
+        buffer.offer(msg(seq))
+    assert [m.seq for m in buffer.take()] == [29]  # this tick's only
+    assert buffer.pending == []
+    buffer.take()  # from its first input back on, a seat banks as any other
+    assert buffer.credit == 1
+
+
+@settings(deadline=None)
+@given(
+    st.lists(st.integers(0, 6), min_size=1, max_size=40),
+    st.integers(0, 40),
+    st.lists(st.integers(0, 6), min_size=1, max_size=40),
+    st.integers(1, 6),
+)
+def test_after_a_resume_no_more_inputs_are_applied_than_ticks_have_passed(
+    before: list[int], away: int, after: list[int], max_depth: int
+) -> None:
+    """Whatever a client sent before it left, however long it was away and however it
+    sends after its resume: from the resume on, the seat applies no more inputs than
+    ticks have passed since its first input back (neither its time away nor its
+    comeback's round trip bought anything)."""
+    buffer = OneSeat(max_depth=max_depth, capacity=16, max_catch_up=12)
+    seq = 0
+
+    def tick(count: int) -> int:
+        nonlocal seq
+        for _ in range(count):
+            seq += buffer.offer(msg(seq)) is InputVerdict.ACCEPTED
+        return len(buffer.take())
+
+    for count in before:
+        tick(count)
+    buffer.queues.seat(0).restore(buffer.acked)
+    seq = buffer.acked + 1  # (what its new connection resends from: the welcome's ack)
+    for _ in range(away):
+        assert tick(0) == 0
+    buffer.queues.seat(0).resume()
+    applied, first = 0, None
+    for ticks, count in enumerate(after, start=1):
+        applied += tick(count)
+        first = ticks if first is None and applied else first
+        assert first is None or applied <= ticks - first + 1

@@ -141,3 +141,44 @@ def test_skipped_ticks_are_time_to_catch_up_in() -> None:
         match.receive_input(seat.slot, message(seq), match.server_time)
     match.tick(match.tick_number + 10)
     assert seat.inputs.acked == 12 - match.config.input_max_depth
+
+
+def told_position(match: Match, slot: int) -> np.ndarray:
+    """Where the seat's client is told it stands (its snapshots' ``you``: before any
+    guesses, which its next inputs undo)."""
+    _, states = match.inputs.told(np.array([slot]), match.world)
+    return states[0, :2].copy()
+
+
+@pytest.mark.parametrize(
+    ("per_tick", "gap", "comeback"), [(3, 12, 0), (3, 40, 0), (10, 12, 0), (10, 40, 4), (3, 12, 4)]
+)
+def test_a_speed_hack_that_reconnects_gains_nothing_from_the_gap(
+    per_tick: int, gap: int, comeback: int
+) -> None:
+    """A client closed (for its offences) resumes its seat ``gap`` ticks later and floods
+    again ``comeback`` ticks after that (its round trip, or a wait for its first snapshot
+    back): over every second, from the resume on and across the gap, it moves no faster
+    than walking speed. (Its time away, banked, once bought a catch-up on the first inputs
+    back: 7.1 m/s over the second after each resume.)"""
+    match = new_match()
+    seat = match.join("cheat", 0.1)
+    track = [told_position(match, seat.slot)]
+    for _ in range(RATE):
+        play(match, per_tick, 1)
+        track.append(told_position(match, seat.slot))
+    seat.inputs.restore(seat.inputs.acked)  # its connection is gone: what it queued too
+    for _ in range(gap):
+        match.tick()
+        track.append(told_position(match, seat.slot))
+    seat.inputs.resume()  # back on a new connection
+    for _ in range(comeback):
+        match.tick()
+        track.append(told_position(match, seat.slot))
+    for _ in range(2 * RATE):
+        play(match, per_tick, 1)
+        track.append(told_position(match, seat.slot))
+    for start in range(len(track) - RATE):
+        moved = float(np.hypot(*(track[start + RATE] - track[start])))
+        assert moved <= MAX_SPEED * 1.0001, f"{moved} m in the second from tick {start}"
+    assert match.counters["input_applied"] == 3 * RATE  # one a tick it sent inputs in
