@@ -14,8 +14,12 @@ a seat lost, or not playing at the window's end), the bots' own tick rate, the n
 counters that moved (drops, refusals, offences, kicks) and what the attacker achieved
 (the attack's own result). Then issue 15's targets, each with its verdict.
 
-The node runs ``--seat-grace-s 0`` (a closed attacker's seats are freed at once, so they
-never count against the next window's address limit; the honest bots never disconnect),
+The node runs ``--seat-grace-s 0`` by default (a closed attacker's seats are freed at once,
+so they never count against the next window's address limit; the honest bots never
+disconnect); then a speed hack's resume finds no seat and takes a new one. To measure the
+resumes themselves, run the speed hacks alone with ``--seat-grace-s 20`` (above the longest
+hold-off of a seat closed for offences, so every resume meets it; the fuzzer's thousands of
+seats would fill the address limit while held),
 ``--max-seats-per-address`` twice the bots (every client here is 127.0.0.1: the honest
 bots' seats and the squatter's share one address), ``--idle-kick-s`` half a window (at most
 5 s) and ``--handshake-timeout-s 2``.
@@ -29,7 +33,8 @@ runs alone on the first core the bench may use, the bots and the attacker on the
 not CPU the attacker's own process takes. Compare within one run.
 
     python bench/adversary.py [--window 10] [--settle 3] [--bots 20] [--attacks a,b,...]
-                              [--fuzz-frames 100000] [--quick] [--json PATH]
+                              [--fuzz-frames 100000] [--seat-grace-s 0] [--quick]
+                              [--json PATH]
 """
 
 from __future__ import annotations
@@ -356,7 +361,7 @@ def node_flags(args: argparse.Namespace) -> list[str]:
     idle = min(5.0, args.window / 2)
     return [
         "--node-id", "adversary", "--log-level", "warning", "--tick-rate", str(TICK_RATE_HZ),
-        "--seat-grace-s", "0", "--idle-kick-s", f"{idle:g}",
+        "--seat-grace-s", f"{args.seat_grace_s:g}", "--idle-kick-s", f"{idle:g}",
         "--max-seats-per-address", str(2 * args.bots),
         "--handshake-timeout-s", f"{HANDSHAKE_TIMEOUT_S:g}",
     ]  # fmt: skip
@@ -552,6 +557,13 @@ def build_parser() -> OneLineParser:
         "--fuzz-frames", type=int, default=100_000, help="fuzzed frames to send (100000)"
     )
     parser.add_argument("--seed", type=int, default=15, help="the bots' seed (15)")
+    parser.add_argument(
+        "--seat-grace-s",
+        type=float,
+        default=0.0,
+        help="the node's seat grace (0: a closed attacker's seat is freed at once; 20: a "
+        "speed hack's resumes meet the seat hold-off)",
+    )
     parser.add_argument(
         "--quick",
         action="store_true",
