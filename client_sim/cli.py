@@ -379,9 +379,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=POP_IN_NEAR_M,
         metavar="M",
-        help="fog of war's pop-ins are judged for enemies within this distance whatever the "
-        "view, and within the node's default view cone: inside the node's default interest "
-        "radius, where distance culling cannot explain an absence. With no more players "
+        help="fog of war's pop-ins are judged for enemies within this distance: inside the "
+        "node's default interest radius, where distance culling cannot explain an absence. "
+        "With no more players "
         "than the node's nearest rule (12), or a node run with --interest off, every absence "
         "is the fog's: give the map's size to judge every appearance",
     )

@@ -441,7 +441,7 @@ class Swarm:
         if self.config.behaviour in SHOOTING_BEHAVIOURS:
             shooters = set(self.shooting.shooters(ready, self.brain, now, self.tick_rate).tolist())
         local, server_now, render = self._clocks(ready, asyncio.get_running_loop().time())
-        self.pop_ins.frame(ready, render, predictor.pos[ready], intent.yaw[ready])
+        self.pop_ins.frame(ready, render, predictor.pos[ready])
         # Plain lists: indexing them per bot is far cheaper than NumPy scalar indexing.
         rows = zip(
             ready.tolist(),

@@ -33,7 +33,7 @@ def appear(enemy: tuple[int, float, float, float], events=(), near_m: float = 10
     watch = PopInWatch(1, ARENA.box_min, ARENA.box_max, near_m)
     watch.snapshot(0, ME, (T0, records((ME, -8.0, 6.0, 0.0))), T1,
                    records((ME, -8.0, 6.0, 0.0), enemy), events)  # fmt: skip
-    watch.frame(np.array([0]), np.array([T0 + 0.01]), HERE, np.array([np.pi / 2]))
+    watch.frame(np.array([0]), np.array([T0 + 0.01]), HERE)
     return watch
 
 
@@ -54,14 +54,15 @@ def test_an_enemy_that_walks_out_from_behind_a_wall_did_not_pop_in():
     assert (watch.appearances, watch.pop_ins) == (1, 0)
     # Standing still there, he would have been in sight at that frame: a pop-in.
     assert appear((ENEMY, 4.05, 12.0, 0.0)).pop_ins == 1
-    watch.frame(np.array([0]), np.array([T1]), HERE, np.array([0.0]))  # drawn from T1 on
+    watch.frame(np.array([0]), np.array([T1]), HERE)  # drawn from T1 on
     assert not watch.pending[0]
 
 
 def test_arrivals_and_players_beyond_interest_are_not_judged():
     assert appear((ENEMY, -2.0, 6.0, 0.0), events=(RespawnEvent(player=ENEMY),)).appearances == 0
     assert appear((ENEMY, -2.0, 6.0, 0.0), events=(JoinEvent(player=ENEMY),)).appearances == 0
-    # 6 m to the east, the bot facing north: outside a 5 m radius and the view cone.
+    # 6 m to the east: outside a 5 m radius, whichever way the bot faces (interest's view
+    # cone follows the aim the node last heard of, so it explains nothing here).
     assert appear((ENEMY, -2.0, 6.0, 0.0), near_m=5.0).appearances == 0
     # The bot itself respawned: the stretch before was drawn from another place.
     watch = appear((ENEMY, -2.0, 6.0, 0.0), events=(RespawnEvent(player=ME),))
