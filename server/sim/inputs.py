@@ -207,8 +207,6 @@ def _release(
         s = slots[k]
         count = state[s, _COUNT]
         state[s, _SURPLUS] = max(state[s, _SURPLUS] - elapsed, 0)
-        if state[s, _SURPLUS] > 0:
-            state[s, _CREDIT] = 0
         allowed = state[s, _CREDIT] + elapsed  # >= 1: one input per tick is always due
         if count == 0:
             state[s, _STARVED] += 1  # starved: the last input repeats, as a guess
@@ -231,7 +229,7 @@ def _release(
                 state[s, _GUESSED] = 0
         if state[s, _RESUMED] == 0 and state[s, _SURPLUS] == 0:
             state[s, _CREDIT] = min(allowed - taken[k], max_catch_up)
-        else:  # a surplus lately, or back from a resume (until its first input is applied)
+        else:  # a surplus lately (its drop spent all), or no input applied since a resume
             state[s, _CREDIT] = 0
         if taken[k] > 0:
             state[s, _RESUMED] = 0
@@ -357,8 +355,8 @@ class InputQueues:
         max_catch_up: int = 8,  # ticks of unused time a seat may bank for catch-up
         surplus_memory: int = 60,  # ticks a seat that had inputs dropped banks no credit
     ) -> None:
-        if max_catch_up < 0:
-            raise ValueError("max_catch_up must not be negative")
+        if max_catch_up < 0 or surplus_memory < 0:
+            raise ValueError("max_catch_up and surplus_memory must not be negative")
         self.max_depth = max_depth
         self.future_window = future_window
         self.max_catch_up = max_catch_up
