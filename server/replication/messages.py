@@ -212,12 +212,11 @@ def _seat_row(row: Any) -> bool:
 
     return (
         isinstance(row, list)
-        and len(row) == 9
+        and len(row) == 10
         and isinstance(row[5], list)
         and len(row[5]) == 6
         and all(number(v) for v in (*row[5], row[6], row[7]))
-        and isinstance(row[8], int)
-        and not isinstance(row[8], bool)
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in row[8:])
     )
 
 
@@ -226,8 +225,8 @@ class MatchState:
     """One match after a tick, as its components export it: the tick it follows
     (``after``: the primary's previous tick, -1 for none; ticks a stall skipped lie
     between), the world's and combat's state, the seats (``[slot, name, interp_delay,
-    acked, guessed, before_guesses, rtt, spread, credit]``), the tick's events, the join
-    counter, the world's hash; and, in a full state only, the history ring."""
+    acked, guessed, before_guesses, rtt, spread, credit, surplus]``), the tick's events,
+    the join counter, the world's hash; and, in a full state only, the history ring."""
 
     tick: int
     after: int
@@ -251,7 +250,7 @@ class MatchState:
         if not isinstance(self.seats, list) or not all(_seat_row(row) for row in self.seats):
             raise MessageError(
                 "match seats must be [slot, name, interp_delay, acked, guessed, "
-                "before_guesses (6 numbers), rtt, spread, credit] rows"
+                "before_guesses (6 numbers), rtt, spread, credit, surplus] rows"
             )
         if not isinstance(self.events, list) or not all(isinstance(e, dict) for e in self.events):
             raise MessageError("match events must be a list of maps")

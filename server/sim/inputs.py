@@ -96,8 +96,10 @@ class InputVerdict(enum.Enum):
 
 # Each seat's row of ``InputQueues._state``; _GUESSED: ticks guessed since its last input;
 # _CREDIT: ticks banked for catch-up (passed with no input applied), at most max_catch_up;
-# _RESUMED: 1 from a resume until the seat's first input back is applied (nothing banked).
-_LAST_RECEIVED, _ACKED, _STARVED, _HEAD, _COUNT, _GUESSED, _CREDIT, _RESUMED = range(8)
+# _RESUMED: 1 from a resume until the seat's first input back is applied (nothing banked);
+# _SURPLUS: ticks left during which the seat neither spends nor banks credit, since it last
+# queued more inputs than time allowed (some dropped).
+_LAST_RECEIVED, _ACKED, _STARVED, _HEAD, _COUNT, _GUESSED, _CREDIT, _RESUMED, _SURPLUS = range(9)
 
 #: What a tick did with each seat, beside the inputs it released (``ReleasedInputs.guess``).
 NO_GUESS, FIRST_GUESS, GUESS, UNDO_GUESSES = range(4)
@@ -182,12 +184,17 @@ def _release(
     pending_floats: np.ndarray,
     max_depth: int,
     max_catch_up: int,
+    surplus_memory: int,
     elapsed: int,
     slots: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Release this tick's inputs of each seat in ``slots`` (in that order): one, or none
     (the last one repeats, a guess), or all but ``max_depth - 1`` after a burst, as far as
     the ``elapsed`` ticks and the seat's banked credit allow, the oldest of those dropped.
+    A seat that had inputs dropped so in the last ``surplus_memory`` ticks neither spends
+    nor banks credit: it sends more than one input a tick (a speed hack always has a
+    surplus queued), and credit it banked in a pause of its own and spent on its surplus
+    would be speed.
     Returns each released input's slot, depth (0: the tick's own input, 1+: catch-up),
     ints, floats; and per seat of ``slots`` its guess code, the ticks guessed in a row and
     the inputs it had no time for (dropped: the oldest it held)."""
@@ -199,6 +206,7 @@ def _release(
     for k in range(len(slots)):
         s = slots[k]
         count = state[s, _COUNT]
+        state[s, _SURPLUS] = max(state[s, _SURPLUS] - elapsed, 0)
         allowed = state[s, _CREDIT] + elapsed  # >= 1: one input per tick is always due
         if count == 0:
             state[s, _STARVED] += 1  # starved: the last input repeats, as a guess
@@ -212,16 +220,19 @@ def _release(
             # after them acknowledge past them, and their client's reconciliation replays
             # what the server did).
             dropped[k] = wanted - taken[k]
+            if dropped[k] > 0:
+                state[s, _SURPLUS] = surplus_memory
             state[s, _HEAD] = (state[s, _HEAD] + dropped[k]) % capacity
             state[s, _COUNT] -= dropped[k]
             if state[s, _GUESSED] > 0:
                 guess[k] = UNDO_GUESSES
                 state[s, _GUESSED] = 0
-        if state[s, _RESUMED] == 0:
+        if state[s, _RESUMED] == 0 and state[s, _SURPLUS] == 0:
             state[s, _CREDIT] = min(allowed - taken[k], max_catch_up)
-        else:  # back from a resume: nothing banked until its first input is applied
+        else:  # a surplus lately (its drop spent all), or no input applied since a resume
             state[s, _CREDIT] = 0
-            state[s, _RESUMED] = 1 if taken[k] == 0 else 0
+        if taken[k] > 0:
+            state[s, _RESUMED] = 0
     total = 0
     for k in range(len(slots)):
         total += taken[k]
@@ -342,15 +353,17 @@ class InputQueues:
         future_window: int = 120,  # two seconds of inputs at 60 Hz; further ahead is a lie
         capacity: int = 64,  # a second of inputs at 60 Hz, after a stall
         max_catch_up: int = 8,  # ticks of unused time a seat may bank for catch-up
+        surplus_memory: int = 60,  # ticks a seat that had inputs dropped banks no credit
     ) -> None:
-        if max_catch_up < 0:
-            raise ValueError("max_catch_up must not be negative")
+        if max_catch_up < 0 or surplus_memory < 0:
+            raise ValueError("max_catch_up and surplus_memory must not be negative")
         self.max_depth = max_depth
         self.future_window = future_window
         self.max_catch_up = max_catch_up
+        self.surplus_memory = surplus_memory
         # Per slot: last received seq, acked seq, starved ticks, ring head, ring count,
-        # ticks guessed in a row, ticks of catch-up credit.
-        self._state = np.zeros((slots, 8), dtype=np.int64)
+        # ticks guessed in a row, ticks of catch-up credit, resumed, surplus ticks left.
+        self._state = np.zeros((slots, 9), dtype=np.int64)
         self._pending_ints = np.zeros((slots, capacity, len(INT_COLUMNS)), dtype=np.int64)
         self._pending_floats = np.zeros((slots, capacity, ARRIVAL + 1), dtype=np.float64)
         #: Per slot, position and velocity before its first guessed tick (the match's).
@@ -381,7 +394,7 @@ class InputQueues:
 
     def reset(self, slot: int) -> None:
         """A new player in ``slot``: nothing received or applied yet."""
-        self._state[slot] = (-1, -1, 0, 0, 0, 0, 0, 0)  # (_LAST_RECEIVED ... _RESUMED order)
+        self._state[slot] = (-1, -1, 0, 0, 0, 0, 0, 0, 0)  # (_LAST_RECEIVED ... _SURPLUS)
 
     def restore(self, slot: int, acked: int) -> None:
         """Continue a seat another node served: inputs up to ``acked`` were applied there;
@@ -401,9 +414,16 @@ class InputQueues:
         """Ticks of catch-up the seat has banked (time it had and applied no input in)."""
         return int(self._state[slot, _CREDIT])
 
-    def restore_credit(self, slot: int, credit: int) -> None:
-        """Hold the credit another node counted, so that catch-up here matches its own."""
+    def surplus(self, slot: int) -> int:
+        """Ticks left during which the seat banks no credit, since it last had inputs
+        dropped for lack of time (0: none lately)."""
+        return int(self._state[slot, _SURPLUS])
+
+    def restore_credit(self, slot: int, credit: int, surplus: int) -> None:
+        """Hold the credit and surplus ticks another node counted, so that catch-up here
+        matches its own."""
         self._state[slot, _CREDIT] = min(max(credit, 0), self.max_catch_up)
+        self._state[slot, _SURPLUS] = min(max(surplus, 0), self.surplus_memory)
 
     def resume(self, slot: int) -> None:
         """The seat's player is back on a new connection (a resume, on this node or after
@@ -458,6 +478,7 @@ class InputQueues:
                 self._pending_floats,
                 self.max_depth,
                 self.max_catch_up,
+                self.surplus_memory,
                 elapsed,
                 np.ascontiguousarray(slots, dtype=np.int64),
             )

@@ -193,7 +193,10 @@ class Match:
         self.previous_tick = -1  # the tick before this one (ticks a stall skipped between)
         self.probes = RttProbes(config.max_players)
         self.inputs = InputQueues(
-            config.max_players, config.input_max_depth, max_catch_up=config.input_max_catch_up
+            config.max_players,
+            config.input_max_depth,
+            max_catch_up=config.input_max_catch_up,
+            surplus_memory=config.tick_rate,  # a second
         )
         self.counters: collections.Counter[str] = collections.Counter()
         self._events: list[SnapshotEvent] = []
@@ -251,8 +254,8 @@ class Match:
 
     def seat_state(self) -> list[list[Any]]:
         """Every seat as ``[slot, name, interp_delay, acked, guessed, before_guesses, rtt,
-        spread, credit]`` (rtt -1: not measured yet; credit: the ticks of catch-up it has
-        banked), for a standby."""
+        spread, credit, surplus]`` (rtt -1: not measured yet; credit: the ticks of catch-up
+        it has banked; surplus: the ticks left in which it banks none), for a standby."""
         slots = sorted(self.seats)
         links = np.nan_to_num(self.probes.estimates(np.array(slots, dtype=np.int64)), nan=-1.0)
         rows = []
@@ -260,7 +263,7 @@ class Match:
             seat = self.seats[slot]
             guessed, before = self.inputs.guesses(slot)
             rows.append([slot, seat.name, seat.interp_delay, seat.inputs.acked, guessed, before,
-                         *link, self.inputs.credit(slot)])  # fmt: skip
+                         *link, self.inputs.credit(slot), self.inputs.surplus(slot)])  # fmt: skip
         return rows
 
     def restore_seats(self, rows: list[list[Any]]) -> None:
@@ -270,15 +273,16 @@ class Match:
         wanted = {
             int(slot): (
                 str(name), float(interp), int(acked), int(guessed), before, rtt, spread,
-                int(credit),
+                int(credit), int(surplus),
             )
-            for slot, name, interp, acked, guessed, before, rtt, spread, credit in rows
+            for slot, name, interp, acked, guessed, before, rtt, spread, credit, surplus in rows
         }  # fmt: skip
         for slot in list(self.seats):
             if slot not in wanted:
                 del self.seats[slot]
                 self.probes.forget(slot)
-        for slot, (name, interp, acked, guessed, before, rtt, spread, credit) in wanted.items():
+        for slot, row in wanted.items():
+            name, interp, acked, guessed, before, rtt, spread, credit, surplus = row
             seat = self.seats.get(slot)
             seat_id = int(self.world.seat_id[slot])
             if (
@@ -292,7 +296,7 @@ class Match:
             # ticks it guessed) is the primary's.
             seat.inputs.restore(acked)
             self.inputs.restore_guesses(slot, guessed, before)
-            self.inputs.restore_credit(slot, credit)
+            self.inputs.restore_credit(slot, credit, surplus)
             self.probes.assume(slot, LinkEstimate(rtt, spread) if rtt >= 0 else None)
 
     def leave(self, slot: int) -> None:

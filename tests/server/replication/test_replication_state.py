@@ -225,6 +225,7 @@ def state_of(match: Match) -> dict[str, Any]:
                 seat.inputs.acked,
                 match.inputs.guesses(slot),
                 match.inputs.credit(slot),
+                match.inputs.surplus(slot),
             )
             for slot, seat in match.seats.items()
         },
@@ -504,10 +505,14 @@ def test_a_promoted_standby_judges_by_the_links_its_primary_measured() -> None:
 
 @pytest.mark.parametrize(
     "row",
-    [["0", "a", 0.1, -1, 0, [0.0] * 6], [0, "a", 0.1, -1, 0, [0.0] * 5, -1.0, 0.0, 0],
-     [0, "a", 0.1, -1, 0, [0.0] * 6, None, 0.0, 0], [0, "a", 0.1, -1, 0, [True] * 6, -1.0, 0.0, 0],
-     [0, "a", 0.1, -1, 0, [0.0] * 6, -1.0, 0.0], [0, "a", 0.1, -1, 0, [0.0] * 6, -1.0, 0.0, 1.5],
-     [0, "a", 0.1, -1, 0, [0.0] * 6, -1.0, 0.0, True]],
+    [["0", "a", 0.1, -1, 0, [0.0] * 6], [0, "a", 0.1, -1, 0, [0.0] * 5, -1.0, 0.0, 0, 0],
+     [0, "a", 0.1, -1, 0, [0.0] * 6, None, 0.0, 0, 0],
+     [0, "a", 0.1, -1, 0, [True] * 6, -1.0, 0.0, 0, 0],
+     [0, "a", 0.1, -1, 0, [0.0] * 6, -1.0, 0.0, 0],
+     [0, "a", 0.1, -1, 0, [0.0] * 6, -1.0, 0.0, 1.5, 0],
+     [0, "a", 0.1, -1, 0, [0.0] * 6, -1.0, 0.0, True, 0],
+     [0, "a", 0.1, -1, 0, [0.0] * 6, -1.0, 0.0, 0, 0.5],
+     [0, "a", 0.1, -1, 0, [0.0] * 6, -1.0, 0.0, 0, False]],
     ids=repr,
 )  # fmt: skip
 def test_a_seat_row_of_the_wrong_shape_is_refused(row: list[Any]) -> None:

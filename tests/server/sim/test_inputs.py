@@ -52,8 +52,11 @@ class OneSeat:
         future_window: int = 120,
         capacity: int = 64,
         max_catch_up: int = 8,
+        surplus_memory: int = 60,
     ) -> None:
-        self.queues = InputQueues(1, max_depth, future_window, capacity, max_catch_up)
+        self.queues = InputQueues(
+            1, max_depth, future_window, capacity, max_catch_up, surplus_memory
+        )
         self.guesses: list[tuple[int, int]] = []  # each take's (guess code, ticks guessed)
 
     def offer(self, message: InputMessage, arrival: float = 0.0) -> InputVerdict:
@@ -304,18 +307,27 @@ def test_time_without_inputs_is_banked_up_to_the_cap() -> None:
 
 
 @settings(deadline=None)
-@given(st.lists(st.integers(0, 5), min_size=1, max_size=60), st.integers(1, 6), st.integers(0, 8))
+@given(
+    st.lists(st.integers(0, 5), min_size=1, max_size=60),
+    st.integers(1, 6),
+    st.integers(0, 8),
+    st.integers(0, 12),
+)
 def test_the_buffer_releases_accepted_inputs_in_order_at_most_once_and_in_time(
-    arrivals: list[int], max_depth: int, max_catch_up: int
+    arrivals: list[int], max_depth: int, max_catch_up: int, surplus_memory: int
 ) -> None:
     """Whatever the arrival pattern, inputs come out in sequence, none repeated; never more
     of them than ticks have passed, nor more in a tick than one plus the cap; the buffer
-    holds at most max_depth - 1 after a tick; and an input is dropped only when the tick
-    that dropped it had used all its time."""
-    buffer = OneSeat(max_depth=max_depth, capacity=16, max_catch_up=max_catch_up)
+    holds at most max_depth - 1 after a tick; an input is dropped only when the tick that
+    dropped it had used all its time; and for ``surplus_memory`` ticks after a tick that
+    dropped some, the seat spends no credit (one input a tick at most) and banks none."""
+    buffer = OneSeat(
+        max_depth=max_depth, capacity=16, max_catch_up=max_catch_up, surplus_memory=surplus_memory
+    )
     seq = 0
     released: list[int] = []
     starved = 0
+    last_drop = None
     for tick, count in enumerate(arrivals, start=1):
         for _ in range(count):
             verdict = buffer.offer(msg(seq))  # a refused input is sent again next tick
@@ -332,8 +344,13 @@ def test_the_buffer_releases_accepted_inputs_in_order_at_most_once_and_in_time(
         left = [m.seq for m, _ in buffer.pending]
         assert len(left) <= max_depth - 1
         assert left == list(range(seq - len(left), seq))  # the newest wait
+        if last_drop is not None and tick - last_drop <= surplus_memory:
+            assert len(taken) <= 1  # a surplus lately: nothing banked to spend
+            if tick - last_drop < surplus_memory:
+                assert buffer.credit == 0
         if waiting - len(taken) - len(left):  # some dropped: the tick had used all its time
             assert buffer.credit == 0
+            last_drop = tick
         assert buffer.acked == (released[-1] if released else -1)
     released += [m.seq for _ in range(seq) for m in buffer.take()]
     assert released == sorted(set(released))
@@ -513,13 +530,32 @@ def test_a_follower_holds_the_catch_up_credit_its_primary_counted() -> None:
         primary.take()
     assert primary.credit == 3
     follower.queues.seat(0).restore(0)
-    follower.queues.restore_credit(0, primary.credit)
+    follower.queues.restore_credit(0, primary.credit, primary.queues.surplus(0))
     for seat in (primary, follower):
         for seq in range(1, 7):
             seat.offer(msg(seq))
     assert [m.seq for m in follower.take()] == [m.seq for m in primary.take()] == [3, 4, 5, 6]
-    follower.queues.restore_credit(0, 99)  # never more than this node's own cap
+    follower.queues.restore_credit(0, 99, 0)  # never more than this node's own cap
     assert follower.credit == 8
+
+
+def test_a_follower_holds_the_surplus_its_primary_counted() -> None:
+    primary, follower = OneSeat(max_depth=1), OneSeat(max_depth=1)
+    for seq in range(3):
+        primary.offer(msg(seq))
+    assert [m.seq for m in primary.take()] == [2]  # 0 and 1 dropped: a surplus
+    primary.take()
+    assert primary.queues.surplus(0) == 59
+    follower.queues.seat(0).restore(primary.acked)
+    follower.queues.restore_credit(0, primary.credit, primary.queues.surplus(0))
+    for _ in range(3):  # silent: neither banks
+        assert primary.take() == follower.take() == []
+    for seat in (primary, follower):
+        for seq in range(3, 7):
+            seat.offer(msg(seq))
+    assert [m.seq for m in follower.take()] == [m.seq for m in primary.take()] == [6]
+    follower.queues.restore_credit(0, 0, 999)  # never more than this node's own memory
+    assert follower.queues.surplus(0) == 60
 
 
 def test_a_resumed_seat_banks_nothing_of_the_time_its_player_was_away() -> None:
@@ -538,7 +574,10 @@ def test_a_resumed_seat_banks_nothing_of_the_time_its_player_was_away() -> None:
         buffer.offer(msg(seq))
     assert [m.seq for m in buffer.take()] == [29]  # this tick's only
     assert buffer.pending == []
-    buffer.take()  # from its first input back on, a seat banks as any other
+    for _ in range(buffer.queues.surplus_memory - 1):
+        buffer.take()  # its backlog was a surplus: nothing banked for a second
+        assert buffer.credit == 0
+    buffer.take()  # then it banks as any seat
     assert buffer.credit == 1
 
 

@@ -182,3 +182,31 @@ def test_a_speed_hack_that_reconnects_gains_nothing_from_the_gap(
         moved = float(np.hypot(*(track[start + RATE] - track[start])))
         assert moved <= MAX_SPEED * 1.0001, f"{moved} m in the second from tick {start}"
     assert match.counters["input_applied"] == 3 * RATE  # one a tick it sent inputs in
+
+
+@pytest.mark.parametrize("lead", [2, RATE])
+@pytest.mark.parametrize("pause", [1, 4, 8, 12])
+def test_a_speed_hack_that_pauses_gains_nothing_from_its_backlog(pause: int, lead: int) -> None:
+    """A client that sends 3 inputs a tick for ``lead`` ticks, sends nothing for ``pause``
+    ticks (its own lag switch, or its event loop held up), then its backlog at once, and
+    floods on: over every second it moves no faster than walking speed. (The ticks it
+    stood still in, banked, once bought a catch-up on its backlog: up to 6.9 m/s over
+    the second from the burst.)"""
+    per_tick = 3
+    match = new_match()
+    seat = match.join("cheat", 0.1)
+    track = [told_position(match, seat.slot)]
+    for _ in range(lead):
+        play(match, per_tick, 1)
+        track.append(told_position(match, seat.slot))
+    for _ in range(pause):
+        match.tick()
+        track.append(told_position(match, seat.slot))
+    play(match, per_tick * (pause + 1), 1)  # the backlog, with this tick's own
+    track.append(told_position(match, seat.slot))
+    for _ in range(2 * RATE):
+        play(match, per_tick, 1)
+        track.append(told_position(match, seat.slot))
+    for start in range(len(track) - RATE):
+        moved = float(np.hypot(*(track[start + RATE] - track[start])))
+        assert moved <= MAX_SPEED * 1.0001, f"{moved} m in the second from tick {start}"
