@@ -237,9 +237,9 @@ class PlayerStream(asyncio.Protocol):
             self._in_order(kept)
 
     def _mixed(self, data: bytes, ends: list[int], kinds: list[int], now: float) -> None:
-        """A read of a few whole inputs and small frames (:func:`few_frames`), as
+        """A read of a few whole inputs and other frames (:func:`few_frames`), as
         :meth:`_split` treats it, in plain Python: the inputs the budget grants are held
-        for the tick, the small frames it grants are read now."""
+        for the tick, the other frames it grants are read now."""
         inputs = kinds.count(FRAME_INPUT)
         granted_inputs = self._admit(FrameKind.INPUT, inputs, now) if inputs else 0
         if self.closing:
