@@ -15,7 +15,7 @@ import numpy as np
 
 from shared.hitbox import BOUNDING_SPHERE_CENTRE
 from shared.protocol import JoinEvent, RespawnEvent
-from shared.protocol.snapshots import ENTITY_FLAG_ALIVE
+from shared.protocol.between import arrivals
 from shared.rayhits import REACH
 from shared.sightlines import SIGHT_HEIGHTS, sight_blocked
 from shared.weapons import EYE_HEIGHT
@@ -85,6 +85,7 @@ class PopInWatch:
         self.enemy_records = 0  # records of other players the bots received
         self.appearances = 0  # appearances whose stretch a frame rendered, in the region
         self.pop_ins = 0
+        self._rows = np.empty(64, np.int64)  # scratch for arrivals()
 
     def figures(self) -> dict[str, int]:
         return {"enemy_records": self.enemy_records, "appearances": self.appearances,
@@ -100,10 +101,8 @@ class PopInWatch:
         events: Sequence[object],
     ) -> None:
         """Bot ``index`` (player ``me``) shows a snapshot at ``time`` after ``before`` (its
-        previous one: time and records). Runs for every bot's every snapshot: the common
-        case (no one new) is a comparison of two short id columns, no set operations."""
-        ids = records["id"]
-        self.enemy_records += len(ids) - int(np.count_nonzero(ids == me))
+        previous one: time and records). Runs for every bot's every snapshot, so who is new
+        is one kernel call (:func:`shared.protocol.between.arrivals`)."""
         arrived = (
             {e.player for e in events if isinstance(e, JoinEvent | RespawnEvent)}
             if events
@@ -112,17 +111,15 @@ class PopInWatch:
         if me in arrived:
             self.moved_at[index] = time
             self.pending[index].clear()
-        if before is None:
+        held = before[1] if before is not None else records[:0]
+        if len(self._rows) < len(records):
+            self._rows = np.empty(len(records), np.int64)
+        new, others = arrivals(held, records, me, self._rows)
+        self.enemy_records += others
+        if before is None or new == 0 or before[0] < self.moved_at[index]:
             return
-        earlier, held = before
-        if earlier < self.moved_at[index]:
-            return
-        held_ids = held["id"]
-        absent = (ids[:, None] != held_ids[None, :]).all(axis=1)
-        new = absent & ((records["flags"] & ENTITY_FLAG_ALIVE) != 0) & (ids != me)
-        if not new.any():
-            return
-        for record in records[new]:
+        earlier = before[0]
+        for record in records[self._rows[:new]]:
             if int(record["id"]) in arrived:
                 continue
             feet = (float(record["x"]), float(record["y"]), float(record["z"]))

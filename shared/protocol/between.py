@@ -16,6 +16,7 @@ from shared.protocol.snapshots import ENTITY_DTYPE, ENTITY_FLAG_ALIVE
 
 __all__ = [
     "alive_in_both",
+    "arrivals",
     "pairs_in_both",
     "place_between",
     "players_between",
@@ -121,9 +122,33 @@ def players_seen(
     return ids, feet, alive
 
 
+@numba.njit(cache=True, nogil=True)
+def arrivals(before: np.ndarray, after: np.ndarray, me: int, rows: np.ndarray) -> tuple[int, int]:
+    """The live players of ``after`` that ``before`` did not hold, ``me`` aside (records
+    sorted by id), as rows of ``after`` in ``rows``; returns how many, and how many of
+    ``after``'s records are other players'. Every bot runs it on every snapshot it shows
+    (fog of war's pop-in watch), where it took a dozen small NumPy operations."""
+    count = 0
+    others = 0
+    j = 0
+    for i in range(len(after)):
+        entity = after[i].id
+        if entity == me:
+            continue
+        others += 1
+        while j < len(before) and before[j].id < entity:
+            j += 1
+        held = j < len(before) and before[j].id == entity
+        if not held and (after[i].flags & ENTITY_FLAG_ALIVE) != 0:
+            rows[count] = i
+            count += 1
+    return count, others
+
+
 def warm_up() -> None:
     """Compile (or load from the cache) the kernel: a swarm calls this before its bots
     connect, so no bot's first view waits for a compile."""
     records = np.zeros(1, dtype=ENTITY_DTYPE)
     players_between(records, records, np.zeros(1))
     players_seen(records, np.array([[0, 1, 0, 1]]), np.zeros(1))
+    arrivals(records, records, 0, np.zeros(1, dtype=np.int64))

@@ -5,10 +5,13 @@ respawned, or stands where distance culling may explain him, is not."""
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from client_sim.sight import PopInWatch
 from shared.arena_map import default_map
 from shared.protocol import JoinEvent, RespawnEvent
+from shared.protocol.between import arrivals
 from shared.protocol.snapshots import ENTITY_DTYPE, ENTITY_FLAG_ALIVE
 from shared.sightlines import SIGHT_HEIGHTS, sight_blocked
 from shared.weapons import EYE_HEIGHT
@@ -67,3 +70,25 @@ def test_arrivals_and_players_beyond_interest_are_not_judged():
     # The bot itself respawned: the stretch before was drawn from another place.
     watch = appear((ENEMY, -2.0, 6.0, 0.0), events=(RespawnEvent(player=ME),))
     assert watch.appearances == 0
+
+
+@settings(deadline=None, max_examples=200)
+@given(
+    st.sets(st.integers(0, 40), max_size=30),
+    st.sets(st.integers(0, 40), max_size=30),
+    st.sets(st.integers(0, 40)),
+    st.integers(0, 40),
+)
+def test_arrivals_are_the_live_players_the_earlier_snapshot_lacked(
+    before: set[int], after: set[int], dead: set[int], me: int
+) -> None:
+    # The kernel against set arithmetic: new = alive in after, not in before, not me.
+    held = records(*((p, 0.0, 0.0, 0.0) for p in sorted(before)))
+    now = records(*((p, 0.0, 0.0, 0.0) for p in sorted(after)))
+    now["flags"] = [0 if p in dead else ENTITY_FLAG_ALIVE for p in sorted(after)]
+    rows = np.empty(len(now), np.int64)
+    count, others = arrivals(held, now, me, rows)
+    assert sorted(now["id"][rows[:count]].tolist()) == sorted(
+        p for p in after - before - dead if p != me
+    )
+    assert others == len(after - {me})
