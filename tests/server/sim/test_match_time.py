@@ -150,6 +150,13 @@ def told_position(match: Match, slot: int) -> np.ndarray:
     return states[0, :2].copy()
 
 
+def assert_walking_pace(track: list[np.ndarray]) -> None:
+    """Over every second of ``track`` (a position a tick), no further than walking speed."""
+    for start in range(len(track) - RATE):
+        moved = float(np.hypot(*(track[start + RATE] - track[start])))
+        assert moved <= MAX_SPEED * 1.0001, f"{moved} m in the second from tick {start}"
+
+
 @pytest.mark.parametrize(
     ("per_tick", "gap", "comeback"), [(3, 12, 0), (3, 40, 0), (10, 12, 0), (10, 40, 4), (3, 12, 4)]
 )
@@ -178,9 +185,7 @@ def test_a_speed_hack_that_reconnects_gains_nothing_from_the_gap(
     for _ in range(2 * RATE):
         play(match, per_tick, 1)
         track.append(told_position(match, seat.slot))
-    for start in range(len(track) - RATE):
-        moved = float(np.hypot(*(track[start + RATE] - track[start])))
-        assert moved <= MAX_SPEED * 1.0001, f"{moved} m in the second from tick {start}"
+    assert_walking_pace(track)
     assert match.counters["input_applied"] == 3 * RATE  # one a tick it sent inputs in
 
 
@@ -207,6 +212,4 @@ def test_a_speed_hack_that_pauses_gains_nothing_from_its_backlog(pause: int, lea
     for _ in range(2 * RATE):
         play(match, per_tick, 1)
         track.append(told_position(match, seat.slot))
-    for start in range(len(track) - RATE):
-        moved = float(np.hypot(*(track[start + RATE] - track[start])))
-        assert moved <= MAX_SPEED * 1.0001, f"{moved} m in the second from tick {start}"
+    assert_walking_pace(track)
