@@ -37,7 +37,7 @@ import aiohttp
 import numpy as np
 from aiohttp import web
 
-from server.directory.auth import signed_heartbeat
+from server.directory.auth import HeartbeatSequence, signed_heartbeat
 from server.directory.net.app import create_app
 from server.directory.policy import NodeView, NoPlacement, RegionView, choose
 from server.directory.service import Directory, DirectoryConfig
@@ -45,6 +45,7 @@ from shared.directory import Heartbeat
 from shared.geo import default_matrix, draw_homes
 
 SECRET = "bench-cluster-secret-0123456789"
+SEQUENCE = HeartbeatSequence(time.time())
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 POPULATION = "na:0.35,eu:0.3,asia:0.2,sa:0.07,oce:0.05,me:0.02,af:0.01"
 _LISTENING = re.compile(r"event=listening url=(\S+)")
@@ -126,8 +127,8 @@ def bench_core(
     config = DirectoryConfig(secret=SECRET.encode(), heartbeat_timeout=60.0)
     directory = Directory(config, time.monotonic, time.time)
     for beat in nodes:
-        body, headers = signed_heartbeat(SECRET, beat)
-        assert directory.heartbeat(body, headers["X-Arena-Signature"])[0] == 200
+        body, headers = signed_heartbeat(SECRET, beat, now=time.time(), sequence=SEQUENCE.next())
+        assert directory.heartbeat(body, headers)[0] == 200
     done, began = 0, time.perf_counter()
     outcomes: dict[int, int] = {}
     while time.perf_counter() - began < seconds:
@@ -218,7 +219,9 @@ async def bench_http(
 
         async def beat_all() -> None:
             for beat in nodes:
-                body, headers = signed_heartbeat(SECRET, beat)
+                body, headers = signed_heartbeat(
+                    SECRET, beat, now=time.time(), sequence=SEQUENCE.next()
+                )
                 async with session.post(f"{url}/nodes/heartbeat", data=body, headers=headers) as r:
                     if r.status != 200:
                         raise RuntimeError(f"heartbeat refused: {await r.text()}")

@@ -21,6 +21,11 @@ from server.coordination.base import (
     CoordinatorUnavailable,
     parse_coordinator_spec,
 )
+from server.coordination.net.etcd_options import (
+    add_etcd_arguments,
+    etcd_access_from_args,
+    etcd_options_given,
+)
 from server.lifecycle import STOPPING_STATUS, sdk_url_from_env, systemd_status
 from server.logs import (
     EventLogger,
@@ -220,7 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
     failover.add_argument(
         "--coordinator",
         default="static",
-        help="who decides leadership: static, or etcd://HOST:PORT",
+        help="who decides leadership: static, or etcd://HOST:PORT[,HOST:PORT...] (the "
+        "members of an etcd cluster, tried in turn; etcds:// for TLS; see the etcd options)",
     )
     failover.add_argument(
         "--replication",
@@ -388,6 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
         "http://localhost:$AGONES_SDK_HTTP_PORT, which Agones sets, else "
         "http://localhost:9358)",
     )
+    add_etcd_arguments(parser)
     add_log_arguments(parser)
     parser.add_argument(
         "--warm-cache",
@@ -483,7 +490,10 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         raise ValueError("--token-ttl-s must be at least 60")
     if not 0 <= args.fog_peek_ms <= 1000:
         raise ValueError("--fog-peek-ms must be between 0 and 1000")
-    parse_coordinator_spec(args.coordinator)
+    kind, _ = parse_coordinator_spec(args.coordinator)
+    if kind != "etcd" and etcd_options_given(args):
+        raise ValueError("the --etcd-* options need an etcd:// or etcds:// --coordinator")
+    etcd_access = etcd_access_from_args(args)
     if args.directory:
         directory_urls(args.directory)
     if args.agones_url is not None and not args.agones:
@@ -519,6 +529,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         public_url=args.public_url,
         cluster_secret=load_secret(args.cluster_secret),
         coordinator=args.coordinator,
+        etcd_access=etcd_access,
         replication=args.replication,
         failover_timeout=args.failover_timeout_ms / 1000.0,
         ack_timeout=args.ack_timeout_ms / 1000.0,

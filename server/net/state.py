@@ -77,6 +77,7 @@ class NodeState:
             region=config.region,
             state_dir=config.state_dir,
             tls=self.peer_tls,
+            etcd_access=config.etcd_access,
         )
         self.hub = ReplicationHub(
             CommitSet(
