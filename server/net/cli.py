@@ -229,6 +229,15 @@ def build_parser() -> argparse.ArgumentParser:
         "members of an etcd cluster, tried in turn; etcds:// for TLS; see the etcd options)",
     )
     failover.add_argument(
+        "--etcd-lease-ttl",
+        type=int,
+        default=2,
+        metavar="S",
+        help="seconds the leader's etcd lease outlives its last keep-alive; with several etcd "
+        "members use 5 or more, so that the lease outlasts the election that follows the "
+        "loss of etcd's own raft leader (1-2 s with etcd's default timings)",
+    )
+    failover.add_argument(
         "--replication",
         default="sync",
         choices=["sync", "async"],
@@ -494,6 +503,8 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
     if kind != "etcd" and etcd_options_given(args):
         raise ValueError("the --etcd-* options need an etcd:// or etcds:// --coordinator")
     etcd_access = etcd_access_from_args(args)
+    if not 2 <= args.etcd_lease_ttl <= 60:
+        raise ValueError("--etcd-lease-ttl must be between 2 and 60 seconds")
     if args.directory:
         directory_urls(args.directory)
     if args.agones_url is not None and not args.agones:
@@ -530,6 +541,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         cluster_secret=load_secret(args.cluster_secret),
         coordinator=args.coordinator,
         etcd_access=etcd_access,
+        etcd_lease_ttl=args.etcd_lease_ttl,
         replication=args.replication,
         failover_timeout=args.failover_timeout_ms / 1000.0,
         ack_timeout=args.ack_timeout_ms / 1000.0,

@@ -51,6 +51,7 @@ class NodeConfig:
     coordinator: str = "static"
     #: How etcd is reached (TLS files, user and password: ``--etcd-*``); etcd coordinator only.
     etcd_access: EtcdAccess = field(default_factory=EtcdAccess)
+    etcd_lease_ttl: int = 2  # seconds the leader's etcd lease outlives its last keep-alive
     replication: str = "sync"
     ack_timeout: float = 0.100  # a standby of the commit set slower than this is told it is out
     failover_timeout: float = 0.200  # a primary silent this long is declared dead

@@ -24,6 +24,7 @@ def make_coordinator(
     state_dir: str = "",
     tls: ssl.SSLContext | bool = True,
     etcd_access: EtcdAccess | None = None,
+    etcd_lease_ttl: int = 2,
 ) -> Coordinator:
     """Build the coordinator named by ``--coordinator`` (not started yet).
 
@@ -31,7 +32,8 @@ def make_coordinator(
     election key ``/arena/{region}/leader``; ``state_dir`` is where static keeps the epochs
     this node used (etcd's revisions never repeat on their own); ``tls`` is how static
     verifies an ``https://`` peer; ``etcd_access`` is how etcd is reached (TLS files, user:
-    ``--etcd-*``).
+    ``--etcd-*``); ``etcd_lease_ttl`` is the seconds the leader's lease outlives its last
+    keep-alive (``--etcd-lease-ttl``).
     """
     kind, _ = parse_coordinator_spec(spec)
     if not node_id:
@@ -40,4 +42,4 @@ def make_coordinator(
         epochs = EpochStore(state_dir, region, node_id)
         return StaticCoordinator(node_id, peers, epochs=epochs, tls=tls)
     cluster = EtcdCluster.from_address(spec, etcd_access)
-    return EtcdCoordinator(cluster, region=region, node_id=node_id)
+    return EtcdCoordinator(cluster, region=region, node_id=node_id, ttl=etcd_lease_ttl)
