@@ -13,16 +13,19 @@ import json
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
     "EtcdProcess",
+    "EtcdTls",
     "EtcdUnavailable",
     "LocalEtcdCluster",
     "find_etcd",
@@ -58,8 +61,10 @@ class EtcdProcess:
 
     @property
     def endpoint(self) -> str:
-        """The ``--coordinator`` spelling of this etcd: ``etcd://127.0.0.1:PORT``."""
-        return "etcd://" + self.url.removeprefix("http://")
+        """The ``--coordinator`` spelling of this etcd: ``etcd://127.0.0.1:PORT`` (``etcds://``
+        over TLS)."""
+        scheme, _, rest = self.url.partition("://")
+        return ("etcds://" if scheme == "https" else "etcd://") + rest
 
     def log_tail(self, lines: int = 20) -> str:
         try:
@@ -84,18 +89,38 @@ class EtcdProcess:
                 self.process.wait(timeout=5)
 
 
-def _answers(url: str) -> bool:
+@dataclass(frozen=True, slots=True)
+class EtcdTls:
+    """PEM files for an etcd that serves its clients over TLS and asks them for a
+    certificate signed by ``ca`` (``--client-cert-auth``)."""
+
+    ca: str
+    server_cert: str
+    server_key: str
+    client_cert: str
+    client_key: str
+
+    def client_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=self.ca)
+        context.load_cert_chain(self.client_cert, self.client_key)
+        return context
+
+
+def _answers(url: str, tls: EtcdTls | None = None) -> bool:
+    context = tls.client_context() if tls is not None else None
     try:
-        with urllib.request.urlopen(url + "/health", timeout=0.5) as response:
+        with urllib.request.urlopen(url + "/health", timeout=0.5, context=context) as response:
             return bool(json.loads(response.read()).get("health") == "true")
     except (OSError, ValueError, urllib.error.URLError):
         return False
 
 
 @contextlib.contextmanager
-def running_etcd(binary: str | None = None, host: str = "127.0.0.1") -> Iterator[EtcdProcess]:
-    """Start an etcd on ``host``, yield it once it is healthy, and always stop it and delete
-    its data."""
+def running_etcd(
+    binary: str | None = None, host: str = "127.0.0.1", tls: EtcdTls | None = None
+) -> Iterator[EtcdProcess]:
+    """Start an etcd on ``host`` (``tls``: over https, asking clients for a certificate),
+    yield it once it is healthy, and always stop it and delete its data."""
     binary = binary or find_etcd()
     if binary is None:
         raise EtcdUnavailable("etcd is not installed (apt-get install etcd-server)")
@@ -105,7 +130,18 @@ def running_etcd(binary: str | None = None, host: str = "127.0.0.1") -> Iterator
             client, peer = _free_port(), _free_port()
             if client == peer:
                 continue
-            url, peer_url = f"http://{host}:{client}", f"http://{host}:{peer}"
+            scheme = "https" if tls is not None else "http"
+            url, peer_url = f"{scheme}://{host}:{client}", f"http://{host}:{peer}"
+            secure = (
+                [
+                    f"--cert-file={tls.server_cert}",
+                    f"--key-file={tls.server_key}",
+                    f"--trusted-ca-file={tls.ca}",
+                    "--client-cert-auth",
+                ]
+                if tls is not None
+                else []
+            )
             data_dir = workdir / f"data-{client}"
             log_path = workdir / f"etcd-{client}.log"
             with open(log_path, "wb") as log_file:
@@ -120,6 +156,7 @@ def running_etcd(binary: str | None = None, host: str = "127.0.0.1") -> Iterator
                         f"--initial-advertise-peer-urls={peer_url}",
                         f"--initial-cluster=test={peer_url}",
                         "--log-level=warn",
+                        *secure,
                     ],
                     stdin=subprocess.DEVNULL,
                     stdout=log_file,
@@ -129,7 +166,7 @@ def running_etcd(binary: str | None = None, host: str = "127.0.0.1") -> Iterator
             try:
                 deadline = time.monotonic() + START_TIMEOUT
                 while process.poll() is None and time.monotonic() < deadline:
-                    if _answers(url):
+                    if _answers(url, tls):
                         break
                     time.sleep(0.05)
                 else:
