@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--heartbeat-window",
         type=float,
-        default=30.0,
+        default=10.0,
         metavar="S",
         help="a heartbeat signed more than this many seconds before or after the directory's "
         "clock is refused as stale (allow for clock skew between hosts)",
