@@ -12,9 +12,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from launch.etcd_local import EtcdProcess, EtcdUnavailable, LocalEtcdCluster, find_etcd
+from launch.etcd_local import (
+    EtcdProcess,
+    EtcdUnavailable,
+    LocalEtcdCluster,
+    find_etcd,
+    running_etcd_cluster,
+)
 from launch.etcd_local import running_etcd as _running_etcd
-from launch.etcd_local import running_etcd_cluster
 from tests.tools import missing_tool
 
 __all__ = [

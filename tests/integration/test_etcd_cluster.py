@@ -1,5 +1,6 @@
-"""The etcd coordinator against a real three-member etcd cluster: the member a leader talks
-to dies, and the leader keeps its lease, its key and its epoch on the other two.
+"""The etcd clients against a real three-member etcd cluster: the member a leader talks to
+dies, and the leader (a coordinator, and a real ``arena-server``) keeps its lease, its key
+and its epoch on the other two; the directory's registry carries on too.
 
 Losing a follower costs nothing but the reconnection, with the default 2 s lease. Losing
 etcd's raft leader also costs an election (1-2 s with etcd's default timings), during which
@@ -15,7 +16,12 @@ import urllib.request
 
 import pytest
 
+from launch.health import node_health
+from launch.nodes import running_node
+from server.coordination.etcd_config import EtcdCluster
 from server.coordination.net import EtcdCoordinator, make_coordinator
+from server.directory.net.etcd import EtcdRegistry
+from shared.directory import Heartbeat
 from tests.integration.etcd import LocalEtcdCluster, etcd_cluster
 
 __all__ = ["etcd_cluster"]  # the fixture, re-exported so pytest finds it
@@ -130,3 +136,52 @@ async def test_a_node_whose_first_member_is_down_starts_on_the_next(
         assert await coordinator.confirm() is True
     finally:
         await coordinator.close()
+
+
+async def test_a_primary_node_keeps_its_role_and_epoch_when_its_etcd_member_dies(
+    etcd_cluster: LocalEtcdCluster,
+) -> None:
+    """A real ``arena-server`` with no standby (so it asks etcd's word before every tick):
+    the raft leader it talks to is killed, and it stays primary at the same epoch."""
+    raft_leader_first(etcd_cluster)
+    async with running_node(
+        "--node-id", "a", "--log-level", "warning", "--tick-rate", "30",
+        "--coordinator", etcd_cluster.address, "--etcd-lease-ttl", "5",
+    ) as node:  # fmt: skip
+        before = await node_health(node.url)
+        assert before is not None and before["role"] == "primary"
+        etcd_cluster.members[0].kill()
+        loop = asyncio.get_running_loop()
+        end = loop.time() + WATCH_S
+        while loop.time() < end:
+            health = await node_health(node.url, within=2.0)
+            assert health is not None
+            assert (health["role"], health["epoch"]) == ("primary", before["epoch"])
+            await asyncio.sleep(0.2)
+
+
+async def test_the_directorys_registry_carries_on_when_its_etcd_member_dies(
+    etcd_cluster: LocalEtcdCluster,
+) -> None:
+    registry = EtcdRegistry(
+        EtcdCluster.from_address(etcd_cluster.address), heartbeat_timeout=5.0, reservation_ttl=10.0
+    )
+    beat = Heartbeat(
+        node_id="eu-1", region="eu", endpoint="ws://127.0.0.1:9/ws",
+        probe="http://127.0.0.1:9/health", role="primary", epoch=1, matches=1, players=0,
+        capacity=10,
+    )  # fmt: skip
+    await registry.start()
+    try:
+        await registry.record(beat, time.time())
+        talking_to = registry.endpoint
+        next(m for m in etcd_cluster.members if m.url == talking_to).kill()
+        await asyncio.to_thread(
+            wait_for_a_raft_leader, [u for u in etcd_cluster.urls if u != talking_to]
+        )
+        await registry.record(beat, time.time())
+        assert registry.endpoint != talking_to
+        snapshot = await registry.snapshot()
+        assert list(snapshot.nodes) == ["eu-1"]
+    finally:
+        await registry.close()
