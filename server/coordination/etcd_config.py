@@ -49,8 +49,6 @@ class EtcdAccess:
                 f"--etcd-user {self.user!r} has no password: set it in the variable named by "
                 "--etcd-password-env or in --etcd-password-file"
             )
-        if ":" in self.user:
-            raise ValueError(f"--etcd-user {self.user!r}: a user name has no ':'")
 
     @property
     def tls(self) -> bool:

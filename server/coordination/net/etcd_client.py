@@ -25,7 +25,7 @@ import aiohttp
 from server.coordination.base import CoordinatorError, CoordinatorUnavailable
 from server.coordination.etcd_config import EtcdAccess, EtcdCluster
 from server.coordination.etcd_gateway import EtcdAuthExpired, read_answer
-from server.logs import EventLogger
+from server.logs import EventLogger, Throttle
 
 __all__ = ["EtcdClient", "etcd_ssl_context", "gateway_post"]
 
@@ -87,6 +87,8 @@ class EtcdClient:
         self._session: aiohttp.ClientSession | None = None
         self._token: str | None = None
         self._authenticating: asyncio.Lock | None = None
+        # (while etcd is down every request moves on from every member: one line a while)
+        self._switch_log = Throttle(10.0)
 
     @property
     def endpoint(self) -> str:
@@ -135,12 +137,15 @@ class EtcdClient:
                     break
                 self._current = (self._current + 1) % len(endpoints)
                 self.switches += 1
-                log.warning(
-                    "etcd_member_switched",
-                    previous=endpoint,
-                    member=endpoints[self._current],
-                    reason=str(error),
-                )
+                held = self._switch_log.allow(endpoint)
+                if held is not None:
+                    log.warning(
+                        "etcd_member_switched",
+                        previous=endpoint,
+                        member=endpoints[self._current],
+                        reason=str(error),
+                        held_back=held,
+                    )
         assert failure is not None
         if len(endpoints) > 1:
             raise CoordinatorUnavailable(
