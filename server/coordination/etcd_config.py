@@ -18,8 +18,11 @@ import ipaddress
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-__all__ = ["ETCD_USAGE", "EtcdAccess", "EtcdCluster", "parse_etcd_address"]
+__all__ = ["DEFAULT_LEASE_TTL", "ETCD_USAGE", "EtcdAccess", "EtcdCluster", "parse_etcd_address"]
 
+#: Seconds a leader's lease outlives its last keep-alive unless told otherwise: etcd's
+#: smallest with its default raft timings.
+DEFAULT_LEASE_TTL = 2
 ETCD_USAGE = "expected etcd://HOST:PORT[,HOST:PORT...] (etcds:// for TLS)"
 _SCHEMES = {"etcd": "http", "etcds": "https"}
 

@@ -21,6 +21,7 @@ from server.coordination.base import (
     CoordinatorUnavailable,
     parse_coordinator_spec,
 )
+from server.coordination.etcd_config import DEFAULT_LEASE_TTL
 from server.coordination.net.etcd_options import (
     add_etcd_arguments,
     etcd_access_from_args,
@@ -231,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     failover.add_argument(
         "--etcd-lease-ttl",
         type=int,
-        default=2,
+        default=DEFAULT_LEASE_TTL,
         metavar="S",
         help="seconds the leader's etcd lease outlives its last keep-alive; with several etcd "
         "members use 5 or more, so that the lease outlasts the election that follows the "
@@ -500,7 +501,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
     if not 0 <= args.fog_peek_ms <= 1000:
         raise ValueError("--fog-peek-ms must be between 0 and 1000")
     kind, _ = parse_coordinator_spec(args.coordinator)
-    if kind != "etcd" and etcd_options_given(args):
+    if kind != "etcd" and (etcd_options_given(args) or args.etcd_lease_ttl != DEFAULT_LEASE_TTL):
         raise ValueError("the --etcd-* options need an etcd:// or etcds:// --coordinator")
     etcd_access = etcd_access_from_args(args)
     if not 2 <= args.etcd_lease_ttl <= 60:

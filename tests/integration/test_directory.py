@@ -189,6 +189,26 @@ async def test_seats_go_to_the_nearest_region_spread_over_nodes_then_overflow(
     assert 'arena_directory_nodes_live{region="eu",state="routable"} 2.0' in metrics
 
 
+async def test_a_captured_heartbeat_sent_again_is_refused(
+    directory: Directory, http: aiohttp.ClientSession
+) -> None:
+    """Someone on the path keeps a node's heartbeat and sends it once the node is gone: the
+    running directory refuses it (and counts it), whatever copy of the bytes is sent."""
+    body, headers = signed_heartbeat(
+        SECRET, node("eu-9", "eu"), now=time.time(), sequence=SEQUENCE.next()
+    )
+    url = f"{directory.url}/nodes/heartbeat"
+    async with http.post(url, data=body, headers=headers) as response:
+        assert response.status == 200
+    for _ in range(2):
+        async with http.post(url, data=body, headers=headers) as response:
+            assert response.status == 401
+            assert (await response.json())["error"] == "replayed"
+    async with http.get(f"{directory.url}/metrics") as response:
+        metrics = await response.text()
+    assert 'arena_directory_heartbeats_total{outcome="replayed"} 2.0' in metrics
+
+
 async def test_unauthenticated_and_malformed_requests_are_refused_with_json(
     directory: Directory, http: aiohttp.ClientSession
 ) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from server.coordination.base import Coordinator, parse_coordinator_spec
 from server.coordination.epochs import EpochStore
-from server.coordination.etcd_config import EtcdAccess, EtcdCluster
+from server.coordination.etcd_config import DEFAULT_LEASE_TTL, EtcdAccess, EtcdCluster
 from server.coordination.net.etcd import EtcdCoordinator
 from server.coordination.net.static import StaticCoordinator
 
@@ -24,7 +24,7 @@ def make_coordinator(
     state_dir: str = "",
     tls: ssl.SSLContext | bool = True,
     etcd_access: EtcdAccess | None = None,
-    etcd_lease_ttl: int = 2,
+    etcd_lease_ttl: int = DEFAULT_LEASE_TTL,
 ) -> Coordinator:
     """Build the coordinator named by ``--coordinator`` (not started yet).
 
