@@ -3,12 +3,12 @@
 Sans-I/O core (import freely, no aiohttp, no clock of its own): :mod:`.policy` (the routing
 decision), :mod:`.registry` (nodes, liveness, epochs, outstanding seats), :mod:`.listing`
 (``GET /regions``), :mod:`.reservations` (signed seat tokens; the node's check on join),
-:mod:`.auth` (heartbeat signatures, and the guard that refuses copies), :mod:`.service`
-(the request logic, ``Directory``) and :mod:`.metrics`; :mod:`.etcd_state` keeps the registry and reservations in etcd instead, for
-several directories at once. The HTTP edge is :mod:`.net.app` (``create_app``; etcd's client:
-:mod:`.net.etcd`) and the command line :mod:`.net.cli` (``arena-directory``). The wire
-messages are :mod:`shared.directory`'s, the same classes the bots use; ``docs/routing.md``
-describes the API.
+:mod:`.auth` (heartbeat signatures, and the guard that refuses copies), :mod:`.service` (the
+request logic, ``Directory``) and :mod:`.metrics`; :mod:`.etcd_state` keeps the registry and
+reservations in etcd instead, for several directories at once. The HTTP edge is
+:mod:`.net.app` (``create_app``; etcd's client: :mod:`.net.etcd`) and the command line
+:mod:`.net.cli` (``arena-directory``). The wire messages are :mod:`shared.directory`'s, the
+same classes the bots use; ``docs/routing.md`` describes the API.
 
 A node heartbeats with::
 
