@@ -56,7 +56,7 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.report import emit
+from bench.report import Start, add_json_option, emit
 from client_sim.cli import check_writable
 from client_sim.latency import LinkProfile, draw_bot, parse_distribution
 from client_sim.swarm import Swarm, SwarmConfig
@@ -569,7 +569,7 @@ def build_parser() -> OneLineParser:
         action="store_true",
         help="a smoke run: 4 s windows, 1 s settles, 8 bots, 5000 fuzzed frames",
     )
-    parser.add_argument("--json", metavar="PATH", help="also write the JSON here")
+    add_json_option(parser, "adversary")
     return parser
 
 
@@ -601,8 +601,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    start = Start.now("adversary", "bench/adversary.py", argv)
     report = asyncio.run(run(args))
-    emit(report, args.json)
+    emit(report, args.json, start)
     if not report["valid"]:
         log("INVALID run: " + "; ".join(report["invalid_reasons"]))
         return 2

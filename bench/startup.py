@@ -31,6 +31,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.report import Start, add_json_option, emit
 from launch.supervisor import READY_WITHIN_S, Child
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -211,15 +213,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--hog", action="store_true", help="keep one core busy with a CPU hog while measuring"
     )
-    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the JSON here")
+    add_json_option(parser, "startup")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat: at least 1")
     for folder in args.baseline:
         if server_module(folder) is None:
             parser.error(f"--baseline {folder}: not an Arena checkout (no server/net/cli.py)")
-    if args.json is not None and not args.json.parent.is_dir():
-        parser.error(f"--json {args.json}: the folder {args.json.parent} does not exist")
+    if not Path(args.json).resolve().parent.is_dir():
+        parser.error(f"--json {args.json}: its folder does not exist")
+    start = Start.now("startup", "bench/startup.py", argv)
     hog = (
         Child("the CPU hog", [sys.executable, "-c", "while True: pass"], inherit_stderr=True)
         if args.hog
@@ -256,10 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         report["targets"]["cold_ratio_max"] = TARGET_COLD_RATIO
         report["targets"]["cold_met"] = ratio <= TARGET_COLD_RATIO
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json is not None:
-        args.json.write_text(text + "\n", encoding="utf-8")
+    emit(report, args.json, start)
     for entry in checkouts:
         progress(
             f"{entry['commit']}: cold {entry['cold_seconds_to_ready']:.2f} s "
