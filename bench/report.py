@@ -107,7 +107,11 @@ def main(argv: list[str] | None = None) -> int:
             (ROOT / "README.md").read_text(encoding="utf-8"), RESULTS
         ),
     }
-    stale = [path for path, text in wanted.items() if path.read_text(encoding="utf-8") != text]
+    stale = [
+        path
+        for path, text in wanted.items()
+        if not path.exists() or path.read_text(encoding="utf-8") != text
+    ]
     if args.check:
         for path in stale:
             print(f"{path.relative_to(ROOT)} is not what bench/report.py makes of bench/results")
