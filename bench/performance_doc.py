@@ -20,6 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 FIGURES_START = "<!-- figures: made by bench/report.py from bench/results; edit there -->"
 FIGURES_END = "<!-- end of figures -->"
 
+NONE = "\N{EN DASH}"
+TIMES = "\N{MULTIPLICATION SIGN}"
 Row = Sequence[object]
 Table = tuple[Row, list[Row]]
 
@@ -27,7 +29,7 @@ Table = tuple[Row, list[Row]]
 def number(value: object) -> str:
     """A figure as a reader wants it: three significant digits or so, thousands grouped."""
     if value is None:
-        return "–"
+        return NONE
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int):
@@ -58,44 +60,80 @@ def markdown_table(table: Table) -> str:
 def server_load(r: dict[str, Any]) -> Table:
     head = ("bots", "node CPU µs / player-tick", "tick p50 ms", "tick p99 ms", "bot ticks / s")
     rows = [
-        (row["players"], row["server_cpu_us_per_player_tick"], row["tick_p50_ms"],
-         row["tick_p99_ms"], row["bot_ticks_per_s"])
+        (
+            row["players"],
+            row["server_cpu_us_per_player_tick"],
+            row["tick_p50_ms"],
+            row["tick_p99_ms"],
+            row["bot_ticks_per_s"],
+        )
         for row in r["results"]
-    ]  # fmt: skip
+    ]
     return head, rows
 
 
 def peers(r: dict[str, Any]) -> Table:
-    head = ("players", "server", "server CPU µs / player-tick", "× Colyseus",
-            "tick p99 ms", "bytes down / client / s")  # fmt: skip
+    head = (
+        "players",
+        "server",
+        "server CPU µs / player-tick",
+        f"{TIMES} Colyseus",
+        "tick p99 ms",
+        "bytes down / client / s",
+    )
     rows: list[Row] = []
     for size, by_server in r["results"].items():
         for server, row in by_server.items():
             ratio = r["ratios"][size].get(f"{server}/colyseus", {})
-            rows.append((int(size), server, row["server_cpu_us_per_player_tick"],
-                         ratio.get("server_cpu_us_per_player_tick", 1.0 if server == "colyseus" else None),
-                         row.get("tick_p99_ms"), row.get("down_bytes_per_client_per_s")))  # fmt: skip
+            rows.append(
+                (
+                    int(size),
+                    server,
+                    row["server_cpu_us_per_player_tick"],
+                    ratio.get(
+                        "server_cpu_us_per_player_tick", 1.0 if server == "colyseus" else None
+                    ),
+                    row.get("tick_p99_ms"),
+                    row.get("down_bytes_per_client_per_s"),
+                )
+            )
     return head, rows
 
 
 def hitreg(r: dict[str, Any]) -> Table:
-    head = ("players", "backend", "threads", "broad phase", "shots / s", "× reference")
+    head = ("players", "backend", "threads", "broad phase", "shots / s", f"{TIMES} reference")
     rows = [
-        (row["players"], row["backend"], row["threads"], row["broad_phase"], row["shots_per_s"],
-         row.get("speedup_vs_reference"))
+        (
+            row["players"],
+            row["backend"],
+            row["threads"],
+            row["broad_phase"],
+            row["shots_per_s"],
+            row.get("speedup_vs_reference"),
+        )
         for row in r["hitscan"]
-    ]  # fmt: skip
+    ]
     return head, rows
 
 
 def adversary(r: dict[str, Any]) -> Table:
-    head = ("attack", "honest snapshots / bot / s", "honest lost", "node cores",
-            "tick p99 ms (baseline)")  # fmt: skip
+    head = (
+        "attack",
+        "honest snapshots / bot / s",
+        "honest lost",
+        "node cores",
+        "tick p99 ms (baseline)",
+    )
     rows = [
-        (name, row["snapshots_per_bot_per_s"], row["honest_lost"], row["node_cores"],
-         f"{number(row['tick_ms_p99'])} ({number(row['baseline']['tick_ms_p99'])})")
+        (
+            name,
+            row["snapshots_per_bot_per_s"],
+            row["honest_lost"],
+            row["node_cores"],
+            f"{number(row['tick_ms_p99'])} ({number(row['baseline']['tick_ms_p99'])})",
+        )
         for name, row in r["attacks"].items()
-    ]  # fmt: skip
+    ]
     return head, rows
 
 
@@ -106,31 +144,57 @@ def fairness(r: dict[str, Any]) -> Table:
         if load not in r:
             continue
         for rtt, row in r[load]["by_rtt"].items():
-            rows.append((load, rtt, row["judged"], row["fair_agreement"],
-                         row["causes"]["unexplained"]))  # fmt: skip
+            rows.append(
+                (load, rtt, row["judged"], row["fair_agreement"], row["causes"]["unexplained"])
+            )
     return head, rows
 
 
 def failover(r: dict[str, Any]) -> Table:
-    head = ("coordinator", "replication", "CPU hog", "promotions", "acked ticks lost",
-            "longest without primary ms", "stall p99 ms")  # fmt: skip
+    head = (
+        "coordinator",
+        "replication",
+        "CPU hog",
+        "promotions",
+        "acked ticks lost",
+        "longest without primary ms",
+        "stall p99 ms",
+    )
     rows = [
-        (run["coordinator"], run["replication"], run["hog"], run["audit"]["promotions"],
-         run["audit"]["acked_ticks_lost"], run["audit"]["longest_without_primary_ms"],
-         run["audit"]["stall_ms_p99"])
+        (
+            run["coordinator"],
+            run["replication"],
+            run["hog"],
+            run["audit"]["promotions"],
+            run["audit"]["acked_ticks_lost"],
+            run["audit"]["longest_without_primary_ms"],
+            run["audit"]["stall_ms_p99"],
+        )
         for run in r["runs"]
-    ]  # fmt: skip
+    ]
     return head, rows
 
 
 def self_healing(r: dict[str, Any]) -> Table:
-    head = ("scenario", "runs", "targets met", "acked ticks lost", "kill → promotion ms p50",
-            "standby back in sync s p50")  # fmt: skip
+    head = (
+        "scenario",
+        "runs",
+        "targets met",
+        "acked ticks lost",
+        "kill → promotion ms p50",
+        "standby back in sync s p50",
+    )
     rows = [
-        (name, row["runs"], row["all_targets_met"], row["acked_ticks_lost"],
-         row["kill_to_promotion_ms_p50"], row["standby_back_in_sync_s_p50"])
+        (
+            name,
+            row["runs"],
+            row["all_targets_met"],
+            row["acked_ticks_lost"],
+            row["kill_to_promotion_ms_p50"],
+            row["standby_back_in_sync_s_p50"],
+        )
         for name, row in r["summary"].items()
-    ]  # fmt: skip
+    ]
     return head, rows
 
 
@@ -138,31 +202,49 @@ def startup(r: dict[str, Any]) -> Table:
     head = ("checkout", "cold s to ready", "cold CPU s", "warm s to ready", "compile events cold")
     names = ["this code", *[f"baseline {n}" for n in range(1, len(r["checkouts"]))]]
     rows = [
-        (name, c["cold_seconds_to_ready"], c["cold_cpu_s_to_ready"], c["warm_seconds_to_ready"],
-         c["compile_events_cold"])
+        (
+            name,
+            c["cold_seconds_to_ready"],
+            c["cold_cpu_s_to_ready"],
+            c["warm_seconds_to_ready"],
+            c["compile_events_cold"],
+        )
         for name, c in zip(names, r["checkouts"], strict=True)
-    ]  # fmt: skip
+    ]
     return head, rows
 
 
 def routing(r: dict[str, Any]) -> Table:
     head = ("path", "per second", "µs each", "p99 ms")
     rows = [
-        ("routing decision (pure)", r["policy"]["decisions_per_s"], r["policy"]["us_per_decision"], None),
+        (
+            "routing decision (pure)",
+            r["policy"]["decisions_per_s"],
+            r["policy"]["us_per_decision"],
+            None,
+        ),
         ("seat answer, no HTTP", r["core"]["requests_per_s"], r["core"]["us_per_request"], None),
-        ("seat answer over HTTP", r["http"]["requests_per_s"],
-         r["http"]["directory_cpu_us_per_request"], r["http"]["latency_ms"]["p99"]),
-    ]  # fmt: skip
+        (
+            "seat answer over HTTP",
+            r["http"]["requests_per_s"],
+            r["http"]["directory_cpu_us_per_request"],
+            r["http"]["latency_ms"]["p99"],
+        ),
+    ]
     return head, rows
 
 
 def view_cost(r: dict[str, Any]) -> Table:
     head = ("load", "tick p50 with / without", "tick p99 with / without", "viewer frames / s")
     rows = [
-        (load, run["tick_p50_ratio_median"], run["tick_p99_ratio_median"],
-         run["viewer_frames_per_s_median"])
+        (
+            load,
+            run["tick_p50_ratio_median"],
+            run["tick_p99_ratio_median"],
+            run["viewer_frames_per_s_median"],
+        )
         for load, run in r["runs"].items()
-    ]  # fmt: skip
+    ]
     return head, rows
 
 
@@ -173,8 +255,14 @@ def bot_kernels(r: dict[str, Any]) -> Table:
         row = r[name]
         rows.append((name.replace("_", " "), row["numpy_us"], row["kernel_us"], row["speedup"]))
     one = r["perception_pass"]
-    rows.append(("perception pass", one["union_and_numpy_glance_us"], one["fused_kernel_us"],
-                 one["speedup"]))  # fmt: skip
+    rows.append(
+        (
+            "perception pass",
+            one["union_and_numpy_glance_us"],
+            one["fused_kernel_us"],
+            one["speedup"],
+        )
+    )
     return head, rows
 
 
@@ -186,34 +274,67 @@ def bot_receive(r: dict[str, Any]) -> Table:
 
 def socket_floor(r: dict[str, Any]) -> Table:
     head = ("connections", "write µs", "read µs", "floor µs / bot-tick")
-    return head, [(r["connections"], r["write"]["cpu_us_median"], r["read"]["cpu_us_median"],
-                   r["floor_us_per_bot_tick"])]  # fmt: skip
+    return head, [
+        (
+            r["connections"],
+            r["write"]["cpu_us_median"],
+            r["read"]["cpu_us_median"],
+            r["floor_us_per_bot_tick"],
+        )
+    ]
 
 
 def node_kernels(r: dict[str, Any]) -> Table:
     head = ("players", "movement µs / call", "input decode µs / call", "inputs / decode call")
-    return head, [(r["players"], r["movement_us_per_call"], r["input_decode_us_per_call"],
-                   r["inputs_per_decode_call"])]  # fmt: skip
+    return head, [
+        (
+            r["players"],
+            r["movement_us_per_call"],
+            r["input_decode_us_per_call"],
+            r["inputs_per_decode_call"],
+        )
+    ]
 
 
 def snapshot_coding(r: dict[str, Any]) -> Table:
-    head = ("players", "interest selection µs", "encode µs", "encode µs / client", "records / client")
+    head = (
+        "players",
+        "interest selection µs",
+        "encode µs",
+        "encode µs / client",
+        "records / client",
+    )
     rows = [
-        (row["players"], row["select_us"], row["encode_us"], row["encode_us_per_client"],
-         row["records_per_client"])
+        (
+            row["players"],
+            row["select_us"],
+            row["encode_us"],
+            row["encode_us_per_client"],
+            row["records_per_client"],
+        )
         for row in r["results"]
-    ]  # fmt: skip
+    ]
     return head, rows
 
 
 def fanout_prototype(r: dict[str, Any]) -> Table:
-    head = ("fan-out", "tick process µs / tick", "all CPU µs / client-tick", "delay p50 ms",
-            "delay p99 ms")  # fmt: skip
+    head = (
+        "fan-out",
+        "tick process µs / tick",
+        "all CPU µs / client-tick",
+        "delay p50 ms",
+        "delay p99 ms",
+    )
     rows = [
-        (mode, row["tick_cpu_us_per_tick"], row["all_cpu_us_per_client_tick"],
-         row["delay_ms_p50"], row["delay_ms_p99"])
+        (
+            mode,
+            row["tick_cpu_us_per_tick"],
+            row["all_cpu_us_per_client_tick"],
+            row["delay_ms_p50"],
+            row["delay_ms_p99"],
+        )
         for mode, row in r["modes"].items()
-    ]  # fmt: skip
+    ]
     return head, rows
 
 
@@ -251,8 +372,12 @@ BENCHES = (
     Bench("bot_receive", "bench/bot_receive.py", "A frame's cost to a bot", bot_receive),
     Bench("socket_floor", "bench/socket_floor.py", "The loopback floor", socket_floor),
     Bench("websocket_paths", "bench/websocket_paths.py", "WebSocket libraries", websocket_paths),
-    Bench("fanout_prototype", "bench/fanout_prototype.py", "Fan-out across processes",
-          fanout_prototype),  # fmt: skip
+    Bench(
+        "fanout_prototype",
+        "bench/fanout_prototype.py",
+        "Fan-out across processes",
+        fanout_prototype,
+    ),
 )
 
 
@@ -340,15 +465,20 @@ def figures_table(results: Path) -> str:
     peer = load(results, "peers")
     rows: list[Row] = []
     for row in server["results"]:
-        rows.append((f"node CPU per player-tick, {row['players']} bots",
-                     f"{number(row['server_cpu_us_per_player_tick'])} µs"))  # fmt: skip
+        rows.append(
+            (
+                f"node CPU per player-tick, {row['players']} bots",
+                f"{number(row['server_cpu_us_per_player_tick'])} µs",
+            )
+        )
     top = server["results"][-1]
-    rows.append((f"tick p99, {top['players']} bots (budget 16.7 ms)",
-                 f"{number(top['tick_p99_ms'])} ms"))  # fmt: skip
+    rows.append(
+        (f"tick p99, {top['players']} bots (budget 16.7 ms)", f"{number(top['tick_p99_ms'])} ms")
+    )
     for size, ratios in peer["ratios"].items():
         ratio = ratios.get("arena-wander/colyseus", {}).get("server_cpu_us_per_player_tick")
         if ratio is not None:
-            rows.append((f"server CPU against Colyseus, {size} players", f"{number(ratio)}×"))
+            rows.append((f"server CPU against Colyseus, {size} players", f"{number(ratio)}{TIMES}"))
     return markdown_table((("figure", "measured"), rows))
 
 

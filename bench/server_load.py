@@ -181,7 +181,7 @@ async def measure(
         "bot_snapshots_per_s": bot_report["snapshots"]["per_bot_per_s"],
         "prediction_error_p99_m": bot_report["prediction"]["error_p99_m"],
         "rtt_p50_ms": bot_report["latency_ms"]["rtt_p50"],
-        # What the players were sent (interest management and deltas, issue 17).
+        # What the players were sent (interest management and deltas).
         "down_kbps_per_bot": bot_report["bandwidth"]["down_kbps_per_bot"],
         **players_sent(first.get("snapshots", {}), last.get("snapshots", {})),
         "fair_agreement": bot_report["shots"].get("fair_agreement"),

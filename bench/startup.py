@@ -1,10 +1,10 @@
 """A node's time to ready, cold (empty kernel cache) and warm, and its compile events, as JSON.
 
-For each checkout measured (this one, and any ``--baseline DIR`` such as a clone of the
-start-of-issue commit) and each repeat, the bench starts ``arena-server --port P`` with a
+For each checkout measured (this one, and any ``--baseline DIR`` such as a clone of an
+older commit) and each repeat, the bench starts ``arena-server --port P`` with a
 fresh ``NUMBA_CACHE_DIR`` (cold), waits until the node is ready, stops it, and starts it
 again on the same cache (warm). A node is ready when ``/health`` answers 200 with
-``"ready": true``; the start-of-issue code has no ``ready`` and answered ``/health`` before
+``"ready": true``; code older than readiness has no ``ready`` and answered ``/health`` before
 it had compiled anything, so for it the bench waits for its ``event=hitreg_ready`` line,
 the moment its warm-up ended. Compile events are counted by a numba event listener in the
 node's process (its forked warm-up workers inherit it and report on the same stderr). CPU
@@ -37,7 +37,7 @@ from launch.supervisor import READY_WITHIN_S, Child
 
 ROOT = Path(__file__).resolve().parent.parent
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-#: Targets of the first-run issue on a 2-core machine.
+#: Targets for a first run on a 2-core machine.
 TARGET_WARM_S = 2.0
 TARGET_COLD_RATIO = 0.5
 
@@ -109,7 +109,7 @@ def start_to_ready(checkout: Path, cache: Path) -> dict[str, Any]:
 
     The node is a :class:`~launch.supervisor.Child` like every launcher's (it dies with the
     bench, SIGTERM then SIGKILL when done) run through the counting launcher; its stderr,
-    where the compile events and a start-of-issue node's ready line go, is its log file.
+    where the compile events and an older node's ready line go, is its log file.
     """
     port = free_port()
     env = {"NUMBA_CACHE_DIR": str(cache), "PYTHONPATH": str(checkout)}
@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="DIR",
-        help="another checkout to measure the same way, e.g. a clone of the start-of-issue "
+        help="another checkout to measure the same way, e.g. a clone of an older "
         "commit (repeat for several)",
     )
     parser.add_argument(

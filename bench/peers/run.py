@@ -1,5 +1,5 @@
 """A peer bench: the same workload against Arena, Colyseus and a naive aiohttp + msgpack
-full-state server, interleaved in one run, as JSON (issue 17, part 5).
+full-state server, interleaved in one run, as JSON.
 
 Every peer holds the same state per player (position, velocity, yaw, pitch, health, the
 last input it applied for that client), ticks at 60 Hz, applies one input per client per
