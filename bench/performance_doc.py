@@ -353,11 +353,24 @@ class Bench:
     script: str
     title: str
     table: Callable[[dict[str, Any]], Table]
+    picture: str | None = None
 
 
 BENCHES = (
-    Bench("server_load", "bench/server_load.py", "A node under load-test bots", server_load),
-    Bench("peers", "bench/peers/run.py", "Beside Colyseus and a naive server", peers),
+    Bench(
+        "server_load",
+        "bench/server_load.py",
+        "A node under load-test bots",
+        server_load,
+        "performance-scaling.svg",
+    ),
+    Bench(
+        "peers",
+        "bench/peers/run.py",
+        "Beside Colyseus and a naive server",
+        peers,
+        "performance-peers.svg",
+    ),
     Bench("hitreg", "bench/hitreg.py", "Hit registration", hitreg),
     Bench("snapshot_coding", "bench/snapshot_coding.py", "Coding a snapshot", snapshot_coding),
     Bench("node_kernels", "bench/node_kernels.py", "The node's per-tick kernels", node_kernels),
@@ -429,7 +442,7 @@ def render_performance(results: Path) -> str:
         "the peer bench's method is in [peers.md](peers.md), load testing in",
         "[load-testing.md](load-testing.md).",
         "",
-        "No pictures yet: the benches write JSON only.",
+        "The two pictures are drawn from the same files (`bench/performance_plots.py`).",
         "",
     ]
     present = [bench for bench in BENCHES if (results / f"{bench.name}.json").exists()]
@@ -444,6 +457,10 @@ def render_performance(results: Path) -> str:
             "",
             markdown_table(bench.table(report)),
             "",
+        ]
+        if bench.picture:
+            parts += [f"![{bench.title}](images/{bench.picture})", ""]
+        parts += [
             f"Measured{machine(report)} with:",
             "",
             "```",

@@ -8,9 +8,9 @@ time), so a figure in the docs can always be traced to the run that made it.
 
     python bench/report.py [--check]
 
-reads every ``bench/results/*.json`` and writes ``docs/performance.md`` and the figures
-block of ``README.md``; ``--check`` only says whether they are what the results make
-(exit 1 when not).
+reads every ``bench/results/*.json`` and writes ``docs/performance.md``, its pictures
+(``docs/images/performance-*.svg``, with matplotlib) and the figures block of ``README.md``;
+``--check`` only says whether the two texts are what the results make (exit 1 when not).
 """
 
 from __future__ import annotations
@@ -119,7 +119,24 @@ def main(argv: list[str] | None = None) -> int:
     for path in stale:
         path.write_text(wanted[path], encoding="utf-8")
         print(f"wrote {path.relative_to(ROOT)}")
+    draw_pictures()
     return 0
+
+
+def draw_pictures() -> None:
+    """The pictures, when matplotlib is there (the ``plots`` extra): bytes that only follow
+    the results and matplotlib's version, so they are rewritten only when they change."""
+    try:
+        from bench.performance_plots import PICTURES, draw
+    except ImportError as missing:
+        print(f"pictures not drawn: {missing} (pip install '.[plots]')")
+        return
+    for name, (bench, _) in PICTURES.items():
+        path = ROOT / "docs" / "images" / name
+        drawn = draw(name, json.loads(results_path(bench).read_text(encoding="utf-8")))
+        if not path.exists() or path.read_bytes() != drawn:
+            path.write_bytes(drawn)
+            print(f"wrote {path.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

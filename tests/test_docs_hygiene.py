@@ -117,3 +117,11 @@ def test_every_relative_link_leads_somewhere(path: Path) -> None:
 def test_every_results_file_named_exists(path: Path) -> None:
     named = set(re.findall(r"bench/results/(\w+\.json)", path.read_text(encoding="utf-8")))
     assert sorted(name for name in named if not (ROOT / "bench/results" / name).exists()) == []
+
+
+def test_the_readme_is_a_guide_of_at_most_200_lines() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 200
+    for section in ("## Quick start", "## Commands", "## Where to read next"):
+        assert section in readme
+    assert "make demo" in readme and "make test" in readme

@@ -93,3 +93,18 @@ def test_the_figures_block_is_replaced_and_a_readme_without_one_is_refused() -> 
 )  # fmt: skip
 def test_figures_are_shown_to_about_three_digits(value: object, shown: str) -> None:
     assert number(value) == shown
+
+
+@pytest.mark.parametrize("name", ["performance-scaling.svg", "performance-peers.svg"])
+def test_the_pictures_are_drawn_from_the_committed_results(name: str) -> None:
+    matplotlib = pytest.importorskip("matplotlib")
+    from bench.performance_plots import PICTURES, draw
+
+    committed = (ROOT / "docs/images" / name).read_bytes()
+    drawn_by = re.search(rb"Matplotlib v([\w.]+)", committed)
+    assert drawn_by is not None
+    if drawn_by.group(1).decode() != matplotlib.__version__:
+        pytest.skip(f"drawn by matplotlib {drawn_by.group(1).decode()}: bytes differ by version")
+    bench, _ = PICTURES[name]
+    drawn = draw(name, json.loads(report.results_path(bench).read_text()))
+    assert drawn == committed, "stale: run python bench/report.py"
