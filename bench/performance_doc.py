@@ -317,6 +317,18 @@ def snapshot_coding(r: dict[str, Any]) -> Table:
     return head, rows
 
 
+def idle_node(r: dict[str, Any]) -> Table:
+    head = (
+        "CPU a second, ms (runs)",
+        "tick rate Hz",
+        f"µs a player-tick at {r['players']} players",
+    )
+    runs = ", ".join(number(run) for run in r["runs_ms_cpu_per_s"])
+    return head, [
+        (f"{number(r['ms_cpu_per_s'])} ({runs})", r["tick_rate_hz"], r["per_player_tick_us"])
+    ]
+
+
 def fanout_prototype(r: dict[str, Any]) -> Table:
     head = (
         "fan-out",
@@ -374,6 +386,7 @@ BENCHES = (
     Bench("hitreg", "bench/hitreg.py", "Hit registration", hitreg),
     Bench("snapshot_coding", "bench/snapshot_coding.py", "Coding a snapshot", snapshot_coding),
     Bench("node_kernels", "bench/node_kernels.py", "The node's per-tick kernels", node_kernels),
+    Bench("idle_node", "bench/idle_node.py", "An idle node", idle_node),
     Bench("fairness", "bench/fairness.py", "Fairness of lag compensation", fairness),
     Bench("adversary", "bench/adversary.py", "Hostile clients", adversary),
     Bench("view_cost", "bench/view_cost.py", "The live view's cost", view_cost),
@@ -467,6 +480,8 @@ def render_performance(results: Path) -> str:
             command(report),
             "```",
         ]
+        if report.get("how"):
+            parts += ["", f"How: {report['how']}."]
     return "\n".join(parts) + "\n"
 
 
