@@ -23,7 +23,7 @@ FIGURES_END = "<!-- end of figures -->"
 NONE = "\N{EN DASH}"
 TIMES = "\N{MULTIPLICATION SIGN}"
 Row = Sequence[object]
-Table = tuple[Row, list[Row]]
+Table = tuple[Row, Sequence[Row]]
 
 
 def number(value: object) -> str:
