@@ -159,7 +159,12 @@ class ServerHandshake:
         if version != PROTOCOL_VERSION or protocol != PROTOCOL_ID:
             raise Refused("bad_version")
         start = REQUEST_HEADER.size
-        token = open_private_token(self._region_key, data[start : start + PRIVATE_TOKEN_SIZE], now)
+        end = start + PRIVATE_TOKEN_SIZE
+        if any(data[end:]):
+            # The padding is not sealed: holding it to zeros leaves nothing of a request
+            # that can be altered and still be answered.
+            raise Refused("bad_packet")
+        token = open_private_token(self._region_key, data[start:end], now)
         if self._own.isdisjoint(token.addresses):
             raise Refused("not_listed")
         if token.token_id in self._used:
