@@ -68,6 +68,7 @@ _RELIABLE_CHUNK = 1024
 _WHOLE_OVERHEAD = 1 + RECORD_HEADERS[Record.UNRELIABLE].size
 _MIN_DATAGRAM = CHANNEL_HEADER.size + TAG_BYTES
 _SEQUENCE = CHANNEL_HEADER
+_SENDS = [bytes([count]) for count in range(256)]
 
 
 class Lane(enum.Enum):
@@ -115,9 +116,16 @@ class _Sent:
 
 @dataclass(slots=True)
 class _Redundant:
+    """A redundant payload's record, encoded once but for its send count (between the two)."""
+
     ident: int
-    data: bytes
+    head: bytes
+    tail: bytes
     sends: int = 0
+
+    @property
+    def size(self) -> int:
+        return len(self.head) + 1 + len(self.tail)
 
 
 @dataclass(slots=True)
@@ -205,7 +213,8 @@ class Channel:
         if lane is Lane.REDUNDANT:
             if len(data) > MAX_REDUNDANT_PAYLOAD:
                 raise ValueError(f"a redundant payload is at most {MAX_REDUNDANT_PAYLOAD} bytes")
-            self._redundant.append(_Redundant(self._next_redundant, data))
+            record = encode_record(Record.REDUNDANT, (self._next_redundant, 0), data)
+            self._redundant.append(_Redundant(self._next_redundant, record[:5], record[6:]))
             self._next_redundant += 1
             if len(self._redundant) > self.redundancy:
                 self._redundant.popleft()
@@ -268,14 +277,12 @@ class Channel:
             redundant_room = room - (len(queue[0][1]) if queue else 0)
             redundant_through = -1
             for entry in self._redundant:
-                record = encode_record(
-                    Record.REDUNDANT, (entry.ident, min(entry.sends, 255)), entry.data
-                )
-                if len(record) > redundant_room:
+                size = entry.size
+                if size > redundant_room:
                     break
-                parts.append(record)
-                redundant_room -= len(record)
-                room -= len(record)
+                parts += (entry.head, _SENDS[min(entry.sends, 255)], entry.tail)
+                redundant_room -= size
+                room -= size
                 redundant_through = entry.ident
                 entry.sends += 1
             reliable_ids = []
