@@ -382,7 +382,7 @@ class Channel:
         self._note_received(sequence)
         ack, bits = ACK_HEADER.unpack_from(body, 0)
         try:
-            records = read_records(body, ACK_HEADER.size)
+            records = read_records(body, ACK_HEADER.size, self._redundant_delivered)
         except ValueError:
             return self._refuse("bad_packet")
         if ack != NO_SEQUENCE:

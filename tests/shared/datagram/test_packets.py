@@ -73,3 +73,15 @@ def test_a_packet_key_binds_sequence_and_header() -> None:
     assert key.open(5, b"heaD", sealed[4:]) is None
     with pytest.raises(ValueError, match="32 bytes"):
         PacketKey(bytes(16))
+
+
+def test_redundant_repeats_already_delivered_are_left_out() -> None:
+    body = b"".join(
+        encode_record(Record.REDUNDANT, (ident, 0), b"input %d" % ident) for ident in range(5)
+    ) + encode_record(Record.RELIABLE, (0, 1), b"event")
+    kept = read_records(body, 0, redundant_after=2)
+    assert kept == [
+        (Record.REDUNDANT, (3, 0), b"input 3"),
+        (Record.REDUNDANT, (4, 0), b"input 4"),
+        (Record.RELIABLE, (0, 1), b"event"),
+    ]
