@@ -350,6 +350,21 @@ def fanout_prototype(r: dict[str, Any]) -> Table:
     return head, rows
 
 
+def aead(r: dict[str, Any]) -> Table:
+    head = ("payload B", "library", "seal µs", "open µs")
+    rows = [
+        (int(size), library, row["seal_us"], row["open_us"])
+        for library, by_size in r["aead"].items()
+        for size, row in by_size.items()
+    ]
+    channel = r.get("channel_600_B")
+    if channel:
+        rows.append(
+            (600, "Channel (seal + header + lanes)", channel["send_us"], channel["receive_us"])
+        )
+    return head, rows
+
+
 def websocket_paths(r: dict[str, Any]) -> Table:
     head = ("library", "server CPU µs / client-s", "client CPU µs / client-s")
     rows = [
@@ -397,6 +412,7 @@ BENCHES = (
     Bench("bot_kernels", "bench/bot_kernels.py", "The bots' kernels", bot_kernels),
     Bench("bot_receive", "bench/bot_receive.py", "A frame's cost to a bot", bot_receive),
     Bench("socket_floor", "bench/socket_floor.py", "The loopback floor", socket_floor),
+    Bench("aead", "bench/aead.py", "Sealing a datagram", aead),
     Bench("websocket_paths", "bench/websocket_paths.py", "WebSocket libraries", websocket_paths),
     Bench(
         "fanout_prototype",
