@@ -128,14 +128,17 @@ class EtcdClient:
         endpoints = self.cluster.endpoints
         failure: CoordinatorUnavailable | None = None
         for _ in endpoints:
-            endpoint = endpoints[self._current]
+            index = self._current
+            endpoint = endpoints[index]
             try:
                 return await self._post_with_token(endpoint, path, payload)
             except CoordinatorUnavailable as error:
                 failure = error
                 if len(endpoints) == 1:
                     break
-                self._current = (self._current + 1) % len(endpoints)
+                if self._current != index:
+                    continue  # a request side by side already moved on from this member
+                self._current = (index + 1) % len(endpoints)
                 self.switches += 1
                 held = self._switch_log.allow(endpoint)
                 if held is not None:

@@ -165,3 +165,24 @@ async def test_the_authenticate_request_carries_the_user_and_password() -> None:
         finally:
             await client.close()
     assert bodies == [{"name": "u", "password": "p"}]
+
+
+async def test_requests_side_by_side_move_on_once() -> None:
+    seen_a: list[str] = []
+    seen_b: list[str] = []
+    seen_c: list[str] = []
+    async with (
+        member(failing(503), seen_a) as a,
+        member(ok, seen_b) as b,
+        member(ok, seen_c) as c,
+    ):
+        client = EtcdClient(EtcdCluster((a, b, c)), request_timeout=0.5)
+        await client.start()
+        try:
+            answers = await asyncio.gather(*(client.post("kv/range", {}) for _ in range(4)))
+            assert all(answer == {"header": {"revision": "7"}} for answer in answers)
+            # Four requests failed on a together; the client moved on one member, not four.
+            assert client.endpoint == b and client.switches == 1
+            assert (len(seen_a), len(seen_b), len(seen_c)) == (4, 4, 0)
+        finally:
+            await client.close()
