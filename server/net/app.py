@@ -21,9 +21,9 @@ from collections.abc import AsyncIterator, Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from server.net.connection import WS_MAX_MESSAGE_BYTES
 from server.net.node import Node, NodeConfig
 from server.net.registration import heartbeat_loop
+from server.net.ws_link import WS_MAX_MESSAGE_BYTES
 from server.view.net.feed import add_view_routes
 
 __all__ = ["NODE", "NODE_TASK", "Node", "NodeConfig", "create_app"]

@@ -29,6 +29,7 @@ from server.net.sessions import Sessions
 from server.net.state import NodeState
 from server.net.ticker import Ticker
 from server.net.warmup import WarmUpReport, warm_up_kernels
+from server.net.ws_link import WebSocketLink
 from server.replication.net.handshake import StandbyDoor
 from server.replication.roles import Role
 from shared import jitcache
@@ -95,7 +96,7 @@ class Node(NodeState):
     # -- what the app serves --------------------------------------------------------------
 
     async def session(self, request: web.Request, ws: web.WebSocketResponse) -> None:
-        await self.sessions.session(request, ws)
+        await self.sessions.session(WebSocketLink.upgraded(request, ws, self.metrics))
 
     async def replication_session(self, request: web.Request, ws: web.WebSocketResponse) -> None:
         await self.standbys.serve(request, ws)
