@@ -67,7 +67,7 @@ from shared.protocol import (
     TokenMessage,
 )
 
-__all__ = ["ADDRESS_HOLD_OFF_CAP_S", "JOIN_TIMEOUT_S", "SEAT_HOLD_OFF", "Sessions"]
+__all__ = ["ADDRESS_HOLD_OFF_CAP_S", "JOIN_TIMEOUT_S", "SEAT_HOLD_OFF", "Sessions", "reject"]
 
 log = EventLogger("arena.server")
 
