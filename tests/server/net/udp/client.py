@@ -47,6 +47,9 @@ class UdpPlayer:
         self.lanes: list[Lane] = []
 
     def close(self) -> None:
+        """Disconnect cleanly (when connected), then close the socket."""
+        if self.handshake.channel is not None:
+            self._send_all(self.handshake.channel.disconnect())
         self.sock.close()
 
     def _send_all(self, datagrams: list[bytes]) -> None:
