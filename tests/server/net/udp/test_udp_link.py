@@ -79,7 +79,7 @@ def pair(endpoint: Endpoint) -> tuple[Channel, UdpLink]:
     up, down = os.urandom(32), os.urandom(32)
     client = Channel(up, down, endpoint.time)
     server = Channel(down, up, endpoint.time)
-    return client, UdpLink(("127.0.0.1", 5000), server, endpoint, NodeMetrics())  # type: ignore[arg-type]
+    return client, UdpLink(("127.0.0.1", 5000), server, endpoint, NodeMetrics())
 
 
 def deliver(client: Channel, link: UdpLink, endpoint: Endpoint) -> None:
