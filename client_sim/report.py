@@ -629,6 +629,8 @@ def report_of(tally: Tally, *, workers: int | None = None) -> dict[str, Any]:
             _place(report, distribution.template.format(q=q), _quantile(tally, name, q))
         if distribution.samples:
             _place(report, distribution.samples, tally.sketch(name).count)
+    if node.get("routing"):
+        report["routing"] = node["routing"]
     if tally.population.get("of", 1) > 1:
         report["bots"]["shards"] = _shards_figures(tally.population)
     reasons = invalid_reasons(report)
