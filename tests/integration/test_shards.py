@@ -57,7 +57,8 @@ def test_three_shards_merge_into_the_report_of_one_process(
     assert merged["bots"]["requested"] == whole["bots"]["requested"] == BOTS
     assert merged["bots"]["connected"] == whole["bots"]["connected"] == BOTS
     assert merged["bots"]["workers"] == 3 and merged["bots"]["shards"] == {
-        "of": 3, "merged": [0, 1, 2]
+        "of": 3,
+        "merged": [0, 1, 2],
     }
     # The same links: every bot's modelled RTT in the same fixed bin, whichever shard.
     assert merged["latency_ms"]["histogram"]["model"] == whole["latency_ms"]["histogram"]["model"]
