@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from launch.nodes import NodeProcess
 
 BOTS = 6
