@@ -169,6 +169,7 @@ class Swarm:
         self._light_shown = np.zeros(self.count, dtype=bool)  # a snapshot shown: it plays
         self._light_seq = np.zeros(self.count, dtype=np.int64)  # each one's next input
         self._light_acked = np.full(self.count, -1, dtype=np.int64)
+        self._light_newest = np.zeros(self.count)  # server time of each one's newest snapshot
         self._light_work_s = 0.0  # wall time in the light players' own code (perf_counter)
         self.pop_ins = PopInWatch(
             self.count, config.arena.box_min, config.arena.box_max, config.pop_in_range_m
@@ -202,6 +203,7 @@ class Swarm:
         self._clock_offsets = np.array([bot.clock_offset for bot in config.bots], dtype=float)
         self._slews = np.zeros((self.count, 4))
         self._synced = np.zeros(self.count, dtype=bool)
+        self._snapped = np.zeros(self.count, dtype=bool)  # its ClockSync's snap phase is over
         self._welcome_clocks = np.zeros((self.count, 2))
         self._interp_delays = np.zeros(self.count)
 
@@ -212,6 +214,7 @@ class Swarm:
         if slew is not None:
             self._slews[index] = slew
         self._synced[index] = slew is not None
+        self._snapped[index] = bot.clock.synced
         self._welcome_clocks[index] = bot.welcome.server_time, bot.welcomed_local
         self._interp_delays[index] = bot.welcome.interp_delay
 
@@ -253,7 +256,7 @@ class Swarm:
             if light:
                 ack = protocol.snapshot_ack(data)
                 if ack is not None:
-                    self._show_light(bot, body[0].epoch, body[0].tick, ack, body[0].state)
+                    self._show_light(bot, body[0], ack)
                     return
             elif self._read_snapshot(bot, data, body):
                 return
@@ -264,7 +267,7 @@ class Swarm:
             return
         if isinstance(message, protocol.SnapshotMessage):
             if light:
-                self._show_light(bot, message.epoch, message.tick, message.ack, message.state)
+                self._show_light(bot, message, message.ack)
             else:
                 self._on_snapshot(bot, message)
         elif isinstance(message, protocol.ProbeMessage):
@@ -357,15 +360,18 @@ class Swarm:
         self._show(bot, snapshot, snapshot.records)
         return True
 
-    def _show_light(self, bot: Bot, epoch: int, tick: int, ack: int, state: bytes) -> None:
-        """A light player's snapshot, read from its head: acknowledged (its tick is what
-        the next input acks) and nothing else; its players are never decoded."""
+    def _show_light(self, bot: Bot, snapshot: protocol.SnapshotMessage, ack: int) -> None:
+        """A light player's snapshot, read from its head and its shared body (``ack`` is
+        this frame's): acknowledged, its tick what the next input acks, its time the
+        newest the player could draw; its players are never decoded."""
+        epoch, tick = snapshot.epoch, snapshot.tick
         if self.predictor is None or not bot.accept_snapshot(epoch, tick, ack):
             return
         if self.recorder is not None:
-            self.recorder.accepted(bot.params.index, epoch, tick, state, ack)
+            self.recorder.accepted(bot.params.index, epoch, tick, snapshot.state, ack)
         index = bot.index
         self._light_shown[index] = True
+        self._light_newest[index] = snapshot.server_time
         if ack > self._light_acked[index]:
             self._light_acked[index] = ack
 
@@ -522,10 +528,14 @@ class Swarm:
             return
         seqs = self._light_seq[rows]
         self._light_seq[rows] += 1
-        firing = self.config.behaviour in SHOOTING_BEHAVIOURS
         inputs = self.light.decide(rows, seqs, now, self.tick_rate)
-        buttons = inputs.buttons if firing else inputs.buttons & BUTTON_JUMP
+        # As a full bot: no shot before its clock is synced (its view times would be
+        # guesses the node rightly replaces), none in a behaviour that does not shoot.
+        firing = self._snapped[rows] & (self.config.behaviour in SHOOTING_BEHAVIOURS)
+        buttons = np.where(firing, inputs.buttons, inputs.buttons & BUTTON_JUMP)
         local, server_now, render = self._clocks(rows, now)
+        # What a full bot draws is never newer than its newest snapshot.
+        render = np.minimum(render, self._light_newest[rows])
         rate = self.tick_rate
         send_tick = self.ticks_run % self.inputs_per_packet == 0
         encode = protocol.encode_input
