@@ -3,6 +3,8 @@ firing at the full bots' rate with the weapons' intervals kept."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from client_sim.bot_random import BotStreams
@@ -23,7 +25,7 @@ def _players(population: list[int], skill: AimSkill | None = None) -> LightPlaye
 
 def _play(players: LightPlayers, ticks: int) -> list[tuple[np.ndarray, ...]]:
     rows = np.arange(players.count)
-    out = []
+    out: list[tuple[np.ndarray, ...]] = []
     for tick in range(ticks):
         inputs = players.decide(rows, np.full(players.count, tick), tick / RATE, RATE)
         out.append((inputs.move.copy(), inputs.yaw.copy(), inputs.pitch.copy(), inputs.buttons))
@@ -50,19 +52,19 @@ def test_moves_are_full_speed_and_face_where_they_go() -> None:
 def test_they_fire_at_the_engaged_rate_within_each_weapon_s_interval() -> None:
     players = _players(list(range(50)), AimSkill(fire_rate_hz=3.0, launcher_share=0.1))
     ticks = 1200  # 20 s
-    fired = {RIFLE.button: [], LAUNCHER.button: []}
+    fired: dict[int, list[tuple[int, int]]] = {RIFLE.button: [], LAUNCHER.button: []}
     for tick, (_, _, _, buttons) in enumerate(_play(players, ticks)):
-        for weapon in fired:
-            fired[weapon] += [(row, tick) for row in np.flatnonzero(buttons & weapon).tolist()]
+        for button in fired:
+            fired[button] += [(row, tick) for row in np.flatnonzero(buttons & button).tolist()]
     shots = len(fired[RIFLE.button]) + len(fired[LAUNCHER.button])
     expected = 50 * 20 * 3.0 * DEFAULT_ENGAGED_SHARE  # 900
     assert 0.8 * expected <= shots <= 1.1 * expected, shots  # (the intervals drop a few)
     assert 0.05 <= len(fired[LAUNCHER.button]) / shots <= 0.15
-    for weapon, button in ((RIFLE, RIFLE.button), (LAUNCHER, LAUNCHER.button)):
+    for weapon in (RIFLE, LAUNCHER):
         by_row: dict[int, list[int]] = {}
-        for row, tick in fired[button]:
+        for row, tick in fired[weapon.button]:
             by_row.setdefault(row, []).append(tick)
-        gaps = [b - a for ticks_ in by_row.values() for a, b in zip(ticks_, ticks_[1:])]
+        gaps = [b - a for ticks_ in by_row.values() for a, b in itertools.pairwise(ticks_)]
         assert min(gaps, default=10**9) >= weapon.interval_inputs(RATE)
 
 

@@ -20,7 +20,9 @@ def _frame(ack: int) -> bytes:
 @given(st.integers(min_value=-1, max_value=2**31 - 1))
 def test_the_head_s_ack_is_the_decoded_one(ack: int) -> None:
     frame = _frame(ack)
-    assert protocol.snapshot_ack(frame) == protocol.decode_server(frame).ack == ack
+    decoded = protocol.decode_server(frame)
+    assert isinstance(decoded, protocol.SnapshotMessage)
+    assert protocol.snapshot_ack(frame) == decoded.ack == ack
 
 
 @pytest.mark.parametrize("ack", [-1, 0, 5, 127, 128, 255, 256, 65_535, 65_536, 2**31])
