@@ -718,9 +718,16 @@ def merge_parts(paths: list[str]) -> Tally:
         except json.JSONDecodeError as error:
             raise PartError(f"{path}: not JSON ({error})") from None
         try:
-            tallies.append(Tally.from_json(data))
+            tally = Tally.from_json(data)
         except PartError as error:
             raise PartError(f"{path}: {error}") from None
+        try:
+            report_of(tally)  # what the report reads of it (events, the node's account)
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise PartError(
+                f"{path}: a malformed record ({type(error).__name__}: {error})"
+            ) from None
+        tallies.append(tally)
     tallies.sort(key=lambda t: t.population.get("shards", [0]) or [0])
     merged = Tally()
     for path, tally in zip(paths, tallies, strict=True):

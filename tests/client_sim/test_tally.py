@@ -87,12 +87,16 @@ def test_parts_of_other_swarms_or_the_same_shard_twice_are_refused() -> None:
         (lambda d: d.__setitem__("counts", {"inputs.sent": "many"}), "'counts' is malformed"),
         (lambda d: d["sketches"]["rtt"].pop("positive"), "'sketches' is malformed"),
         (lambda d: d.__setitem__("format", "other/1"), "format"),
+        (lambda d: d["events"]["processes"][0].pop("ticks"), "a malformed record"),
+        (lambda d: d["server"].__setitem__("after", {"tick": "x"}), "a malformed record"),
     ],
 )
 def test_a_damaged_part_is_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: object, message: str
 ) -> None:
-    data = tally_of(_result(2, [0.04, 0.05], 60)).to_json()
+    tally = tally_of(_result(2, [0.04, 0.05], 60))
+    tally.server = {"before": {"tick": 1}, "after": {"tick": 2}}
+    data = tally.to_json()
     damage(data)  # type: ignore[operator]
     part = tmp_path / "part.json"
     part.write_text(json.dumps(data))
