@@ -2,7 +2,7 @@
 
 The node's players and the bots both use the project's own framing: the node takes the
 socket over from aiohttp after the upgrade (``server.net.player_stream.PlayerStream``
-reads, ``server.net.connection.Connection.send`` writes a header, a head and the shared
+reads, ``server.net.ws_link.WebSocketLink.send_snapshot`` writes a header, a head and the shared
 body as one vectored write); the bots use ``client_sim.websocket.WebSocketClient``. picows
 (a Cython WebSocket library for asyncio) is the usual faster alternative. This bench runs
 the same traffic through each, in separate processes, interleaved, and compares the CPU of
@@ -37,6 +37,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.report import Start, add_json_option, emit
+
 LIBRARIES = ("own", "picows")
 HEAD_BYTES = 64  # a player's own part of a snapshot (ack, state, base)
 INPUT_BYTES = 60
@@ -57,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         "--seconds", type=float, default=8.0, help="measured seconds a run (default: 8)"
     )
     parser.add_argument("--repeats", type=int, default=3, help="runs per library (default: 3)")
-    parser.add_argument("--json", type=Path, help="also write the result here")
+    add_json_option(parser, "websocket_paths")
     parser.add_argument("--role", choices=("server", "client"), help=argparse.SUPPRESS)
     parser.add_argument("--library", choices=LIBRARIES, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -75,11 +78,9 @@ def main(argv: list[str] | None = None) -> int:
         side = serve if args.role == "server" else play
         eventloop.run(side(args.library, args.port, args.clients, args.rate, args.frame_bytes))
         return 0
+    start = Start.now("websocket_paths", "bench/websocket_paths.py", argv)
     result = compare(args.clients, args.rate, args.frame_bytes, args.seconds, args.repeats)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.json is not None:
-        args.json.write_text(text + "\n")
+    emit(result, args.json, start)
     return 0
 
 
@@ -254,15 +255,15 @@ async def serve(library: str, port: int, clients: int, rate: float, frame_bytes:
 
 
 async def _serve_own(port: int, counts: _Counts, head: bytes, body: bytes) -> Any:
-    """aiohttp does the upgrade; a PlayerStream reads, a Connection writes (as the node)."""
+    """aiohttp does the upgrade; a PlayerStream reads, a WebSocketLink writes (as the node)."""
     from aiohttp import web
 
-    from server.net.connection import WS_MAX_MESSAGE_BYTES, Connection
     from server.net.metrics import NodeMetrics
     from server.net.player_stream import PlayerStream
+    from server.net.ws_link import WS_MAX_MESSAGE_BYTES, WebSocketLink
 
     metrics = NodeMetrics()
-    connections: list[Connection] = []
+    connections: list[WebSocketLink] = []
 
     def received(_payload: bytes) -> bool:
         counts.frames_in += 1
@@ -271,7 +272,7 @@ async def _serve_own(port: int, counts: _Counts, head: bytes, body: bytes) -> An
     async def upgrade(request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(max_msg_size=WS_MAX_MESSAGE_BYTES)
         await ws.prepare(request)
-        connection = Connection(ws, request.transport, len(connections), metrics)
+        connection = WebSocketLink(ws, request.transport, metrics)
         stream = PlayerStream.take_over(
             request.transport, received, lambda: False, WS_MAX_MESSAGE_BYTES
         )
@@ -290,7 +291,7 @@ async def _serve_own(port: int, counts: _Counts, head: bytes, body: bytes) -> An
 
     def send_all() -> None:
         for connection in connections:
-            counts.frames_out += connection.send(head, body)
+            counts.frames_out += connection.send_snapshot(head, body)
 
     return send_all
 
@@ -371,5 +372,4 @@ async def _play_picows(url: str, clients: int, counts: _Counts, inputs: list[byt
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     raise SystemExit(main())
