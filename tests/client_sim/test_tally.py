@@ -132,3 +132,17 @@ def test_bad_shard_flags_are_one_line() -> None:
     for flag in ("3/3", "a/b", "1", "-1/2"):
         with pytest.raises(ValueError, match="--shard must be I/N"):
             parse_run(build_parser().parse_args([f"--shard={flag}"]))
+
+
+def test_a_bulk_add_keeps_what_ddsketch_s_own_add_keeps() -> None:
+    from ddsketch import DDSketch
+
+    values = np.random.default_rng(8).normal(0.05, 0.04, 5_000)  # negatives and zero too
+    values[:10] = 0.0
+    own = DDSketch(RELATIVE_ACCURACY)
+    for value in values.tolist():
+        own.add(value)
+    bulk = Sketch().add(values)
+    for q in (0.01, 0.25, 0.5, 0.9, 0.99):
+        assert bulk.quantile(q) == pytest.approx(own.get_quantile_value(q), rel=1e-9)
+    assert bulk.count == own.count
