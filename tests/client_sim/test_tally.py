@@ -146,3 +146,22 @@ def test_a_bulk_add_keeps_what_ddsketch_s_own_add_keeps() -> None:
     for q in (0.01, 0.25, 0.5, 0.9, 0.99):
         assert bulk.quantile(q) == pytest.approx(own.get_quantile_value(q), rel=1e-9)
     assert bulk.count == own.count
+
+
+def test_merge_writes_the_merged_report_and_its_pages(tmp_path: Path) -> None:
+    parts = []
+    for shard, rtts in enumerate(([0.04, 0.05], [0.1, 0.12, 0.2])):
+        tally = tally_of(_result(len(rtts), rtts, 60))
+        tally.population = {"seed": 1, "count": 5, "light": 0, "of": 2, "shards": [shard]}
+        parts.append(tmp_path / f"part-{shard}.json")
+        parts[-1].write_text(json.dumps(tally.to_json()))
+    out, folder = tmp_path / "merged.json", tmp_path / "report"
+    argv = [*map(str, parts), "--json", str(out), "--report-dir", str(folder)]
+    assert merge_main([*argv, "--fail-if", "bots.connected!=5"]) == 0
+    report = json.loads(out.read_text())
+    assert report["bots"]["shards"] == {"of": 2, "merged": [0, 1]}
+    assert report["latency_ms"]["samples"] == 5 and report["valid"] is True
+    assert json.loads((folder / "report.json").read_text()) == report
+    assert "data:image/png;base64," in (folder / "report.html").read_text(encoding="utf-8")
+    assert merge_main([*map(str, parts[:1]), "--json", str(out)]) == 0  # a shard missing:
+    assert "shard(s) 1 of 2 missing" in " ".join(json.loads(out.read_text())["invalid_reasons"])
