@@ -85,6 +85,13 @@ class BotRun:
     population: str = DEFAULT_POPULATION
     record: str = ""  # a folder: every snapshot each bot accepted (arena-chaos torture)
     tls: TlsTrust = field(default_factory=TlsTrust)  # which wss:// servers to believe
+    # Each node's admin URL (its full /health and /metrics, for the report's server
+    # figures) by the host:port players reach it on; a node not named here: n/a.
+    admin: tuple[tuple[str, str], ...] = ()
+
+    def admin_url(self, url: str) -> str:
+        """The admin URL of the node players reach at ``url`` ("" when not known)."""
+        return dict(self.admin).get(urlsplit(url).netloc, "")
 
     def profile(self) -> LinkProfile:
         return LinkProfile(
@@ -128,19 +135,27 @@ class BotRun:
         ]
 
 
-def _health_url(ws_url: str) -> str:
-    parts = urlsplit(ws_url)
-    scheme = {"ws": "http", "wss": "https"}.get(parts.scheme, "http")
+def _health_url(admin_url: str) -> str:
+    parts = urlsplit(admin_url)
+    scheme = {"ws": "http", "wss": "https"}.get(parts.scheme, parts.scheme)
     return urlunsplit((scheme, parts.netloc, "/health", "", ""))
 
 
-async def fetch_health(ws_url: str, tls: TlsTrust) -> dict[str, Any] | None:
-    """The node's /health (https: verified as ``tls`` says), or None when it cannot be read
-    (the report says n/a)."""
+def admin_pair(ws_url: str, admin_url: str) -> tuple[str, str]:
+    """An entry of :attr:`BotRun.admin`: the node players reach at ``ws_url`` has its admin
+    port at ``admin_url``."""
+    return urlsplit(ws_url).netloc, admin_url
+
+
+async def fetch_health(admin_url: str, tls: TlsTrust) -> dict[str, Any] | None:
+    """The node's full /health from its admin URL (https: verified as ``tls`` says), or
+    None when it cannot be read or no admin URL is known (the report says n/a)."""
+    if not admin_url:
+        return None
     try:
         async with aiohttp.ClientSession() as session:
             async with session.get(
-                _health_url(ws_url), timeout=aiohttp.ClientTimeout(total=5), ssl=tls.context()
+                _health_url(admin_url), timeout=aiohttp.ClientTimeout(total=5), ssl=tls.context()
             ) as r:
                 return await r.json() if r.status == 200 else None
     except (aiohttp.ClientError, TimeoutError, ValueError):
@@ -173,12 +188,14 @@ async def run_bots(
             profile=run.profile(),
         )
     configs = run.swarm_configs(routed)
-    before = await fetch_health(run.url, run.tls) if not run.directory else None
+    before = await fetch_health(run.admin_url(run.url), run.tls) if not run.directory else None
     began = time.time()
     swarm = Swarm(configs[0]) if len(configs) == 1 else None
     watch = None
     if not run.directory:
-        watch = ServerWatch(lambda: (swarm.busiest_node() if swarm else None) or run.url, run.tls)
+        watch = ServerWatch(
+            lambda: run.admin_url((swarm.busiest_node() if swarm else None) or run.url), run.tls
+        )
     watching = asyncio.create_task(watch.run()) if watch is not None else None
     chaos = asyncio.create_task(during()) if during is not None else None
     try:
@@ -197,10 +214,12 @@ async def run_bots(
         kills = chaos.result() if chaos.exception() is None else []
     after = None
     # After a failover the region's primary is another node: the one the bots ended on
-    # (also after a kill from outside), or the one this process saw take over.
+    # (also after a kill from outside), or the one this process saw take over (the kill
+    # names its admin URL).
     ended_on = sorted(result.node_urls, key=lambda url: -result.node_urls[url])
     survivors = [k["new_primary"] for k in reversed(kills) if k.get("new_primary")]
-    for url in dict.fromkeys([*ended_on, *survivors, run.url]):
+    admins = [run.admin_url(url) for url in ended_on] + survivors + [run.admin_url(run.url)]
+    for url in dict.fromkeys(a for a in admins if a):
         if (after := await fetch_health(url, run.tls)) is not None:
             break
     report = build_report(
@@ -334,6 +353,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--server",
         default="ws://127.0.0.1:7777/ws",
         help="the node's WebSocket URL (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--server-admin",
+        default="",
+        metavar="ADMIN_URL",
+        help="the --server node's admin URL (arena-server --admin-port, e.g. "
+        "http://127.0.0.1:9777): the report reads the node's full /health and /metrics "
+        "there; without it the report's server figures are n/a",
     )
     parser.add_argument("--count", type=int, default=40, help="bots to run (default: 40)")
     parser.add_argument(
@@ -510,6 +537,9 @@ def parse_run(args: argparse.Namespace) -> BotRun:
         raise ValueError("--loss is a probability between 0 and 1")
     if urlsplit(args.server).scheme not in ("ws", "wss"):
         raise ValueError(f"--server must be a ws:// or wss:// URL, got {args.server!r}")
+    if args.server_admin and urlsplit(args.server_admin).scheme not in ("http", "https"):
+        raise ValueError(f"--server-admin must be an http:// or https:// URL, got "
+                         f"{args.server_admin!r}")  # fmt: skip
     if args.directory:
         Directories(args.directory)  # each URL checked, in one line
     run = BotRun(
@@ -536,6 +566,7 @@ def parse_run(args: argparse.Namespace) -> BotRun:
         population=args.population,
         record=args.record,
         tls=TlsTrust(args.ca, args.insecure),
+        admin=(admin_pair(args.server, args.server_admin),) if args.server_admin else (),
     )
     try:
         run.tls.context()

@@ -108,9 +108,9 @@ async def pause_node(node: str, seconds: float) -> dict[str, Any]:
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="arena-chaos",
-        description="Kill or pause an Arena node running on this machine (its /health gives "
-        "the process id) and report the failover; or torture a region of its own and audit "
-        "what its players were shown (docs/failover.md).",
+        description="Kill or pause an Arena node running on this machine (the full /health "
+        "on its admin port gives the process id) and report the failover; or torture a "
+        "region of its own and audit what its players were shown (docs/failover.md).",
     )
     parser.add_argument(
         "action",
@@ -118,13 +118,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="kill: SIGKILL --node; pause: SIGSTOP it, then SIGCONT; torture: run a region "
         "of its own under bots through kills and pauses, and audit every tick they accepted",
     )
-    parser.add_argument("--node", metavar="URL", help="the node to hit (kill, pause)")
+    parser.add_argument(
+        "--node",
+        metavar="ADMIN_URL",
+        help="the node to hit (kill, pause): its admin URL (arena-server --admin-port, "
+        "e.g. http://127.0.0.1:9777), where the full /health names its process",
+    )
     parser.add_argument(
         "--watch",
         action="append",
         default=[],
-        metavar="URL",
-        help="standbys to watch for the takeover (repeat)",
+        metavar="ADMIN_URL",
+        help="standbys to watch for the takeover, by their admin URLs (repeat)",
     )
     parser.add_argument(
         "--for", dest="pause_for", default="2s", help="how long to pause (default: 2s)"

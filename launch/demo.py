@@ -33,6 +33,7 @@ from client_sim.cli import (
     DEFAULT_POPULATION,
     BotRun,
     add_fail_if,
+    admin_pair,
     check_writable,
     parse_thresholds,
     run_bots,
@@ -129,8 +130,14 @@ def start_cluster_process(
             child.stop(30.0)
 
 
-def demo_run(args: argparse.Namespace, url: str = "", directory: str = "") -> BotRun:
-    """The demo's bots: the foundation's defaults (2 ms jitter, no loss, 100 ms interp)."""
+def demo_run(
+    args: argparse.Namespace,
+    url: str = "",
+    directory: str = "",
+    admin: tuple[tuple[str, str], ...] = (),
+) -> BotRun:
+    """The demo's bots: the foundation's defaults (2 ms jitter, no loss, 100 ms interp);
+    ``admin``: where the report reads each node's full /health and /metrics."""
     return BotRun(
         url=url,
         count=args.bots,
@@ -144,6 +151,7 @@ def demo_run(args: argparse.Namespace, url: str = "", directory: str = "") -> Bo
         interp_delay=0.1,
         directory=directory,
         population=args.population,
+        admin=admin,
     )
 
 
@@ -167,7 +175,8 @@ def regions_demo(args: argparse.Namespace) -> dict[str, Any]:
         async def kill_halfway() -> list[dict[str, Any]]:
             await asyncio.sleep(args.duration / 2)
             print(f"arena-demo: killing {primary['node_id']} (SIGKILL)", flush=True)
-            return [await kill_primary(primary["url"], [standby["url"]], pid=primary["pid"])]
+            killed = await kill_primary(primary["admin"], [standby["admin"]], pid=primary["pid"])
+            return [killed]
 
         return eventloop.run(run_bots(run, during=kill_halfway), cancel_on=STOP_SIGNALS)
 
@@ -255,16 +264,19 @@ def single_region_demo(args: argparse.Namespace) -> dict[str, Any]:
             flush=True,
         )
         print(
-            f"arena-demo: watch it live at {primary.base_url}/view (the standby's, which "
-            f"takes over: {standby.base_url}/view)",
+            f"arena-demo: watch it live at {primary.admin_url}/view (the standby's, which "
+            f"takes over: {standby.admin_url}/view)",
             flush=True,
         )
-        run = demo_run(args, url=primary.url)
+        admin = tuple(admin_pair(n.url, n.admin_url) for n in (primary, standby))
+        run = demo_run(args, url=primary.url, admin=admin)
 
         async def kill_halfway() -> list[dict[str, Any]]:
             await asyncio.sleep(args.duration / 2)
             print("arena-demo: killing the primary (SIGKILL)", flush=True)
-            outcome = await kill_primary(primary.url, [standby.url], pid=primary.process.pid)
+            outcome = await kill_primary(
+                primary.admin_url, [standby.admin_url], pid=primary.process.pid
+            )
             took_over = (
                 f"{outcome['new_primary']} is primary at epoch {outcome['epoch']}"
                 if outcome["epoch"] is not None

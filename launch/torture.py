@@ -157,6 +157,7 @@ class _Region:
         standby): a restarted node finds out for itself what the region needs of it."""
         args = [
             "--host", self.host(name), "--port", str(self.ports[name]), "--node-id", name,
+            "--admin-host", self.host(name), "--admin-port", "0",
             "--coordinator", self.coordinator, "--replication", self.replication,
             "--peer", self.url(self.other(name)),
             "--journal", str(self.folder / f"journal-{name}.jsonl"),
@@ -219,8 +220,8 @@ class _Region:
     async def primary(self) -> tuple[str, dict[str, Any]] | None:
         found = []
         for name in self.names:
-            if name in self.nodes:
-                health = await node_health(self.url(name), within=0.5)
+            if (node := self.nodes.get(name)) is not None:
+                health = await node_health(node.admin_url, within=0.5)
                 if health is not None and health.get("role") == "primary":
                     found.append((int(health["epoch"]), name, health))
         if not found:

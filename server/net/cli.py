@@ -30,7 +30,7 @@ from server.logs import (
     set_context,
 )
 from server.net import agones, sd_notify, tls
-from server.net.app import NODE, NODE_TASK, NodeConfig, create_app
+from server.net.app import NODE, NODE_TASK, NodeConfig, create_admin_app, create_app
 from server.net.warmup import WarmUpError, warm_up_kernels
 from server.replication.auth import SECRET_ENV, load_secret
 from server.sim.hitreg.backend import (
@@ -62,11 +62,24 @@ def port_number(text: str) -> int:
         ) from None
 
 
+def admin_port(text: str) -> int | None:
+    """``--admin-port``: a TCP port (0 picks a free one) or ``off`` (None: no admin port)."""
+    if text.strip().lower() == "off":
+        return None
+    try:
+        return limits.PORT.check(int(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a port (0-65535; 0 picks a free one) or 'off'"
+        ) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="arena-server",
         description="Run one authoritative Arena node: a fixed-tick match that players join "
-        "over WebSocket (ws://HOST:PORT/ws), with /health (JSON) and /metrics (Prometheus).",
+        "over WebSocket (ws://HOST:PORT/ws), with a readiness /health for probes; the full "
+        "/health (JSON), /metrics (Prometheus) and /view are on --admin-port.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--region", default="local", help="region name reported to clients")
@@ -77,6 +90,19 @@ def build_parser() -> argparse.ArgumentParser:
         type=port_number,
         default=7777,
         help="TCP port; 0 picks a free one (printed on start)",
+    )
+    parser.add_argument(
+        "--admin-port",
+        type=admin_port,
+        default=None,
+        metavar="PORT|off",
+        help="the operators' port: the full /health, /metrics and /view (the player port "
+        "serves none of them); 0 picks a free one (printed on start); default: off",
+    )
+    parser.add_argument(
+        "--admin-host",
+        default="127.0.0.1",
+        help="address the admin port listens on (keep it where only operators reach it)",
     )
     parser.add_argument(
         "--tick-rate", type=int, default=60, help="simulation ticks per second (20-128)"
@@ -346,8 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=10.0,
         metavar="HZ",
-        help="frames a second of the live view at /view (0: no /view; it shows every "
-        "player's position, so serve it to operators only)",
+        help="frames a second of the live view at /view on the admin port (0: no /view; it "
+        "shows every player's position, so it is never on the player port)",
     )
     admission.add_argument(
         "--open-join",
@@ -400,11 +426,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def _serve(
-    config: NodeConfig, host: str, port: int, listener: ssl.SSLContext | None = None
+    config: NodeConfig,
+    host: str,
+    port: int,
+    listener: ssl.SSLContext | None = None,
+    admin: tuple[str, int] | None = None,
 ) -> int:
     # Bind first, so that a node on port 0 knows its own URL before it campaigns; serve
     # /live and /health (503) during the warm-up, and say "listening" only once ready.
     sock = socket.create_server((host, port))
+    try:
+        admin_sock = None if admin is None else socket.create_server(admin)
+    except OSError as error:
+        sock.close()
+        where = f"{admin[0]}:{admin[1]}" if admin else "?"
+        raise AdminPortError(f"cannot listen on {where} (--admin-port): {error.strerror}") from None
     bound = sock.getsockname()[1]
     secure = "s" if listener is not None else ""  # TLS: https:// and wss://
     if not config.public_url:
@@ -418,6 +454,12 @@ async def _serve(
     runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=2.0)
     await runner.setup()
     await web.SockSite(runner, sock, ssl_context=listener).start()
+    admin_runner, admin_fields = None, {}
+    if admin is not None and admin_sock is not None:
+        admin_runner = web.AppRunner(create_admin_app(node), handle_signals=False)
+        await admin_runner.setup()
+        await web.SockSite(admin_runner, admin_sock, ssl_context=listener).start()
+        admin_fields["admin"] = f"http{secure}://{admin[0]}:{admin_sock.getsockname()[1]}"
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -428,7 +470,8 @@ async def _serve(
     try:
         await asyncio.wait([stopping, ready, app[NODE_TASK]], return_when=asyncio.FIRST_COMPLETED)
         if ready.done() and not app[NODE_TASK].done():
-            announce("listening", url=f"ws{secure}://{host}:{bound}/ws", **node.log_fields)
+            url = f"ws{secure}://{host}:{bound}/ws"
+            announce("listening", url=url, **admin_fields, **node.log_fields)
             sd_notify.notify("READY=1", f"STATUS={systemd_status(node.platform_view())}")
             await asyncio.wait([stopping, app[NODE_TASK]], return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -438,11 +481,17 @@ async def _serve(
         announce("stopping", **node.log_fields)
         failed = app[NODE_TASK].done() and not app[NODE_TASK].cancelled()
         problem = app[NODE_TASK].exception() if failed else None
+        if admin_runner is not None:
+            await admin_runner.cleanup()
         await runner.cleanup()
     if problem is not None:
         print(f"arena-server: {describe_failure(problem)}", file=sys.stderr)
         return 1
     return 0
+
+
+class AdminPortError(OSError):
+    """The admin port could not be bound (its own line: the player port was fine)."""
 
 
 def describe_failure(problem: BaseException) -> str:
@@ -568,8 +617,12 @@ def main(argv: list[str] | None = None) -> int:
             role="starting",  # (the node does not exist yet)
             epoch=0,
         )
+    admin = None if args.admin_port is None else (args.admin_host, args.admin_port)
     try:
-        return eventloop.run(_serve(config, args.host, args.port, listener))
+        return eventloop.run(_serve(config, args.host, args.port, listener, admin))
+    except AdminPortError as error:
+        print(f"arena-server: {error}", file=sys.stderr)
+        return 1
     except OSError as error:
         print(
             f"arena-server: cannot listen on {args.host}:{args.port}: {error.strerror}",
