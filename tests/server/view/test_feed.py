@@ -79,7 +79,9 @@ async def test_a_standby_shows_the_replicated_players_and_its_role() -> None:
 async def test_viewers_beyond_the_limit_are_refused_and_no_view_rate_means_no_view() -> None:
     async with cluster() as (nodes, session):
         node = await nodes.start(bind(), node_id="alpha", role="primary")
-        viewers = [await session.ws_connect(node.admin_url + "/view/feed") for _ in range(MAX_VIEWERS)]
+        viewers = [
+            await session.ws_connect(node.admin_url + "/view/feed") for _ in range(MAX_VIEWERS)
+        ]
         try:
             async with session.get(node.admin_url + "/view/feed") as answer:
                 assert answer.status == 503
