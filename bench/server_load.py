@@ -122,6 +122,7 @@ async def measure(
                     "--workers",
                     str(bot_workers),
                     "--quiet",
+                    "--allow-invalid",  # this bench judges the run's validity itself
                     "--json",
                     str(report_path),
                 ],

@@ -490,6 +490,13 @@ def build_parser() -> argparse.ArgumentParser:
         "against a man in the middle)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument(
+        "--allow-invalid",
+        action="store_true",
+        help="exit 0 on a run the report marks invalid (its figures are no measurement: "
+        "the bot process fell behind, bots reconnected without a failover); by default "
+        "such a run exits 1",
+    )
     return parser
 
 
@@ -659,13 +666,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"arena-bots: cannot write the report: {error}", file=sys.stderr)
         return 1
     passed = verdict(report, thresholds, "arena-bots")
+    status, why = exit_status(report, passed, args.allow_invalid)
+    if why:
+        print(f"arena-bots: {why.format(url=run.url)}", file=sys.stderr)
+    return status
+
+
+def exit_status(report: dict[str, Any], passed: bool, allow_invalid: bool) -> tuple[int, str]:
+    """arena-bots' exit status for a finished run, and the line that says why ("" when
+    nothing is to be said; ``{url}`` stands for the server): 130 interrupted, 1 when no bot
+    joined, the run is invalid (unless ``allow_invalid``) or a ``--fail-if`` breached."""
     if report["partial"]:
-        print("arena-bots: interrupted; the report covers the part that ran", file=sys.stderr)
-        return 130
+        return 130, "interrupted; the report covers the part that ran"
     if report["bots"]["connected"] == 0:
-        print(f"arena-bots: no bot could join {run.url}", file=sys.stderr)
-        return 1
-    return 0 if passed else 1
+        return 1, "no bot could join {url}"
+    if not report["valid"] and not allow_invalid:
+        return 1, "invalid run, its figures are no measurement (--allow-invalid: exit 0 anyway)"
+    return (0, "") if passed else (1, "")
 
 
 if __name__ == "__main__":
