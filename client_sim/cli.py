@@ -49,7 +49,7 @@ from client_sim.sight import POP_IN_NEAR_M
 from client_sim.swarm import Swarm, SwarmConfig, SwarmResult, run_swarm
 from client_sim.websocket import TlsTrust
 from shared import eventloop
-from shared.commandline import OneLineParser
+from shared.commandline import OneLineParser, milliseconds, seconds
 from shared.geo import GeoError, parse_population
 from shared.lifetime import exit_with_parent, exit_with_parent_if_asked, sigterm_as_interrupt
 
@@ -364,7 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--count", type=int, default=40, help="bots to run (default: 40)")
     parser.add_argument(
-        "--duration", type=float, default=20.0, help="seconds to play (default: 20)"
+        "--duration", type=seconds, default=20.0, help="seconds to play (default: 20)"
     )
     parser.add_argument(
         "--latency",
@@ -427,7 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--reaction-ms",
-        type=float,
+        type=milliseconds,
         default=250.0,
         help="how long a bot sees an enemy before it fires (default: 250)",
     )

@@ -25,7 +25,7 @@ from client_sim.cli import check_writable
 from client_sim.latency import LatencySpecError, parse_duration
 from launch import torture
 from launch.health import HEALTH_WITHIN_S, base_url, node_health
-from shared.commandline import OneLineParser
+from shared.commandline import OneLineParser, seconds
 from shared.lifetime import pid_namespace
 
 __all__ = ["base_url", "kill_primary", "main", "node_health", "wait_for_new_primary"]
@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=seconds,
         default=10.0,
         help="seconds to wait for a new primary (default: 10)",
     )

@@ -49,7 +49,7 @@ from launch.supervisor import READY_WITHIN_S, Child, ChildError
 from server import limits
 from server.replication.auth import SECRET_ENV  # how arena-server takes the region's secret
 from shared import eventloop
-from shared.commandline import OneLineParser
+from shared.commandline import OneLineParser, seconds
 from shared.geo import GeoError, default_matrix, parse_population, parse_regions
 from shared.lifetime import sigterm_as_interrupt
 
@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--bots", type=int, default=40, help="bots in the match")
-    parser.add_argument("--duration", type=float, default=20.0, help="seconds to play")
+    parser.add_argument("--duration", type=seconds, default=20.0, help="seconds to play")
     parser.add_argument("--latency", default=DEFAULT_LATENCY, help="bots' RTT distribution")
     parser.add_argument("--tick-rate", type=int, default=60, help="the node's tick rate (Hz)")
     parser.add_argument("--seed", type=int, default=1, help="bot population seed")

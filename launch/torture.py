@@ -48,7 +48,7 @@ from launch.health import node_health
 from launch.netns import Namespaces
 from launch.nodes import NodeProcess, start_node
 from launch.supervisor import ChildError, cpu_hog
-from shared import eventloop
+from shared import commandline, eventloop
 
 __all__ = ["add_arguments", "run_torture", "torture"]
 
@@ -89,14 +89,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--hog-phase",
-        type=float,
+        type=commandline.seconds,
         default=0.0,
         metavar="SECONDS",
         help="before the faults, this long with one core kept busy and no fault at all: "
         "every promotion and bot reconnect in it is spurious (default: 0, none)",
     )
-    group.add_argument("--pause-min", type=float, default=1.0, help="seconds (default: 1)")
-    group.add_argument("--pause-max", type=float, default=10.0, help="seconds (default: 10)")
+    group.add_argument(
+        "--pause-min", type=commandline.seconds, default=1.0, help="seconds (default: 1)"
+    )
+    group.add_argument(
+        "--pause-max", type=commandline.seconds, default=10.0, help="seconds (default: 10)"
+    )
     group.add_argument(
         "--partitions",
         type=int,
@@ -104,7 +108,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="cuts of the primary from its standby alone, clients still reaching both "
         "(default: 1; needs root and ip netns: skipped, and said, elsewhere)",
     )
-    group.add_argument("--partition-for", type=float, default=8.0, help="seconds (default: 8)")
+    group.add_argument(
+        "--partition-for", type=commandline.seconds, default=8.0, help="seconds (default: 8)"
+    )
     group.add_argument(
         "--seed", type=int, default=1, help="the faults' order and pauses (default: 1)"
     )

@@ -43,7 +43,7 @@ from server.sim.interest import InterestConfig
 from server.sim.lagcomp import LagCompensation
 from shared import eventloop, jitcache
 from shared.arena_map import MapError, default_map, load_map
-from shared.commandline import OneLineParser
+from shared.commandline import OneLineParser, milliseconds, seconds
 from shared.directory import directory_urls
 from shared.lifetime import exit_with_parent_if_asked
 
@@ -161,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--fog-peek-ms",
-        type=float,
+        type=milliseconds,
         default=defaults.fog_peek_s * 1000.0,
         metavar="MS",
         help="fog of war's allowance added to each player's margin, 0-1000 (covers jitter, "
@@ -178,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--history-seconds",
-        type=float,
+        type=seconds,
         default=1.0,
         help="how much snapshot history the node keeps for lag compensation",
     )
@@ -194,20 +194,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-rewind-ms",
-        type=float,
+        type=milliseconds,
         default=200.0,
         help="lag compensation never rewinds further back than this",
     )
     parser.add_argument(
         "--max-interp-ms",
-        type=float,
+        type=milliseconds,
         default=100.0,
         help="the most interpolation delay a client is granted (and so judged by): a client "
         "asking for more renders, and is judged, this far behind",
     )
     parser.add_argument(
         "--trade-window-ms",
-        type=float,
+        type=milliseconds,
         default=0.0,
         help="shots a player saw up to this long after its own death still count",
     )
@@ -265,13 +265,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     failover.add_argument(
         "--failover-timeout-ms",
-        type=float,
+        type=milliseconds,
         default=200.0,
         help="a standby declares a primary silent this long dead",
     )
     failover.add_argument(
         "--ack-timeout-ms",
-        type=float,
+        type=milliseconds,
         default=100.0,
         help="a standby of the commit set slower than this to acknowledge a tick is told it "
         "is out of sync; the tick waits until it has answered or its link ended (below 3/4 "
@@ -295,7 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     failover.add_argument(
         "--seat-grace-s",
-        type=float,
+        type=seconds,
         default=30.0,
         help="how long a seat waits for its player after the connection dropped or the "
         "node took over: the player's token resumes it here or on whichever node leads "
@@ -303,7 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     failover.add_argument(
         "--token-ttl-s",
-        type=float,
+        type=seconds,
         default=600.0,
         help="how long a session token proves its seat: a dropped player's token must outlive "
         "--seat-grace-s (more than twice it, 60 to 86400); it is renewed while the player "
@@ -326,7 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     failover.add_argument(
         "--checkpoint-interval",
-        type=float,
+        type=seconds,
         default=1.0,
         metavar="SECONDS",
         help="seconds between checkpoints: the ticks a total loss costs (default: 1)",
@@ -334,7 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
     admission = parser.add_argument_group("admission")
     admission.add_argument(
         "--idle-kick-s",
-        type=float,
+        type=seconds,
         default=120.0,
         metavar="SECONDS",
         help="a seated player that sends no input for this long is told (error idle_kick) "
@@ -351,7 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     admission.add_argument(
         "--offender-holdoff-s",
-        type=float,
+        type=seconds,
         default=0.0,
         metavar="SECONDS",
         help="a source address whose connection ended in offences (closed for them, or a "
@@ -361,7 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     admission.add_argument(
         "--handshake-timeout-s",
-        type=float,
+        type=seconds,
         default=5.0,
         metavar="SECONDS",
         help="close a connection that has not sent a whole HTTP request head (the WebSocket "
