@@ -35,6 +35,7 @@ from client_sim.latency import (
 )
 from client_sim.latency import parse_duration as parse_spec_duration
 from client_sim.marksman import AimSkill
+from client_sim.provenance import provenance, run_start
 from client_sim.report import build_report, format_summary
 from client_sim.report_html import write_html_report
 from client_sim.report_server import ServerWatch, server_figures
@@ -632,6 +633,7 @@ def main(argv: list[str] | None = None) -> int:
     sigterm_as_interrupt()  # SIGTERM stops the workers like Ctrl-C does
     exit_with_parent_if_asked()  # a launcher's child (a bench): never outlive it
     args = build_parser().parse_args(argv)
+    start = run_start(sys.argv[1:] if argv is None else list(argv), args.seed)
     try:
         run = parse_run(args)
         thresholds = parse_thresholds(args.fail_if)
@@ -653,6 +655,7 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, asyncio.CancelledError):
         print("arena-bots: interrupted", file=sys.stderr)
         return 130
+    report["provenance"] = provenance(start)
     summary = format_summary(report)
     print(summary)
     try:

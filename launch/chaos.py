@@ -23,6 +23,7 @@ from typing import Any
 
 from client_sim.cli import check_writable
 from client_sim.latency import LatencySpecError, parse_duration
+from client_sim.provenance import provenance, run_start
 from launch import torture
 from launch.health import HEALTH_WITHIN_S, base_url, node_health
 from shared.commandline import OneLineParser, seconds
@@ -159,8 +160,11 @@ async def _run(args: argparse.Namespace, pause: float) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # The torture's seed orders its faults; a kill or a pause draws nothing.
+    seed = args.seed if args.action == "torture" else None
+    start = run_start(sys.argv[1:] if argv is None else list(argv), seed)
     if args.action != "torture" and not args.node:
-        print(f"arena-chaos: {args.action} needs --node URL", file=sys.stderr)
+        print(f"arena-chaos: {args.action} needs --node ADMIN_URL", file=sys.stderr)
         return 2
     try:
         pause = parse_duration(args.pause_for, label="--for")
@@ -171,12 +175,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"arena-chaos: {error}", file=sys.stderr)
         return 2
     if args.action == "torture":
-        return torture.torture(args)
+        return torture.torture(args, start)
     try:
         outcome = asyncio.run(_run(args, pause))
     except (RuntimeError, ProcessLookupError, PermissionError) as error:
         print(f"arena-chaos: {error}", file=sys.stderr)
         return 1
+    outcome["provenance"] = provenance(start)
     text = json.dumps(outcome, indent=2)
     print(text)
     if args.json:

@@ -41,6 +41,7 @@ from client_sim.cli import (
     write_report,
 )
 from client_sim.latency import LatencySpecError
+from client_sim.provenance import provenance, run_start
 from client_sim.report import format_summary
 from client_sim.report_html import write_html_report
 from launch.chaos import kill_primary
@@ -295,6 +296,7 @@ def _say(line: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     sigterm_as_interrupt()  # SIGTERM stops the nodes like Ctrl-C does
     args = build_parser().parse_args(argv)
+    start = run_start(sys.argv[1:] if argv is None else list(argv), args.seed)
     try:
         check_args(args)
         thresholds = parse_thresholds(args.fail_if)
@@ -309,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, asyncio.CancelledError):
         print("arena-demo: interrupted; everything it started was stopped", file=sys.stderr)
         return 130
+    report["provenance"] = provenance(start)
     try:
         publish(report, args.json)
     except OSError as error:

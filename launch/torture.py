@@ -40,6 +40,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from client_sim.provenance import RunStart, provenance
 from launch import netns
 from launch.audit import Fault, audit, read_journal, read_record
 from launch.cluster_run import RESTART_BACKOFF_S
@@ -486,8 +487,9 @@ async def run_torture(
     }
 
 
-def torture(args: argparse.Namespace) -> int:
-    """Run the torture (see the module); print the report; 1 if a guarantee broke."""
+def torture(args: argparse.Namespace, start: RunStart | None = None) -> int:
+    """Run the torture (see the module); print the report (with its provenance from
+    ``start``, when given); 1 if a guarantee broke."""
     for flag in ("bots", "kills", "pauses", "partitions", "standby_kills", "both_kills"):
         if getattr(args, flag) < 0 or (flag == "bots" and args.bots < 1):
             print(f"arena-chaos: --{flag.replace('_', '-')} must be a positive count",
@@ -520,6 +522,8 @@ def torture(args: argparse.Namespace) -> int:
     except (asyncio.CancelledError, KeyboardInterrupt):
         say(f"interrupted (journals, records and logs so far in {folder})")
         return 130
+    if start is not None:
+        report["provenance"] = provenance(start)
     text = json.dumps(report, indent=2)
     print(text)
     if args.json:

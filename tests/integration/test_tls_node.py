@@ -32,7 +32,7 @@ def test_a_tls_node_and_arena_bots_with_its_ca(tmp_path: Path) -> None:
 
         bots = subprocess.run(
             [sys.executable, "-m", "client_sim.cli", "--server", node.url, "--ca", cert,
-             "--server-admin", node.admin_url,
+             "--server-admin", node.admin_url, "--allow-invalid",
              "--count", "2", "--duration", "2", "--latency", "20ms", "--quiet",
              "--json", str(report)],
             capture_output=True,
