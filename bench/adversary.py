@@ -367,10 +367,11 @@ def node_flags(args: argparse.Namespace) -> list[str]:
     ]  # fmt: skip
 
 
-async def until_seated(url: str, players: int, within: float) -> bool:
+async def until_seated(admin_url: str, players: int, within: float) -> bool:
+    """Whether the node's full /health (on its admin port) counts ``players`` seated in time."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        health = await node_health(url, within=2.0)
+        health = await node_health(admin_url, within=2.0)
         if health is not None and health["players"] >= players:
             return True
         await asyncio.sleep(0.25)
