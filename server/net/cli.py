@@ -94,10 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--admin-port",
         type=admin_port,
-        default=None,
+        default="off",  # (argparse passes a string default through the type: None)
         metavar="PORT|off",
         help="the operators' port: the full /health, /metrics and /view (the player port "
-        "serves none of them); 0 picks a free one (printed on start); default: off",
+        "serves none of them); 0 picks a free one (printed on start)",
     )
     parser.add_argument(
         "--admin-host",
