@@ -33,7 +33,6 @@ from client_sim.latency import (
     draw_bot,
     parse_distribution,
 )
-from client_sim.latency import parse_duration as parse_spec_duration
 from client_sim.marksman import AimSkill
 from client_sim.provenance import provenance, run_start
 from client_sim.report import build_report, format_summary
@@ -50,7 +49,7 @@ from client_sim.sight import POP_IN_NEAR_M
 from client_sim.swarm import Swarm, SwarmConfig, SwarmResult, run_swarm
 from client_sim.websocket import TlsTrust
 from shared import eventloop
-from shared.commandline import OneLineParser, milliseconds, seconds
+from shared.commandline import OneLineParser, check_duration, milliseconds, seconds
 from shared.geo import GeoError, parse_population
 from shared.lifetime import exit_with_parent, exit_with_parent_if_asked, sigterm_as_interrupt
 
@@ -374,7 +373,10 @@ def build_parser() -> argparse.ArgumentParser:
         "default: a two-continent mix)",
     )
     parser.add_argument(
-        "--jitter", default="2ms", help="mean per-packet extra one-way delay (default: 2ms)"
+        "--jitter",
+        type=milliseconds,
+        default="2ms",
+        help="mean per-packet extra one-way delay, at most 60 s (default: 2ms)",
     )
     parser.add_argument(
         "--loss",
@@ -389,6 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--interp-delay",
+        type=milliseconds,
         default="100ms",
         help="how far in the past bots render others: at least two of the node's snapshot "
         "intervals (its welcome's snapshot_rate; 67 ms at the default 30 Hz) (default: 100ms)",
@@ -555,12 +558,12 @@ def parse_run(args: argparse.Namespace) -> BotRun:
         count=args.count,
         duration=args.duration,
         latency=args.latency,
-        jitter_ms=parse_spec_duration(args.jitter, label="jitter") * 1000.0,
+        jitter_ms=check_duration(args.jitter, "--jitter", "ms"),
         loss=args.loss,
         clock_offset=args.clock_offset,
         seed=args.seed,
         workers=min(args.workers, args.count),
-        interp_delay=parse_spec_duration(args.interp_delay, label="interp delay"),
+        interp_delay=check_duration(args.interp_delay, "--interp-delay", "ms") / 1000.0,
         input_rate=args.input_rate,
         pop_in_range_m=args.pop_in_range_m,
         skill=AimSkill(

@@ -22,11 +22,10 @@ import time
 from typing import Any
 
 from client_sim.cli import check_writable
-from client_sim.latency import LatencySpecError, parse_duration
 from client_sim.provenance import provenance, run_start
 from launch import torture
 from launch.health import HEALTH_WITHIN_S, base_url, node_health
-from shared.commandline import OneLineParser, seconds
+from shared.commandline import OneLineParser, check_duration, milliseconds, seconds
 from shared.lifetime import pid_namespace
 
 __all__ = ["base_url", "kill_primary", "main", "node_health", "wait_for_new_primary"]
@@ -133,7 +132,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="standbys to watch for the takeover, by their admin URLs (repeat)",
     )
     parser.add_argument(
-        "--for", dest="pause_for", default="2s", help="how long to pause (default: 2s)"
+        "--for",
+        dest="pause_for",
+        type=milliseconds,
+        default="2s",
+        help="how long to pause, at most 60 s (default: 2s)",
     )
     parser.add_argument(
         "--timeout",
@@ -167,11 +170,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"arena-chaos: {args.action} needs --node ADMIN_URL", file=sys.stderr)
         return 2
     try:
-        pause = parse_duration(args.pause_for, label="--for")
+        pause = check_duration(args.pause_for, "--for", "ms") / 1000.0
         if not (math.isfinite(args.timeout) and args.timeout > 0):
             raise ValueError("--timeout must be a positive number of seconds")
         check_writable(args.json, "--json")
-    except (LatencySpecError, ValueError) as error:
+    except ValueError as error:
         print(f"arena-chaos: {error}", file=sys.stderr)
         return 2
     if args.action == "torture":

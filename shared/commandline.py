@@ -64,6 +64,16 @@ def parse_duration(text: str, unit: str) -> float:
     return value
 
 
+def check_duration(value: float, flag: str, unit: str, most_s: float = 60.0) -> float:
+    """``value`` (in ``unit``) when it is from 0 to ``most_s`` seconds; else
+    :class:`ValueError` naming ``flag`` in one line."""
+    if not value >= 0:  # (NaN too)
+        raise ValueError(f"{flag} must be a duration >= 0")
+    if value * UNIT_SECONDS[unit] > most_s:
+        raise ValueError(f"{flag}: {value:g} {unit} is longer than {most_s:g} s")
+    return value
+
+
 class Duration:
     """An argparse ``type`` for a duration flag whose bare numbers are in ``unit``."""
 

@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from shared.commandline import Duration, OneLineParser, milliseconds, parse_duration, seconds
+from shared.commandline import (
+    Duration,
+    OneLineParser,
+    check_duration,
+    milliseconds,
+    parse_duration,
+    seconds,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
@@ -46,6 +53,16 @@ def test_what_is_not_a_duration_is_refused(text: str) -> None:
         parse_duration(text, "s")
 
 
+def test_a_duration_beyond_its_bounds_is_one_line() -> None:
+    assert check_duration(1500.0, "--for", "ms") == 1500.0
+    with pytest.raises(ValueError, match="--for: 1e\\+12 ms is longer than 60 s"):
+        check_duration(parse_duration("1e9s", "ms"), "--for", "ms")
+    with pytest.raises(ValueError, match="--jitter must be a duration >= 0"):
+        check_duration(-1.0, "--jitter", "ms")
+    with pytest.raises(ValueError, match=">= 0"):
+        check_duration(float("nan"), "--jitter", "ms")
+
+
 def test_a_bad_duration_is_one_line_naming_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
     parser = OneLineParser(prog="cmd")
     parser.add_argument("--wait-ms", type=milliseconds, default=5.0, help="how long")
@@ -61,7 +78,9 @@ def test_a_bad_duration_is_one_line_naming_the_flag(capsys: pytest.CaptureFixtur
 
 def _looks_like_a_duration(action: argparse.Action) -> bool:
     flag = max(action.option_strings, key=len, default="")
-    named = re.search(r"-(s|ms|seconds)$|timeout|ttl|interval|duration|grace|holdoff|-for$", flag)
+    named = re.search(
+        r"-(s|ms|seconds)$|timeout|ttl|interval|duration|grace|holdoff|jitter|delay|-for$", flag
+    )
     return bool(named) or action.metavar in ("S", "SECONDS", "MS")
 
 
@@ -71,8 +90,9 @@ def test_every_duration_flag_of_every_command_takes_unit_strings(module: str) ->
     durations = [a for a in parser._actions if _looks_like_a_duration(a)]
     assert durations, module
     for action in durations:
-        if action.type is None:  # the latency grammar's flags (--for, --jitter): strings
-            continue
         assert isinstance(action.type, Duration), (module, action.option_strings)
-        unit = "ms" if max(action.option_strings, key=len).endswith("-ms") else "s"
-        assert action.type is (milliseconds if unit == "ms" else seconds), action.option_strings
+        flag = max(action.option_strings, key=len)
+        # Bare numbers keep their unit: milliseconds where the name says so, and for the
+        # flags that always read them as the latency grammar does (--jitter, --for, ...).
+        in_ms = flag.endswith("-ms") or flag in ("--jitter", "--interp-delay", "--for")
+        assert action.type is (milliseconds if in_ms else seconds), flag
