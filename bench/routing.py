@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import re
 import signal
@@ -37,6 +36,8 @@ import aiohttp
 import numpy as np
 from aiohttp import web
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.report import Start, add_json_option, emit
 from server.directory.auth import signed_heartbeat
 from server.directory.net.app import create_app
 from server.directory.policy import NodeView, NoPlacement, RegionView, choose
@@ -301,8 +302,9 @@ def main() -> int:
     parser.add_argument("--policy-seconds", type=float, default=2.0, help="seconds per pure run")
     parser.add_argument("--in-process", action="store_true", help="serve from this process")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--json", metavar="PATH", help="also write the JSON here")
+    add_json_option(parser, "routing")
     args = parser.parse_args()
+    start = Start.now("routing", "bench/routing.py", None)
     if args.nodes < 1 or args.clients < 1 or args.requests < 1 or args.duration <= 0:
         print(
             "routing: --nodes, --clients, --requests and --duration must be positive",
@@ -330,10 +332,7 @@ def main() -> int:
         "core": core,
         "http": http,
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json:
-        Path(args.json).write_text(text + "\n")
+    emit(report, args.json, start)
     progress(
         f"{policy['decisions_per_s']} decisions/s pure, {core['requests_per_s']} seats/s in "
         f"core, {http['requests_per_s']} seats/s over HTTP (p99 {http['latency_ms']['p99']} ms, "

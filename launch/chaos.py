@@ -1,6 +1,6 @@
 """``arena-chaos``: kill or pause a region's primary and watch a standby take over.
 
-For people who run their own nodes on one machine: the node's ``/health`` names its process
+For people who run their own nodes on one machine: the node's full ``/health`` (on its admin port) names its process
 id, so ``arena-chaos kill --node http://127.0.0.1:7777`` SIGKILLs it, then waits for one of
 the ``--watch`` nodes to report itself primary at a higher epoch and prints what happened
 (as JSON with ``--json``). ``pause`` stops the process (SIGSTOP) for a while and resumes it

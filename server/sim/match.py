@@ -434,6 +434,12 @@ class Match:
         """Inputs, movement and history for this tick; returns the shots left to judge."""
         self.previous_tick = self.tick_number
         self.tick_number = self.tick_number + 1 if tick is None else tick
+        if not self.seats:
+            # An empty match (every seat left clears its respawn and inputs): nothing to
+            # release, move or fire. A node keeps empty matches ticking for their
+            # standbys and their next players, so this is its idle cost.
+            self.record_history()
+            return self.combat.prepare(self.server_time)
         world = self.world
         self._respawn()
         released = self._release_inputs()

@@ -59,7 +59,18 @@ def test_a_state_of_other_names_or_sizes_is_refused_and_changes_nothing() -> Non
 @pytest.mark.parametrize("name", World.REPLICATED)
 def test_the_world_hash_covers_every_replicated_array(name: str) -> None:
     world = World(4)
+    world.seat(0, 1.0, 2.0)
     base = world.state_hash()
     array = getattr(world, name)
-    array.flat[0] = 1 if array.dtype != bool else True
+    array.flat[0] = not array.flat[0] if array.dtype == bool else array.flat[0] + 1
+    assert world.state_hash() != base
+
+
+def test_the_world_hash_ignores_the_leftovers_of_vacant_slots() -> None:
+    world = World(4)
+    world.seat(0, 1.0, 2.0)
+    base = world.state_hash()
+    world.pos[3] = 9.0  # slot 3 was never seated: seating it rewrites its row
+    assert world.state_hash() == base
+    world.seat(3, 5.0, 5.0)
     assert world.state_hash() != base
