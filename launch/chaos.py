@@ -1,12 +1,12 @@
 """``arena-chaos``: kill or pause a region's primary and watch a standby take over.
 
-For people who run their own nodes on one machine: the node's full ``/health`` (on its admin port) names its process
-id, so ``arena-chaos kill --node http://127.0.0.1:7777`` SIGKILLs it, then waits for one of
-the ``--watch`` nodes to report itself primary at a higher epoch and prints what happened
-(as JSON with ``--json``). ``pause`` stops the process (SIGSTOP) for a while and resumes it
-(SIGCONT): the split-brain drill, after which the old primary must step down. ``torture``
-runs a region of its own through many of both under bots and audits the result
-(:mod:`launch.torture`).
+For people who run their own nodes on one machine: the node's full ``/health`` (on its admin
+port) names its process id, so ``arena-chaos kill --node http://127.0.0.1:9777`` (the admin
+URL) SIGKILLs it, then waits for one of the ``--watch`` nodes to report itself primary at a
+higher epoch and prints what happened (as JSON with ``--json``). ``pause`` stops the process
+(SIGSTOP) for a while and resumes it (SIGCONT): the split-brain drill, after which the old
+primary must step down. ``torture`` runs a region of its own through many of both under bots
+and audits the result (:mod:`launch.torture`).
 """
 
 from __future__ import annotations
