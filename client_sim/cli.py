@@ -33,8 +33,8 @@ from client_sim.latency import (
     draw_bot,
     parse_distribution,
 )
-from client_sim.latency import parse_duration as parse_spec_duration
 from client_sim.marksman import AimSkill
+from client_sim.provenance import provenance, run_start
 from client_sim.report import build_report, format_summary, node_account, report_of, tally_of
 from client_sim.report_html import write_html_report
 from client_sim.report_server import ServerWatch, server_figures
@@ -50,7 +50,7 @@ from client_sim.swarm import Swarm, SwarmConfig, SwarmResult, run_swarm
 from client_sim.tally import PartError, Tally
 from client_sim.websocket import TlsTrust
 from shared import eventloop
-from shared.commandline import OneLineParser
+from shared.commandline import OneLineParser, check_duration, milliseconds, seconds
 from shared.geo import GeoError, parse_population
 from shared.lifetime import exit_with_parent, exit_with_parent_if_asked, sigterm_as_interrupt
 
@@ -94,6 +94,13 @@ class BotRun:
         """Which swarm a part belongs to: the merge refuses parts of different ones."""
         return {"seed": self.seed, "count": self.count, "light": self.light,
                 "of": self.shards, "shards": [self.shard]}  # fmt: skip
+    # Each node's admin URL (its full /health and /metrics, for the report's server
+    # figures) by the host:port players reach it on; a node not named here: n/a.
+    admin: tuple[tuple[str, str], ...] = ()
+
+    def admin_url(self, url: str) -> str:
+        """The admin URL of the node players reach at ``url`` ("" when not known)."""
+        return dict(self.admin).get(urlsplit(url).netloc, "")
 
     def profile(self) -> LinkProfile:
         return LinkProfile(
@@ -140,19 +147,27 @@ class BotRun:
         ]
 
 
-def _health_url(ws_url: str) -> str:
-    parts = urlsplit(ws_url)
-    scheme = {"ws": "http", "wss": "https"}.get(parts.scheme, "http")
+def _health_url(admin_url: str) -> str:
+    parts = urlsplit(admin_url)
+    scheme = {"ws": "http", "wss": "https"}.get(parts.scheme, parts.scheme)
     return urlunsplit((scheme, parts.netloc, "/health", "", ""))
 
 
-async def fetch_health(ws_url: str, tls: TlsTrust) -> dict[str, Any] | None:
-    """The node's /health (https: verified as ``tls`` says), or None when it cannot be read
-    (the report says n/a)."""
+def admin_pair(ws_url: str, admin_url: str) -> tuple[str, str]:
+    """An entry of :attr:`BotRun.admin`: the node players reach at ``ws_url`` has its admin
+    port at ``admin_url``."""
+    return urlsplit(ws_url).netloc, admin_url
+
+
+async def fetch_health(admin_url: str, tls: TlsTrust) -> dict[str, Any] | None:
+    """The node's full /health from its admin URL (https: verified as ``tls`` says), or
+    None when it cannot be read or no admin URL is known (the report says n/a)."""
+    if not admin_url:
+        return None
     try:
         async with aiohttp.ClientSession() as session:
             async with session.get(
-                _health_url(ws_url), timeout=aiohttp.ClientTimeout(total=5), ssl=tls.context()
+                _health_url(admin_url), timeout=aiohttp.ClientTimeout(total=5), ssl=tls.context()
             ) as r:
                 return await r.json() if r.status == 200 else None
     except (aiohttp.ClientError, TimeoutError, ValueError):
@@ -195,12 +210,14 @@ async def run_tally(
             profile=run.profile(),
         )
     configs = run.swarm_configs(routed)
-    before = await fetch_health(run.url, run.tls) if not run.directory else None
+    before = await fetch_health(run.admin_url(run.url), run.tls) if not run.directory else None
     began = time.time()
     swarm = Swarm(configs[0]) if len(configs) == 1 else None
     watch = None
     if not run.directory:
-        watch = ServerWatch(lambda: (swarm.busiest_node() if swarm else None) or run.url, run.tls)
+        watch = ServerWatch(
+            lambda: run.admin_url((swarm.busiest_node() if swarm else None) or run.url), run.tls
+        )
     watching = asyncio.create_task(watch.run()) if watch is not None else None
     chaos = asyncio.create_task(during()) if during is not None else None
     try:
@@ -219,11 +236,13 @@ async def run_tally(
         kills = chaos.result() if chaos.exception() is None else []
     after = None
     # After a failover the region's primary is another node: the one the bots ended on
-    # (also after a kill from outside), or the one this process saw take over.
+    # (also after a kill from outside), or the one this process saw take over (the kill
+    # names its admin URL).
     ended = tally.group("ended_on")
     ended_on = sorted(ended, key=lambda url: -ended[url])
     survivors = [k["new_primary"] for k in reversed(kills) if k.get("new_primary")]
-    for url in dict.fromkeys([*ended_on, *survivors, run.url]):
+    admins = [run.admin_url(url) for url in ended_on] + survivors + [run.admin_url(run.url)]
+    for url in dict.fromkeys(a for a in admins if a):
         if (after := await fetch_health(url, run.tls)) is not None:
             break
     tally.server = node_account(
@@ -361,6 +380,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="the node's WebSocket URL (default: %(default)s)",
     )
     parser.add_argument(
+        "--server-admin",
+        default="",
+        metavar="ADMIN_URL",
+        help="the --server node's admin URL (arena-server --admin-port, e.g. "
+        "http://127.0.0.1:9777): the report reads the node's full /health and /metrics "
+        "there; without it the report's server figures are n/a",
+    )
+    parser.add_argument(
         "--count", type=int, default=40, help="full bots to run: the measuring ones (default: 40)"
     )
     parser.add_argument(
@@ -375,7 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(bots.light) (default: 0)",
     )
     parser.add_argument(
-        "--duration", type=float, default=20.0, help="seconds to play (default: 20)"
+        "--duration", type=seconds, default=20.0, help="seconds to play (default: 20)"
     )
     parser.add_argument(
         "--latency",
@@ -384,7 +411,10 @@ def build_parser() -> argparse.ArgumentParser:
         "default: a two-continent mix)",
     )
     parser.add_argument(
-        "--jitter", default="2ms", help="mean per-packet extra one-way delay (default: 2ms)"
+        "--jitter",
+        type=milliseconds,
+        default="2ms",
+        help="mean per-packet extra one-way delay, at most 60 s (default: 2ms)",
     )
     parser.add_argument(
         "--loss",
@@ -399,6 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--interp-delay",
+        type=milliseconds,
         default="100ms",
         help="how far in the past bots render others: at least two of the node's snapshot "
         "intervals (its welcome's snapshot_rate; 67 ms at the default 30 Hz) (default: 100ms)",
@@ -438,7 +469,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--reaction-ms",
-        type=float,
+        type=milliseconds,
         default=250.0,
         help="how long a bot sees an enemy before it fires (default: 250)",
     )
@@ -517,6 +548,13 @@ def build_parser() -> argparse.ArgumentParser:
         "against a man in the middle)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument(
+        "--allow-invalid",
+        action="store_true",
+        help="exit 0 on a run the report marks invalid (its figures are no measurement: "
+        "the bot process fell behind, bots reconnected without a failover); by default "
+        "such a run exits 1",
+    )
     return parser
 
 
@@ -566,6 +604,9 @@ def parse_run(args: argparse.Namespace) -> BotRun:
         raise ValueError("--loss is a probability between 0 and 1")
     if urlsplit(args.server).scheme not in ("ws", "wss"):
         raise ValueError(f"--server must be a ws:// or wss:// URL, got {args.server!r}")
+    if args.server_admin and urlsplit(args.server_admin).scheme not in ("http", "https"):
+        raise ValueError(f"--server-admin must be an http:// or https:// URL, got "
+                         f"{args.server_admin!r}")  # fmt: skip
     if args.directory:
         Directories(args.directory)  # each URL checked, in one line
     shard, shards = parse_shard(args.shard)
@@ -580,12 +621,12 @@ def parse_run(args: argparse.Namespace) -> BotRun:
         count=args.count,
         duration=args.duration,
         latency=args.latency,
-        jitter_ms=parse_spec_duration(args.jitter, label="jitter") * 1000.0,
+        jitter_ms=check_duration(args.jitter, "--jitter", "ms"),
         loss=args.loss,
         clock_offset=args.clock_offset,
         seed=args.seed,
         workers=min(args.workers, len(range(shard, args.count + args.light, shards))),
-        interp_delay=parse_spec_duration(args.interp_delay, label="interp delay"),
+        interp_delay=check_duration(args.interp_delay, "--interp-delay", "ms") / 1000.0,
         input_rate=args.input_rate,
         pop_in_range_m=args.pop_in_range_m,
         skill=AimSkill(
@@ -602,6 +643,7 @@ def parse_run(args: argparse.Namespace) -> BotRun:
         shard=shard,
         shards=shards,
         light=args.light,
+        admin=(admin_pair(args.server, args.server_admin),) if args.server_admin else (),
     )
     try:
         run.tls.context()
@@ -772,6 +814,7 @@ def main(argv: list[str] | None = None) -> int:
     sigterm_as_interrupt()  # SIGTERM stops the workers like Ctrl-C does
     exit_with_parent_if_asked()  # a launcher's child (a bench): never outlive it
     args = build_parser().parse_args(argv)
+    start = run_start(sys.argv[1:] if argv is None else list(argv), args.seed)
     try:
         run = parse_run(args)
         thresholds = parse_thresholds(args.fail_if)
@@ -795,6 +838,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     report = report_of(tally)
     tally.invalid_reasons = list(report["invalid_reasons"])  # what this part judged
+    report["provenance"] = provenance(start)
     try:
         write_report(tally.to_json(), args.part)
     except OSError as error:
@@ -804,13 +848,23 @@ def main(argv: list[str] | None = None) -> int:
     if failed:
         return failed
     passed = verdict(report, thresholds, "arena-bots")
+    status, why = exit_status(report, passed, args.allow_invalid)
+    if why:
+        print(f"arena-bots: {why.format(url=run.url)}", file=sys.stderr)
+    return status
+
+
+def exit_status(report: dict[str, Any], passed: bool, allow_invalid: bool) -> tuple[int, str]:
+    """arena-bots' exit status for a finished run, and the line that says why ("" when
+    nothing is to be said; ``{url}`` stands for the server): 130 interrupted, 1 when no bot
+    joined, the run is invalid (unless ``allow_invalid``) or a ``--fail-if`` breached."""
     if report["partial"]:
-        print("arena-bots: interrupted; the report covers the part that ran", file=sys.stderr)
-        return 130
+        return 130, "interrupted; the report covers the part that ran"
     if report["bots"]["connected"] + report["bots"]["light"]["connected"] == 0:
-        print(f"arena-bots: no bot could join {run.url}", file=sys.stderr)
-        return 1
-    return 0 if passed else 1
+        return 1, "no bot could join {url}"
+    if not report["valid"] and not allow_invalid:
+        return 1, "invalid run, its figures are no measurement (--allow-invalid: exit 0 anyway)"
+    return (0, "") if passed else (1, "")
 
 
 if __name__ == "__main__":
