@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from client_sim.bot import Bot, FailoverEvent, ProcessBeat
+from client_sim.bot_random import BotStreams
 from client_sim.brain import SHOOTING_BEHAVIOURS, Brain
 from client_sim.clock_sync import server_times
 from client_sim.interpolation import Bracket, drawn
@@ -175,7 +176,9 @@ class Swarm:
         self.config = config
         self.count = len(config.bots)
         self.bots: list[Bot] = []
-        self.rng = np.random.default_rng(config.seed)
+        # Each bot's draws keyed by its index in the whole population: bot k behaves the
+        # same in whichever worker or shard runs it.
+        self.rng = BotStreams(config.seed, [bot.index for bot in config.bots])
         self.errors: dict[str, int] = {}
         self.predictor: SwarmPredictor | None = None
         self.brain = Brain(self.count, config.arena, self.rng, behaviour=config.behaviour)
