@@ -79,6 +79,7 @@ class SwarmConfig:
     routes: tuple[Route, ...] = ()  # per bot, when the directory seated them
     record: str = ""  # a folder: every accepted snapshot, per bot (client_sim.recording)
     tls: TlsTrust = field(default_factory=TlsTrust)  # which wss:// servers the bots believe
+    transport: str = "ws"  # "ws": WebSocket; "udp": sealed datagrams (client_sim.datagram)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +114,12 @@ class SwarmResult:
     snapshots: list[int] = field(default_factory=list)
     inputs_sent: list[int] = field(default_factory=list)
     inputs_acked: list[int] = field(default_factory=list)
+    inputs_resent: int = 0  # sent again: repeated in later datagrams, resent after failovers
+    inputs_recovered: int = 0  # (UDP) first datagram lost, the node had them from a repeat
+    longest_gaps: list[float] = field(default_factory=list)  # per bot, seconds
+    snapshots_lost: int = 0
+    #: Bots by the transport they played over ({"udp": 40}).
+    transports: dict[str, int] = field(default_factory=dict)
     interpolation_misses: int = 0
     errors: dict[str, int] = field(default_factory=dict)
     shots: list[ShotSummary] = field(default_factory=list)
@@ -148,11 +155,17 @@ class SwarmResult:
             "snapshots",
             "inputs_sent",
             "inputs_acked",
+            "longest_gaps",
             "hits_checked",
             "sightings",
         ):
             getattr(self, name).extend(getattr(other, name))
         self.interpolation_misses += other.interpolation_misses
+        self.inputs_resent += other.inputs_resent
+        self.inputs_recovered += other.inputs_recovered
+        self.snapshots_lost += other.snapshots_lost
+        for name, count in other.transports.items():
+            self.transports[name] = self.transports.get(name, 0) + count
         self.shots.extend(other.shots)
         self.hits_received += other.hits_received
         self.hits_behind_cover += other.hits_behind_cover
@@ -354,6 +367,7 @@ class Swarm:
 
     def _on_snapshot(self, bot: Bot, snapshot: protocol.SnapshotMessage) -> None:
         if self.predictor is None or not bot.shows(snapshot.epoch, snapshot.tick):
+            bot.note_unshown(snapshot.epoch, snapshot.tick)
             return  # a deposed primary's, or not newer than what the bot shows
         assert bot.welcome is not None
         try:
@@ -720,6 +734,13 @@ class Swarm:
                 if predictor is not None
                 else []
             ),
+            inputs_resent=sum(b.inputs_resent for b in self.bots),
+            inputs_recovered=sum(
+                max(0, b.inputs_first_lost - b.inputs_given_up) for b in self.bots
+            ),
+            longest_gaps=[b.longest_gap for b in welcomed if b.snapshot_count > 1],
+            snapshots_lost=sum(b.snapshots_lost for b in self.bots),
+            transports={self.config.transport: self.count},
             interpolation_misses=sum(b.snapshots.misses for b in self.bots),
             errors=dict(self.errors),
             shots=self.shooting.finished,

@@ -33,6 +33,7 @@ from client_sim.cli import (
     DEFAULT_POPULATION,
     BotRun,
     add_fail_if,
+    add_transport,
     check_writable,
     parse_thresholds,
     run_bots,
@@ -90,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
         "and its pictures into a folder of the same name (demo-report/)",
     )
     add_fail_if(parser)
+    add_transport(parser)
     return parser
 
 
@@ -144,6 +146,7 @@ def demo_run(args: argparse.Namespace, url: str = "", directory: str = "") -> Bo
         interp_delay=0.1,
         directory=directory,
         population=args.population,
+        transport=args.transport,
     )
 
 

@@ -141,6 +141,7 @@ _COUNTERS = (
     "lost",
     "duplicates",
     "resent",
+    "redundant_resent",
     "recovered_by_redundancy",
     "redundant_given_up",
     "fragments_abandoned",
@@ -277,6 +278,8 @@ class Channel:
                 redundant_room -= len(record)
                 room -= len(record)
                 redundant_through = entry.ident
+                if entry.sends:
+                    self._counters["redundant_resent"] += 1
                 entry.sends += 1
             reliable_ids = []
             while queue and len(queue[0][1]) <= room:
@@ -505,7 +508,8 @@ class Channel:
     @property
     def stats(self) -> dict[str, Any]:
         """Counters: datagrams sent and received (and their bytes), lost (sent, never
-        acknowledged), duplicates, reliable chunks resent, redundant payloads delivered from a
+        acknowledged), duplicates, reliable chunks resent, redundant payloads repeated in a later
+        datagram (``redundant_resent``), redundant payloads delivered from a
         repeat (``recovered_by_redundancy``) or given up unacknowledged, fragmented payloads
         abandoned, and ``refused`` (a dict by cause)."""
         stats: dict[str, Any] = dict(self._counters)
