@@ -6,7 +6,7 @@ client's snapshot as the node does, a per-client head plus a body shared by all 
 delta every client on one baseline gets). Then either
 
 * ``inproc``: it writes every client's frame itself, one vectored write of WebSocket
-  header, head and body per client (``server.net.connection.Connection.send``'s shape); or
+  header, head and body per client (``server.net.ws_link.WebSocketLink.send_snapshot``'s shape); or
 * ``gateways:K``: it sends each of K gateway processes one message per tick over a unix
   socket (the body once, and the heads of that gateway's clients), and each gateway writes
   its clients' frames.

@@ -2,7 +2,7 @@
 
 The node's players and the bots both use the project's own framing: the node takes the
 socket over from aiohttp after the upgrade (``server.net.player_stream.PlayerStream``
-reads, ``server.net.connection.Connection.send`` writes a header, a head and the shared
+reads, ``server.net.ws_link.WebSocketLink.send_snapshot`` writes a header, a head and the shared
 body as one vectored write); the bots use ``client_sim.websocket.WebSocketClient``. picows
 (a Cython WebSocket library for asyncio) is the usual faster alternative. This bench runs
 the same traffic through each, in separate processes, interleaved, and compares the CPU of
@@ -254,15 +254,15 @@ async def serve(library: str, port: int, clients: int, rate: float, frame_bytes:
 
 
 async def _serve_own(port: int, counts: _Counts, head: bytes, body: bytes) -> Any:
-    """aiohttp does the upgrade; a PlayerStream reads, a Connection writes (as the node)."""
+    """aiohttp does the upgrade; a PlayerStream reads, a WebSocketLink writes (as the node)."""
     from aiohttp import web
 
-    from server.net.connection import WS_MAX_MESSAGE_BYTES, Connection
     from server.net.metrics import NodeMetrics
     from server.net.player_stream import PlayerStream
+    from server.net.ws_link import WS_MAX_MESSAGE_BYTES, WebSocketLink
 
     metrics = NodeMetrics()
-    connections: list[Connection] = []
+    connections: list[WebSocketLink] = []
 
     def received(_payload: bytes) -> bool:
         counts.frames_in += 1
@@ -271,7 +271,7 @@ async def _serve_own(port: int, counts: _Counts, head: bytes, body: bytes) -> An
     async def upgrade(request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(max_msg_size=WS_MAX_MESSAGE_BYTES)
         await ws.prepare(request)
-        connection = Connection(ws, request.transport, len(connections), metrics)
+        connection = WebSocketLink(ws, request.transport, metrics)
         stream = PlayerStream.take_over(
             request.transport, received, lambda: False, WS_MAX_MESSAGE_BYTES
         )
@@ -290,7 +290,7 @@ async def _serve_own(port: int, counts: _Counts, head: bytes, body: bytes) -> An
 
     def send_all() -> None:
         for connection in connections:
-            counts.frames_out += connection.send(head, body)
+            counts.frames_out += connection.send_snapshot(head, body)
 
     return send_all
 

@@ -21,9 +21,10 @@ from collections.abc import AsyncIterator, Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from server.net.connection import WS_MAX_MESSAGE_BYTES
 from server.net.node import Node, NodeConfig
 from server.net.registration import heartbeat_loop
+from server.net.udp.connect import connect_handler
+from server.net.ws_link import WS_MAX_MESSAGE_BYTES
 from server.view.net.feed import add_view_routes
 
 __all__ = ["NODE", "NODE_TASK", "Node", "NodeConfig", "create_app"]
@@ -155,6 +156,7 @@ def create_app(
     app.router.add_get("/live", _live)
     app.router.add_get("/metrics", _metrics)
     app.router.add_get("/probe", _probe)
+    app.router.add_post("/connect", connect_handler(app[NODE]))
     if config.view_rate > 0:
         add_view_routes(app, app[NODE], config.view_rate)
     app.cleanup_ctx.append(_node_task)

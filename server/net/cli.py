@@ -62,6 +62,42 @@ def port_number(text: str) -> int:
         ) from None
 
 
+#: ``--udp-port off``: no UDP endpoint.
+UDP_OFF = -1
+
+
+def udp_port_number(text: str) -> int:
+    """A UDP port for argparse: 0 (any free one) to 65535, or ``off`` (:data:`UDP_OFF`)."""
+    if text == "off":
+        return UDP_OFF
+    try:
+        return limits.PORT.check(int(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a UDP port (0-65535; 0 picks a free one; off: no UDP)"
+        ) from None
+
+
+def bind_udp(host: str, wanted: int | None, tcp_port: int) -> socket.socket | None:
+    """The node's UDP socket: on ``wanted`` (None: the TCP port's number, or a free port if
+    that number is taken and the TCP port was picked freely too); None for ``off``."""
+    if wanted == UDP_OFF:
+        return None
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_DGRAM)
+    try:
+        try:
+            sock.bind((host, tcp_port if wanted is None else wanted))
+        except OSError:
+            if wanted is not None:
+                raise
+            sock.bind((host, 0))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="arena-server",
@@ -77,6 +113,15 @@ def build_parser() -> argparse.ArgumentParser:
         type=port_number,
         default=7777,
         help="TCP port; 0 picks a free one (printed on start)",
+    )
+    parser.add_argument(
+        "--udp-port",
+        type=udp_port_number,
+        default=None,
+        metavar="N|off",
+        help="UDP port of the players' datagram transport (connect tokens from POST /connect "
+        "on the TCP port); default: the TCP port's number (with --port 0 a free one, printed "
+        "on start as udp=); off: WebSocket only",
     )
     parser.add_argument(
         "--tick-rate", type=int, default=60, help="simulation ticks per second (20-128)"
@@ -400,17 +445,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def _serve(
-    config: NodeConfig, host: str, port: int, listener: ssl.SSLContext | None = None
+    config: NodeConfig,
+    host: str,
+    port: int,
+    listener: ssl.SSLContext | None = None,
+    udp_port: int | None = None,
 ) -> int:
     # Bind first, so that a node on port 0 knows its own URL before it campaigns; serve
     # /live and /health (503) during the warm-up, and say "listening" only once ready.
     sock = socket.create_server((host, port))
     bound = sock.getsockname()[1]
+    try:
+        datagrams = bind_udp(host, udp_port, bound)
+    except OSError:
+        sock.close()
+        raise
     secure = "s" if listener is not None else ""  # TLS: https:// and wss://
     if not config.public_url:
         config = replace(config, public_url=f"http{secure}://{host}:{bound}")
     app = create_app(config)
     node = app[NODE]
+    udp = "off" if datagrams is None else str(node.open_udp(datagrams).port)
     if config.agones_url:  # the platform's view of the node: Agones' SDK, systemd's socket
         app.cleanup_ctx.append(agones.lifecycle_context(node))
     if systemd := sd_notify.status_context(node.platform_view, lambda: node.log_fields):
@@ -428,7 +483,8 @@ async def _serve(
     try:
         await asyncio.wait([stopping, ready, app[NODE_TASK]], return_when=asyncio.FIRST_COMPLETED)
         if ready.done() and not app[NODE_TASK].done():
-            announce("listening", url=f"ws{secure}://{host}:{bound}/ws", **node.log_fields)
+            url = f"ws{secure}://{host}:{bound}/ws"
+            announce("listening", url=url, udp=udp, **node.log_fields)
             sd_notify.notify("READY=1", f"STATUS={systemd_status(node.platform_view())}")
             await asyncio.wait([stopping, app[NODE_TASK]], return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -569,10 +625,11 @@ def main(argv: list[str] | None = None) -> int:
             epoch=0,
         )
     try:
-        return eventloop.run(_serve(config, args.host, args.port, listener))
+        return eventloop.run(_serve(config, args.host, args.port, listener, args.udp_port))
     except OSError as error:
+        udp = "" if args.udp_port is None else f" (UDP {args.udp_port})"
         print(
-            f"arena-server: cannot listen on {args.host}:{args.port}: {error.strerror}",
+            f"arena-server: cannot listen on {args.host}:{args.port}{udp}: {error.strerror}",
             file=sys.stderr,
         )
         return 1

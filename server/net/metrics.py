@@ -18,6 +18,7 @@ from server.exposition import Registry
 from server.replication.commit import Verdict
 from server.replication.roles import Role
 from server.sim.inputs import InputVerdict
+from shared.datagram.constants import CAUSES
 from shared.protocol import ProtocolError
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "JOIN_REFUSALS",
     "PEER_REFUSALS",
     "PROTOCOL_ERROR_CODES",
+    "UDP_REFUSALS",
     "UNPUBLISHED_REASONS",
     "NodeMetrics",
 ]
@@ -42,6 +44,9 @@ UNPUBLISHED_REASONS = (
 )  # fmt: skip
 #: ``arena_peers_refused_total{reason}``.
 PEER_REFUSALS = ("unauthenticated",)
+#: ``arena_udp_refused_total{cause}``: the datagram core's causes, and ``flooding`` (a seated
+#: address's datagrams dropped unopened while its flood pause lasts).
+UDP_REFUSALS = (*CAUSES, "flooding")
 
 
 def _error_codes(error: type[ProtocolError]) -> list[str]:
@@ -122,10 +127,49 @@ class NodeMetrics:
             registry=r,
         )
         self.bytes_in = Counter(
-            "arena_received_bytes", "WebSocket payload bytes received from players", registry=r
+            "arena_received_bytes",
+            "Message payload bytes received from players (WebSocket and UDP)",
+            registry=r,
         )
         self.bytes_out = Counter(
-            "arena_sent_bytes", "WebSocket payload bytes sent to players", registry=r
+            "arena_sent_bytes",
+            "Message payload bytes sent to players (WebSocket and UDP)",
+            registry=r,
+        )
+        self.udp_refused = Counter(
+            "arena_udp_refused",
+            "UDP datagrams dropped unanswered, by cause (bad_size, bad_version, expired, "
+            "bad_token, not_listed, replayed, bad_challenge, out_of_window, pending_full, "
+            "unknown_address, bad_packet, flooding)",
+            ["cause"],
+            registry=r,
+        )
+        self.udp_datagrams = Counter(
+            "arena_udp_datagrams",
+            "UDP datagrams received (in) and sent (out)",
+            ["direction"],
+            registry=r,
+        )
+        self.udp_bytes = Counter(
+            "arena_udp_bytes",
+            "UDP payload bytes of the datagrams received (in) and sent (out)",
+            ["direction"],
+            registry=r,
+        )
+        self.udp_send_failures = Counter(
+            "arena_udp_send_failures",
+            "UDP datagrams the kernel did not take (a full send buffer, an unreachable "
+            "address): dropped, as a lossy link would",
+            registry=r,
+        )
+        self.udp_kernel_drops = Gauge(
+            "arena_udp_kernel_drops",
+            "Datagrams the kernel dropped for want of receive buffer, since the socket opened "
+            "(SO_RXQ_OVFL; else the host's UDP RcvbufErrors)",
+            registry=r,
+        )
+        self.udp_clients = Gauge(
+            "arena_udp_clients", "UDP clients connected (handshake done)", registry=r
         )
         self.snapshots_dropped = Counter(
             "arena_snapshots_dropped",
@@ -243,6 +287,9 @@ class NodeMetrics:
             (self.joins_refused, JOIN_REFUSALS),
             (self.ticks_unpublished, UNPUBLISHED_REASONS),
             (self.peers_refused, PEER_REFUSALS),
+            (self.udp_refused, UDP_REFUSALS),
+            (self.udp_datagrams, ("in", "out")),
+            (self.udp_bytes, ("in", "out")),
         ):
             for value in values:
                 labelled.labels(value)

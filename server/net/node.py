@@ -14,9 +14,11 @@ import asyncio
 import collections
 import gc
 import os
+import socket
 import time
 from collections.abc import Callable
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -25,18 +27,29 @@ from server.lifecycle import NodeView
 from server.logs import EventLogger
 from server.net.config import NodeConfig
 from server.net.leadership import Leadership
-from server.net.sessions import Sessions
+from server.net.links import TRY_AGAIN_LATER
+from server.net.sessions import Sessions, reject
 from server.net.state import NodeState
 from server.net.ticker import Ticker
+from server.net.udp.endpoint import UdpEndpoint
+from server.net.udp.link import UdpLink
 from server.net.warmup import WarmUpReport, warm_up_kernels
+from server.net.ws_link import WebSocketLink
+from server.region_key import region_key
 from server.replication.net.handshake import StandbyDoor
 from server.replication.roles import Role
 from shared import jitcache
+from shared.datagram import ServerHandshake
+from shared.datagram.mmsg import set_buffer_sizes
 from shared.lifetime import pid_namespace
 
 __all__ = ["Node", "NodeConfig"]
 
 log = EventLogger("arena.server")
+
+#: Receive and send buffers asked for the UDP socket: a tick's burst of every player's
+#: datagrams must fit (the kernel caps it at net.core.rmem_max / wmem_max).
+UDP_BUFFER_BYTES = 4 * 1024 * 1024
 
 
 class Node(NodeState):
@@ -51,6 +64,13 @@ class Node(NodeState):
         self.warm_up_report: WarmUpReport | None = None
         #: Set once the node first became ready (``arena-server`` then says it listens).
         self.became_ready = asyncio.Event()
+        #: The UDP endpoint (:meth:`open_udp`; None: this node serves WebSocket only).
+        self.udp: UdpEndpoint | None = None
+        #: Seals and opens the region's connect tokens: the same on every node of the
+        #: region, derived from the cluster secret.
+        self.udp_key = region_key(self.secret, config.region)
+        #: This node's UDP address as its connect tokens list it (set by :meth:`open_udp`).
+        self.udp_address: tuple[str, int] = ("", 0)
 
     async def run(self) -> None:
         """Warm up, then lead or follow for as long as the app runs."""
@@ -95,7 +115,33 @@ class Node(NodeState):
     # -- what the app serves --------------------------------------------------------------
 
     async def session(self, request: web.Request, ws: web.WebSocketResponse) -> None:
-        await self.sessions.session(request, ws)
+        await self.sessions.session(WebSocketLink.upgraded(request, ws, self.metrics))
+
+    def open_udp(self, sock: socket.socket) -> UdpEndpoint:
+        """Serve players over UDP on ``sock`` (bound) from now on: connect tokens from
+        ``POST /connect``, then the handshake, then the same sessions as ``/ws``."""
+        host, port = sock.getsockname()[:2]
+        public = urlsplit(self.config.public_url).hostname or host
+        self.udp_address = (public, port)
+        own = list(dict.fromkeys([self.udp_address, (host, port)]))
+        set_buffer_sizes(sock, UDP_BUFFER_BYTES, UDP_BUFFER_BYTES)
+        handshake = ServerHandshake(self.udp_key, own)
+        self.udp = UdpEndpoint(sock, handshake, self.metrics, self.udp_session)
+        self.udp.start()
+        return self.udp
+
+    async def udp_session(self, link: UdpLink) -> None:
+        """A UDP client that answered its challenge: refused while warming up or held off
+        (what ``/ws`` answers with HTTP 503 and 429 before its upgrade), else a session."""
+        if not self.warm:
+            await reject(link, "not_ready", "warming up; try again", TRY_AGAIN_LATER, 1.0)
+            return
+        if (wait := self.sessions.handshake_wait(link.address)) > 0:
+            self.metrics.joins_refused.labels("offender_holdoff").inc()
+            text = "held off: this address's connections ended in offences"
+            await reject(link, "held_off", text, TRY_AGAIN_LATER, wait)
+            return
+        await self.sessions.session(link)
 
     async def replication_session(self, request: web.Request, ws: web.WebSocketResponse) -> None:
         await self.standbys.serve(request, ws)
@@ -106,6 +152,8 @@ class Node(NodeState):
         self.shutting_down = True
         self.hub.stop_waiting()
         await self.sessions.close_all("shutdown", "the node is shutting down")
+        if self.udp is not None:
+            await self.udp.close()
 
     @property
     def status(self) -> str:
@@ -176,6 +224,9 @@ class Node(NodeState):
             "failover": self.failover,
             "checkpoint": self._checkpoint_health(),
             "parked_players": self.sessions.parked,
+            # The UDP port (None: --udp-port off) and its connected clients.
+            "udp": None if self.udp is None else self.udp.port,
+            "udp_clients": 0 if self.udp is None else len(self.udp.links),
             "pid": os.getpid(),
             "pid_namespace": pid_namespace(),
             "uptime_s": round(time.time() - self.started_at, 3),

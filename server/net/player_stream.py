@@ -40,7 +40,7 @@ from typing import cast
 
 import numpy as np
 
-from server.sim.input_budget import PING_ALLOWANCE, Budget, FrameKind
+from server.sim.input_budget import FrameKind, SeatBudgets
 from server.sim.input_frames import (
     FRAME_CLOSE,
     FRAME_INPUT,
@@ -125,12 +125,9 @@ class PlayerStream(asyncio.Protocol):
         self._held = -1  # the intake generation this stream last held a read in
         self._pending = bytearray()  # a frame the last read cut short
         self._need = 0  # the bytes it takes before the pending ones can be split
-        self._inputs: Budget | None = None
-        self._pings: Budget | None = None
+        self._budgets: SeatBudgets | None = None
         if intake is not None and now is not None:
-            start = now()
-            self._inputs = Budget(intake.allowance, start)
-            self._pings = Budget(PING_ALLOWANCE, start)
+            self._budgets = SeatBudgets(intake.allowance, now())
         self._on_over_budget = on_over_budget
         self._close_sent = False
         self._abort_timer: asyncio.TimerHandle | None = None
@@ -312,17 +309,17 @@ class PlayerStream(asyncio.Protocol):
     def _admit(self, kind: FrameKind, wanted: int, now: float) -> int:
         """How many of ``wanted`` frames of ``kind`` the budget lets through now; the rest
         are reported dropped (and the player dropped, when that was one offence too many)."""
-        budget = self._inputs if kind is FrameKind.INPUT else self._pings
-        if budget is None:
+        budgets = self._budgets
+        if budgets is None:
             return wanted
-        granted, offence = budget.admit(wanted, now)
+        granted, offence = budgets.admit(kind, wanted, now)
         if granted == wanted:
             return granted
         if self._on_over_budget is not None and self._on_over_budget(
             kind, wanted - granted, offence
         ):
             self.close(_POLICY_VIOLATION, b"offences")
-        elif budget.flooding and self._resume_timer is None and not self.closing:
+        elif budgets.of(kind).flooding and self._resume_timer is None and not self.closing:
             self._transport.pause_reading()
             loop = asyncio.get_running_loop()
             self._resume_timer = loop.call_later(FLOOD_PAUSE_S, self._resume_reading)
@@ -335,9 +332,8 @@ class PlayerStream(asyncio.Protocol):
         if self.closing:
             return
         now = 0.0 if self._now is None else self._now()
-        for budget in (self._inputs, self._pings):
-            if budget is not None:
-                budget.forfeit(now)
+        if self._budgets is not None:
+            self._budgets.forfeit(now)
         self._transport.resume_reading()
 
     def _in_order(self, data: bytes) -> None:

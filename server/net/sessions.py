@@ -1,13 +1,16 @@
 """The node's players: join, admit, park, reject; their frames; their snapshots.
 
-A WebSocket that comes to ``/ws`` must send ``join`` within :data:`JOIN_TIMEOUT_S`. A
+A player's link (:class:`~server.net.links.PlayerLink`: a WebSocket that came to ``/ws``,
+or a UDP channel that answered its challenge) must send ``join`` within
+:data:`JOIN_TIMEOUT_S`. A
 primary seats it (a new seat, with a seat reservation from the directory when the node
 has one, or the seat its session token proves is the player's); a standby parks a join
 that carries a token (the player's spare connection) until this node leads, then admits
 it at once; everything else is refused with an ``error`` and a close code. Once seated,
-the player's socket is read by a :class:`~server.net.player_stream.PlayerStream`: inputs
-go to the intake, pings are answered at once, echoes of the node's round-trip probes are
-timed, anything else is an offence. While it plays, its session token is renewed (a
+its link charges every frame to the seat's budgets and holds its inputs in the intake;
+the sessions read the rest: pings are answered at once, echoes of the node's round-trip
+probes are timed, anything else is an offence. Both transports are seated, budgeted,
+published to and closed by the same code here. While it plays, its session token is renewed (a
 ``token`` message) long before it expires.
 
 Admission is bounded: behind a directory a new seat needs the directory's reservation
@@ -32,17 +35,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
 import math
 import time
 
-import aiohttp
-from aiohttp import WSCloseCode, WSMsgType, web
-
 from server.logs import EventLogger
-from server.net.connection import WS_MAX_MESSAGE_BYTES, Connection
-from server.net.first_frame import FirstFrameGuard
 from server.net.holdoff import HoldOffPolicy, HoldOffs, address_key
+from server.net.links import (
+    GOING_AWAY,
+    POLICY_VIOLATION,
+    PROTOCOL_ERROR,
+    TRY_AGAIN_LATER,
+    Player,
+    PlayerLink,
+)
 from server.net.registration import check_reservation
 from server.net.state import NodeState
 from server.replication.roles import Role
@@ -62,7 +67,7 @@ from shared.protocol import (
     TokenMessage,
 )
 
-__all__ = ["ADDRESS_HOLD_OFF_CAP_S", "JOIN_TIMEOUT_S", "SEAT_HOLD_OFF", "Sessions"]
+__all__ = ["ADDRESS_HOLD_OFF_CAP_S", "JOIN_TIMEOUT_S", "SEAT_HOLD_OFF", "Sessions", "reject"]
 
 log = EventLogger("arena.server")
 
@@ -102,7 +107,7 @@ class Sessions:
 
     def __init__(self, node: NodeState) -> None:
         self.node = node
-        self.connections: dict[Seated, Connection] = {}
+        self.connections: dict[Seated, Player] = {}
         self.parked = 0
         self._orphaned_since: dict[Seated, float] = {}
         # Per seat admitted here: its id, its peer address, its offences.
@@ -119,80 +124,62 @@ class Sessions:
             policy = HoldOffPolicy(first, max(first, ADDRESS_HOLD_OFF_CAP_S), ADDRESS_FORGET_S)
             self._address_holds = HoldOffs(policy, HOLD_OFF_CAPACITY)
         # Per seated connection: (it, its seat's acknowledged input, match time it changed).
-        self._activity: dict[Seated, tuple[Connection, int, float]] = {}
+        self._activity: dict[Seated, tuple[Player, int, float]] = {}
         self._next_idle_check = 0.0
 
     # -- the join -------------------------------------------------------------------------
 
-    async def session(self, request: web.Request, ws: web.WebSocketResponse) -> None:
+    async def session(self, link: PlayerLink) -> None:
         """One player's connection, from its join to its end."""
         node = self.node
-        # RFC 6455's framing rules (masked client frames) for the join, which aiohttp reads.
-        FirstFrameGuard.install(request.transport, WS_MAX_MESSAGE_BYTES)
+        address = link.address
         try:
             async with asyncio.timeout(JOIN_TIMEOUT_S):
-                first = await ws.receive()
+                first = await link.receive()
+            if first is None:
+                return  # gone (hung up, or closed by its transport for a framing fault)
+            join = protocol.decode_client(first)
         except TimeoutError:
-            self._address_offended(request.remote)
-            await reject(ws, "join_timeout", "no join within 5 s", WSCloseCode.POLICY_VIOLATION)
+            self._address_offended(address)
+            await reject(link, "join_timeout", "no join within 5 s", POLICY_VIOLATION)
             return
-        if first.type is WSMsgType.TEXT:
-            self._address_offended(request.remote)
-            node.metrics.protocol_errors.labels(protocol.MalformedFrame.code).inc()
-            await reject(
-                ws,
-                protocol.MalformedFrame.code,
-                "text frames are not used: send binary frames",
-                WSCloseCode.POLICY_VIOLATION,
-            )
-            return
-        if first.type is not WSMsgType.BINARY:
-            return  # closed (by the client, or by the guard: a framing fault)
-        try:
-            join = protocol.decode_client(first.data)
         except protocol.ProtocolError as error:
-            self._address_offended(request.remote)
+            self._address_offended(address)
             node.metrics.protocol_errors.labels(error.code).inc()
-            await reject(ws, error.code, str(error), WSCloseCode.POLICY_VIOLATION)
+            await reject(link, error.code, str(error), POLICY_VIOLATION)
             return
         if not isinstance(join, JoinMessage):
-            self._address_offended(request.remote)
-            await reject(
-                ws, "join_first", "the first message must be join", WSCloseCode.POLICY_VIOLATION
-            )
+            self._address_offended(address)
+            await reject(link, "join_first", "the first message must be join", POLICY_VIOLATION)
             return
         if join.v != protocol.PROTOCOL_VERSION:
             node.metrics.joins_refused.labels("version").inc()
             await reject(
-                ws,
+                link,
                 protocol.VersionMismatch.code,
                 f"server speaks protocol {protocol.PROTOCOL_VERSION}, client sent {join.v}",
-                WSCloseCode.PROTOCOL_ERROR,
+                PROTOCOL_ERROR,
             )
             return
-        if node.role is not Role.PRIMARY and (join.token is None or not await self._park(ws)):
+        if node.role is not Role.PRIMARY and (join.token is None or not await self._park(link)):
             node.metrics.joins_refused.labels("not_primary").inc()
             await reject(
-                ws,
-                "not_primary",
-                "this node is a standby; try the others",
-                WSCloseCode.TRY_AGAIN_LATER,
+                link, "not_primary", "this node is a standby; try the others", TRY_AGAIN_LATER
             )
             return
-        admitted = await self._admit(ws, join, request.remote)
+        admitted = await self._admit(link, join, address)
         if admitted is None:
             return
         index, seat = admitted
         record = self._admitted.get((index, seat.slot))
         if record is None or record.seat_id != seat.seat_id:
-            record = self._admitted[(index, seat.slot)] = _Admitted(seat.seat_id, request.remote)
-        record.address = request.remote
-        await self._play(request, ws, join, index, seat, record)
+            record = self._admitted[(index, seat.slot)] = _Admitted(seat.seat_id, address)
+        record.address = address
+        await self._play(link, join, index, seat, record)
 
     async def _play(
         self,
-        request: web.Request,
-        ws: web.WebSocketResponse,
+        link: PlayerLink,
         join: JoinMessage,
         index: int,
         seat: PlayerSeat,
@@ -201,7 +188,7 @@ class Sessions:
         """Welcome a seated player, read its frames until it goes, free its seat then."""
         node = self.node
         key = (index, seat.slot)
-        connection = Connection(ws, request.transport, seat.slot, node.metrics, match=index)
+        connection = Player(link, seat.slot, match=index)
         connection.offences = record.offences  # the seat's, not this connection's
         connection.token_issued_at = time.time()
         arena, codec = node.config.arena, node.matches[index].codec
@@ -224,16 +211,9 @@ class Sessions:
             bounds_max=(float(arena.bounds_max[0]), float(arena.bounds_max[1])),
             entity_bits=tuple(int(width) for width in codec.bits),
         )
-        # From here on this player's frames are read off the socket by a PlayerStream
-        # (taken over before the welcome: a client sends nothing else until it has one).
-        stream = connection.take_over(
-            lambda data: self.handle_frame(connection, data),
-            lambda: self.complain(connection, protocol.MalformedFrame("text frames are not used")),
-            WS_MAX_MESSAGE_BYTES,
-            node.intake,
-            node.server_time,
-            functools.partial(self.over_budget, connection),
-        )
+        # From here on the link reads this player's frames, charged to its budgets (from
+        # before the welcome: a client sends nothing else until it has one).
+        gone = link.seat(connection, _SeatEvents(self, connection), node.intake, node.server_time)
         connection.send(protocol.encode(welcome))
         self.connections[key] = connection
         connection.seated = True
@@ -242,8 +222,8 @@ class Sessions:
             "player_joined", match=index, player=seat.slot, name=join.name[:32], **node.log_fields
         )
         try:
-            if stream is not None:
-                await stream.closed
+            if gone is not None:
+                await gone
         finally:
             record.offences = connection.offences  # before anyone may resume the seat
             connection.seated = False
@@ -257,7 +237,7 @@ class Sessions:
             node.metrics.players.set(node.matches.player_count)
             log.info("player_left", match=index, player=seat.slot, **node.log_fields)
 
-    async def _park(self, ws: web.WebSocketResponse) -> bool:
+    async def _park(self, link: PlayerLink) -> bool:
         """A player's spare connection to this standby: hold it until this node leads.
 
         True once promoted (the caller then admits the player with its token at once, with
@@ -265,7 +245,7 @@ class Sessions:
         """
         self.parked += 1
         promoted = asyncio.ensure_future(self.node.leading.wait())
-        hung_up = asyncio.ensure_future(ws.receive())
+        hung_up = asyncio.ensure_future(link.receive())
         try:
             await asyncio.wait({promoted, hung_up}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -273,10 +253,10 @@ class Sessions:
             for waiter in (promoted, hung_up):
                 waiter.cancel()
             await asyncio.gather(promoted, hung_up, return_exceptions=True)
-        return promoted.done() and not promoted.cancelled() and not ws.closed
+        return promoted.done() and not promoted.cancelled() and not link.closing
 
     async def _admit(
-        self, ws: web.WebSocketResponse, join: JoinMessage, address: str | None
+        self, link: PlayerLink, join: JoinMessage, address: str | None
     ) -> tuple[int, PlayerSeat] | None:
         """A seat for this join: a new one (with a seat reservation from the directory, if
         it came with one: behind a directory it must, unless ``--open-join``), or the one its
@@ -287,11 +267,11 @@ class Sessions:
         if join.token is None and config.directory_url and not config.open_join:
             node.metrics.joins_refused.labels("reservation_required").inc()
             await reject(
-                ws,
+                link,
                 "reservation_required",
                 "this node seats the players its directory sends: ask the directory for a "
                 "seat (POST /seat) and join with its reservation",
-                WSCloseCode.POLICY_VIOLATION,
+                POLICY_VIOLATION,
             )
             return None
         if join.token is not None and node.config.directory_url:
@@ -301,10 +281,10 @@ class Sessions:
             elif refusal is not None:
                 node.metrics.joins_refused.labels("reservation").inc()
                 await reject(
-                    ws,
+                    link,
                     "invalid_reservation",
                     f"reservation {refusal}; ask the directory for a new seat",
-                    WSCloseCode.POLICY_VIOLATION,
+                    POLICY_VIOLATION,
                 )
                 return None
         if join.token is None:
@@ -312,17 +292,17 @@ class Sessions:
             if limit and address is not None and self._seats_held_by(address) >= limit:
                 node.metrics.joins_refused.labels("address_limit").inc()
                 await reject(
-                    ws,
+                    link,
                     "address_limit",
                     f"your address already holds {limit} seat(s) here, the most it may",
-                    WSCloseCode.POLICY_VIOLATION,
+                    POLICY_VIOLATION,
                 )
                 return None
             try:
                 return node.matches.join(join.name, join.interp_delay)
             except MatchFull as full:
                 node.metrics.joins_refused.labels("full").inc()
-                await reject(ws, "server_full", str(full), WSCloseCode.TRY_AGAIN_LATER)
+                await reject(link, "server_full", str(full), TRY_AGAIN_LATER)
                 return None
         try:
             claim = verify_token(node.secret, join.token, node.config.region, time.time())
@@ -341,20 +321,20 @@ class Sessions:
         ):
             node.metrics.joins_refused.labels("token").inc()
             await reject(
-                ws,
+                link,
                 "invalid_token",
                 "this region issued no such live session",
-                WSCloseCode.POLICY_VIOLATION,
+                POLICY_VIOLATION,
             )
             return None
         wait = self._seat_holds.remaining((claim.match, claim.slot, seat.seat_id), time.monotonic())
         if wait > 0:
             node.metrics.joins_refused.labels("held_off").inc()
             await reject(
-                ws,
+                link,
                 "held_off",
                 f"this seat was closed for offences; resume it in {wait:.1f} s, not before",
-                WSCloseCode.TRY_AGAIN_LATER,
+                TRY_AGAIN_LATER,
                 retry_after=wait,
             )
             return None
@@ -363,10 +343,10 @@ class Sessions:
             # its token stays good, so the player tries again (unlike invalid_token).
             node.metrics.joins_refused.labels("in_use").inc()
             await reject(
-                ws,
+                link,
                 "seat_in_use",
                 "another connection holds this seat; try again shortly",
-                WSCloseCode.TRY_AGAIN_LATER,
+                TRY_AGAIN_LATER,
             )
             return None
         self._orphaned_since.pop((claim.match, claim.slot), None)
@@ -435,7 +415,7 @@ class Sessions:
 
     # -- a seated player's frames ---------------------------------------------------------
 
-    def complain(self, connection: Connection, error: protocol.ProtocolError) -> bool:
+    def complain(self, connection: Player, error: protocol.ProtocolError) -> bool:
         """Answer a bad frame; True when the client has offended too often and must go
         (its error then carries the hold-off before its seat may be resumed)."""
         node = self.node
@@ -459,7 +439,7 @@ class Sessions:
             )
         return fatal
 
-    def _closed_for_offences(self, connection: Connection) -> float:
+    def _closed_for_offences(self, connection: Player) -> float:
         """A seated connection is closed for offences: its seat's hold-off starts (doubled
         from its last) and its address is held off (with ``--offender-holdoff-s``).
         Returns the seat's wait."""
@@ -487,9 +467,7 @@ class Sessions:
             return 0.0
         return self._address_holds.remaining(key, time.monotonic())
 
-    def over_budget(
-        self, connection: Connection, kind: FrameKind, dropped: int, offence: bool
-    ) -> bool:
+    def over_budget(self, connection: Player, kind: FrameKind, dropped: int, offence: bool) -> bool:
         """Frames of ``kind`` a seated player sent beyond its budget, dropped unread: counted;
         ``offence``: it kept that up (an error, and True when it must go)."""
         metrics = self.node.metrics
@@ -505,7 +483,7 @@ class Sessions:
             connection, RateLimited(f"over budget ({rate}) for 2 s running: the surplus is dropped")
         )
 
-    def handle_frame(self, connection: Connection, data: bytes) -> bool:
+    def handle_frame(self, connection: Player, data: bytes) -> bool:
         """One frame from a seated player read the ordinary way (not held for the batch);
         True when the player must be disconnected for repeated offences."""
         node = self.node
@@ -568,7 +546,7 @@ class Sessions:
             head = matches[index].snapshot_head(result, slot, share)
             if head is None:
                 continue  # seated after this tick was computed: the next one is its first
-            if not connection.send(head, result.body, probes.get((index, slot), b"")):
+            if not connection.send_snapshot(head, result.body, probes.get((index, slot), b"")):
                 dropped += 1
         if dropped:
             self.node.metrics.snapshots_dropped.inc(dropped)
@@ -602,7 +580,7 @@ class Sessions:
         for connection in list(self.connections.values()):
             with contextlib.suppress(Exception):
                 connection.send(bye)
-                await connection.close(WSCloseCode.GOING_AWAY, code.encode())
+                await connection.close(GOING_AWAY, code.encode())
 
     # -- seats kept through a failover ----------------------------------------------------
 
@@ -661,8 +639,8 @@ class Sessions:
         limit = node.config.idle_kick
         match_time = node.matches.tick_number / node.config.tick_rate
         acked = [match.inputs.acked.tolist() for match in node.matches.matches]
-        activity: dict[Seated, tuple[Connection, int, float]] = {}
-        idle: list[tuple[Seated, Connection, float]] = []
+        activity: dict[Seated, tuple[Player, int, float]] = {}
+        idle: list[tuple[Seated, Player, float]] = []
         for key, connection in self.connections.items():
             ack = acked[key[0]][key[1]]
             seen = self._activity.get(key)
@@ -676,7 +654,7 @@ class Sessions:
         for key, connection, quiet in idle:
             self._kick(key, connection, quiet)
 
-    def _kick(self, key: Seated, connection: Connection, quiet: float) -> None:
+    def _kick(self, key: Seated, connection: Player, quiet: float) -> None:
         """Tell an idle player (``idle_kick``, fatal), free its seat now, close with 1008."""
         node = self.node
         del self.connections[key]  # (its _play then leaves the seat alone)
@@ -689,8 +667,7 @@ class Sessions:
         log.info(
             "idle_kick", match=key[0], player=key[1], idle_s=round(quiet, 1), **node.log_fields
         )
-        if connection.stream is not None:
-            connection.stream.close(WSCloseCode.POLICY_VIOLATION, b"idle_kick")
+        connection.link.close(POLICY_VIOLATION, b"idle_kick")
 
     def renew_tokens(self, now: float) -> None:
         """Send each seated player whose token has used half its life (at unix time ``now``)
@@ -709,13 +686,28 @@ class Sessions:
 
 
 async def reject(
-    ws: web.WebSocketResponse, code: str, text: str, close: int, retry_after: float = 0.0
+    link: PlayerLink, code: str, text: str, close: int, retry_after: float = 0.0
 ) -> None:
     """Tell the client why (and how long to wait before it tries again), then close; a
     client that already hung up is left alone."""
-    if ws.closed:
-        return
-    with contextlib.suppress(ConnectionError, aiohttp.ClientConnectionResetError):
-        answer = ErrorMessage(code, text, fatal=True, retry_after=round(retry_after, 3))
-        await ws.send_bytes(protocol.encode(answer))
-        await ws.close(code=close, message=code.encode())
+    answer = ErrorMessage(code, text, fatal=True, retry_after=round(retry_after, 3))
+    await link.refuse(protocol.encode(answer), close, code.encode())
+
+
+class _SeatEvents:
+    """What a seated player's link tells the sessions (:class:`~server.net.links.SeatEvents`)."""
+
+    __slots__ = ("_player", "_sessions")
+
+    def __init__(self, sessions: Sessions, player: Player) -> None:
+        self._sessions = sessions
+        self._player = player
+
+    def frame(self, data: bytes) -> bool:
+        return self._sessions.handle_frame(self._player, data)
+
+    def refused(self, error: protocol.ProtocolError) -> bool:
+        return self._sessions.complain(self._player, error)
+
+    def over_budget(self, kind: FrameKind, dropped: int, offence: bool) -> bool:
+        return self._sessions.over_budget(self._player, kind, dropped, offence)

@@ -42,6 +42,7 @@ __all__ = [
     "Budget",
     "FrameKind",
     "RateLimited",
+    "SeatBudgets",
     "TokenBucket",
     "input_allowance",
 ]
@@ -164,3 +165,28 @@ class Budget:
             return granted, False
         self._counted = True
         return granted, True
+
+
+class SeatBudgets:
+    """A seated connection's two budgets, whatever its transport: its inputs (``inputs``:
+    the intake's allowance) and everything else but a close (:data:`PING_ALLOWANCE`). A
+    transport charges each frame or payload to the budget of its kind before anything
+    decodes it, so both transports refuse the same surplus the same way."""
+
+    __slots__ = ("_inputs", "_pings")
+
+    def __init__(self, inputs: Allowance, now: float) -> None:
+        self._inputs = Budget(inputs, now)
+        self._pings = Budget(PING_ALLOWANCE, now)
+
+    def of(self, kind: FrameKind) -> Budget:
+        return self._inputs if kind is FrameKind.INPUT else self._pings
+
+    def admit(self, kind: FrameKind, wanted: int, now: float) -> tuple[int, bool]:
+        """:meth:`Budget.admit` of the budget for ``kind``."""
+        return self.of(kind).admit(wanted, now)
+
+    def forfeit(self, now: float) -> None:
+        """Neither budget earns anything for the time up to ``now`` (a flood's pause)."""
+        self._inputs.forfeit(now)
+        self._pings.forfeit(now)

@@ -22,7 +22,7 @@ class FakeConnection:
         self.sent: list[tuple[bytes, bytes]] = []
         self.then: list[bytes] = []  # what rode with each snapshot (a probe, or nothing)
 
-    def send(self, head: bytes, body: bytes = b"", then: bytes = b"") -> bool:
+    def send_snapshot(self, head: bytes, body: bytes = b"", then: bytes = b"") -> bool:
         self.sent.append((head, body))
         self.then.append(then)
         return True

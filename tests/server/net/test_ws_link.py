@@ -5,8 +5,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any, cast
 
-from server.net.connection import Connection
 from server.net.metrics import NodeMetrics
+from server.net.ws_link import WebSocketLink
 from shared import wsframe
 
 
@@ -31,15 +31,15 @@ class Writes:
         self.calls.append(tuple(buffers))
 
 
-def connection(transport: Writes) -> Connection:
+def connection(transport: Writes) -> WebSocketLink:
     ws = cast(Any, SimpleNamespace(closed=False))
-    return Connection(ws, cast(Any, transport), slot=3, metrics=NodeMetrics())
+    return WebSocketLink(ws, cast(Any, transport), metrics=NodeMetrics())
 
 
 def test_a_snapshot_is_one_vectored_write_of_header_head_and_the_shared_body() -> None:
     transport = Writes()
     body = bytes(8000)
-    assert connection(transport).send(b"head", body)
+    assert connection(transport).send_snapshot(b"head", body)
     ((header, head, sent),) = transport.calls
     assert sent is body  # handed over as it is, not joined into a copy
     assert head == b"head"
@@ -48,7 +48,7 @@ def test_a_snapshot_is_one_vectored_write_of_header_head_and_the_shared_body() -
 
 def test_a_frame_the_socket_has_no_room_for_is_dropped_whole() -> None:
     transport = Writes(buffered=60 * 1024)
-    assert not connection(transport).send(b"head", bytes(8000))
+    assert not connection(transport).send_snapshot(b"head", bytes(8000))
     assert transport.calls == []
     alone = Writes()
     assert connection(alone).send(b"pong")

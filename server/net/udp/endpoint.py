@@ -1,0 +1,234 @@
+"""A node's UDP socket: datagrams read in batches, a loop turn's datagrams sent in one.
+
+The socket is read with ``loop.add_reader`` and drained with ``recvmmsg``
+(:func:`shared.datagram.mmsg.receive_batch`), up to :data:`READ_BATCHES` batches a
+wake-up so a flood cannot starve the tick. A datagram from a connected address goes to
+its :class:`~server.net.udp.link.UdpLink`; anything else to the handshake
+(:class:`shared.datagram.ServerHandshake`), whose replies are never larger than what the
+address sent. What the sessions queue on the links (a tick's snapshots to every UDP
+player, a pong) is sealed and sent once per loop turn, all of it in one ``sendmmsg``
+(:func:`~shared.datagram.mmsg.send_batch`): one system call where the WebSocket path
+makes one write per player.
+
+Every :data:`SERVICE_INTERVAL_S` the endpoint also gives each channel its keep-alives and
+resends, ends the links that went silent for their token's timeout, and counts the
+channels' refusals in ``arena_udp_refused_total``. Every refused datagram is counted by
+cause, none is answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import Awaitable, Callable
+
+from server.logs import EventLogger
+from server.net.links import GOING_AWAY
+from server.net.metrics import NodeMetrics
+from server.net.udp.link import UdpLink
+from shared.datagram import Channel, ServerHandshake
+from shared.datagram.mmsg import enable_drop_count, kernel_drops, receive_batch, send_batch
+from shared.datagram.packets import Kind
+
+__all__ = ["READ_BATCHES", "SERVICE_INTERVAL_S", "UdpEndpoint"]
+
+log = EventLogger("arena.server")
+
+Address = tuple[str, int]
+
+#: ``recvmmsg`` calls (of up to :data:`BATCH` datagrams) per wake-up of the reader.
+READ_BATCHES = 8
+BATCH = 64
+#: How often keep-alives, resends and time-outs are looked at (keep-alives are due every
+#: 0.1 s of silence).
+SERVICE_INTERVAL_S = 0.05
+_HANDSHAKE_KINDS = (int(Kind.REQUEST), int(Kind.RESPONSE))
+
+
+class UdpEndpoint:
+    """The node's UDP endpoint: ``serve(link)`` runs each connected client's session."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        handshake: ServerHandshake,
+        metrics: NodeMetrics,
+        serve: Callable[[UdpLink], Awaitable[None]],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.sock = sock
+        self.handshake = handshake
+        self.clock = clock  # unix seconds: tokens expire in them
+        self._metrics = metrics
+        self._serve = serve
+        self.links: dict[Address, UdpLink] = {}
+        self._replies: list[tuple[bytes, Address]] = []
+        self._dirty: dict[UdpLink, None] = {}
+        self._flush_scheduled = False
+        self._sessions: set[asyncio.Task[None]] = set()
+        self._service: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.closed = False
+        metrics.udp_clients.set_function(lambda: len(self.links))
+        metrics.udp_kernel_drops.set_function(lambda: kernel_drops(self.sock))
+
+    @property
+    def port(self) -> int:
+        return int(self.sock.getsockname()[1])
+
+    def start(self) -> None:
+        """Read the socket from now on (on the running loop)."""
+        self.sock.setblocking(False)
+        enable_drop_count(self.sock)
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(self.sock.fileno(), self._readable)
+        self._service = self._loop.call_later(SERVICE_INTERVAL_S, self._service_pass)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _readable(self) -> None:
+        received = size = 0
+        for _ in range(READ_BATCHES):
+            try:
+                batch = receive_batch(self.sock, BATCH, 1500)
+            except OSError:
+                break  # (an ICMP error reported on the socket: nothing to read)
+            if not batch:
+                break
+            now = self.clock()
+            for data, address in batch:
+                received += 1
+                size += len(data)
+                self._datagram(data, address, now)
+            if len(batch) < BATCH:
+                break
+        if received:
+            self._metrics.udp_datagrams.labels("in").inc(received)
+            self._metrics.udp_bytes.labels("in").inc(size)
+        if self._replies:
+            self._schedule_flush()
+
+    def _datagram(self, data: bytes, address: Address, now: float) -> None:
+        link = self.links.get(address)
+        if link is not None and (not data or data[0] not in _HANDSHAKE_KINDS):
+            link.datagram(data, now)
+            return
+        step = self.handshake.on_datagram(data, address, now)
+        if step.refused is not None:
+            self._metrics.udp_refused.labels(step.refused).inc()
+        if step.reply is not None:
+            self._replies.append((step.reply, address))
+        if step.established is not None:
+            if link is not None:
+                link.lost()  # the same address connected again: its old channel is over
+            self._connected(address, step.established.channel)
+
+    def _connected(self, address: Address, channel: Channel) -> None:
+        link = UdpLink(address, channel, self, self._metrics)
+        self.links[address] = link
+        task = asyncio.get_running_loop().create_task(self._session(link))
+        self._sessions.add(task)
+        task.add_done_callback(self._sessions.discard)
+
+    async def _session(self, link: UdpLink) -> None:
+        try:
+            await self._serve(link)
+        except Exception:
+            log.exception("udp_session_failed", address=link.peer[0])
+        finally:
+            if not link.closing:
+                link.close(GOING_AWAY, b"")
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def wake(self, link: UdpLink) -> None:
+        """``link`` queued something: it leaves with this loop turn's batch."""
+        self._dirty[link] = None
+        self._schedule_flush()
+
+    def _schedule_flush(self) -> None:
+        if not self._flush_scheduled and self._loop is not None and not self.closed:
+            self._flush_scheduled = True
+            self._loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Send the handshake replies and every woken link's datagrams, in one batch."""
+        self._flush_scheduled = False
+        items, self._replies = self._replies, []
+        if self._dirty:
+            now = self.clock()
+            dirty, self._dirty = self._dirty, {}
+            for link in dirty:
+                if link.peer in self.links:
+                    peer = link.peer
+                    items.extend((datagram, peer) for datagram in link.channel.datagrams(now))
+        self._send(items)
+
+    def _send(self, items: list[tuple[bytes, Address]]) -> None:
+        if not items:
+            return
+        try:
+            sent = send_batch(self.sock, items)
+        except OSError:
+            sent = 0
+        metrics = self._metrics
+        if sent:
+            metrics.udp_datagrams.labels("out").inc(sent)
+            metrics.udp_bytes.labels("out").inc(sum(len(data) for data, _ in items[:sent]))
+        if sent < len(items):
+            metrics.udp_send_failures.inc(len(items) - sent)
+
+    def _service_pass(self) -> None:
+        """Keep-alives and resends, links gone silent, the channels' refusals counted."""
+        now = self.clock()
+        items, self._replies = self._replies, []
+        self._dirty = {}
+        refused = self._metrics.udp_refused
+        for peer, link in list(self.links.items()):
+            channel = link.channel
+            if channel.timed_out(now):
+                link.lost()
+                continue
+            items.extend((datagram, peer) for datagram in channel.datagrams(now))
+            counts = channel.refused
+            if counts != link.refusals_counted:
+                for cause, times in counts.items():
+                    if times > link.refusals_counted.get(cause, 0):
+                        refused.labels(cause).inc(times - link.refusals_counted.get(cause, 0))
+                link.refusals_counted = counts
+        self._send(items)
+        if not self.closed and self._loop is not None:
+            self._service = self._loop.call_later(SERVICE_INTERVAL_S, self._service_pass)
+
+    # -- links ending ----------------------------------------------------------------------
+
+    def disconnect(self, link: UdpLink) -> None:
+        """A clean close: what the link still has queued, then its disconnect packets."""
+        if self.links.get(link.peer) is link:
+            now = self.clock()
+            items = [(datagram, link.peer) for datagram in link.channel.datagrams(now)]
+            items += [(datagram, link.peer) for datagram in link.channel.disconnect()]
+            self._send(items)
+            del self.links[link.peer]
+
+    def forget(self, link: UdpLink) -> None:
+        if self.links.get(link.peer) is link:
+            del self.links[link.peer]
+
+    async def close(self) -> None:
+        """Disconnect every client cleanly, stop reading, close the socket."""
+        if self.closed:
+            return
+        for link in list(self.links.values()):
+            self.disconnect(link)
+            link.lost()
+        self.closed = True
+        if self._service is not None:
+            self._service.cancel()
+        if self._loop is not None:
+            self._loop.remove_reader(self.sock.fileno())
+        for task in list(self._sessions):
+            task.cancel()
+        await asyncio.gather(*self._sessions, return_exceptions=True)
+        self.sock.close()
