@@ -558,8 +558,8 @@ class Bot:
         address = datagram.node_address(url)
         if not book.usable_at(address, time.time()):
             body: dict[str, str] = {"name": f"{config.name_prefix}-{self.params.index}"}
-            if self.welcome is None and self._token is not None:
-                body["token"] = self._token  # (the directory's reservation)
+            if self._token is not None:  # (the directory's reservation, or the seat's token)
+                body["token"] = self._token
             book.renewed(
                 await datagram.request_token(url, body, config.tls, config.connect_timeout)
             )
