@@ -3,6 +3,7 @@ TCP line's burst loss as retransmissions."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -92,7 +93,7 @@ def test_duplicates_arrive_twice_each_copy_with_its_own_delay() -> None:
 def test_jitter_reorders_datagrams_nothing_holds_one_back() -> None:
     line = DatagramLine(0.05, rng=rng(), jitter=0.004)
     dues = [f[0] for f in fates(line, 5000, spacing=0.002)]
-    overtaken = sum(later < earlier for earlier, later in zip(dues, dues[1:], strict=False))
+    overtaken = sum(later < earlier for earlier, later in itertools.pairwise(dues))
     assert overtaken > 500  # 2 ms apart, 4 ms mean jitter: many are overtaken
     assert min(d - i * 0.002 for i, d in enumerate(dues)) >= 0.05
 
@@ -103,7 +104,7 @@ def test_the_tcp_line_turns_burst_losses_into_retransmissions() -> None:
     dues = [line.schedule(i * 0.01) for i in range(N)]
     late = sum(d - i * 0.01 > 0.1 for i, d in enumerate(dues))
     assert late > 0.03 * N  # each lost packet, and those held behind it, come late
-    assert all(b >= a for a, b in zip(dues, dues[1:], strict=False))  # never reordered
+    assert all(b >= a for a, b in itertools.pairwise(dues))  # never reordered
 
 
 def test_a_bots_datagram_link_is_the_same_for_the_same_seed() -> None:
