@@ -9,7 +9,8 @@ duplicates and sequences older than a window of 256 (:class:`ReplayWindow`). On 
   fragments of ``FRAGMENT_SIZE``; a lost fragment loses that payload only. Never delivered
   twice; a late one is still delivered (the snapshot's own tick orders it).
 * ``REDUNDANT`` (inputs): every datagram repeats, oldest first, the newest ``redundancy``
-  payloads the peer has not acknowledged, so a lost datagram costs no input. Each is
+  payloads the peer has not acknowledged (as many as fit beside the datagram's other
+  records; each leaves at least once), so a lost datagram costs no input. Each is
   delivered once, in send order: a receiver delivers only payloads newer than the newest it
   delivered (the server refuses an input older than one it applied, so order is kept).
 * ``RELIABLE`` (events, errors, tokens, standby list): resent until a datagram that carried
@@ -68,6 +69,7 @@ _RELIABLE_CHUNK = 1024
 _WHOLE_OVERHEAD = 1 + RECORD_HEADERS[Record.UNRELIABLE].size
 _MIN_DATAGRAM = CHANNEL_HEADER.size + TAG_BYTES
 _SEQUENCE = CHANNEL_HEADER
+_SENDS = [bytes([count]) for count in range(256)]
 
 
 class Lane(enum.Enum):
@@ -115,9 +117,16 @@ class _Sent:
 
 @dataclass(slots=True)
 class _Redundant:
+    """A redundant payload's record, encoded once but for its send count (between the two)."""
+
     ident: int
-    data: bytes
+    head: bytes
+    tail: bytes
     sends: int = 0
+
+    @property
+    def size(self) -> int:
+        return len(self.head) + 1 + len(self.tail)
 
 
 @dataclass(slots=True)
@@ -131,6 +140,22 @@ class _ReliableChunk:
 class _Assembly:
     parts: list[bytes | None]
     have: int = 0
+
+
+def _redundant_run(entries: list[_Redundant], room: int) -> list[_Redundant]:
+    """The redundant payloads one datagram carries, oldest first: all of them when they fit
+    in ``room``; otherwise the oldest never sent and as many after it as fit (so each leaves
+    at least once, in order), then older repeats, newest first, as long as they fit."""
+    count = len(entries)
+    start = end = next((i for i, entry in enumerate(entries) if not entry.sends), count)
+    used = 0
+    while end < count and used + entries[end].size <= room:
+        used += entries[end].size
+        end += 1
+    while start > 0 and used + entries[start - 1].size <= room:
+        start -= 1
+        used += entries[start].size
+    return entries[start:end]
 
 
 _COUNTERS = (
@@ -206,7 +231,8 @@ class Channel:
         if lane is Lane.REDUNDANT:
             if len(data) > MAX_REDUNDANT_PAYLOAD:
                 raise ValueError(f"a redundant payload is at most {MAX_REDUNDANT_PAYLOAD} bytes")
-            self._redundant.append(_Redundant(self._next_redundant, data))
+            record = encode_record(Record.REDUNDANT, (self._next_redundant, 0), data)
+            self._redundant.append(_Redundant(self._next_redundant, record[:5], record[6:]))
             self._next_redundant += 1
             if len(self._redundant) > self.redundancy:
                 self._redundant.popleft()
@@ -263,24 +289,20 @@ class Channel:
         if not queue and not fresh and now - self._last_sent_at < RESEND_INTERVAL_S:
             return []
         out = []
+        redundant = list(self._redundant)
         while True:
             room = DATA_ROOM
             parts: list[bytes] = []
-            redundant_room = room - (len(queue[0][1]) if queue else 0)
             redundant_through = -1
-            for entry in self._redundant:
-                record = encode_record(
-                    Record.REDUNDANT, (entry.ident, min(entry.sends, 255)), entry.data
-                )
-                if len(record) > redundant_room:
-                    break
-                parts.append(record)
-                redundant_room -= len(record)
-                room -= len(record)
-                redundant_through = entry.ident
+            run = _redundant_run(redundant, room - (len(queue[0][1]) if queue else 0))
+            for entry in run:
+                parts += (entry.head, _SENDS[min(entry.sends, 255)], entry.tail)
+                room -= entry.size
                 if entry.sends:
                     self._counters["redundant_resent"] += 1
                 entry.sends += 1
+            if run:
+                redundant_through = run[-1].ident
             reliable_ids = []
             while queue and len(queue[0][1]) <= room:
                 ident, record = queue.popleft()
@@ -289,7 +311,7 @@ class Channel:
                 if ident >= 0:
                     reliable_ids.append(ident)
             out.append(self._seal_payload(parts, now, redundant_through, tuple(reliable_ids)))
-            if not queue:
+            if not queue and (not redundant or redundant[-1].sends):
                 return out
 
     def _reliable_expected_by_peer(self) -> int:
@@ -363,7 +385,7 @@ class Channel:
         self._note_received(sequence)
         ack, bits = ACK_HEADER.unpack_from(body, 0)
         try:
-            records = read_records(body, ACK_HEADER.size)
+            records = read_records(body, ACK_HEADER.size, self._redundant_delivered)
         except ValueError:
             return self._refuse("bad_packet")
         if ack != NO_SEQUENCE:

@@ -1,9 +1,14 @@
 """A tick's datagrams in a few system calls: ``sendmmsg`` and ``recvmmsg`` through ctypes.
 
-Python's ``socket`` has neither; libc has both (Linux). Without them (another platform, or a
-libc that lacks the symbols) the same functions fall back to a ``sendto`` / ``recvfrom``
-loop, so callers need no second path. The socket is expected to be non-blocking (an asyncio
-edge's is): a full send buffer ends a batch early, and the count sent says where.
+Python's ``socket`` has neither; libc has both (Linux). The ``mmsghdr`` arrays are built as
+NumPy arrays (one column a field, no Python object per datagram): built with a ctypes
+structure per datagram, a batch cost more Python than the ``sendto`` loop it replaces.
+The datagrams of a batch are joined into one buffer, so every ``iovec`` points into it.
+
+Without the calls (another platform, a libc without the symbols, or a layout other than
+LP64 little-endian) the same functions fall back to ``sendto`` / ``recvfrom`` loops, so
+callers need no second path. The socket is expected to be non-blocking (an asyncio edge's
+is): a full send buffer ends a batch early, and the count sent says where.
 
 This module does I/O: it is the one part of :mod:`shared.datagram` outside the no-I/O
 contract.
@@ -16,7 +21,10 @@ import ctypes.util
 import errno
 import socket
 import struct
+import sys
 import weakref
+
+import numpy as np
 
 __all__ = [
     "HAVE_MMSG",
@@ -32,39 +40,27 @@ Address = tuple[str, int]
 _MSG_DONTWAIT = 0x40
 _SO_RXQ_OVFL = getattr(socket, "SO_RXQ_OVFL", 40)
 
-
-class _IOVec(ctypes.Structure):
-    _fields_ = (("base", ctypes.c_void_p), ("length", ctypes.c_size_t))
-
-
-class _MsgHdr(ctypes.Structure):
-    _fields_ = (
-        ("name", ctypes.c_void_p),
-        ("namelen", ctypes.c_uint32),
-        ("iov", ctypes.POINTER(_IOVec)),
-        ("iovlen", ctypes.c_size_t),
-        ("control", ctypes.c_void_p),
-        ("controllen", ctypes.c_size_t),
-        ("flags", ctypes.c_int),
-    )
-
-
-class _MMsgHdr(ctypes.Structure):
-    _fields_ = (("hdr", _MsgHdr), ("length", ctypes.c_uint))
+# struct mmsghdr on LP64 as eight 64-bit words: msg_name, msg_namelen, msg_iov, msg_iovlen,
+# msg_control, msg_controllen, msg_flags, msg_len (32-bit fields in the low half).
+_NAME, _NAMELEN, _IOV, _IOVLEN, _CONTROL, _CONTROLLEN, _FLAGS, _LEN = range(8)
+_MMSGHDR_WORDS = 8
+_IOVEC_WORDS = 2
+#: Room for any socket address (a sockaddr_in6); every name slot has this size.
+_NAME_BYTES = 28
+#: A cmsghdr (16 bytes on LP64) and a 32-bit count, aligned.
+_CONTROL_BYTES = 32
+_CMSG_HEADER = struct.Struct("@QiI")
 
 
 def _load_libc() -> ctypes.CDLL | None:
+    if sys.byteorder != "little" or ctypes.sizeof(ctypes.c_void_p) != 8:
+        return None
     name = ctypes.util.find_library("c")
     if name is None:
         return None
     try:
         libc = ctypes.CDLL(name, use_errno=True)
-        libc.sendmmsg.argtypes = (
-            ctypes.c_int,
-            ctypes.c_void_p,
-            ctypes.c_uint,
-            ctypes.c_int,
-        )
+        libc.sendmmsg.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int)
         libc.recvmmsg.argtypes = (
             ctypes.c_int,
             ctypes.c_void_p,
@@ -81,68 +77,93 @@ _LIBC = _load_libc()
 #: Whether the batched calls are there (else the loops stand in).
 HAVE_MMSG = _LIBC is not None
 
-_SOCKADDR_IN6 = 28
-_CMSG_HEADER = struct.Struct("@NiI" if ctypes.sizeof(ctypes.c_size_t) == 8 else "@Iii")
-_CMSG_SPACE = 32  # a cmsghdr and a 32-bit count, aligned, with room to spare
-
 # The latest SO_RXQ_OVFL count seen per socket (enable_drop_count's).
 _drops: weakref.WeakKeyDictionary[socket.socket, int] = weakref.WeakKeyDictionary()
+# Socket addresses packed once: a node sends to the same players every tick.
+_packed_names: dict[Address, bytes] = {}
+_unpacked_names: dict[bytes, Address] = {}
+_NAMES_KEPT = 65536
 
 
-def _sockaddr(family: int, address: Address) -> bytes:
-    host, port = address[0], address[1]
-    if family == socket.AF_INET6:
-        packed = socket.inet_pton(socket.AF_INET6, host)
-        return struct.pack("<H", socket.AF_INET6) + struct.pack(">HI", port, 0) + packed + bytes(4)
-    packed = socket.inet_pton(socket.AF_INET, host)
-    return struct.pack("<H", socket.AF_INET) + struct.pack(">H", port) + packed + bytes(8)
+def _sockaddr(address: Address) -> bytes:
+    """``address`` as a sockaddr, padded to ``_NAME_BYTES`` (length: 16 for IPv4)."""
+    packed = _packed_names.get(address)
+    if packed is None:
+        host, port = address[0], address[1]
+        if ":" in host:
+            ip = socket.inet_pton(socket.AF_INET6, host)
+            packed = (
+                struct.pack("<H", socket.AF_INET6) + struct.pack(">HI", port, 0) + ip + bytes(4)
+            )
+        else:
+            ip = socket.inet_pton(socket.AF_INET, host)
+            packed = struct.pack("<H", socket.AF_INET) + struct.pack(">H", port) + ip + bytes(20)
+        if len(_packed_names) >= _NAMES_KEPT:
+            _packed_names.clear()
+        _packed_names[(host, port)] = packed
+    return packed
 
 
 def _address(raw: bytes) -> Address:
-    family = struct.unpack_from("<H", raw)[0]
-    (port,) = struct.unpack_from(">H", raw, 2)
-    if family == socket.AF_INET6:
-        return socket.inet_ntop(socket.AF_INET6, raw[8:24]), port
-    return socket.inet_ntop(socket.AF_INET, raw[4:8]), port
+    address = _unpacked_names.get(raw)
+    if address is None:
+        family = struct.unpack_from("<H", raw)[0]
+        (port,) = struct.unpack_from(">H", raw, 2)
+        if family == socket.AF_INET6:
+            address = (socket.inet_ntop(socket.AF_INET6, raw[8:24]), port)
+        else:
+            address = (socket.inet_ntop(socket.AF_INET, raw[4:8]), port)
+        if len(_unpacked_names) >= _NAMES_KEPT:
+            _unpacked_names.clear()
+        _unpacked_names[raw] = address
+    return address
+
+
+def _check(result: int, call: str) -> int:
+    """``result``, or -1 for "try again later"; raises for a real error."""
+    if result >= 0:
+        return result
+    error = ctypes.get_errno()
+    if error in (errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOBUFS, errno.EINTR):
+        return -1 if error != errno.EINTR else -2
+    raise OSError(error, f"{call}: {errno.errorcode.get(error, error)}")
 
 
 def send_batch(sock: socket.socket, items: list[tuple[bytes, Address]]) -> int:
     """Send every ``(datagram, address)`` in as few calls as the kernel allows; returns how
     many left (fewer than asked when the send buffer filled: the rest are dropped, as a
     lossy link would)."""
-    if not items:
+    count = len(items)
+    if count == 0:
         return 0
     if _LIBC is None:
         return _send_loop(sock, items)
-    count = len(items)
-    family = sock.family
-    headers = (_MMsgHdr * count)()
-    vectors = (_IOVec * count)()
-    keep = []
-    for index, (data, address) in enumerate(items):
-        payload = ctypes.create_string_buffer(bytes(data), len(data))
-        name = ctypes.create_string_buffer(_sockaddr(family, address))
-        keep.append((payload, name))
-        vectors[index].base = ctypes.addressof(payload)
-        vectors[index].length = len(data)
-        header = headers[index].hdr
-        header.name = ctypes.addressof(name)
-        header.namelen = len(name.raw) if family == socket.AF_INET6 else 16
-        header.iov = ctypes.pointer(vectors[index])
-        header.iovlen = 1
+    datagrams = [data for data, _ in items]
+    blob = np.frombuffer(b"".join(datagrams) or b"\0", dtype=np.uint8)
+    names = np.frombuffer(b"".join([_sockaddr(address) for _, address in items]), dtype=np.uint8)
+    lengths = np.fromiter(map(len, datagrams), dtype=np.uint64, count=count)
+    vectors = np.empty((count, _IOVEC_WORDS), dtype=np.uint64)
+    vectors[:, 1] = lengths
+    vectors[0, 0] = 0
+    np.cumsum(lengths[:-1], out=vectors[1:, 0])
+    vectors[:, 0] += blob.ctypes.data
+    headers = np.zeros((count, _MMSGHDR_WORDS), dtype=np.uint64)
+    headers[:, _NAME] = names.ctypes.data + _NAME_BYTES * np.arange(count, dtype=np.uint64)
+    families = names[0::_NAME_BYTES]  # the low byte of sa_family (AF_INET 2, AF_INET6 10)
+    headers[:, _NAMELEN] = np.where(families == socket.AF_INET6, _NAME_BYTES, 16)
+    headers[:, _IOV] = vectors.ctypes.data + 16 * np.arange(count, dtype=np.uint64)
+    headers[:, _IOVLEN] = 1
+    base = headers.ctypes.data
     sent = 0
     fd = sock.fileno()
     while sent < count:
-        result = _LIBC.sendmmsg(
-            fd, ctypes.addressof(headers) + sent * ctypes.sizeof(_MMsgHdr), count - sent, 0
+        result = _check(
+            _LIBC.sendmmsg(fd, base + sent * 8 * _MMSGHDR_WORDS, count - sent, 0), "sendmmsg"
         )
+        if result == -2:
+            continue
         if result < 0:
-            error = ctypes.get_errno()
-            if error == errno.EINTR:
-                continue
-            if error in (errno.EAGAIN, errno.ENOBUFS):
-                break
-            raise OSError(error, f"sendmmsg: {errno.errorcode.get(error, error)}")
+            break
         sent += result
     return sent
 
@@ -165,43 +186,43 @@ def receive_batch(
     blocking: an empty list when none are waiting."""
     if _LIBC is None:
         return _receive_loop(sock, max_count, size)
-    buffers = ctypes.create_string_buffer(max_count * size)
-    names = ctypes.create_string_buffer(max_count * _SOCKADDR_IN6)
-    controls = ctypes.create_string_buffer(max_count * _CMSG_SPACE)
-    headers = (_MMsgHdr * max_count)()
-    vectors = (_IOVec * max_count)()
-    base, name_base, control_base = (ctypes.addressof(b) for b in (buffers, names, controls))
-    for index in range(max_count):
-        vectors[index].base = base + index * size
-        vectors[index].length = size
-        header = headers[index].hdr
-        header.name = name_base + index * _SOCKADDR_IN6
-        header.namelen = _SOCKADDR_IN6
-        header.iov = ctypes.pointer(vectors[index])
-        header.iovlen = 1
-        header.control = control_base + index * _CMSG_SPACE
-        header.controllen = _CMSG_SPACE
+    buffers = np.empty(max_count * size, dtype=np.uint8)
+    names = np.zeros(max_count * _NAME_BYTES, dtype=np.uint8)
+    controls = np.zeros(max_count * _CONTROL_BYTES, dtype=np.uint8)
+    vectors = np.empty((max_count, _IOVEC_WORDS), dtype=np.uint64)
+    vectors[:, 0] = buffers.ctypes.data + size * np.arange(max_count, dtype=np.uint64)
+    vectors[:, 1] = size
+    headers = np.zeros((max_count, _MMSGHDR_WORDS), dtype=np.uint64)
+    headers[:, _NAME] = names.ctypes.data + _NAME_BYTES * np.arange(max_count, dtype=np.uint64)
+    headers[:, _NAMELEN] = _NAME_BYTES
+    headers[:, _IOV] = vectors.ctypes.data + 16 * np.arange(max_count, dtype=np.uint64)
+    headers[:, _IOVLEN] = 1
+    headers[:, _CONTROL] = controls.ctypes.data + _CONTROL_BYTES * np.arange(
+        max_count, dtype=np.uint64
+    )
+    headers[:, _CONTROLLEN] = _CONTROL_BYTES
+    fd = sock.fileno()
     while True:
-        count = _LIBC.recvmmsg(
-            sock.fileno(), ctypes.addressof(headers), max_count, _MSG_DONTWAIT, None
+        count = _check(
+            _LIBC.recvmmsg(fd, headers.ctypes.data, max_count, _MSG_DONTWAIT, None), "recvmmsg"
         )
-        if count >= 0:
+        if count != -2:
             break
-        error = ctypes.get_errno()
-        if error == errno.EINTR:
-            continue
-        if error in (errno.EAGAIN, errno.EWOULDBLOCK):
-            return []
-        raise OSError(error, f"recvmmsg: {errno.errorcode.get(error, error)}")
-    raw, raw_names = buffers.raw, names.raw
-    out = []
-    for index in range(count):
-        length = headers[index].length
-        start = index * size
-        name = raw_names[index * _SOCKADDR_IN6 : (index + 1) * _SOCKADDR_IN6]
-        out.append((raw[start : start + min(length, size)], _address(name)))
-    if count and headers[count - 1].hdr.controllen >= _CMSG_HEADER.size + 4:
-        _note_drops(sock, controls.raw[(count - 1) * _CMSG_SPACE : count * _CMSG_SPACE])
+    if count <= 0:
+        return []
+    lengths = (headers[:count, _LEN] & 0xFFFFFFFF).tolist()
+    raw = buffers.tobytes()
+    raw_names = names.tobytes()
+    out = [
+        (
+            raw[index * size : index * size + length],
+            _address(raw_names[index * _NAME_BYTES : (index + 1) * _NAME_BYTES]),
+        )
+        for index, length in enumerate(lengths)
+    ]
+    if int(headers[count - 1, _CONTROLLEN]) >= _CMSG_HEADER.size + 4:
+        last = count - 1
+        _note_drops(sock, controls[last * _CONTROL_BYTES : count * _CONTROL_BYTES].tobytes())
     return out
 
 

@@ -110,6 +110,8 @@ FRAGMENT_SIZE = 1024
 MAX_FRAGMENTS = 255
 
 _TAG = struct.Struct("<B")
+# A tag byte to its record and header (looked up per record: no Enum call on the hot path).
+_READERS = {int(record): (record, header) for record, header in RECORD_HEADERS.items()}
 
 
 def encode_address(address: tuple[str, int]) -> bytes:
@@ -119,20 +121,20 @@ def encode_address(address: tuple[str, int]) -> bytes:
 
 
 def read_records(
-    body: bytes | memoryview, offset: int
+    body: bytes, offset: int, redundant_after: int = -1
 ) -> list[tuple[Record, tuple[int, ...], bytes]]:
-    """Every record of a body from ``offset``: (tag, header fields, bytes). Raises
-    ``ValueError`` on an unknown tag or a length past the end (a peer's bug: the body was
-    authenticated)."""
+    """Every record of a body from ``offset``: (tag, header fields, bytes), leaving out the
+    REDUNDANT records whose id is not above ``redundant_after`` (repeats a receiver already
+    delivered: most of an input datagram). Raises ``ValueError`` on an unknown tag or a
+    length past the end (a peer's bug: the body was authenticated)."""
     records: list[tuple[Record, tuple[int, ...], bytes]] = []
     end = len(body)
     while offset < end:
         tag = body[offset]
-        try:
-            record = Record(tag)
-        except ValueError:
-            raise ValueError(f"unknown record tag {tag}") from None
-        header = RECORD_HEADERS[record]
+        known = _READERS.get(tag)
+        if known is None:
+            raise ValueError(f"unknown record tag {tag}")
+        record, header = known
         offset += 1
         if offset + header.size > end:
             raise ValueError("record header past the end")
@@ -141,7 +143,8 @@ def read_records(
         length = fields[-1]
         if offset + length > end:
             raise ValueError("record past the end")
-        records.append((record, fields[:-1], bytes(body[offset : offset + length])))
+        if record is not Record.REDUNDANT or fields[0] > redundant_after:
+            records.append((record, fields[:-1], body[offset : offset + length]))
         offset += length
     return records
 

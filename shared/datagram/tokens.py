@@ -33,6 +33,7 @@ __all__ = [
     "TOKEN_ID_BYTES",
     "ConnectToken",
     "PrivateToken",
+    "Refused",
     "issue_connect_token",
     "open_private_token",
 ]

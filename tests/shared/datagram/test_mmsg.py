@@ -90,4 +90,3 @@ def test_kernel_drops_are_counted(sockets: tuple[socket.socket, socket.socket]) 
 def test_buffer_sizes_are_granted(sockets: tuple[socket.socket, socket.socket]) -> None:
     receive, send = mmsg.set_buffer_sizes(sockets[0], 100_000, 50_000)
     assert receive >= 100_000 and send >= 50_000  # Linux doubles what was asked
-
