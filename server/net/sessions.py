@@ -575,12 +575,16 @@ class Sessions:
             connection.send(frame)
 
     async def close_all(self, code: str, text: str) -> None:
-        """Tell every player ``code`` (fatal) and close with 1001 GOING_AWAY."""
+        """Tell every player ``code`` (fatal) and close with 1001 GOING_AWAY, all at once
+        (each close is bounded: a datagram link lingers a few round trips, a WebSocket
+        waits for its close to be written)."""
         bye = protocol.encode(ErrorMessage(code, text, fatal=True))
+        closing = []
         for connection in list(self.connections.values()):
             with contextlib.suppress(Exception):
                 connection.send(bye)
-                await connection.close(GOING_AWAY, code.encode())
+                closing.append(connection.close(GOING_AWAY, code.encode()))
+        await asyncio.gather(*closing, return_exceptions=True)
 
     # -- seats kept through a failover ----------------------------------------------------
 

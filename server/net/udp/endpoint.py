@@ -10,9 +10,10 @@ player, a pong) is sealed and sent once per loop turn, all of it in one ``sendmm
 (:func:`~shared.datagram.mmsg.send_batch`): one system call where the WebSocket path
 makes one write per player.
 
-Every :data:`SERVICE_INTERVAL_S` the endpoint also gives each channel its keep-alives and
-resends, ends the links that went silent for their token's timeout, and counts the
-channels' refusals in ``arena_udp_refused_total``. Every refused datagram is counted by
+Every :data:`SERVICE_INTERVAL_S` while a client is connected the endpoint also gives each
+channel its keep-alives and resends, ends the links that went silent for their token's
+timeout, and counts the channels' refusals in ``arena_udp_refused_total``; a node with no
+UDP client is not woken for it. Every refused datagram is counted by
 cause, none is answered.
 """
 
@@ -83,7 +84,6 @@ class UdpEndpoint:
         enable_drop_count(self.sock)
         self._loop = asyncio.get_running_loop()
         self._loop.add_reader(self.sock.fileno(), self._readable)
-        self._service = self._loop.call_later(SERVICE_INTERVAL_S, self._service_pass)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -127,6 +127,8 @@ class UdpEndpoint:
     def _connected(self, address: Address, channel: Channel) -> None:
         link = UdpLink(address, channel, self, self._metrics)
         self.links[address] = link
+        if self._service is None and self._loop is not None:
+            self._service = self._loop.call_later(SERVICE_INTERVAL_S, self._service_pass)
         task = asyncio.get_running_loop().create_task(self._session(link))
         self._sessions.add(task)
         task.add_done_callback(self._sessions.discard)
@@ -198,7 +200,8 @@ class UdpEndpoint:
                         refused.labels(cause).inc(times - link.refusals_counted.get(cause, 0))
                 link.refusals_counted = counts
         self._send(items)
-        if not self.closed and self._loop is not None:
+        self._service = None
+        if self.links and not self.closed and self._loop is not None:
             self._service = self._loop.call_later(SERVICE_INTERVAL_S, self._service_pass)
 
     # -- links ending ----------------------------------------------------------------------

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from server.net.links import POLICY_VIOLATION, SeatEvents
 from server.net.metrics import NodeMetrics
@@ -32,10 +32,7 @@ from server.sim.input_budget import FrameKind, SeatBudgets
 from server.sim.intake import HeldReader, InputIntake
 from shared.datagram import Channel, Lane
 
-if TYPE_CHECKING:
-    from server.net.udp.endpoint import UdpEndpoint
-
-__all__ = ["CLOSE_LINGER_CAP_S", "UdpLink"]
+__all__ = ["CLOSE_LINGER_CAP_S", "LinkEndpoint", "UdpLink", "as_client_frame"]
 
 Address = tuple[str, int]
 
@@ -57,6 +54,26 @@ def as_client_frame(payload: bytes) -> bytes:
     return _FRAME_HEAD + bytes([0x80 | len(payload)]) + _ZERO_KEY + payload
 
 
+class LinkEndpoint(Protocol):
+    """What a link needs of the endpoint that reads and writes its datagrams."""
+
+    def clock(self) -> float:
+        """Unix seconds now (the channels' time)."""
+        ...
+
+    def wake(self, link: UdpLink) -> None:
+        """``link`` queued something: send it with this loop turn's batch."""
+        ...
+
+    def disconnect(self, link: UdpLink) -> None:
+        """Send what ``link`` still has queued, then its disconnect packets; forget it."""
+        ...
+
+    def forget(self, link: UdpLink) -> None:
+        """``link`` is gone: its address is a stranger again."""
+        ...
+
+
 class UdpLink:
     """A connected UDP client: its channel, its seat's budgets once seated, and its end."""
 
@@ -64,7 +81,7 @@ class UdpLink:
         self,
         peer: Address,
         channel: Channel,
-        endpoint: UdpEndpoint,
+        endpoint: LinkEndpoint,
         metrics: NodeMetrics,
     ) -> None:
         self.peer = peer

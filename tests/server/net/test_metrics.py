@@ -16,6 +16,7 @@ from server.net.metrics import (
     JOIN_REFUSALS,
     PEER_REFUSALS,
     PROTOCOL_ERROR_CODES,
+    UDP_REFUSALS,
     UNPUBLISHED_REASONS,
     NodeMetrics,
 )
@@ -30,6 +31,9 @@ STARTS_WITH = {
     "joins_refused": JOIN_REFUSALS,
     "ticks_unpublished": UNPUBLISHED_REASONS,
     "peers_refused": PEER_REFUSALS,
+    "udp_refused": UDP_REFUSALS,
+    "udp_datagrams": ("in", "out"),
+    "udp_bytes": ("in", "out"),
     "seat_requests": SEAT_OUTCOMES,
     "heartbeats": HEARTBEAT_OUTCOMES,
 }
@@ -60,6 +64,8 @@ def test_labelled_counters_read_zero_for_every_known_value_before_any_event() ->
         ("arena_joins_refused_total", "reason", JOIN_REFUSALS),
         ("arena_ticks_unpublished_total", "reason", UNPUBLISHED_REASONS),
         ("arena_peers_refused_total", "reason", PEER_REFUSALS),
+        ("arena_udp_refused_total", "cause", UDP_REFUSALS),
+        ("arena_udp_datagrams_total", "direction", ("in", "out")),
         ("arena_directory_seat_requests_total", "outcome", SEAT_OUTCOMES),
         ("arena_directory_heartbeats_total", "outcome", HEARTBEAT_OUTCOMES),
     }
