@@ -195,6 +195,7 @@ class Bot:
         self.snapshot_interval = 1  # ticks between two snapshots (from the welcome)
         self.snapshot_gaps = 0  # snapshots missing between two shown (by their ticks)
         self.snapshots_late = 0  # snapshots that came after a newer one was shown
+        self._shown_epoch = -1  # the epoch of the snapshot shown last
         self.inputs_sent = 0
         self.inputs_resent = 0  # inputs sent again: repeats in later datagrams, failovers
         self.inputs_first_lost = 0  # (UDP) inputs whose first datagram the link dropped
@@ -437,9 +438,10 @@ class Bot:
         now = self._loop.time()
         if self.snapshot_count:
             self.longest_gap = max(self.longest_gap, now - self._last_snapshot_at)
-            if epoch == self.epoch and self.latest_tick >= 0:
+            if epoch == self._shown_epoch:  # (across a failover the stall says it all)
                 missed = (tick - self.latest_tick) // self.snapshot_interval - 1
                 self.snapshot_gaps += max(0, missed)
+        self._shown_epoch = epoch
         self.epoch = epoch
         self.latest_tick = tick
         self.snapshot_count += 1
@@ -457,7 +459,7 @@ class Bot:
     def note_unshown(self, epoch: int, tick: int) -> None:
         """A snapshot not shown: one older than the newest shown of its epoch came late
         (overtaken on the link), so it was not among those missing."""
-        if epoch == self.epoch and tick < self.latest_tick:
+        if epoch == self._shown_epoch and tick < self.latest_tick:
             self.snapshots_late += 1
 
     @property

@@ -56,6 +56,12 @@ async def test_a_new_epoch_is_not_a_gap() -> None:
     clock.now += 0.1
     bot.accept_snapshot(4, 600, -1)  # the promoted standby
     assert bot.snapshots_lost == 0
+    # The next primary's welcome comes before its first snapshot: still no gap.
+    deliver(bot, 0, lambda: bot.welcomed(protocol.WelcomeMessage(
+        1, 0, 60, 10, 0.2, "t1", "arena", "eu", 5, snapshot_rate=10)))  # fmt: skip
+    assert bot.epoch == 5
+    bot.accept_snapshot(5, 660, -1)
+    assert bot.snapshots_lost == 0
 
 
 async def test_the_welcome_sets_the_snapshot_interval() -> None:
