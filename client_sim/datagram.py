@@ -158,7 +158,10 @@ class DatagramConnection:
         link: DatagramLink,
         pump: DeliveryPump,
         meter: DatagramMeter,
+        resolved: tuple[int, Any] | None = None,
     ) -> None:
+        """``address``: the node as the token lists it; ``resolved``: its socket family
+        and address (default: ``address`` itself, a literal IP)."""
         self._loop = asyncio.get_running_loop()
         self._on_message = on_message
         self._on_close = on_close
@@ -166,10 +169,12 @@ class DatagramConnection:
         self._pump = pump
         self._meter = meter
         self.address = address
-        family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-        self._sock = socket.socket(family, socket.SOCK_DGRAM)
+        if resolved is None:
+            family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+            resolved = (family, address)
+        self._sock = socket.socket(resolved[0], socket.SOCK_DGRAM)
         self._sock.setblocking(False)
-        self._sock.connect(address)  # (a closed port answers: ECONNREFUSED, as a TCP reset)
+        self._sock.connect(resolved[1])  # (a closed port answers: ECONNREFUSED, like a reset)
         self.handshake = ClientHandshake(token, address, time.time(), redundancy=INPUT_REDUNDANCY)
         self.channel: Channel | None = None
         self.established: asyncio.Future[None] = self._loop.create_future()
@@ -361,11 +366,19 @@ async def connect(
     pump: DeliveryPump,
     meter: DatagramMeter,
 ) -> DatagramConnection:
-    """Handshake with the node at ``address``; returns once connected. Bound it with
-    ``asyncio.timeout``: a cancelled connect closes the socket."""
-    connection = DatagramConnection(
-        token, address, on_message, on_close, link=link, pump=pump, meter=meter
+    """Handshake with the node at ``address`` (a name is looked up first, off the loop);
+    returns once connected. Bound it with ``asyncio.timeout``: a cancelled connect closes
+    the socket."""
+    found = await asyncio.get_running_loop().getaddrinfo(
+        address[0], address[1], type=socket.SOCK_DGRAM
     )
+    if not found:
+        raise HandshakeError(f"{address[0]}: no address")
+    family, _, _, _, sockaddr = found[0]
+    connection = DatagramConnection(
+        token, address, on_message, on_close, link=link, pump=pump, meter=meter,
+        resolved=(family, sockaddr),
+    )  # fmt: skip
     try:
         await asyncio.shield(connection.established)
     except BaseException:
