@@ -24,7 +24,7 @@ def seated_bot() -> Bot:
         beat=ProcessBeat(),
         clock_changed=lambda *_: None,
     )
-    bot = Bot(0, params, host, "ws://a/ws")  # type: ignore[arg-type]
+    bot = Bot(0, params, host, "ws://a/ws")
     bot.welcome = protocol.WelcomeMessage(1, 0, 60, 10, 0.2, "tok", "arena", "eu", 3)
     bot._welcomed_local = -1e9  # long ago
     bot._connections[0] = SimpleNamespace(closed=False, url="ws://a/ws")  # type: ignore[assignment]
