@@ -44,9 +44,13 @@ lint: $(STAMP)
 	$(BIN)/mypy server shared client_sim launch
 	$(BIN)/lint-imports
 
+# Each bench overwrites its bench/results/<bench>.json; then docs/performance.md and the
+# README's figures are made again from every results file. Name others to run them too:
+# make bench BENCHES="server_load hitreg peers/run fairness".
+BENCHES ?= server_load hitreg
 bench: $(STAMP)
-	$(BIN)/python bench/server_load.py
-	$(BIN)/python bench/hitreg.py
+	for name in $(BENCHES); do $(BIN)/python bench/$$name.py || exit 1; done
+	$(BIN)/python bench/report.py
 
 # The node's container image, arena:latest (deploy/Containerfile), with podman or else
 # docker; the base is made locally (debootstrap) when missing: no registry needed.

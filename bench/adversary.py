@@ -1,4 +1,4 @@
-"""Hostile clients beside honest bots, one attack class at a time, as JSON (issue 15).
+"""Hostile clients beside honest bots, one attack class at a time, as JSON.
 
 A node starts, 20 honest bots play on it in this process (``client_sim.swarm.Swarm``, 40 ms
 RTT), and each attack class of :mod:`launch.adversary` runs in a worker process for a
@@ -12,7 +12,7 @@ within its buckets as Prometheus' ``histogram_quantile`` does; the buckets are 0
 wide around a quiet node's p99), honest bots lost (a connection lost,
 a seat lost, or not playing at the window's end), the bots' own tick rate, the node's
 counters that moved (drops, refusals, offences, kicks) and what the attacker achieved
-(the attack's own result). Then issue 15's targets, each with its verdict.
+(the attack's own result). Then the targets, each with its verdict.
 
 The node runs ``--seat-grace-s 0`` by default (a closed attacker's seats are freed at once,
 so they never count against the next window's address limit; the honest bots never
@@ -56,7 +56,7 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.report import emit
+from bench.report import Start, add_json_option, emit
 from client_sim.cli import check_writable
 from client_sim.latency import LinkProfile, draw_bot, parse_distribution
 from client_sim.swarm import Swarm, SwarmConfig
@@ -505,7 +505,7 @@ def judge(
     gained: dict[str, Any],
     args: argparse.Namespace,
 ) -> dict[str, dict[str, Any]]:
-    """Issue 15's targets for one window: the honest bots' and the node's, then the
+    """The targets for one window: the honest bots' and the node's, then the
     attacker's gains."""
     rate = figures["snapshots_per_bot_per_s"] / baseline["snapshots_per_bot_per_s"]
     p99, base_p99 = figures["tick_ms_p99"], baseline["tick_ms_p99"]
@@ -542,8 +542,8 @@ def build_parser() -> OneLineParser:
     parser = OneLineParser(
         prog="bench/adversary.py",
         description="Hostile clients beside honest bots, one attack class at a time: what "
-        "each costs the honest players and the node, and what the attacker gains (issue 15's "
-        "targets), as JSON on stdout.",
+        "each costs the honest players and the node, and what the attacker gains, against "
+        "their targets, as JSON on stdout.",
     )
     parser.add_argument("--window", type=float, default=10.0, help="seconds per window (10)")
     parser.add_argument("--settle", type=float, default=3.0, help="seconds between windows (3)")
@@ -569,7 +569,7 @@ def build_parser() -> OneLineParser:
         action="store_true",
         help="a smoke run: 4 s windows, 1 s settles, 8 bots, 5000 fuzzed frames",
     )
-    parser.add_argument("--json", metavar="PATH", help="also write the JSON here")
+    add_json_option(parser, "adversary")
     return parser
 
 
@@ -601,8 +601,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    start = Start.now("adversary", "bench/adversary.py", argv)
     report = asyncio.run(run(args))
-    emit(report, args.json)
+    emit(report, args.json, start)
     if not report["valid"]:
         log("INVALID run: " + "; ".join(report["invalid_reasons"]))
         return 2

@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from nacl import bindings
 from nacl.exceptions import CryptoError
 
-from bench.report import emit
+from bench.report import Start, add_json_option, emit
 from shared.commandline import OneLineParser
 from shared.datagram import Channel, Lane
 
@@ -166,8 +166,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"operations per timed run (at least {MIN_ITERATIONS})")  # fmt: skip
     parser.add_argument("--repeats", type=int, default=5,
                         help=f"timed runs per figure (at least {MIN_REPEATS})")  # fmt: skip
-    parser.add_argument("--json", default="bench/results/aead.json",
-                        help="also write the JSON here ('' for stdout only)")  # fmt: skip
+    add_json_option(parser, "aead")
     args = parser.parse_args(argv)
     if args.iterations < MIN_ITERATIONS:
         parser.error(
@@ -175,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.repeats < MIN_REPEATS:
         parser.error(f"--repeats must be at least {MIN_REPEATS}: a median needs several runs")
-    load = os.getloadavg()[0]
+    start = Start.now("aead", "bench/aead.py", argv)
     try:
         aead = measure_aead(args.iterations, args.repeats)
         channel = measure_channel(max(args.iterations // 4, MIN_ITERATIONS), args.repeats)
@@ -197,13 +196,8 @@ def main(argv: list[str] | None = None) -> int:
             "pynacl": metadata.version("pynacl"),
             "python": platform.python_version(),
         },
-        "machine": {
-            "cpus": os.cpu_count(),
-            "loadavg_1m_at_start": round(load, 2),
-            "loadavg_1m_at_end": round(os.getloadavg()[0], 2),
-        },
     }
-    emit(report, args.json or None)
+    emit(report, args.json, start)
     return 0
 
 

@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.interleaved import interleave, median_timing
-from bench.report import emit
+from bench.report import Start, add_json_option, emit
 from client_sim import brain as brain_module
 from client_sim.brain import Brain
 from client_sim.interpolation import Bracket, drawn, seen
@@ -251,14 +251,15 @@ def main() -> int:
     parser.add_argument(
         "--min-seconds", type=float, default=0.2, help="each timing's span (default 0.2)"
     )
-    parser.add_argument("--json", type=Path, help="also write the JSON here")
+    add_json_option(parser, "bot_kernels")
     args = parser.parse_args()
+    start = Start.now("bot_kernels", "bench/bot_kernels.py", None)
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
     if not args.min_seconds > 0:
         parser.error("--min-seconds must be above 0")
     result = run(args.rounds, args.min_seconds)
-    emit(result, args.json)
+    emit(result, args.json, start)
     return 0
 
 

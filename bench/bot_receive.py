@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from adversary import until_seated
 
-from bench.report import emit
+from bench.report import Start, add_json_option, emit
 from client_sim.bot import Bot
 from client_sim.cli import check_writable
 from client_sim.latency import LinkProfile, draw_bot, parse_distribution
@@ -177,8 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5, help="replays (default 5)")
     parser.add_argument("--save", type=Path, help="keep the recording here (msgpack)")
     parser.add_argument("--load", type=Path, help="replay this recording instead of recording")
-    parser.add_argument("--json", type=Path, help="also write the JSON here")
+    add_json_option(parser, "bot_receive")
     args = parser.parse_args(argv)
+    start = Start.now("bot_receive", "bench/bot_receive.py", argv)
     if args.bots < 1 or args.seconds <= 0 or args.repeats < 1:
         parser.error("--bots, --seconds and --repeats must be positive")
     try:
@@ -187,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         parser.error(str(error))
     report = asyncio.run(main_async(args))
-    emit(report, args.json)
+    emit(report, args.json, start)
     return 0
 
 

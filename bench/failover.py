@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.report import emit
+from bench.report import Start, add_json_option, emit
 from launch.chaos import build_parser as chaos_parser
 from launch.etcd_local import find_etcd
 from launch.torture import run_torture
@@ -68,8 +68,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--hog", action="store_true", help="also run each with a CPU hog")
     parser.add_argument("--coordinators", default="static,etcd")
-    parser.add_argument("--json", metavar="PATH", help="also write the JSON here")
+    add_json_option(parser, "failover")
     args = parser.parse_args()
+    start = Start.now("failover", "bench/failover.py", None)
     runs = []
     for coordinator in args.coordinators.split(","):
         if coordinator == "etcd" and find_etcd() is None:
@@ -85,7 +86,7 @@ def main() -> int:
         "targets": TARGETS,
         "runs": runs,
     }
-    emit(report, args.json)
+    emit(report, args.json, start)
     return 0 if all(run["valid"] for run in runs) else 2
 
 

@@ -34,7 +34,7 @@ from typing import Any
 
 # Run as a script from anywhere: the project root is the parent of bench/.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.report import emit
+from bench.report import Start, add_json_option, emit
 from client_sim.brain import TARGET_BEHAVIOURS
 from client_sim.latency import LinkProfile, draw_bot, parse_distribution
 from client_sim.marksman import AimSkill
@@ -245,7 +245,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--targets", type=int, default=10)
     parser.add_argument("--max-rewind-ms", type=float, default=200.0, help="the node's cap")
     parser.add_argument("--hog", action="store_true", help="run the grid again with a CPU hog")
-    parser.add_argument("--json", type=Path, help="also write the JSON here")
+    add_json_option(parser, "fairness")
     args = parser.parse_args(argv)
     if args.seconds <= 0 or args.shooters < 1 or args.targets < 1 or args.max_rewind_ms < 0:
         parser.error("--seconds, --shooters, --targets must be positive, --max-rewind-ms >= 0")
@@ -255,8 +255,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     global ARGS
     ARGS = parse_args(argv)
+    start = Start.now("fairness", "bench/fairness.py", argv)
     report = asyncio.run(bench())
-    emit(report, ARGS.json)
+    emit(report, ARGS.json, start)
     refused = report["quiet"]["refused"] + report.get("hog", {}).get("refused", [])
     return 2 if refused else 0
 

@@ -39,6 +39,9 @@ from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.report import Start, add_json_option, emit
+
 HEAD_BYTES = 64  # the client's own part: here, the tick's start time and the tick number
 _STAMP = struct.Struct("<dq")
 _MESSAGE = struct.Struct("<II")  # a gateway message's length after this, and its heads
@@ -63,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         "--seconds", type=float, default=6.0, help="measured seconds a run (default: 6)"
     )
     parser.add_argument("--repeats", type=int, default=3, help="runs per mode (default: 3)")
-    parser.add_argument("--json", type=Path, help="also write the result here")
+    add_json_option(parser, "fanout_prototype")
     parser.add_argument("--role", choices=("tick", "gateway", "clients"), help=argparse.SUPPRESS)
     parser.add_argument("--mode", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -93,12 +96,10 @@ def main(argv: list[str] | None = None) -> int:
             side = clients(args.port, args.clients, gateway_count(args.mode), args.body_bytes)
         eventloop.run(side)
         return 0
+    start = Start.now("fanout_prototype", "bench/fanout_prototype.py", argv)
     result = compare(modes, args.clients, args.tick_rate, args.body_bytes, args.seconds,
                      args.repeats)  # fmt: skip
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.json is not None:
-        args.json.write_text(text + "\n")
+    emit(result, args.json, start)
     return 0
 
 
@@ -439,5 +440,4 @@ async def clients(port: int, count: int, gateways: int, body_bytes: int) -> None
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     raise SystemExit(main())

@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numba
 
 from bench.interleaved import Clock, Timing, clock_for, interleave, median_timing, speedup
-from bench.report import emit
+from bench.report import Start, add_json_option, emit
 from server.sim.hitreg import (
     BackendName,
     History,
@@ -407,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
         description="Benchmark the hit-registration backends; prints JSON on stdout.",
     )
     parser.add_argument("--quick", action="store_true", help="a few seconds: fewer shots")
-    parser.add_argument("--json", metavar="PATH", type=Path, help="also write the JSON here")
+    add_json_option(parser, "hitreg")
     parser.add_argument(
         "--players", type=int, nargs="+", default=[64, 1000, 10000], metavar="P",
         help="players per match to measure (default: 64 1000 10000)",
@@ -417,6 +417,7 @@ def main(argv: list[str] | None = None) -> int:
         "--no-projectiles", action="store_true", help="skip the projectile measurements"
     )
     args = parser.parse_args(argv)
+    start = Start.now("hitreg", "bench/hitreg.py", argv)
     if any(p < 2 for p in args.players):
         parser.error("--players: every value must be at least 2")
     args.shots = 4000 if args.quick else 40000
@@ -472,7 +473,7 @@ def main(argv: list[str] | None = None) -> int:
         "targets": targets(hitscan_rows, max(args.players)),
         "seconds": time.perf_counter() - started,
     }
-    emit(report, args.json)
+    emit(report, args.json, start)
     summary(report)
     return 0
 

@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.interleaved import interleave, median_timing
-from bench.report import emit
+from bench.report import Start, add_json_option, emit
 from server.sim.input_frames import decode_input_frames
 from shared import protocol, wsframe
 from shared.arena_map import default_map
@@ -106,12 +106,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--min-seconds", type=float, default=0.3, help="each timing's least wall time"
     )
-    parser.add_argument("--json", metavar="PATH", help="also write the JSON here")
+    add_json_option(parser, "node_kernels")
     args = parser.parse_args(argv)
+    start = Start.now("node_kernels", "bench/node_kernels.py", argv)
     if args.players < 1 or args.rounds < 1 or args.min_seconds <= 0:
         parser.error("--players and --rounds at least 1, --min-seconds above 0")
     record = run(args.players, args.rounds, args.min_seconds)
-    emit(record, args.json)
+    emit(record, args.json, start)
     return 0
 
 

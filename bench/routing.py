@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import re
 import signal
@@ -37,7 +36,9 @@ import aiohttp
 import numpy as np
 from aiohttp import web
 
-from server.directory.auth import signed_heartbeat
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.report import Start, add_json_option, emit
+from server.directory.auth import HeartbeatSequence, signed_heartbeat
 from server.directory.net.app import create_app
 from server.directory.policy import NodeView, NoPlacement, RegionView, choose
 from server.directory.service import Directory, DirectoryConfig
@@ -45,6 +46,7 @@ from shared.directory import Heartbeat
 from shared.geo import default_matrix, draw_homes
 
 SECRET = "bench-cluster-secret-0123456789"
+SEQUENCE = HeartbeatSequence(time.time())
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 POPULATION = "na:0.35,eu:0.3,asia:0.2,sa:0.07,oce:0.05,me:0.02,af:0.01"
 _LISTENING = re.compile(r"event=listening url=(\S+)")
@@ -126,8 +128,8 @@ def bench_core(
     config = DirectoryConfig(secret=SECRET.encode(), heartbeat_timeout=60.0)
     directory = Directory(config, time.monotonic, time.time)
     for beat in nodes:
-        body, headers = signed_heartbeat(SECRET, beat)
-        assert directory.heartbeat(body, headers["X-Arena-Signature"])[0] == 200
+        body, headers = signed_heartbeat(SECRET, beat, now=time.time(), sequence=SEQUENCE.next())
+        assert directory.heartbeat(body, headers)[0] == 200
     done, began = 0, time.perf_counter()
     outcomes: dict[int, int] = {}
     while time.perf_counter() - began < seconds:
@@ -218,7 +220,9 @@ async def bench_http(
 
         async def beat_all() -> None:
             for beat in nodes:
-                body, headers = signed_heartbeat(SECRET, beat)
+                body, headers = signed_heartbeat(
+                    SECRET, beat, now=time.time(), sequence=SEQUENCE.next()
+                )
                 async with session.post(f"{url}/nodes/heartbeat", data=body, headers=headers) as r:
                     if r.status != 200:
                         raise RuntimeError(f"heartbeat refused: {await r.text()}")
@@ -301,8 +305,9 @@ def main() -> int:
     parser.add_argument("--policy-seconds", type=float, default=2.0, help="seconds per pure run")
     parser.add_argument("--in-process", action="store_true", help="serve from this process")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--json", metavar="PATH", help="also write the JSON here")
+    add_json_option(parser, "routing")
     args = parser.parse_args()
+    start = Start.now("routing", "bench/routing.py", None)
     if args.nodes < 1 or args.clients < 1 or args.requests < 1 or args.duration <= 0:
         print(
             "routing: --nodes, --clients, --requests and --duration must be positive",
@@ -330,10 +335,7 @@ def main() -> int:
         "core": core,
         "http": http,
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json:
-        Path(args.json).write_text(text + "\n")
+    emit(report, args.json, start)
     progress(
         f"{policy['decisions_per_s']} decisions/s pure, {core['requests_per_s']} seats/s in "
         f"core, {http['requests_per_s']} seats/s over HTTP (p99 {http['latency_ms']['p99']} ms, "

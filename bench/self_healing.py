@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.report import emit
+from bench.report import Start, add_json_option, emit
 from launch.chaos import build_parser as chaos_parser
 from launch.torture import run_torture
 
@@ -122,8 +122,9 @@ def main() -> int:
     parser.add_argument("--only", default="kills,hog,both", help="scenarios (default: all)")
     parser.add_argument("--hog", action="store_true", help="kills and both with a CPU hog too")
     parser.add_argument("--hog-seconds", type=float, default=120.0)
-    parser.add_argument("--json", metavar="PATH", help="also write the JSON here")
+    add_json_option(parser, "self_healing")
     args = parser.parse_args()
+    start = Start.now("self_healing", "bench/self_healing.py", None)
     names = [n for n in args.only.split(",") if n]
     unknown = sorted(set(names) - {"kills", "hog", "both"})
     if unknown:
@@ -139,7 +140,7 @@ def main() -> int:
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
         "runs": runs,
     }
-    emit(report, args.json)
+    emit(report, args.json, start)
     if not all(run["valid"] for run in runs):
         return 2
     return 0 if all(all(run["targets"].values()) for run in runs) else 1

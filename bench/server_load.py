@@ -37,7 +37,7 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.adversary import Metrics, node_metrics, tick_quantile
-from bench.report import emit
+from bench.report import Start, add_json_option, emit
 from launch.nodes import start_node
 from launch.supervisor import Child
 from server.sim.hitreg import BackendName
@@ -181,7 +181,7 @@ async def measure(
         "bot_snapshots_per_s": bot_report["snapshots"]["per_bot_per_s"],
         "prediction_error_p99_m": bot_report["prediction"]["error_p99_m"],
         "rtt_p50_ms": bot_report["latency_ms"]["rtt_p50"],
-        # What the players were sent (interest management and deltas, issue 17).
+        # What the players were sent (interest management and deltas).
         "down_kbps_per_bot": bot_report["bandwidth"]["down_kbps_per_bot"],
         **players_sent(first.get("snapshots", {}), last.get("snapshots", {})),
         "fair_agreement": bot_report["shots"].get("fair_agreement"),
@@ -344,8 +344,9 @@ def main() -> int:
         choices=get_args(BackendName),
         help="the node's --hitreg-backend (default: the node's own default)",
     )
-    parser.add_argument("--json", metavar="PATH", help="also write the JSON here")
+    add_json_option(parser, "server_load")
     args = parser.parse_args()
+    start = Start.now("server_load", "bench/server_load.py", None)
     try:
         populations = [int(p) for p in args.players.split(",") if p.strip()]
     except ValueError:
@@ -368,7 +369,7 @@ def main() -> int:
             args.fog,
         )
     )
-    emit(report, args.json)
+    emit(report, args.json, start)
     refused = [result for result in report["results"] if not result["valid"]]
     for result in refused:
         print(

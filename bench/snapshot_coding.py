@@ -30,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.interleaved import interleave, median_timing
-from bench.report import emit
+from bench.report import Start, add_json_option, emit
 from server.sim.deltas import DeltaEncoder
 from server.sim.interest import InterestConfig, select_players
 from shared.arena_map import default_map
@@ -153,7 +153,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--min-seconds", type=float, default=0.3, help="each timing's least wall time"
     )
-    parser.add_argument("--json", metavar="PATH", help="also write the JSON here")
+    add_json_option(parser, "snapshot_coding")
     args = parser.parse_args(argv)
     try:
         args.sizes = [int(size) for size in args.sizes.split(",")]
@@ -166,8 +166,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    start = Start.now("snapshot_coding", "bench/snapshot_coding.py", argv)
     record = run(args.sizes, args.rounds, args.min_seconds)
-    emit(record, args.json)
+    emit(record, args.json, start)
     return 0
 
 

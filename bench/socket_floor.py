@@ -35,7 +35,7 @@ from typing import Any
 import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.report import emit
+from bench.report import Start, add_json_option, emit
 from shared.commandline import OneLineParser
 
 #: A bot's packets a second at 300 bots on one node (bench/server_load.py): 30 command
@@ -168,14 +168,15 @@ def main() -> int:
     parser.add_argument("--write-bytes", type=int, default=60, help="a write (default 60)")
     parser.add_argument("--read-bytes", type=int, default=600, help="a read (default 600)")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each (default 3)")
-    parser.add_argument("--json", type=Path, help="also write the JSON here")
+    add_json_option(parser, "socket_floor")
     args = parser.parse_args()
+    start = Start.now("socket_floor", "bench/socket_floor.py", None)
     if min(args.connections, args.write_bytes, args.read_bytes, args.repeats) < 1:
         parser.error("--connections, --repeats and the sizes must be at least 1")
     if not args.seconds > 0:
         parser.error("--seconds must be positive")
     result = run(args.connections, args.seconds, args.write_bytes, args.read_bytes, args.repeats)
-    emit(result, args.json)
+    emit(result, args.json, start)
     return 0
 
 

@@ -1,10 +1,10 @@
 """A node's time to ready, cold (empty kernel cache) and warm, and its compile events, as JSON.
 
-For each checkout measured (this one, and any ``--baseline DIR`` such as a clone of the
-start-of-issue commit) and each repeat, the bench starts ``arena-server --port P`` with a
+For each checkout measured (this one, and any ``--baseline DIR`` such as a clone of an
+older commit) and each repeat, the bench starts ``arena-server --port P`` with a
 fresh ``NUMBA_CACHE_DIR`` (cold), waits until the node is ready, stops it, and starts it
 again on the same cache (warm). A node is ready when ``/health`` answers 200 with
-``"ready": true``; the start-of-issue code has no ``ready`` and answered ``/health`` before
+``"ready": true``; code older than readiness has no ``ready`` and answered ``/health`` before
 it had compiled anything, so for it the bench waits for its ``event=hitreg_ready`` line,
 the moment its warm-up ended. Compile events are counted by a numba event listener in the
 node's process (its forked warm-up workers inherit it and report on the same stderr). CPU
@@ -31,11 +31,13 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.report import Start, add_json_option, emit
 from launch.supervisor import READY_WITHIN_S, Child
 
 ROOT = Path(__file__).resolve().parent.parent
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-#: Targets of the first-run issue on a 2-core machine.
+#: Targets for a first run on a 2-core machine.
 TARGET_WARM_S = 2.0
 TARGET_COLD_RATIO = 0.5
 
@@ -107,7 +109,7 @@ def start_to_ready(checkout: Path, cache: Path) -> dict[str, Any]:
 
     The node is a :class:`~launch.supervisor.Child` like every launcher's (it dies with the
     bench, SIGTERM then SIGKILL when done) run through the counting launcher; its stderr,
-    where the compile events and a start-of-issue node's ready line go, is its log file.
+    where the compile events and an older node's ready line go, is its log file.
     """
     port = free_port()
     env = {"NUMBA_CACHE_DIR": str(cache), "PYTHONPATH": str(checkout)}
@@ -205,21 +207,22 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="DIR",
-        help="another checkout to measure the same way, e.g. a clone of the start-of-issue "
+        help="another checkout to measure the same way, e.g. a clone of an older "
         "commit (repeat for several)",
     )
     parser.add_argument(
         "--hog", action="store_true", help="keep one core busy with a CPU hog while measuring"
     )
-    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the JSON here")
+    add_json_option(parser, "startup")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat: at least 1")
     for folder in args.baseline:
         if server_module(folder) is None:
             parser.error(f"--baseline {folder}: not an Arena checkout (no server/net/cli.py)")
-    if args.json is not None and not args.json.parent.is_dir():
-        parser.error(f"--json {args.json}: the folder {args.json.parent} does not exist")
+    if not Path(args.json).resolve().parent.is_dir():
+        parser.error(f"--json {args.json}: its folder does not exist")
+    start = Start.now("startup", "bench/startup.py", argv)
     hog = (
         Child("the CPU hog", [sys.executable, "-c", "while True: pass"], inherit_stderr=True)
         if args.hog
@@ -256,10 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         report["targets"]["cold_ratio_max"] = TARGET_COLD_RATIO
         report["targets"]["cold_met"] = ratio <= TARGET_COLD_RATIO
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json is not None:
-        args.json.write_text(text + "\n", encoding="utf-8")
+    emit(report, args.json, start)
     for entry in checkouts:
         progress(
             f"{entry['commit']}: cold {entry['cold_seconds_to_ready']:.2f} s "

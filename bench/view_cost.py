@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from adversary import BOT_TICKS_PER_S_FLOOR, Sample, sample, until_seated, window_figures
 
-from bench.report import emit
+from bench.report import Start, add_json_option, emit
 from client_sim.cli import check_writable
 from client_sim.latency import LinkProfile, draw_bot, parse_distribution
 from client_sim.swarm import Swarm, SwarmConfig
@@ -215,18 +215,19 @@ def build_parser() -> OneLineParser:
     parser.add_argument("--bots", type=int, default=40, help="bots playing")
     parser.add_argument("--readers", type=int, default=2, help="viewers that read")
     parser.add_argument("--view-rate", type=float, default=10.0, help="the node's --view-rate")
-    parser.add_argument("--json", metavar="PATH", help="also write the report here")
+    add_json_option(parser, "view_cost")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    start = Start.now("view_cost", "bench/view_cost.py", argv)
     if args.pairs < 1 or args.window <= 0 or args.bots < 2 or args.readers < 1:
         parser.error("need --pairs >= 1, --window > 0, --bots >= 2 and --readers >= 1")
     check_writable(args.json, "--json")
     report = asyncio.run(run(args))
-    emit(report, args.json)
+    emit(report, args.json, start)
     if not report["valid"]:
         log("not valid: " + "; ".join(report["invalid_reasons"]))
         return 2

@@ -37,6 +37,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.report import Start, add_json_option, emit
+
 LIBRARIES = ("own", "picows")
 HEAD_BYTES = 64  # a player's own part of a snapshot (ack, state, base)
 INPUT_BYTES = 60
@@ -57,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         "--seconds", type=float, default=8.0, help="measured seconds a run (default: 8)"
     )
     parser.add_argument("--repeats", type=int, default=3, help="runs per library (default: 3)")
-    parser.add_argument("--json", type=Path, help="also write the result here")
+    add_json_option(parser, "websocket_paths")
     parser.add_argument("--role", choices=("server", "client"), help=argparse.SUPPRESS)
     parser.add_argument("--library", choices=LIBRARIES, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -75,11 +78,9 @@ def main(argv: list[str] | None = None) -> int:
         side = serve if args.role == "server" else play
         eventloop.run(side(args.library, args.port, args.clients, args.rate, args.frame_bytes))
         return 0
+    start = Start.now("websocket_paths", "bench/websocket_paths.py", argv)
     result = compare(args.clients, args.rate, args.frame_bytes, args.seconds, args.repeats)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.json is not None:
-        args.json.write_text(text + "\n")
+    emit(result, args.json, start)
     return 0
 
 
@@ -371,5 +372,4 @@ async def _play_picows(url: str, clients: int, counts: _Counts, inputs: list[byt
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     raise SystemExit(main())

@@ -104,11 +104,12 @@ class BotRun:
     transport: str = "ws"  # "ws" or "udp"
     burst: BurstLoss | None = None  # losses in runs (Gilbert-Elliott), in place of loss
     duplicate: float = 0.0  # (UDP) probability a datagram arrives twice
+    light: int = 0  # light players beside the full bots: population indices count..count+light-1
 
     def population_tag(self) -> dict[str, Any]:
         """Which swarm a part belongs to: the merge refuses parts of different ones."""
-        return {"seed": self.seed, "count": self.count, "of": self.shards,
-                "shards": [self.shard]}  # fmt: skip
+        return {"seed": self.seed, "count": self.count, "light": self.light,
+                "of": self.shards, "shards": [self.shard]}  # fmt: skip
 
     def profile(self) -> LinkProfile:
         return LinkProfile(
@@ -129,7 +130,7 @@ class BotRun:
         if routed is None:
             bots = [
                 draw_bot(i, seed=self.seed, rtt=rtt, profile=profile)
-                for i in range(self.shard, self.count, self.shards)
+                for i in range(self.shard, self.count + self.light, self.shards)
             ]
             routes: list[Route] = []
         else:
@@ -151,6 +152,7 @@ class BotRun:
                 record=self.record,
                 tls=self.tls,
                 transport=self.transport,
+                light=tuple(bot.index >= self.count for bot in share),
             )
             for w, share in enumerate(shares)
             if share
@@ -377,7 +379,20 @@ def build_parser() -> argparse.ArgumentParser:
         default="ws://127.0.0.1:7777/ws",
         help="the node's WebSocket URL (default: %(default)s)",
     )
-    parser.add_argument("--count", type=int, default=40, help="bots to run (default: 40)")
+    parser.add_argument(
+        "--count", type=int, default=40, help="full bots to run: the measuring ones (default: 40)"
+    )
+    parser.add_argument(
+        "--light",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also run N light players: they join, move, turn and fire as full bots do on "
+        "average (the same input rate, fire rate and weapons) and acknowledge every snapshot "
+        "from its head, but decode no players and judge nothing; they load the node as full "
+        "bots do at a fraction of the bot process's CPU, and the report counts them apart "
+        "(bots.light) (default: 0)",
+    )
     parser.add_argument(
         "--duration", type=float, default=20.0, help="seconds to play (default: 20)"
     )
@@ -597,8 +612,10 @@ def parse_thresholds(expressions: list[str]) -> list[Threshold]:
 
 def parse_run(args: argparse.Namespace) -> BotRun:
     """Validate the command line; raises ValueError with a one-line message."""
-    if args.count < 1:
-        raise ValueError("--count must be at least 1")
+    if args.count < 0 or args.light < 0 or args.count + args.light < 1:
+        raise ValueError("--count and --light must be >= 0, with at least one bot in all")
+    if args.light and args.directory:
+        raise ValueError("--light with --directory is not supported (light players join --server)")
     if not (math.isfinite(args.duration) and args.duration > 0):
         raise ValueError("--duration must be a positive number of seconds")
     if not 1 <= args.workers <= 64:
@@ -628,8 +645,8 @@ def parse_run(args: argparse.Namespace) -> BotRun:
         raise ValueError(
             "--shard with --directory is not supported (each shard would seat the whole population)"
         )
-    if shard >= args.count:
-        raise ValueError(f"--shard {args.shard}: no bot of --count {args.count} is in it")
+    if shard >= args.count + args.light:
+        raise ValueError(f"--shard {args.shard}: no bot of the {args.count + args.light} is in it")
     run = BotRun(
         url=args.server,
         count=args.count,
@@ -639,7 +656,7 @@ def parse_run(args: argparse.Namespace) -> BotRun:
         loss=args.loss,
         clock_offset=args.clock_offset,
         seed=args.seed,
-        workers=min(args.workers, len(range(shard, args.count, shards))),
+        workers=min(args.workers, len(range(shard, args.count + args.light, shards))),
         interp_delay=parse_spec_duration(args.interp_delay, label="interp delay"),
         input_rate=args.input_rate,
         pop_in_range_m=args.pop_in_range_m,
@@ -659,6 +676,7 @@ def parse_run(args: argparse.Namespace) -> BotRun:
         transport=args.transport,
         burst=burst,
         duplicate=args.duplicate,
+        light=args.light,
     )
     try:
         run.tls.context()
@@ -775,9 +793,16 @@ def merge_parts(paths: list[str]) -> Tally:
         except json.JSONDecodeError as error:
             raise PartError(f"{path}: not JSON ({error})") from None
         try:
-            tallies.append(Tally.from_json(data))
+            tally = Tally.from_json(data)
         except PartError as error:
             raise PartError(f"{path}: {error}") from None
+        try:
+            report_of(tally)  # what the report reads of it (events, the node's account)
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise PartError(
+                f"{path}: a malformed record ({type(error).__name__}: {error})"
+            ) from None
+        tallies.append(tally)
     tallies.sort(key=lambda t: t.population.get("shards", [0]) or [0])
     merged = Tally()
     for path, tally in zip(paths, tallies, strict=True):
@@ -857,7 +882,7 @@ def main(argv: list[str] | None = None) -> int:
     if report["partial"]:
         print("arena-bots: interrupted; the report covers the part that ran", file=sys.stderr)
         return 130
-    if report["bots"]["connected"] == 0:
+    if report["bots"]["connected"] + report["bots"]["light"]["connected"] == 0:
         print(f"arena-bots: no bot could join {run.url}", file=sys.stderr)
         return 1
     return 0 if passed else 1

@@ -379,9 +379,10 @@ def bot_process_figures(tally: Tally) -> dict[str, Any]:
     target = max((p.target_hz for p in processes), default=0) or None
     wall = max((p.wall_s for p in processes), default=0.0)
     cpu_s = tally.counts.get("bot_process/cpu_s", 0.0)
-    bot_ticks = max(
-        1, int(tally.maxima.get("swarm_ticks", 0)) * max(tally.total("bots.connected"), 1)
-    )
+    light_cpu_s = tally.counts.get("bot_process/light_cpu_s", 0.0)
+    ticks = int(tally.maxima.get("swarm_ticks", 0))
+    bot_ticks = max(1, ticks * max(tally.total("bots.connected"), 1))
+    light_ticks = ticks * tally.total("bots.light.connected")
     tick_hz = round(min(rates), 2) if rates else None
     return {
         "target_hz": target,
@@ -391,7 +392,13 @@ def bot_process_figures(tally: Tally) -> dict[str, Any]:
         "ticks_per_s": tick_hz,
         "cpu_s": round(cpu_s, 3),
         "cpu_cores": round(sum(p.cpu_s for p in processes) / wall, 3) if wall > 0 else None,
-        "cpu_us_per_bot_tick": round(cpu_s / bot_ticks * 1e6, 2),
+        # The full bots' share: the process's CPU less the light players' own work.
+        "cpu_us_per_bot_tick": round((cpu_s - light_cpu_s) / bot_ticks * 1e6, 2),
+        # A process of light players only: all its CPU; beside full bots: their own work
+        # (inputs, sends, snapshot heads), timed.
+        "cpu_us_per_light_bot_tick": (
+            round(light_cpu_s / light_ticks * 1e6, 2) if light_ticks else None
+        ),
         "processes": [
             {
                 "tick_hz": None if p.tick_hz is None else round(p.tick_hz, 2),
@@ -450,6 +457,7 @@ def tally_of(result: SwarmResult) -> Tally:
     tally.maxima["duration_s"] = result.duration_s
     tally.maxima["swarm_ticks"] = result.swarm_ticks
     tally.count("bot_process/cpu_s", result.cpu_s)
+    tally.count("bot_process/light_cpu_s", result.light_cpu_s)
     for name, per_bot in (
         ("bytes_down", result.bytes_down),
         ("bytes_up", result.bytes_up),
@@ -702,7 +710,13 @@ def format_summary(report: dict[str, Any]) -> str:
     ratio = proc["tick_ratio"]
     lines = ["PARTIAL     interrupted: the run ended early"] if report.get("partial") else []
     lines += [
-        f"bots        {b['connected']}/{b['requested']} connected ({b['workers']} worker(s))",
+        f"bots        {b['connected']}/{b['requested']} connected ({b['workers']} worker(s))"
+        + (
+            f", light players {light['connected']}/{light['requested']} "
+            f"({show(proc.get('cpu_us_per_light_bot_tick'), ' us')} CPU a light bot-tick)"
+            if (light := b.get("light") or {}).get("requested")
+            else ""
+        ),
         f"bot process {show(proc['tick_hz'])} ticks/s of {show(proc['target_hz'])} "
         f"({show(None if ratio is None else f'{ratio:.0%}')}), CPU "
         f"{show(proc['cpu_cores'], ' core(s)')}",

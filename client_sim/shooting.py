@@ -72,6 +72,9 @@ class SwarmShooting:
         self.alive = np.ones(count, dtype=bool)
         self.finished: list[ShotSummary] = []
         self.hits_received = 0
+        #: The share of the bots asked last tick that were engaged (light players fire
+        #: as often: client_sim.light).
+        self.engaged_share = math.nan
         self.hits_behind_cover = 0
         #: Per hit received and checked: (the server's RTT estimate of its shooter in ms,
         #: NaN when none; whether the victim was behind cover on its own screen).
@@ -95,6 +98,7 @@ class SwarmShooting:
             & self.alive[ready]
         )
         chance = self.skill.fire_rate_hz / tick_rate
+        self.engaged_share = float(engaged.mean()) if len(ready) else math.nan
         return ready[engaged & (self.rng.random(ready) < chance)]
 
     def fire(

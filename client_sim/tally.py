@@ -66,6 +66,13 @@ COUNTED: dict[str, str] = {
     "shots.hits_received": "hits_received",
     "failover.stalls_ridden_out": "stalls",
     "failover.seats_lost": "seats_lost",
+    "bots.light.requested": "light_requested",
+    "bots.light.connected": "light_connected",
+    "bots.light.inputs_sent": "light_inputs_sent",
+    "bots.light.inputs_acked": "light_inputs_acked",
+    "bots.light.snapshots": "light_snapshots",
+    "bots.light.bytes_down": "light_bytes_down",
+    "bots.light.bytes_up": "light_bytes_up",
 }
 
 #: Percentiles: a name of the tally's sketch <- the distribution it sketches.

@@ -1,4 +1,5 @@
-"""Hostile clients as code: one coroutine per attack class of issue 15 ("Hostile clients").
+"""Hostile clients as code: one coroutine per attack class of the threat model
+(docs/protocol.md, "Threat model").
 
 Each attack takes a node's ``ws://`` URL (loopback), a duration and a size, plays its
 attack with hand-made WebSocket connections (:class:`launch.wire.Wire`: its own upgrade,
@@ -10,7 +11,7 @@ holds. ``tests/integration/test_hostile.py`` asserts the outcomes; ``bench/adver
 runs each class beside 20 honest bots.
 
 Nothing here is clever about evasion: these are the attacks an independent client writer
-measured against the node (the issue's table), made repeatable. Every attack is bounded in
+measured against the node, made repeatable. Every attack is bounded in
 connections, frames and time.
 """
 
@@ -178,8 +179,9 @@ FLOOD_BLOCK = 100
 async def input_flood(
     url: str, seconds: float = 6.0, per_tick: int = 200, reconnecting: bool = False
 ) -> dict[str, Any]:
-    """One client writes ``per_tick`` inputs in one write every tick (the issue measured
-    11-14.5k inputs/s): the node must drop the surplus over budget and close it with 1008.
+    """One client writes ``per_tick`` inputs in one write every tick (such a client was
+    measured at 11-14.5k inputs/s): the node must drop the surplus over budget and close
+    it with 1008.
     ``reconnecting``: it writes inputs as fast as its socket takes them instead (a client
     written from the docs sent 120k/s), and takes a new seat at once whenever it is closed
     or refused: what refusing costs the node is then reading, splitting and handshakes."""

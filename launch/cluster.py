@@ -59,7 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     add("--matches", type=int, help="matches per node (default: the node's own)")
     add("--max-players", type=int, help="seats per node (default: the node's own)")
     add("--tick-rate", type=int, help="every node's tick rate in Hz (default: the node's own)")
-    add("--coordinator", help="static (default) or etcd://HOST:PORT: who decides leadership")
+    add(
+        "--coordinator",
+        help="static (default) or etcd://HOST:PORT[,HOST:PORT...]: who decides leadership",
+    )
     add(
         "--heartbeat-timeout",
         type=float,

@@ -1,4 +1,4 @@
-"""Fuzzed client messages: every kind of malformed frame issue 15's independent client
+"""Fuzzed client messages: every kind of malformed frame an independent client
 sent (random bytes, truncated msgpack, wrong types, huge integers, NaN and infinities,
 deep nesting, oversize frames, unknown types, missing and extra fields), each made from
 the protocol's own messages with one thing spoiled, so that none is valid by accident.

@@ -68,7 +68,7 @@ def _free_port() -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("torture")
     group.add_argument("--coordinator", default="static", help="static, etcd (start one) "
-                       "or etcd://HOST:PORT (default: static)")  # fmt: skip
+                       "or etcd://HOST:PORT[,HOST:PORT...] (default: static)")  # fmt: skip
     group.add_argument(
         "--replication",
         default="sync",

@@ -1,7 +1,8 @@
 """Every MAC the cluster secret makes, made here: HMAC-SHA256 with a purpose per use.
 
-A region's nodes and its directory share one secret and sign four kinds of thing with it:
-replication hellos, players' session tokens, seat reservations and HTTP request bodies.
+A region's nodes and its directory share one secret and sign five kinds of thing with it:
+replication hellos, players' session tokens, seat reservations, heartbeats and HTTP request
+bodies.
 Each kind prefixes its message with its own purpose (domain separation), so a MAC made
 for one kind is never accepted as another. Request bodies carry no prefix: their
 ``X-Arena-Signature`` header is the plain HMAC of the body, as ``docs/routing.md`` says.
@@ -27,6 +28,8 @@ class Purpose(enum.Enum):
     REPLICATION_HELLO = b"arena-replication-hello-v2\x00"
     SESSION_TOKEN = b"arena-session-token\x00"
     RESERVATION = b"arena-reservation-v1."
+    #: A heartbeat: its node, time and sequence, then its body (replays are told apart).
+    HEARTBEAT = b"arena-heartbeat-v2\x00"
     REQUEST_BODY = b""
 
 

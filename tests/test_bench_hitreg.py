@@ -120,5 +120,5 @@ def test_no_figure_is_reported_for_a_kernel_that_disagrees_with_the_reference(
 
     monkeypatch.setattr(HitValidator, "resolve_hitscan", wrong_on_cpu)
     with pytest.raises(SystemExit, match="cpu disagrees with the reference on kind"):
-        hitreg.main(["--quick", "--players", "16", "--no-projectiles"])
+        hitreg.main(["--quick", "--players", "16", "--no-projectiles", "--json", "-"])
     assert capsys.readouterr().out == ""

@@ -1,7 +1,7 @@
 """The naive peer of bench/peers: an aiohttp + msgpack server that sends the full state of
 every player to every client every tick, at 60 Hz.
 
-What an afternoon's server looks like, kept as the baseline the issue asks for: a dict of
+What an afternoon's server looks like, kept as a baseline: a dict of
 players, the latest input of each applied in the tick, the whole world packed once per tick
 as msgpack maps (float64, string keys) and ``send_bytes`` to each socket in turn. It times
 its own ticks (wall time of apply + move + pack + send) and serves them at ``GET /stats``

@@ -1,5 +1,5 @@
 """A peer bench: the same workload against Arena, Colyseus and a naive aiohttp + msgpack
-full-state server, interleaved in one run, as JSON (issue 17, part 5).
+full-state server, interleaved in one run, as JSON.
 
 Every peer holds the same state per player (position, velocity, yaw, pitch, health, the
 last input it applied for that client), ticks at 60 Hz, applies one input per client per
@@ -53,7 +53,7 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench import websocket_paths
 from bench.adversary import node_metrics, tick_quantile
-from bench.report import emit
+from bench.report import Start, add_json_option, emit
 from bench.server_load import process_cpu_seconds, process_cpu_times
 from launch.health import node_health
 from launch.nodes import NodeProcess, start_node
@@ -571,7 +571,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--quick", action="store_true", help="a smoke: 20 players, one repeat, 5 s windows"
     )
-    parser.add_argument("--json", metavar="PATH", help="also write the JSON here")
+    add_json_option(parser, "peers")
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.repeats, args.window, args.warmup = "20", 1, 5.0, 2.0
@@ -596,6 +596,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    start = Start.now("peers", "bench/peers/run.py", argv)
     try:
         if any(name.startswith("colyseus") for name in args.servers):
             ensure_colyseus()
@@ -606,7 +607,7 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, asyncio.CancelledError):
         print("bench/peers: interrupted", file=sys.stderr)
         return 130
-    emit(report, args.json)
+    emit(report, args.json, start)
     for size, by_server in report["results"].items():
         for name, record in by_server.items():
             if record["valid_windows"] == 0:

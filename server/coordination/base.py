@@ -7,8 +7,9 @@ every promotion raises the *epoch*, the fencing token every message from a prima
 * ``static`` (:mod:`server.coordination.net.static`): embedded, no extra process. Standbys ask
   each other's ``/health`` and agree on a winner by a deterministic rule. It cannot fence a
   partitioned primary: see ``docs/failover.md``.
-* ``etcd://HOST:PORT`` (:mod:`server.coordination.net.etcd`): an election key attached to a lease
-  in etcd; the key's create revision is the epoch, and ``confirm`` is a linearizable read.
+* ``etcd://HOST:PORT[,HOST:PORT...]`` (:mod:`server.coordination.net.etcd`): an election key
+  attached to a lease in etcd; the key's create revision is the epoch, and ``confirm`` is a
+  linearizable read. The address grammar is :mod:`server.coordination.etcd_config`'s.
 
 :func:`server.coordination.net.make_coordinator` turns the ``--coordinator`` option into one
 of them; this module is the sans-I/O part (the interface, the errors, the option's
@@ -17,9 +18,9 @@ grammar).
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Protocol, runtime_checkable
-from urllib.parse import urlsplit
+
+from server.coordination.etcd_config import parse_etcd_address
 
 __all__ = [
     "Coordinator",
@@ -97,41 +98,22 @@ class Coordinator(Protocol):
         ``known_epoch`` (a checkpoint's: the resumed match must fence every older one)."""
 
 
-_USAGE = "use 'static' or 'etcd://HOST:PORT'"
+_USAGE = "use 'static' or 'etcd://HOST:PORT[,HOST:PORT...]' (etcds:// for TLS)"
 
 
-def parse_coordinator_spec(spec: str) -> tuple[str, str | None]:
-    """Split ``--coordinator`` into ``("static", None)`` or ``("etcd", "http://HOST:PORT")``.
+def parse_coordinator_spec(spec: str) -> tuple[str, tuple[str, ...]]:
+    """Split ``--coordinator`` into ``("static", ())`` or ``("etcd", members)``, the etcd
+    members' base URLs in the order given (:func:`parse_etcd_address`).
 
     Raises :class:`ValueError` with a one-line message naming the problem.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"empty coordinator: {_USAGE}")
     if spec == "static":
-        return "static", None
-    scheme, sep, rest = spec.partition("://")
+        return "static", ()
+    scheme, sep, _ = spec.partition("://")
     if not sep:
         raise ValueError(f"unknown coordinator {spec!r}: {_USAGE}")
-    if scheme != "etcd":
+    if scheme not in ("etcd", "etcds"):
         raise ValueError(f"unknown coordinator scheme {scheme + '://'!r} in {spec!r}: {_USAGE}")
-    if not rest or any(c in rest for c in "/?#@ ,"):
-        raise ValueError(f"bad etcd coordinator {spec!r}: expected etcd://HOST:PORT, nothing else")
-    parts = urlsplit("http://" + rest)
-    try:
-        port = parts.port
-    except ValueError:
-        raise ValueError(
-            f"bad port in coordinator {spec!r}: expected an integer from 1 to 65535"
-        ) from None
-    host = parts.hostname
-    if not host:
-        raise ValueError(f"missing host in coordinator {spec!r}: expected etcd://HOST:PORT")
-    if port is None:
-        raise ValueError(f"missing port in coordinator {spec!r}: expected etcd://HOST:PORT")
-    if not 1 <= port <= 65535:
-        raise ValueError(f"bad port in coordinator {spec!r}: expected an integer from 1 to 65535")
-    try:
-        shown = f"[{host}]" if ipaddress.ip_address(host).version == 6 else host
-    except ValueError:
-        shown = host
-    return "etcd", f"http://{shown}:{port}"
+    return "etcd", parse_etcd_address(spec)

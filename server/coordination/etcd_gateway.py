@@ -22,6 +22,7 @@ from server.coordination.base import CoordinatorError, CoordinatorUnavailable
 __all__ = [
     "GRPC_NOT_FOUND",
     "ElectionHolder",
+    "EtcdAuthExpired",
     "EtcdRequestError",
     "KeyValue",
     "compare_mod_revision",
@@ -42,6 +43,7 @@ __all__ = [
 GRPC_NOT_FOUND = 5
 _GRPC_DEADLINE_EXCEEDED = 4
 _GRPC_UNAVAILABLE = 14
+_GRPC_UNAUTHENTICATED = 16
 
 
 class EtcdRequestError(CoordinatorError):
@@ -51,6 +53,11 @@ class EtcdRequestError(CoordinatorError):
         super().__init__(message)
         self.code = code
         self.status = status
+
+
+class EtcdAuthExpired(EtcdRequestError):
+    """etcd no longer knows the auth token sent (it expired, or the member restarted):
+    authenticate again and resend."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,8 +127,9 @@ def holder_from_txn(body: dict[str, Any]) -> ElectionHolder | None:
 
 def read_answer(endpoint: str, path: str, status: int, text: str) -> dict[str, Any]:
     """The gateway's answer to ``path`` as a JSON object, or the error it means:
-    :class:`CoordinatorUnavailable` when etcd cannot serve (retry later), else
-    :class:`EtcdRequestError`."""
+    :class:`CoordinatorUnavailable` when this member cannot serve (a 5xx, or etcd saying it
+    is unavailable: another member may), :class:`EtcdAuthExpired` for a token it no longer
+    knows, else :class:`EtcdRequestError`."""
     try:
         # A streaming endpoint (lease/keepalive) answers one JSON object a line.
         body = json.loads(text.strip().splitlines()[0]) if text.strip() else {}
@@ -138,8 +146,12 @@ def read_answer(endpoint: str, path: str, status: int, text: str) -> dict[str, A
         message = str(body.get("message") or body.get("error") or f"HTTP {status}")
         raw_code = body.get("code")
         code = raw_code if isinstance(raw_code, int) else 0
-        if status in (502, 503, 504) or code in (_GRPC_UNAVAILABLE, _GRPC_DEADLINE_EXCEEDED):
+        if status >= 500 or code in (_GRPC_UNAVAILABLE, _GRPC_DEADLINE_EXCEEDED):
             raise CoordinatorUnavailable(f"etcd at {endpoint} unavailable: {message}")
+        if code == _GRPC_UNAUTHENTICATED or "invalid auth token" in message:
+            raise EtcdAuthExpired(
+                f"etcd at {endpoint} refused the auth token: {message}", code=code, status=status
+            )
         raise EtcdRequestError(f"etcd refused {path}: {message}", code=code, status=status)
     return body
 

@@ -16,11 +16,14 @@ __all__ = ["HEARTBEAT_OUTCOMES", "SEAT_OUTCOMES", "DirectoryMetrics"]
 #: could not be reached, ``--registry etcd://`` only).
 SEAT_OUTCOMES = ("granted", "overflow", "no_capacity", "no_region", "bad_request", "unavailable")
 #: ``arena_directory_heartbeats_total{outcome}``: accepted, or the error code answered
-#: (:meth:`server.directory.service.Directory.heartbeat`).
+#: (:meth:`server.directory.service.Directory.heartbeat`; ``stale`` and ``replayed`` count the
+#: heartbeats refused as not new).
 HEARTBEAT_OUTCOMES = (
     "accepted",
     "unauthenticated",
     "bad_signature",
+    "stale",
+    "replayed",
     "malformed",
     "invalid_field",
     "unavailable",
@@ -42,7 +45,8 @@ class DirectoryMetrics:
         )
         self.heartbeats = Counter(
             "arena_directory_heartbeats",
-            "POST /nodes/heartbeat answers by outcome (accepted or the error code)",
+            "POST /nodes/heartbeat answers by outcome (accepted or the error code; stale and "
+            "replayed: refused as copies of earlier heartbeats)",
             ["outcome"],
             registry=r,
         )

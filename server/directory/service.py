@@ -11,10 +11,18 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from server.directory.auth import SIGNATURE_HEADER, check_signature
+from server.directory.auth import (
+    NODE_HEADER,
+    SEQUENCE_HEADER,
+    SIGNATURE_HEADER,
+    TIME_HEADER,
+    ReplayGuard,
+    check_heartbeat_signature,
+    stamp_from_headers,
+)
 from server.directory.listing import region_summaries
 from server.directory.metrics import DirectoryMetrics
 from server.directory.policy import NoPlacement, Placement, RegionView, choose, routable_nodes
@@ -42,12 +50,15 @@ _REJECT_LOG_INTERVAL_S = 10.0
 
 @dataclass(frozen=True, slots=True)
 class DirectoryConfig:
-    """``secret``: the cluster secret (heartbeat signatures and reservation tokens)."""
+    """``secret``: the cluster secret (heartbeat signatures and reservation tokens);
+    ``heartbeat_window``: how far (seconds) a heartbeat's signed time may be from the
+    directory's clock before it is refused as stale."""
 
     secret: bytes
     heartbeat_timeout: float = 1.5
     reservation_ttl: float = 10.0
     overflow_slack_ms: float = 40.0
+    heartbeat_window: float = 10.0
 
     def __post_init__(self) -> None:
         if not self.secret:
@@ -58,6 +69,8 @@ class DirectoryConfig:
             raise ValueError("reservation TTL must be > 0 and <= 3600 seconds")
         if not math.isfinite(self.overflow_slack_ms) or not 0 <= self.overflow_slack_ms <= 10_000:
             raise ValueError("overflow slack must be between 0 and 10000 ms")
+        if not math.isfinite(self.heartbeat_window) or not 0 < self.heartbeat_window <= 3600:
+            raise ValueError("heartbeat window must be > 0 and <= 3600 seconds")
 
 
 class Directory:
@@ -72,6 +85,8 @@ class Directory:
         self.wall = wall
         self.registry = Registry(config.heartbeat_timeout)
         self.metrics = DirectoryMetrics()
+        #: Heartbeats already seen, per node: a copy sent again is refused.
+        self.replays = ReplayGuard(config.heartbeat_window)
         self.seats_granted = 0
         self.seats_refused = 0
         self.started_at = clock()
@@ -80,30 +95,65 @@ class Directory:
 
     # -- heartbeats ------------------------------------------------------------------------
 
-    def heartbeat(self, body: bytes, signature: str | None, remote: str = "-") -> Answer:
-        """Authenticate, validate and record one heartbeat (the raw body, as signed)."""
-        beat = self.admit(body, signature, remote)
+    def heartbeat(self, body: bytes, headers: Mapping[str, str], remote: str = "-") -> Answer:
+        """Authenticate, validate and record one heartbeat (the raw body, as signed, and the
+        request's headers)."""
+        beat = self.admit(body, headers, remote)
         if not isinstance(beat, Heartbeat):
             return beat
         return self.acknowledge(beat, self.registry.heartbeat(beat, self.clock()))
 
-    def admit(self, body: bytes, signature: str | None, remote: str = "-") -> Heartbeat | Answer:
-        """The heartbeat in ``body`` once its signature and fields check out, else the
-        refusal to answer (counted and logged)."""
+    def admit(
+        self, body: bytes, headers: Mapping[str, str], remote: str = "-"
+    ) -> Heartbeat | Answer:
+        """The heartbeat in ``body`` once its signature, freshness and fields check out, else
+        the refusal to answer (counted and logged)."""
+        signature = headers.get(SIGNATURE_HEADER)
         if not signature:
             return self._refuse(
                 401, "unauthenticated", f"missing {SIGNATURE_HEADER} header", remote
             )
-        if not check_signature(self.config.secret, body, signature):
+        try:
+            stamp = stamp_from_headers(headers)
+        except ValueError as error:
+            return self._refuse(401, "unauthenticated", str(error), remote)
+        if not check_heartbeat_signature(self.config.secret, body, stamp, signature):
             return self._refuse(
-                401, "bad_signature", f"{SIGNATURE_HEADER} does not match the body", remote
+                401,
+                "bad_signature",
+                f"{SIGNATURE_HEADER} does not match the body, {NODE_HEADER}, {TIME_HEADER} "
+                f"and {SEQUENCE_HEADER}",
+                remote,
             )
         try:
-            return Heartbeat.parse(json.loads(body))
+            beat = Heartbeat.parse(json.loads(body))
         except (ValueError, UnicodeDecodeError, RecursionError) as error:
             if isinstance(error, MessageError):
                 return self._refuse(400, error.code, str(error), remote)
             return self._refuse(400, "malformed", "the body is not valid JSON", remote)
+        if beat.node_id != stamp.node_id:
+            return self._refuse(
+                400, "invalid_field", f"{NODE_HEADER} is not the body's node_id", remote
+            )
+        refused = self.replays.check(stamp, self.wall())
+        if refused == "stale":
+            window = self.config.heartbeat_window
+            return self._refuse(
+                401,
+                "stale",
+                f"{TIME_HEADER} is more than {window:g} s from the directory's clock "
+                "(are the hosts' clocks synchronised?)",
+                remote,
+            )
+        if refused == "replayed":
+            return self._refuse(
+                401,
+                "replayed",
+                f"{SEQUENCE_HEADER} {stamp.sequence} is not above the last one accepted from "
+                "this node (a copy of an earlier heartbeat)",
+                remote,
+            )
+        return beat
 
     def acknowledge(self, beat: Heartbeat, outcome: HeartbeatOutcome) -> Answer:
         """Count, log and answer a recorded heartbeat."""

@@ -21,6 +21,12 @@ from server.coordination.base import (
     CoordinatorUnavailable,
     parse_coordinator_spec,
 )
+from server.coordination.etcd_config import DEFAULT_LEASE_TTL
+from server.coordination.net.etcd_options import (
+    add_etcd_arguments,
+    etcd_access_from_args,
+    etcd_options_given,
+)
 from server.lifecycle import STOPPING_STATUS, sdk_url_from_env, systemd_status
 from server.logs import (
     EventLogger,
@@ -265,7 +271,17 @@ def build_parser() -> argparse.ArgumentParser:
     failover.add_argument(
         "--coordinator",
         default="static",
-        help="who decides leadership: static, or etcd://HOST:PORT",
+        help="who decides leadership: static, or etcd://HOST:PORT[,HOST:PORT...] (the "
+        "members of an etcd cluster, tried in turn; etcds:// for TLS; see the etcd options)",
+    )
+    failover.add_argument(
+        "--etcd-lease-ttl",
+        type=int,
+        default=DEFAULT_LEASE_TTL,
+        metavar="S",
+        help="seconds the leader's etcd lease outlives its last keep-alive; with several etcd "
+        "members use 5 or more, so that the lease outlasts the election that follows the "
+        "loss of etcd's own raft leader (1-2 s with etcd's default timings)",
     )
     failover.add_argument(
         "--replication",
@@ -433,6 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
         "http://localhost:$AGONES_SDK_HTTP_PORT, which Agones sets, else "
         "http://localhost:9358)",
     )
+    add_etcd_arguments(parser)
     add_log_arguments(parser)
     parser.add_argument(
         "--warm-cache",
@@ -539,7 +556,12 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         raise ValueError("--token-ttl-s must be at least 60")
     if not 0 <= args.fog_peek_ms <= 1000:
         raise ValueError("--fog-peek-ms must be between 0 and 1000")
-    parse_coordinator_spec(args.coordinator)
+    kind, _ = parse_coordinator_spec(args.coordinator)
+    if kind != "etcd" and (etcd_options_given(args) or args.etcd_lease_ttl != DEFAULT_LEASE_TTL):
+        raise ValueError("the --etcd-* options need an etcd:// or etcds:// --coordinator")
+    etcd_access = etcd_access_from_args(args)
+    if not 2 <= args.etcd_lease_ttl <= 60:
+        raise ValueError("--etcd-lease-ttl must be between 2 and 60 seconds")
     if args.directory:
         directory_urls(args.directory)
     if args.agones_url is not None and not args.agones:
@@ -575,6 +597,8 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         public_url=args.public_url,
         cluster_secret=load_secret(args.cluster_secret),
         coordinator=args.coordinator,
+        etcd_access=etcd_access,
+        etcd_lease_ttl=args.etcd_lease_ttl,
         replication=args.replication,
         failover_timeout=args.failover_timeout_ms / 1000.0,
         ack_timeout=args.ack_timeout_ms / 1000.0,

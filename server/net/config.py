@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from server import limits
+from server.coordination.etcd_config import DEFAULT_LEASE_TTL, EtcdAccess
 from server.lifecycle import check_label_value, check_sdk_url
 from server.replication.commit import LEASE_SHARE
 from server.sim.hitreg.backend import BackendName
@@ -48,6 +49,11 @@ class NodeConfig:
     peers: tuple[str, ...] = ()  # the other nodes of the region (base URLs)
     cluster_secret: bytes = b""
     coordinator: str = "static"
+    #: How etcd is reached (TLS files, user and password: ``--etcd-*``); etcd coordinator only.
+    etcd_access: EtcdAccess = field(default_factory=EtcdAccess)
+    etcd_lease_ttl: int = (
+        DEFAULT_LEASE_TTL  # seconds the leader's etcd lease outlives its last keep-alive
+    )
     replication: str = "sync"
     ack_timeout: float = 0.100  # a standby of the commit set slower than this is told it is out
     failover_timeout: float = 0.200  # a primary silent this long is declared dead

@@ -23,12 +23,13 @@ import dataclasses
 import json
 import logging
 import math
+import time
 from collections.abc import Callable
 from typing import Any
 
 import aiohttp
 
-from server.directory.auth import signed_heartbeat
+from server.directory.auth import HeartbeatSequence, signed_heartbeat
 from server.directory.reservations import ClaimLedger, check_reservation
 from server.logs import EventLogger
 from shared.directory import Heartbeat, HeartbeatAck, directory_urls
@@ -85,6 +86,7 @@ async def heartbeat_loop(
     claims: ClaimLedger | None = None,
     on_ack: Callable[[HeartbeatAck], None] | None = None,
     request_timeout: float | None = None,
+    wall: Callable[[], float] = time.time,
 ) -> None:
     """Heartbeat to the directory at ``directory_url`` every ``interval`` s until cancelled.
 
@@ -98,8 +100,9 @@ async def heartbeat_loop(
     the node keeps serving its players either way. With ``claims``, every beat carries the
     pending admitted reservation ids. ``on_ack`` sees each accepted beat's answer (e.g. to
     step down when ``status == "fenced"``); ``request_timeout`` caps one request (default
-    ``max(1, 2 * interval)`` s). Beats keep a fixed rate: a slow answer delays the next beat,
-    it does not add up.
+    ``max(1, 2 * interval)`` s); ``wall`` is the unix clock each beat is signed with (its
+    sequence starts from it too, so that a restarted node's beats are accepted as new). Beats
+    keep a fixed rate: a slow answer delays the next beat, it does not add up.
     """
     if not math.isfinite(interval) or interval <= 0:
         raise ValueError(f"heartbeat interval must be a positive number, got {interval!r}")
@@ -112,6 +115,7 @@ async def heartbeat_loop(
     loop = asyncio.get_running_loop()
     trouble, invalid = _Throttle(), _Throttle()
     status: str | None = None
+    sequence = HeartbeatSequence(wall())
     async with aiohttp.ClientSession(timeout=limit) as session:
         next_beat = loop.time()
         while True:
@@ -128,7 +132,7 @@ async def heartbeat_loop(
             invalid.clear()
             if beat is None:
                 continue
-            body, headers = signed_heartbeat(secret, beat)
+            body, headers = signed_heartbeat(secret, beat, now=wall(), sequence=sequence.next())
             for _ in urls:  # each directory at most once per beat
                 url = urls[current]
                 answered = await _post(session, url, body, headers)

@@ -77,6 +77,8 @@ class NodeState:
             region=config.region,
             state_dir=config.state_dir,
             tls=self.peer_tls,
+            etcd_access=config.etcd_access,
+            etcd_lease_ttl=config.etcd_lease_ttl,
         )
         self.hub = ReplicationHub(
             CommitSet(

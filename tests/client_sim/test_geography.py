@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 import socket
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -28,6 +29,7 @@ from client_sim.geography import (
 )
 from client_sim.latency import Constant, LinkProfile, draw_bot, parse_distribution
 from server.directory import signed_heartbeat
+from server.directory.auth import HeartbeatSequence
 from server.directory.net.app import DIRECTORY, create_app
 from server.directory.service import DirectoryConfig
 from shared.directory import Heartbeat, Seat
@@ -254,10 +256,13 @@ def node(node_id: str, region: str, capacity: int) -> Heartbeat:
 async def directory() -> AsyncIterator[tuple[str, Any]]:
     """An in-process directory with eu (1 seat) and na (10 seats); overflow slack 40 ms."""
     app = create_app(DirectoryConfig(secret=SECRET, heartbeat_timeout=30.0))
+    sequence = HeartbeatSequence(time.time())
     async with serve(app) as url:
         for beat in (node("eu-1", "eu", 1), node("na-1", "na", 10)):
-            body, headers = signed_heartbeat(SECRET, beat)
-            status, _ = app[DIRECTORY].heartbeat(body, headers["X-Arena-Signature"])
+            body, headers = signed_heartbeat(
+                SECRET, beat, now=time.time(), sequence=sequence.next()
+            )
+            status, _ = app[DIRECTORY].heartbeat(body, headers)
             assert status == 200
         yield url, app
 

@@ -87,12 +87,16 @@ def test_parts_of_other_swarms_or_the_same_shard_twice_are_refused() -> None:
         (lambda d: d.__setitem__("counts", {"inputs.sent": "many"}), "'counts' is malformed"),
         (lambda d: d["sketches"]["rtt"].pop("positive"), "'sketches' is malformed"),
         (lambda d: d.__setitem__("format", "other/1"), "format"),
+        (lambda d: d["events"]["processes"][0].pop("ticks"), "a malformed record"),
+        (lambda d: d["server"].__setitem__("after", {"tick": "x"}), "a malformed record"),
     ],
 )
 def test_a_damaged_part_is_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: object, message: str
 ) -> None:
-    data = tally_of(_result(2, [0.04, 0.05], 60)).to_json()
+    tally = tally_of(_result(2, [0.04, 0.05], 60))
+    tally.server = {"before": {"tick": 1}, "after": {"tick": 2}}
+    data = tally.to_json()
     damage(data)  # type: ignore[operator]
     part = tmp_path / "part.json"
     part.write_text(json.dumps(data))
@@ -128,3 +132,36 @@ def test_bad_shard_flags_are_one_line() -> None:
     for flag in ("3/3", "a/b", "1", "-1/2"):
         with pytest.raises(ValueError, match="--shard must be I/N"):
             parse_run(build_parser().parse_args([f"--shard={flag}"]))
+
+
+def test_a_bulk_add_keeps_what_ddsketch_s_own_add_keeps() -> None:
+    from ddsketch import DDSketch
+
+    values = np.random.default_rng(8).normal(0.05, 0.04, 5_000)  # negatives and zero too
+    values[:10] = 0.0
+    own = DDSketch(RELATIVE_ACCURACY)
+    for value in values.tolist():
+        own.add(value)
+    bulk = Sketch().add(values)
+    for q in (0.01, 0.25, 0.5, 0.9, 0.99):
+        assert bulk.quantile(q) == pytest.approx(own.get_quantile_value(q), rel=1e-9)
+    assert bulk.count == own.count
+
+
+def test_merge_writes_the_merged_report_and_its_pages(tmp_path: Path) -> None:
+    parts = []
+    for shard, rtts in enumerate(([0.04, 0.05], [0.1, 0.12, 0.2])):
+        tally = tally_of(_result(len(rtts), rtts, 60))
+        tally.population = {"seed": 1, "count": 5, "light": 0, "of": 2, "shards": [shard]}
+        parts.append(tmp_path / f"part-{shard}.json")
+        parts[-1].write_text(json.dumps(tally.to_json()))
+    out, folder = tmp_path / "merged.json", tmp_path / "report"
+    argv = [*map(str, parts), "--json", str(out), "--report-dir", str(folder)]
+    assert merge_main([*argv, "--fail-if", "bots.connected!=5"]) == 0
+    report = json.loads(out.read_text())
+    assert report["bots"]["shards"] == {"of": 2, "merged": [0, 1]}
+    assert report["latency_ms"]["samples"] == 5 and report["valid"] is True
+    assert json.loads((folder / "report.json").read_text()) == report
+    assert "data:image/png;base64," in (folder / "report.html").read_text(encoding="utf-8")
+    assert merge_main([*map(str, parts[:1]), "--json", str(out)]) == 0  # a shard missing:
+    assert "shard(s) 1 of 2 missing" in " ".join(json.loads(out.read_text())["invalid_reasons"])

@@ -12,11 +12,25 @@ from collections.abc import Iterator
 
 import pytest
 
-from launch.etcd_local import EtcdProcess, EtcdUnavailable, find_etcd
+from launch.etcd_local import (
+    EtcdProcess,
+    EtcdUnavailable,
+    LocalEtcdCluster,
+    find_etcd,
+    running_etcd_cluster,
+)
 from launch.etcd_local import running_etcd as _running_etcd
 from tests.tools import missing_tool
 
-__all__ = ["EtcdProcess", "etcd_binary", "etcd_process", "etcd_url", "running_etcd"]
+__all__ = [
+    "EtcdProcess",
+    "LocalEtcdCluster",
+    "etcd_binary",
+    "etcd_cluster",
+    "etcd_process",
+    "etcd_url",
+    "running_etcd",
+]
 
 
 def etcd_binary() -> str:
@@ -51,3 +65,14 @@ def etcd_url() -> Iterator[str]:
     """The client URL (``http://127.0.0.1:PORT``) of a fresh etcd, stopped after the test."""
     with running_etcd() as etcd:
         yield etcd.url
+
+
+@pytest.fixture
+def etcd_cluster() -> Iterator[LocalEtcdCluster]:
+    """Three members of one etcd cluster, which the test may kill one by one."""
+    binary = etcd_binary()
+    try:
+        with running_etcd_cluster(3, binary) as cluster:
+            yield cluster
+    except EtcdUnavailable as error:
+        pytest.fail(str(error), pytrace=False)

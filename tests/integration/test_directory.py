@@ -18,11 +18,13 @@ import aiohttp
 import pytest
 
 from server.directory import DEV_SECRET, Heartbeat, sign, signed_heartbeat, verify
+from server.directory.auth import HeartbeatSequence, Stamp, sign_heartbeat
 from server.directory.net import cli
 
 pytestmark = pytest.mark.integration
 
 SECRET = "integration-cluster-secret-0123"
+SEQUENCE = HeartbeatSequence(time.time())
 TIMEOUT_S = 1.0  # the failover test's heartbeat timeout; the others use 10 s
 _LISTENING = re.compile(r"event=listening url=(\S+)")
 
@@ -117,7 +119,7 @@ def node(node_id: str, region: str, **changes: Any) -> Heartbeat:
 async def send(
     http: aiohttp.ClientSession, url: str, beat: Heartbeat, secret: str = SECRET
 ) -> tuple[int, dict[str, Any]]:
-    body, headers = signed_heartbeat(secret, beat)
+    body, headers = signed_heartbeat(secret, beat, now=time.time(), sequence=SEQUENCE.next())
     async with http.post(f"{url}/nodes/heartbeat", data=body, headers=headers) as response:
         return response.status, await response.json()
 
@@ -187,12 +189,41 @@ async def test_seats_go_to_the_nearest_region_spread_over_nodes_then_overflow(
     assert 'arena_directory_nodes_live{region="eu",state="routable"} 2.0' in metrics
 
 
+async def test_a_captured_heartbeat_sent_again_is_refused(
+    directory: Directory, http: aiohttp.ClientSession
+) -> None:
+    """Someone on the path keeps a node's heartbeat and sends it once the node is gone: the
+    running directory refuses it (and counts it), whatever copy of the bytes is sent."""
+    body, headers = signed_heartbeat(
+        SECRET, node("eu-9", "eu"), now=time.time(), sequence=SEQUENCE.next()
+    )
+    url = f"{directory.url}/nodes/heartbeat"
+    async with http.post(url, data=body, headers=headers) as response:
+        assert response.status == 200
+    for _ in range(2):
+        async with http.post(url, data=body, headers=headers) as response:
+            assert response.status == 401
+            assert (await response.json())["error"] == "replayed"
+    async with http.get(f"{directory.url}/metrics") as response:
+        metrics = await response.text()
+    assert 'arena_directory_heartbeats_total{outcome="replayed"} 2.0' in metrics
+
+
 async def test_unauthenticated_and_malformed_requests_are_refused_with_json(
     directory: Directory, http: aiohttp.ClientSession
 ) -> None:
     url = directory.url
     beat = node("eu-1", "eu")
-    body, headers = signed_heartbeat(SECRET, beat)
+    body, headers = signed_heartbeat(SECRET, beat, now=time.time(), sequence=SEQUENCE.next())
+
+    def stamped(data: bytes) -> dict[str, str]:
+        stamp = Stamp("eu-1", int(time.time() * 1000), SEQUENCE.next())
+        return {
+            "X-Arena-Node": stamp.node_id,
+            "X-Arena-Time": str(stamp.time_ms),
+            "X-Arena-Sequence": str(stamp.sequence),
+            "X-Arena-Signature": sign_heartbeat(SECRET, data, stamp),
+        }
 
     async def post(path: str, data: bytes, headers: dict[str, str]) -> tuple[int, str]:
         async with http.post(f"{url}{path}", data=data, headers=headers) as response:
@@ -204,11 +235,11 @@ async def test_unauthenticated_and_malformed_requests_are_refused_with_json(
     assert (await send(http, url, beat, secret="not-the-cluster-secret!"))[0] == 401
     assert await post("/nodes/heartbeat", body + b" ", headers) == (401, "bad_signature")
     garbage = b"{not json"
-    signed = {"X-Arena-Signature": sign(SECRET, garbage)}
-    assert await post("/nodes/heartbeat", garbage, signed) == (400, "malformed")
+    unstamped = {"X-Arena-Signature": sign(SECRET, garbage)}
+    assert await post("/nodes/heartbeat", garbage, unstamped) == (401, "unauthenticated")
+    assert await post("/nodes/heartbeat", garbage, stamped(garbage)) == (400, "malformed")
     bad = node("eu-1", "eu").encode().replace(b'"capacity":2', b'"capacity":-2')
-    signed = {"X-Arena-Signature": sign(SECRET, bad)}
-    assert await post("/nodes/heartbeat", bad, signed) == (400, "invalid_field")
+    assert await post("/nodes/heartbeat", bad, stamped(bad)) == (400, "invalid_field")
     huge = b"x" * (65 * 1024)
     assert await post("/nodes/heartbeat", huge, {}) == (413, "too_large")
     assert await post("/seat", b"", {}) == (400, "malformed")

@@ -15,7 +15,10 @@ Design (the election recipe of etcd's ``concurrency`` package, reduced to one ke
   only while the key still names this node with the epoch it won, on a lease that the
   keep-alive has not seen expire.
 
-How the gateway's answers are read is :mod:`server.coordination.etcd_gateway` (sans-I/O).
+How the gateway's answers are read is :mod:`server.coordination.etcd_gateway` (sans-I/O);
+requests go through :class:`~server.coordination.net.etcd_client.EtcdClient`, which moves to
+the next member of the cluster when one fails, so the keep-alive outlives the member it was
+talking to (etcd keeps a lease alive on every member, and a new raft leader extends them).
 """
 
 from __future__ import annotations
@@ -24,16 +27,15 @@ import asyncio
 import contextlib
 import json
 import math
+from collections.abc import Sequence
 from typing import Any
-
-import aiohttp
 
 from server.coordination.base import (
     CoordinatorError,
-    CoordinatorUnavailable,
     LeaderInfo,
     RegionTaken,
 )
+from server.coordination.etcd_config import EtcdCluster
 from server.coordination.etcd_gateway import (
     GRPC_NOT_FOUND,
     ElectionHolder,
@@ -42,34 +44,22 @@ from server.coordination.etcd_gateway import (
     gateway_int,
     holder_from_range,
     holder_from_txn,
-    read_answer,
 )
+from server.coordination.net.etcd_client import EtcdClient
 from server.logs import EventLogger
 
-__all__ = ["EtcdCoordinator", "gateway_post"]
+__all__ = ["EtcdCoordinator", "as_cluster"]
 
 log = EventLogger("arena.coordination")
 
 
-async def gateway_post(
-    session: aiohttp.ClientSession,
-    endpoint: str,
-    path: str,
-    payload: dict[str, Any],
-    request_timeout: float,
-) -> dict[str, Any]:
-    """POST ``payload`` to etcd's gateway at ``endpoint``/v3/``path``, the answer read
-    (:func:`read_answer`); :class:`CoordinatorUnavailable` when etcd does not answer."""
-    url = f"{endpoint}/v3/{path}"
-    try:
-        async with asyncio.timeout(request_timeout):
-            async with session.post(url, json=payload) as response:
-                status = response.status
-                text = await response.text()
-    except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-        reason = "timed out" if isinstance(exc, TimeoutError) else type(exc).__name__
-        raise CoordinatorUnavailable(f"etcd at {endpoint} unreachable: {reason}") from None
-    return read_answer(endpoint, path, status, text)
+def as_cluster(where: EtcdCluster | str | Sequence[str]) -> EtcdCluster:
+    """An :class:`EtcdCluster` from itself, members' base URLs, or one comma-separated string
+    of them (``http://h1:2379,http://h2:2379``)."""
+    if isinstance(where, EtcdCluster):
+        return where
+    members = where.split(",") if isinstance(where, str) else list(where)
+    return EtcdCluster(tuple(member.strip().rstrip("/") for member in members if member.strip()))
 
 
 def _region_ok(region: str) -> bool:
@@ -83,7 +73,7 @@ class EtcdCoordinator:
 
     def __init__(
         self,
-        endpoint: str,
+        cluster: EtcdCluster | str | Sequence[str],
         *,
         region: str = "default",
         node_id: str = "",
@@ -101,14 +91,13 @@ class EtcdCoordinator:
         ):
             if not math.isfinite(value) or value <= 0:
                 raise ValueError(f"etcd {name} must be a positive number of seconds")
-        self.endpoint = endpoint.rstrip("/")
+        self.client = EtcdClient(as_cluster(cluster), request_timeout=request_timeout)
         self.region = region
         self.node_id = node_id
         self.key = f"/arena/{region}/leader"
         self.ttl = ttl
         self.keepalive_interval = keepalive_interval
         self.request_timeout = request_timeout
-        self._session: aiohttp.ClientSession | None = None
         self._keepalive: asyncio.Task[None] | None = None
         self._lease: int | None = None
         self._lease_deadline = 0.0  # loop time after which the lease may be gone
@@ -120,16 +109,13 @@ class EtcdCoordinator:
 
     async def start(self) -> None:
         """Open the session, grant this node's lease and start keeping it alive."""
-        if self._session is not None:
+        if self.client.started:
             raise RuntimeError("etcd coordinator already started")
-        self._session = aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=self.request_timeout)
-        )
+        await self.client.start()
         try:
             await self._grant()
         except BaseException:
-            session, self._session = self._session, None
-            await session.close()
+            await self.client.close()
             raise
         self._keepalive = asyncio.create_task(self._keepalive_loop(), name="etcd-keepalive")
 
@@ -145,7 +131,7 @@ class EtcdCoordinator:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         lease = self._lease
-        if release and lease is not None and not self._lease_lost and self._session is not None:
+        if release and lease is not None and not self._lease_lost and self.client.started:
             try:
                 await self._revoke(lease)
             except CoordinatorError as exc:
@@ -155,9 +141,7 @@ class EtcdCoordinator:
                     log.info("leadership_released", coordinator="etcd", region=self.region)
         self._leading = None
         self._lease = None
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
+        await self.client.close()
 
     # -- the interface --------------------------------------------------------------------
 
@@ -290,7 +274,7 @@ class EtcdCoordinator:
         log.debug("lease_granted", lease=f"{lease:x}", ttl_s=ttl)
 
     async def _ensure_lease(self) -> int:
-        if self._session is None:
+        if not self.client.started:
             raise RuntimeError("etcd coordinator not started: call start() first")
         if (
             self._lease is None
@@ -418,15 +402,19 @@ class EtcdCoordinator:
         )
 
     async def _read(self) -> ElectionHolder | None:
-        if self._session is None:
+        if not self.client.started:
             raise RuntimeError("etcd coordinator not started: call start() first")
         body = await self._post("kv/range", {"key": encoded(self.key)})
         return holder_from_range(body.get("kvs"))
 
     # -- HTTP -----------------------------------------------------------------------------
 
+    @property
+    def endpoint(self) -> str:
+        """The etcd member this coordinator talks to now."""
+        return self.client.endpoint
+
     async def _post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
-        session = self._session
-        if session is None:
+        if not self.client.started:
             raise RuntimeError("etcd coordinator not started: call start() first")
-        return await gateway_post(session, self.endpoint, path, payload, self.request_timeout)
+        return await self.client.post(path, payload)

@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from server.directory.auth import SIGNATURE_HEADER
+from server.coordination.etcd_config import EtcdCluster
 from server.directory.net.etcd import EtcdDirectory, EtcdRegistry
 from server.directory.service import Answer, Directory, DirectoryConfig
 from server.logs import EventLogger
@@ -72,11 +72,10 @@ def _json(result: Answer) -> web.Response:
 
 async def _heartbeat(request: web.Request) -> web.Response:
     body = await request.read()
-    signature = request.headers.get(SIGNATURE_HEADER)
     remote = request.remote or "-"
     if (shared := request.app.get(SHARED)) is not None:
-        return _json(await shared.heartbeat(body, signature, remote))
-    return _json(request.app[DIRECTORY].heartbeat(body, signature, remote))
+        return _json(await shared.heartbeat(body, request.headers, remote))
+    return _json(request.app[DIRECTORY].heartbeat(body, request.headers, remote))
 
 
 async def _seat(request: web.Request) -> web.Response:
@@ -141,7 +140,11 @@ async def _shared_registry(app: web.Application) -> AsyncIterator[None]:
     """Connect to etcd before serving (its errors end the start-up) and close at the end."""
     registry = app[SHARED].registry
     await registry.start()
-    log.info("shared_registry", etcd=registry.endpoint, node_lease_ttl_s=registry.node_ttl)
+    log.info(
+        "shared_registry",
+        etcd=",".join(registry.client.endpoints),
+        node_lease_ttl_s=registry.node_ttl,
+    )
     yield
     await registry.close()
 
@@ -151,11 +154,11 @@ def create_app(
     clock: Callable[[], float] = time.monotonic,
     wall: Callable[[], float] = time.time,
     *,
-    etcd: str = "",
+    etcd: EtcdCluster | str | None = None,
 ) -> web.Application:
     """Build the directory's aiohttp application (clocks injectable for tests). ``etcd``:
-    the gateway URL (``http://HOST:PORT``) of the shared registry; empty keeps it in this
-    process's memory."""
+    the etcd cluster of the shared registry (or its members' comma-separated base URLs,
+    ``http://HOST:PORT,...``); None or empty keeps it in this process's memory."""
     app = web.Application(client_max_size=_MAX_BODY_BYTES, middlewares=[_json_errors])
     app[DIRECTORY] = directory = Directory(config, clock, wall)
     if etcd:

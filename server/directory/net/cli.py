@@ -1,7 +1,8 @@
 """``arena-directory``: run the regional directory until SIGTERM or Ctrl-C.
 
-``--registry etcd://HOST:PORT`` keeps nodes and reservations in etcd, so several directories
-serve the same regions (``docs/routing.md``, "Several directories over etcd").
+``--registry etcd://HOST:PORT[,HOST:PORT...]`` keeps nodes and reservations in etcd, so
+several directories serve the same regions (``docs/routing.md``, "Several directories over
+etcd"); the ``--etcd-*`` options (TLS, user) are the node's own.
 """
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ import sys
 
 from aiohttp import web
 
-from server.coordination.base import CoordinatorError, parse_coordinator_spec
+from server.coordination.base import CoordinatorError
+from server.coordination.etcd_config import EtcdCluster, parse_etcd_address
+from server.coordination.net.etcd_options import (
+    add_etcd_arguments,
+    etcd_access_from_args,
+    etcd_options_given,
+)
 from server.directory.auth import DEV_SECRET
 from server.directory.net.app import create_app
 from server.directory.service import DirectoryConfig
@@ -75,8 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="memory",
         metavar="WHERE",
         help="where nodes and seat reservations are kept: memory (this process; one "
-        "directory) or etcd://HOST:PORT (etcd's v3 gateway, shared by every directory given "
-        "the same one, so any of them answers and one dying changes nothing for players)",
+        "directory) or etcd://HOST:PORT[,HOST:PORT...] (an etcd cluster's members, tried in "
+        "turn; etcds:// for TLS), shared by every directory given the same one, so any of "
+        "them answers and one dying changes nothing for players",
     )
     parser.add_argument(
         "--secret-env",
@@ -90,6 +98,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="when the secret variable is unset, use the fixed, published development secret "
         "(server.directory.DEV_SECRET); never in production",
     )
+    parser.add_argument(
+        "--heartbeat-window",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="a heartbeat signed more than this many seconds before or after the directory's "
+        "clock is refused as stale (allow for clock skew between hosts)",
+    )
+    add_etcd_arguments(parser)
     add_log_arguments(parser)
     return parser
 
@@ -112,20 +129,25 @@ def _secret(args: argparse.Namespace) -> tuple[bytes, bool]:
     return value.encode(), False
 
 
-def _registry(spec: str) -> str:
-    """``--registry``: "" for memory, else etcd's gateway URL; ValueError with one line."""
+def _registry(args: argparse.Namespace) -> EtcdCluster | None:
+    """``--registry``: None for memory, else the etcd cluster; ValueError with one line."""
+    spec = args.registry
     if spec == "memory":
-        return ""
+        if etcd_options_given(args):
+            raise ValueError("the --etcd-* options need an etcd:// or etcds:// --registry")
+        return None
+    if not spec.startswith(("etcd://", "etcds://")):
+        raise ValueError(
+            f"--registry: {spec!r} is neither 'memory' nor etcd://HOST:PORT[,HOST:PORT...]"
+        )
+    access = etcd_access_from_args(args)
     try:
-        kind, endpoint = parse_coordinator_spec(spec)
-    except ValueError:
-        kind, endpoint = "", None
-    if kind != "etcd" or endpoint is None:
-        raise ValueError(f"--registry: {spec!r} is neither 'memory' nor etcd://HOST:PORT")
-    return endpoint
+        return EtcdCluster(parse_etcd_address(spec, tls=access.tls), access)
+    except ValueError as error:
+        raise ValueError(f"--registry: {error}") from None
 
 
-async def _serve(config: DirectoryConfig, host: str, port: int, etcd: str) -> None:
+async def _serve(config: DirectoryConfig, host: str, port: int, etcd: EtcdCluster | None) -> None:
     app = create_app(config, etcd=etcd)
     runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=2.0, access_log=None)
     await runner.setup()
@@ -159,9 +181,10 @@ def main(argv: list[str] | None = None) -> int:
         if not 0 <= args.port <= 65535:
             raise ValueError(f"--port: {args.port} is outside 0-65535")
         secret, development = _secret(args)
-        etcd = _registry(args.registry)
+        etcd = _registry(args)
         config = DirectoryConfig(
             secret=secret,
+            heartbeat_window=args.heartbeat_window,
             heartbeat_timeout=args.heartbeat_timeout,
             reservation_ttl=args.reservation_ttl,
             overflow_slack_ms=args.overflow_slack_ms,

@@ -21,12 +21,11 @@ import contextlib
 import hashlib
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import aiohttp
-
 from server.coordination.base import CoordinatorError, CoordinatorUnavailable
+from server.coordination.etcd_config import EtcdCluster
 from server.coordination.etcd_gateway import (
     GRPC_NOT_FOUND,
     EtcdRequestError,
@@ -34,7 +33,8 @@ from server.coordination.etcd_gateway import (
     range_op,
     txn_body,
 )
-from server.coordination.net.etcd import gateway_post
+from server.coordination.net.etcd import as_cluster
+from server.coordination.net.etcd_client import EtcdClient
 from server.directory.etcd_state import (
     GroupState,
     KeyLayout,
@@ -76,7 +76,7 @@ class EtcdRegistry:
 
     def __init__(
         self,
-        endpoint: str,
+        cluster: EtcdCluster | str | Sequence[str],
         *,
         heartbeat_timeout: float,
         reservation_ttl: float,
@@ -84,7 +84,7 @@ class EtcdRegistry:
         layout: KeyLayout | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.endpoint = endpoint.rstrip("/")
+        self.client = EtcdClient(as_cluster(cluster), request_timeout=request_timeout)
         self.heartbeat_timeout = heartbeat_timeout
         self.node_ttl = node_lease_ttl(heartbeat_timeout)
         self.request_timeout = request_timeout
@@ -93,16 +93,13 @@ class EtcdRegistry:
         self._bucket = LeaseBucket(reservation_ttl)
         self._node_leases: dict[str, int] = {}
         self._groups: dict[tuple[str, str], GroupState] = {}
-        self._session: aiohttp.ClientSession | None = None
 
     async def start(self) -> None:
         """Open the session and make sure etcd answers (:class:`CoordinatorUnavailable`
         with one line when it does not)."""
-        if self._session is not None:
+        if self.client.started:
             raise RuntimeError("etcd registry already started")
-        self._session = aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=self.request_timeout)
-        )
+        await self.client.start()
         try:
             await self._post("kv/txn", txn_body([], [range_op(self.layout.nodes)]))
         except BaseException:
@@ -111,9 +108,7 @@ class EtcdRegistry:
 
     async def close(self) -> None:
         """Close the session; leases are left to expire (nodes keep beating elsewhere)."""
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
+        await self.client.close()
 
     # -- heartbeats -------------------------------------------------------------------------
 
@@ -167,7 +162,7 @@ class EtcdRegistry:
         body = await self._post("lease/grant", {"TTL": str(ttl)})
         lease = gateway_int(body.get("ID"))
         if not lease:
-            raise CoordinatorError(f"etcd at {self.endpoint} granted no lease")
+            raise CoordinatorError(f"etcd at {self.client.endpoint} granted no lease")
         return lease
 
     # -- seats --------------------------------------------------------------------------------
@@ -178,7 +173,9 @@ class EtcdRegistry:
             self.layout, await self._post("kv/txn", snapshot_txn(self.layout, player))
         )
         if snapshot.unreadable:
-            log.warning("etcd_records_unreadable", count=snapshot.unreadable, etcd=self.endpoint)
+            log.warning(
+                "etcd_records_unreadable", count=snapshot.unreadable, etcd=self.client.endpoint
+            )
         return snapshot
 
     async def reserve(
@@ -219,11 +216,15 @@ class EtcdRegistry:
 
     # -- HTTP ---------------------------------------------------------------------------------
 
+    @property
+    def endpoint(self) -> str:
+        """The etcd member this registry talks to now."""
+        return self.client.endpoint
+
     async def _post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
-        session = self._session
-        if session is None:
+        if not self.client.started:
             raise RuntimeError("etcd registry not started: call start() first")
-        return await gateway_post(session, self.endpoint, path, payload, self.request_timeout)
+        return await self.client.post(path, payload)
 
 
 class EtcdDirectory:
@@ -240,9 +241,9 @@ class EtcdDirectory:
         # revision is for the other directories.
         self._seating = asyncio.Lock()
 
-    async def heartbeat(self, body: bytes, signature: str | None, remote: str = "-") -> Answer:
+    async def heartbeat(self, body: bytes, headers: Mapping[str, str], remote: str = "-") -> Answer:
         directory = self.directory
-        beat = directory.admit(body, signature, remote)
+        beat = directory.admit(body, headers, remote)
         if not isinstance(beat, Heartbeat):
             return beat
         try:
@@ -305,7 +306,7 @@ class EtcdDirectory:
 
     async def health(self) -> Answer:
         directory = self.directory
-        shared = {"registry": "etcd", "etcd": self.registry.endpoint}
+        shared = {"registry": "etcd", "etcd": self.registry.endpoint}  # the member in use
         try:
             snapshot = await self.registry.snapshot()
         except CoordinatorError as error:

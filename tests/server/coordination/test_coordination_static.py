@@ -362,7 +362,7 @@ def test_make_etcd(spec: str, endpoint: str) -> None:
     assert c.kind == "etcd"
     assert c.endpoint == endpoint
     assert c.key == "/arena/eu/leader"
-    assert parse_coordinator_spec(spec) == ("etcd", endpoint)
+    assert parse_coordinator_spec(spec) == ("etcd", (endpoint,))
 
 
 @pytest.mark.parametrize(
@@ -379,7 +379,8 @@ def test_make_etcd(spec: str, endpoint: str) -> None:
         ("etcd://host:0", "bad port"),
         ("etcd://host:70000", "bad port"),
         ("etcd://host:2379/v3", "nothing else"),
-        ("etcd://a:1,b:2", "nothing else"),
+        ("etcd://a:1,", "nothing else"),
+        ("etcd://a:1,a:1", "listed twice"),
         ("etcd://user@host:1", "nothing else"),
     ],
 )
