@@ -35,15 +35,16 @@ import functools
 import itertools
 import math
 import random
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Protocol
 
-from client_sim import websocket
+from client_sim import datagram, websocket
 from client_sim.clock_sync import ClockSync
 from client_sim.interpolation import SnapshotBuffer
 from client_sim.latency import BotParams
-from client_sim.link import BotLink
+from client_sim.link import BotLink, DatagramLink
 from client_sim.pump import DeliveryPump
 from shared import protocol
 
@@ -81,6 +82,8 @@ class BotSettings(Protocol):
     def ping_interval(self) -> float: ...
     @property
     def tls(self) -> websocket.TlsTrust: ...
+    @property
+    def transport(self) -> str: ...
 
 
 class ProcessBeat:
@@ -151,7 +154,7 @@ class FailoverEvent:
 class _Connection:
     id: int
     url: str
-    ws: websocket.WebSocketClient
+    ws: websocket.WebSocketClient | datagram.DatagramConnection
     closed: bool = False  # the close has reached the bot (through the down line)
     token: str | None = None  # what its join carried (None: it asked for a new seat)
 
@@ -167,6 +170,10 @@ class Bot:
         self.params = params
         self.swarm = swarm
         self._link = BotLink.for_bot(params)
+        # Over UDP the link model acts on each datagram (client_sim.datagram), so frames
+        # pass straight between the bot and its connection.
+        self._datagrams = DatagramLink.for_bot(params) if swarm.config.transport == "udp" else None
+        self._tokens = datagram.TokenBook()
         self.url = url
         # What the next join carries: the directory's reservation, then the seat's session
         # token (renewed by the primary); None once refused: a new seat.
@@ -184,7 +191,15 @@ class Bot:
         self.bytes_down = 0
         self.bytes_up = 0
         self.snapshot_count = 0
+        self.longest_gap = 0.0  # seconds: the longest wait between two snapshots shown
+        self.snapshot_interval = 1  # ticks between two snapshots (from the welcome)
+        self.snapshot_gaps = 0  # snapshots missing between two shown (by their ticks)
+        self.snapshots_late = 0  # snapshots that came after a newer one was shown
+        self._shown_epoch = -1  # the epoch of the snapshot shown last
         self.inputs_sent = 0
+        self.inputs_resent = 0  # inputs sent again: repeats in later datagrams, failovers
+        self.inputs_first_lost = 0  # (UDP) inputs whose first datagram the link dropped
+        self.inputs_given_up = 0  # (UDP) inputs dropped from the repeats unacknowledged
         self.next_ping = 0.0  # local time; the swarm's tick pings once it is reached
         self._ping_id = 0
         self.failovers: list[FailoverEvent] = []
@@ -243,6 +258,9 @@ class Bot:
         target = self._active if connection is None else connection
         if target is None or not frames:
             return
+        if self._datagrams is not None:
+            self._release_up((target, frames))
+            return
         due = self._link.up.schedule(self._loop.time())
         self.swarm.pump.at(due, self._release_up, (target, frames))
 
@@ -264,11 +282,15 @@ class Bot:
     def _release_up(self, packet: tuple[int, list[bytes]]) -> None:
         connection = self._connections.get(packet[0])
         # A packet for a connection that is gone is lost with it, like data in flight.
-        if connection is not None and connection.ws.send_many(packet[1]):
+        sent = connection is not None and connection.ws.send_many(packet[1])
+        if sent and self._datagrams is None:  # (a datagram connection counts its own bytes)
             self.bytes_up += sum(map(len, packet[1]))
 
     def _arrived(self, connection_id: int, data: bytes) -> None:
         """A frame came off the socket: it reaches the bot when the down line releases it."""
+        if self._datagrams is not None:
+            self._release_down((connection_id, data))
+            return
         due = self._link.down.schedule(self._loop.time())
         self.swarm.pump.at(due, self._release_down, (connection_id, data))
 
@@ -284,7 +306,8 @@ class Bot:
                 connection.closed = True
             self._changed.set()
         else:
-            self.bytes_down += len(data)
+            if self._datagrams is None:
+                self.bytes_down += len(data)
             self._delivering = connection_id
             self.swarm.deliver(self, data)
             self._delivering = None
@@ -339,6 +362,7 @@ class Bot:
             )
             self._resend_after(welcome.ack)
         self.welcome = welcome
+        self.snapshot_interval = max(1, welcome.tick_rate // max(1, welcome.snapshot_rate))
         self._token = welcome.token
         self._welcomed_local = self.local_time()
         self._clock_changed()
@@ -349,7 +373,9 @@ class Bot:
     def _resend_after(self, ack: int) -> None:
         """Everything the new primary has not applied goes again, in order."""
         self._outbox.clear()  # (held inputs are among them)
-        self._send_packet([frame for seq, frame in self._sent_frames if seq > ack])
+        again = [frame for seq, frame in self._sent_frames if seq > ack]
+        self.inputs_resent += len(again)
+        self._send_packet(again)
 
     def token_renewed(self, message: protocol.TokenMessage) -> None:
         """The primary renewed our session token: joins carry this one from now on, and the
@@ -409,10 +435,16 @@ class Bot:
         covers from the resend buffer."""
         if not self.shows(epoch, tick):
             return False
+        now = self._loop.time()
+        if self.snapshot_count:
+            self.longest_gap = max(self.longest_gap, now - self._last_snapshot_at)
+            if epoch == self._shown_epoch:  # (across a failover the stall says it all)
+                missed = (tick - self.latest_tick) // self.snapshot_interval - 1
+                self.snapshot_gaps += max(0, missed)
+        self._shown_epoch = epoch
         self.epoch = epoch
         self.latest_tick = tick
         self.snapshot_count += 1
-        now = self._loop.time()
         if self.failovers and self.failovers[-1].stall_s is None:
             event = self.failovers[-1]
             if event.epoch_after >= 0:
@@ -423,6 +455,18 @@ class Bot:
             while self._sent_frames and self._sent_frames[0][0] <= ack:
                 self._sent_frames.popleft()
         return True
+
+    def note_unshown(self, epoch: int, tick: int) -> None:
+        """A snapshot not shown: one older than the newest shown of its epoch came late
+        (overtaken on the link), so it was not among those missing."""
+        if epoch == self._shown_epoch and tick < self.latest_tick:
+            self.snapshots_late += 1
+
+    @property
+    def snapshots_lost(self) -> int:
+        """Snapshots of the node's stream this bot never received, from the gaps in the
+        ticks it showed (late ones were received, only not shown)."""
+        return max(0, self.snapshot_gaps - self.snapshots_late)
 
     def echo_probe(self, probe: protocol.ProbeMessage) -> None:
         """Answer the server's probe at once, on the connection it came by: the server
@@ -473,13 +517,17 @@ class Bot:
         connection_id = next(self._ids)
         try:
             async with asyncio.timeout(config.connect_timeout):
-                ws = await websocket.connect(
-                    url,
-                    functools.partial(self._arrived, connection_id),
-                    functools.partial(self._ended, connection_id),
-                    max_size=protocol.MAX_SERVER_FRAME_BYTES,
-                    tls=config.tls,
-                )
+                if self._datagrams is None:
+                    ws: websocket.WebSocketClient | datagram.DatagramConnection
+                    ws = await websocket.connect(
+                        url,
+                        functools.partial(self._arrived, connection_id),
+                        functools.partial(self._ended, connection_id),
+                        max_size=protocol.MAX_SERVER_FRAME_BYTES,
+                        tls=config.tls,
+                    )
+                else:
+                    ws = await self._connect_datagram(url, connection_id, self._datagrams)
         except (OSError, TimeoutError, ValueError) as error:  # ValueError: not a ws URL
             if isinstance(error, websocket.HandshakeError) and error.retry_after is not None:
                 self.hold_off(error.retry_after)
@@ -488,8 +536,9 @@ class Bot:
             return None
         connection = _Connection(connection_id, url, ws)
         self._connections[connection_id] = connection
-        # The handshake happened at loopback speed; the modelled link charges its round trips.
-        await asyncio.sleep(CONNECT_ROUND_TRIPS * self.params.rtt)
+        if self._datagrams is None:
+            # The handshake happened at loopback speed; the link charges its round trips.
+            await asyncio.sleep(CONNECT_ROUND_TRIPS * self.params.rtt)
         connection.token = self._token
         join = protocol.JoinMessage(
             protocol.PROTOCOL_VERSION,
@@ -499,6 +548,38 @@ class Bot:
         )
         self.send(protocol.encode(join), connection_id)
         return connection_id
+
+    async def _connect_datagram(
+        self, url: str, connection_id: int, link: DatagramLink
+    ) -> datagram.DatagramConnection:
+        """Handshake over UDP with the node at ``url``: with the connect token the bot holds
+        (good at every node of the region, once each), or a new one from that node's
+        ``/connect`` (its TCP round trips charged, as a WebSocket's opening is)."""
+        config = self.swarm.config
+        book = self._tokens
+        address = datagram.node_address(url)
+        if not book.usable_at(address, time.time()):
+            body: dict[str, str] = {"name": f"{config.name_prefix}-{self.params.index}"}
+            if self._token is not None:  # (the directory's reservation, or the seat's token)
+                body["token"] = self._token
+            book.renewed(
+                await datagram.request_token(url, body, config.tls, config.connect_timeout)
+            )
+            await asyncio.sleep(CONNECT_ROUND_TRIPS * self.params.rtt)
+        token = book.token
+        assert token is not None
+        if address not in token.addresses:
+            address = token.addresses[0]  # (the node names itself first)
+        book.used.add(address)
+        return await datagram.connect(
+            token,
+            address,
+            functools.partial(self._arrived, connection_id),
+            functools.partial(self._ended, connection_id),
+            link=link,
+            pump=self.swarm.pump,
+            meter=self,
+        )
 
     def _standby_url(self) -> str | None:
         """Where to park a spare; None without a token (a standby parks only a join that

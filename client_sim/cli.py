@@ -28,6 +28,7 @@ from client_sim.geography import DirectoryError
 from client_sim.latency import (
     HELP_TEXT,
     BotParams,
+    BurstLoss,
     LatencySpecError,
     LinkProfile,
     draw_bot,
@@ -54,7 +55,19 @@ from shared.commandline import OneLineParser, check_duration, milliseconds, seco
 from shared.geo import GeoError, parse_population
 from shared.lifetime import exit_with_parent, exit_with_parent_if_asked, sigterm_as_interrupt
 
-__all__ = ["BotRun", "main", "parse_thresholds", "run_bots", "verdict"]
+__all__ = [
+    "TRANSPORTS",
+    "BotRun",
+    "add_transport",
+    "main",
+    "parse_burst_loss",
+    "parse_thresholds",
+    "run_bots",
+    "verdict",
+]
+
+#: The bots' transports: WebSocket, or sealed datagrams over UDP.
+TRANSPORTS = ("ws", "udp")
 
 DEFAULT_POPULATION = "na:0.4,eu:0.3,asia:0.2,sa:0.05,oce:0.05"
 #: How long a bot worker gets to stop after SIGTERM before it is killed.
@@ -88,12 +101,16 @@ class BotRun:
     tls: TlsTrust = field(default_factory=TlsTrust)  # which wss:// servers to believe
     shard: int = 0  # this process runs the bots k with k % shards == shard
     shards: int = 1
+    transport: str = "ws"  # "ws" or "udp"
+    burst: BurstLoss | None = None  # losses in runs (Gilbert-Elliott), in place of loss
+    duplicate: float = 0.0  # (UDP) probability a datagram arrives twice
     light: int = 0  # light players beside the full bots: population indices count..count+light-1
 
     def population_tag(self) -> dict[str, Any]:
         """Which swarm a part belongs to: the merge refuses parts of different ones."""
         return {"seed": self.seed, "count": self.count, "light": self.light,
                 "of": self.shards, "shards": [self.shard]}  # fmt: skip
+
     # Each node's admin URL (its full /health and /metrics, for the report's server
     # figures) by the host:port players reach it on; a node not named here: n/a.
     admin: tuple[tuple[str, str], ...] = ()
@@ -107,6 +124,8 @@ class BotRun:
             jitter_ms=self.jitter_ms,
             loss=self.loss,
             clock_offset=parse_distribution(self.clock_offset, signed=True, label="clock offset"),
+            burst=self.burst,
+            duplicate=self.duplicate,
         )
 
     def swarm_configs(
@@ -140,6 +159,7 @@ class BotRun:
                 routes=tuple(route_shares[w]),
                 record=self.record,
                 tls=self.tls,
+                transport=self.transport,
                 light=tuple(bot.index >= self.count for bot in share),
             )
             for w, share in enumerate(shares)
@@ -420,8 +440,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--loss",
         type=float,
         default=0.0,
-        help="probability a packet needs a TCP retransmission (default: 0)",
+        help="probability a packet is lost: over WebSocket it needs a TCP retransmission "
+        "(one RTO late, holding back those behind it), over UDP it is gone (default: 0)",
     )
+    parser.add_argument(
+        "--burst-loss",
+        default="",
+        metavar="P_GB,P_BG[,LOSS_BAD]",
+        help="losses in runs instead of --loss (Gilbert-Elliott): after each packet the "
+        "link turns bad with P_GB and good again with P_BG, and in the bad state loses "
+        "a packet with LOSS_BAD (default 1.0); over WebSocket each loss is a retransmission",
+    )
+    parser.add_argument(
+        "--duplicate",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="over UDP: probability a datagram arrives twice (default: 0)",
+    )
+    add_transport(parser)
     parser.add_argument(
         "--clock-offset",
         default="uniform(-200ms,200ms)",
@@ -558,6 +595,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def add_transport(parser: argparse.ArgumentParser) -> None:
+    """``--transport``, as arena-bots and arena-demo both take it."""
+    parser.add_argument(
+        "--transport",
+        default="ws",
+        choices=TRANSPORTS,
+        help="how the bots reach the node: ws (WebSocket, TCP) or udp (a connect token "
+        "from the node's /connect, then sealed datagrams: snapshots unreliable, inputs "
+        "repeated until acknowledged) (default: %(default)s)",
+    )
+
+
+def parse_burst_loss(text: str) -> BurstLoss | None:
+    """``P_GB,P_BG[,LOSS_BAD]`` (empty: none); ValueError with one line otherwise."""
+    if not text:
+        return None
+    fields = text.split(",")
+    try:
+        numbers = [float(f) for f in fields]
+        if len(numbers) not in (2, 3):
+            raise ValueError
+        return BurstLoss(*numbers)
+    except (TypeError, ValueError) as error:
+        why = f": {error}" if str(error) else ""
+        raise ValueError(
+            f"--burst-loss must be P_GB,P_BG[,LOSS_BAD], probabilities, got {text!r}{why}"
+        ) from None
+
+
 def add_fail_if(parser: argparse.ArgumentParser) -> None:
     """``--fail-if``, as arena-bots and arena-demo both take it."""
     parser.add_argument(
@@ -602,6 +668,13 @@ def parse_run(args: argparse.Namespace) -> BotRun:
         raise ValueError("--input-rate must be a positive number of packets a second")
     if not 0.0 <= args.loss <= 1.0:
         raise ValueError("--loss is a probability between 0 and 1")
+    burst = parse_burst_loss(args.burst_loss)
+    if burst is not None and args.loss > 0:
+        raise ValueError("give --loss or --burst-loss, not both")
+    if not 0.0 <= args.duplicate <= 1.0:
+        raise ValueError("--duplicate is a probability between 0 and 1")
+    if args.duplicate > 0 and args.transport != "udp":
+        raise ValueError("--duplicate needs --transport udp (TCP never delivers twice)")
     if urlsplit(args.server).scheme not in ("ws", "wss"):
         raise ValueError(f"--server must be a ws:// or wss:// URL, got {args.server!r}")
     if args.server_admin and urlsplit(args.server_admin).scheme not in ("http", "https"):
@@ -642,6 +715,9 @@ def parse_run(args: argparse.Namespace) -> BotRun:
         tls=TlsTrust(args.ca, args.insecure),
         shard=shard,
         shards=shards,
+        transport=args.transport,
+        burst=burst,
+        duplicate=args.duplicate,
         light=args.light,
         admin=(admin_pair(args.server, args.server_admin),) if args.server_admin else (),
     )

@@ -472,7 +472,8 @@ def tally_of(result: SwarmResult) -> Tally:
     _tally_hits_checked(tally, result.hits_checked)
     tally.count("shots/hits_behind_cover", result.hits_behind_cover)
     for group, counts in (("fog", result.fog), ("errors", result.errors),
-                          ("ended_on", result.node_urls)):  # fmt: skip
+                          ("ended_on", result.node_urls),
+                          ("transport", result.transports)):  # fmt: skip
         for key, count in counts.items():
             tally.count(f"{group}/{key}", count)
     wall = result.clock_to_wall
@@ -562,8 +563,11 @@ def report_of(tally: Tally, *, workers: int | None = None) -> dict[str, Any]:
     processes = len(tally.events.get("processes", []))
     received = _per_bot_per_s(tally, "snapshots")
     down, up = (_per_bot_per_s(tally, name, 8 / 1000) for name in ("bytes_down", "bytes_up"))
+    transports = sorted(tally.group("transport"))
     report: dict[str, Any] = {
         "partial": tally.partial,
+        # The bots' transport ("ws" or "udp"; "mixed" for parts that differ).
+        "transport": transports[0] if len(transports) == 1 else "mixed" if transports else None,
         "valid": True,
         "invalid_reasons": [],
         "bots": {
@@ -701,6 +705,7 @@ def format_summary(report: dict[str, Any]) -> str:
 
     b, t, lat = report["bots"], report["ticks"], report["latency_ms"]
     p, bw, inp = report["prediction"], report["bandwidth"], report["inputs"]
+    snaps = report["snapshots"]
     proc = report["bot_process"]
     ratio = proc["tick_ratio"]
     lines = ["PARTIAL     interrupted: the run ended early"] if report.get("partial") else []
@@ -727,7 +732,11 @@ def format_summary(report: dict[str, Any]) -> str:
         f", p95 {show(p['error_p95_m'], ' m')}, p99 {show(p['error_p99_m'], ' m')}",
         f"bandwidth   {show(bw['down_kbps_per_bot'], ' kbit/s')} down, "
         f"{show(bw['up_kbps_per_bot'], ' kbit/s')} up per bot",
-        f"inputs      {inp['acked']}/{inp['sent']} acknowledged",
+        f"inputs      {inp['acked']}/{inp['sent']} acknowledged, {inp['resent']} sent again, "
+        f"{inp['recovered_by_redundancy']} recovered by redundancy",
+        f"snapshots   over {report.get('transport')}: longest gap per bot p50 "
+        f"{show(snaps['longest_gap_ms_p50'], ' ms')}, "
+        f"p99 {show(snaps['longest_gap_ms_p99'], ' ms')}, {snaps['lost']} lost",
     ]
     shots = report["shots"]
     if shots["fired"]:

@@ -81,6 +81,7 @@ class SwarmConfig:
     routes: tuple[Route, ...] = ()  # per bot, when the directory seated them
     record: str = ""  # a folder: every accepted snapshot, per bot (client_sim.recording)
     tls: TlsTrust = field(default_factory=TlsTrust)  # which wss:// servers the bots believe
+    transport: str = "ws"  # "ws": WebSocket; "udp": sealed datagrams (client_sim.datagram)
     #: Per bot, whether it is a light player (client_sim.light); empty: none is.
     light: tuple[bool, ...] = ()
 
@@ -117,6 +118,12 @@ class SwarmResult:
     snapshots: list[int] = field(default_factory=list)
     inputs_sent: list[int] = field(default_factory=list)
     inputs_acked: list[int] = field(default_factory=list)
+    inputs_resent: int = 0  # sent again: repeated in later datagrams, resent after failovers
+    inputs_recovered: int = 0  # (UDP) first datagram lost, the node had them from a repeat
+    longest_gaps: list[float] = field(default_factory=list)  # per bot, seconds
+    snapshots_lost: int = 0
+    #: Bots by the transport they played over ({"udp": 40}).
+    transports: dict[str, int] = field(default_factory=dict)
     interpolation_misses: int = 0
     errors: dict[str, int] = field(default_factory=dict)
     shots: list[ShotSummary] = field(default_factory=list)
@@ -377,6 +384,7 @@ class Swarm:
 
     def _on_snapshot(self, bot: Bot, snapshot: protocol.SnapshotMessage) -> None:
         if self.predictor is None or not bot.shows(snapshot.epoch, snapshot.tick):
+            bot.note_unshown(snapshot.epoch, snapshot.tick)
             return  # a deposed primary's, or not newer than what the bot shows
         assert bot.welcome is not None
         try:
@@ -795,6 +803,11 @@ class Swarm:
                 if predictor is not None
                 else []
             ),
+            inputs_resent=sum(b.inputs_resent for b in full),
+            inputs_recovered=sum(max(0, b.inputs_first_lost - b.inputs_given_up) for b in full),
+            longest_gaps=[b.longest_gap for b in welcomed if b.snapshot_count > 1],
+            snapshots_lost=sum(b.snapshots_lost for b in full),
+            transports={self.config.transport: self.count},
             interpolation_misses=sum(b.snapshots.misses for b in full),
             errors=dict(self.errors),
             shots=self.shooting.finished,

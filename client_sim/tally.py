@@ -60,6 +60,9 @@ COUNTED: dict[str, str] = {
     "inputs.acked": "inputs_acked",
     "snapshots.received": "snapshots",
     "snapshots.interpolation_misses": "interpolation_misses",
+    "snapshots.lost": "snapshots_lost",
+    "inputs.resent": "inputs_resent",
+    "inputs.recovered_by_redundancy": "inputs_recovered",
     "shots.hits_received": "hits_received",
     "failover.stalls_ridden_out": "stalls",
     "failover.seats_lost": "seats_lost",
@@ -78,6 +81,9 @@ DISTRIBUTED: dict[str, Distribution] = {
                         samples="latency_ms.samples"),
     "prediction_error": Distribution("prediction_errors", "prediction.error_p{q}_m",
                                      samples="prediction.samples"),
+    # Per bot, the longest wait between two snapshots it showed; percentiles over bots.
+    "longest_gap": Distribution("longest_gaps", "snapshots.longest_gap_ms_p{q}",
+                                quantiles=(50, 99), scale=1000.0),
 }  # fmt: skip
 
 

@@ -33,6 +33,7 @@ from client_sim.cli import (
     DEFAULT_POPULATION,
     BotRun,
     add_fail_if,
+    add_transport,
     admin_pair,
     check_writable,
     parse_thresholds,
@@ -92,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
         "and its pictures into a folder of the same name (demo-report/)",
     )
     add_fail_if(parser)
+    add_transport(parser)
     return parser
 
 
@@ -153,6 +155,7 @@ def demo_run(
         directory=directory,
         population=args.population,
         admin=admin,
+        transport=args.transport,
     )
 
 

@@ -40,6 +40,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from client_sim.cli import TRANSPORTS
 from client_sim.provenance import RunStart, provenance
 from launch import netns
 from launch.audit import Fault, audit, read_journal, read_record
@@ -76,6 +77,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the nodes' replication mode (default: sync; async's losses are reported)",
     )
     group.add_argument("--bots", type=int, default=40, help="bots playing (default: 40)")
+    group.add_argument(
+        "--transport",
+        default="ws",
+        choices=TRANSPORTS,
+        help="how the bots reach the region: ws (WebSocket) or udp (connect tokens and "
+        "sealed datagrams; after a failover the same token at the promoted standby) "
+        "(default: %(default)s)",
+    )
     group.add_argument("--kills", type=int, default=20, help="primary SIGKILLs (default: 20)")
     group.add_argument("--pauses", type=int, default=10, help="primary SIGSTOPs (default: 10)")
     group.add_argument(
@@ -372,7 +381,7 @@ def _start_bots(region: _Region, args: argparse.Namespace, folder: Path, duratio
         sys.executable, "-m", "client_sim.cli",
         "--server", region.url("a").replace("http", "ws", 1) + "/ws",
         "--count", str(args.bots), "--duration", str(duration),
-        "--record", str(records), "--quiet",
+        "--record", str(records), "--quiet", "--transport", args.transport,
     ]  # fmt: skip
     process = subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
     log.close()
@@ -461,6 +470,7 @@ async def run_torture(
         "coordinator": "etcd" if spec.startswith("etcd") else "static",
         "replication": args.replication,
         "bots": args.bots,
+        "transport": args.transport,
         "hog": args.hog,
         "seed": args.seed,
         "machine": {

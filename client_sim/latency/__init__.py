@@ -29,7 +29,13 @@ from client_sim.latency.grammar import (
     parse_distribution,
     parse_duration,
 )
-from client_sim.latency.population import DEFAULT_CLOCK_OFFSET, BotParams, LinkProfile, draw_bot
+from client_sim.latency.population import (
+    DEFAULT_CLOCK_OFFSET,
+    BotParams,
+    BurstLoss,
+    LinkProfile,
+    draw_bot,
+)
 
 __all__ = [
     "DEFAULT_CLOCK_OFFSET",
@@ -37,6 +43,7 @@ __all__ = [
     "HELP_TEXT",
     "MAX_DURATION_S",
     "BotParams",
+    "BurstLoss",
     "Constant",
     "Distribution",
     "LatencySpecError",

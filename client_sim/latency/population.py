@@ -12,9 +12,37 @@ import numpy as np
 
 from client_sim.latency.distributions import Distribution, Uniform
 
-__all__ = ["DEFAULT_CLOCK_OFFSET", "BotParams", "LinkProfile", "draw_bot"]
+__all__ = ["DEFAULT_CLOCK_OFFSET", "BotParams", "BurstLoss", "LinkProfile", "draw_bot"]
 
 DEFAULT_CLOCK_OFFSET: Distribution = Uniform(-0.2, 0.2)
+
+
+@dataclass(frozen=True, slots=True)
+class BurstLoss:
+    """Gilbert-Elliott loss: a link that is either good (nothing lost) or bad (each packet
+    lost with ``loss_bad``), moving good -> bad with ``p_good_bad`` and bad -> good with
+    ``p_bad_good`` after each packet. Real losses come in runs (a queue overflowing, a Wi-Fi
+    fade); the mean loss is ``loss_bad * p_good_bad / (p_good_bad + p_bad_good)`` and a bad
+    spell lasts ``1 / p_bad_good`` packets on average."""
+
+    p_good_bad: float
+    p_bad_good: float
+    loss_bad: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("p_good_bad", "p_bad_good", "loss_bad"):
+            value = float(getattr(self, name))
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be a probability in [0, 1], got {value!r}")
+            object.__setattr__(self, name, value)
+        if self.p_bad_good == 0.0 and self.p_good_bad > 0.0:
+            raise ValueError("p_bad_good must be > 0: a bad state that never ends loses all")
+
+    @property
+    def mean_loss(self) -> float:
+        """The long-run share of packets lost."""
+        total = self.p_good_bad + self.p_bad_good
+        return self.loss_bad * self.p_good_bad / total if total > 0 else 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +54,9 @@ class LinkProfile:
     queueing delay: never negative, usually small, sometimes large.
     ``loss``: probability that a packet is lost; over TCP that is a retransmission, so the
     packet arrives one RTO = max(200 ms, 2 * RTT) late (and holds back those behind it).
+    ``burst``: losses in runs instead (:class:`BurstLoss`), in place of ``loss``.
+    ``duplicate``: probability that a datagram arrives twice (UDP only: TCP never delivers
+    a segment twice).
     ``clock_offset``: distribution (seconds, may be negative) of each bot's local clock
     minus the server's clock.
     """
@@ -33,6 +64,8 @@ class LinkProfile:
     jitter_ms: float = 2.0
     loss: float = 0.0
     clock_offset: Distribution = DEFAULT_CLOCK_OFFSET
+    burst: BurstLoss | None = None
+    duplicate: float = 0.0
 
     def __post_init__(self) -> None:
         jitter = float(self.jitter_ms)
@@ -43,6 +76,10 @@ class LinkProfile:
             raise ValueError(f"loss must be a probability in [0, 1], got {self.loss!r}")
         if not isinstance(self.clock_offset, Distribution):
             raise TypeError(f"clock_offset must be a Distribution, got {self.clock_offset!r}")
+        if not 0.0 <= float(self.duplicate) <= 1.0:
+            raise ValueError(f"duplicate must be a probability in [0, 1], got {self.duplicate!r}")
+        if self.burst is not None and loss > 0:
+            raise ValueError("give either a loss probability or burst loss, not both")
         object.__setattr__(self, "jitter_ms", jitter)
         object.__setattr__(self, "loss", loss)
 
@@ -57,6 +94,8 @@ class BotParams:
     jitter: float
     loss: float
     link_seed: int
+    burst: BurstLoss | None = None  # losses in runs, in place of ``loss``
+    duplicate: float = 0.0  # probability a datagram arrives twice (UDP)
 
     def __post_init__(self) -> None:
         if self.index < 0:
@@ -110,4 +149,6 @@ def draw_bot(
         jitter=profile.jitter_ms / 1000.0,
         loss=profile.loss,
         link_seed=link_seed,
+        burst=profile.burst,
+        duplicate=profile.duplicate,
     )

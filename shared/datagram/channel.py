@@ -166,6 +166,7 @@ _COUNTERS = (
     "lost",
     "duplicates",
     "resent",
+    "redundant_resent",
     "recovered_by_redundancy",
     "redundant_given_up",
     "fragments_abandoned",
@@ -297,6 +298,8 @@ class Channel:
             for entry in run:
                 parts += (entry.head, _SENDS[min(entry.sends, 255)], entry.tail)
                 room -= entry.size
+                if entry.sends:
+                    self._counters["redundant_resent"] += 1
                 entry.sends += 1
             if run:
                 redundant_through = run[-1].ident
@@ -527,7 +530,8 @@ class Channel:
     @property
     def stats(self) -> dict[str, Any]:
         """Counters: datagrams sent and received (and their bytes), lost (sent, never
-        acknowledged), duplicates, reliable chunks resent, redundant payloads delivered from a
+        acknowledged), duplicates, reliable chunks resent, redundant payloads repeated in a later
+        datagram (``redundant_resent``), redundant payloads delivered from a
         repeat (``recovered_by_redundancy``) or given up unacknowledged, fragmented payloads
         abandoned, and ``refused`` (a dict by cause)."""
         stats: dict[str, Any] = dict(self._counters)

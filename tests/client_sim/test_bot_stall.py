@@ -18,9 +18,13 @@ CODEC = _EntityCodec.for_bounds(_default_map().bounds_min, _default_map().bounds
 def seated_bot() -> Bot:
     params = draw_bot(0, seed=1, rtt=parse_distribution("40ms"))
     host = SimpleNamespace(
-        config=None, pump=None, codec=CODEC, beat=ProcessBeat(), clock_changed=lambda *_: None
+        config=SimpleNamespace(transport="ws"),
+        pump=None,
+        codec=CODEC,
+        beat=ProcessBeat(),
+        clock_changed=lambda *_: None,
     )
-    bot = Bot(0, params, host, "ws://a/ws")  # type: ignore[arg-type]
+    bot = Bot(0, params, host, "ws://a/ws")
     bot.welcome = protocol.WelcomeMessage(1, 0, 60, 10, 0.2, "tok", "arena", "eu", 3)
     bot._welcomed_local = -1e9  # long ago
     bot._connections[0] = SimpleNamespace(closed=False, url="ws://a/ws")  # type: ignore[assignment]

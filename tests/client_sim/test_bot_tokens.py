@@ -35,7 +35,10 @@ PARAMS = draw_bot(0, seed=1, rtt=parse_distribution("40ms"))
 def playing_bot(swarm: Swarm | None = None) -> Bot:
     """A bot seated with token ``t1`` on connection 0, with a spare (1) parked with it."""
     host: Any = swarm or SimpleNamespace(
-        config=None, pump=None, codec=CODEC, clock_changed=lambda *_: None
+        config=SimpleNamespace(transport="ws"),
+        pump=None,
+        codec=CODEC,
+        clock_changed=lambda *_: None,
     )
     bot = Bot(0, PARAMS, host, "ws://a/ws")
     bot._connections = {0: connection(0, None), 1: connection(1, "t1")}

@@ -20,7 +20,10 @@ def rng(seed: int = 5) -> np.random.Generator:
 def params(**overrides: float) -> BotParams:
     base = {"rtt": 0.06, "clock_offset": 0.0, "jitter": 0.002, "loss": 0.01}
     base.update(overrides)
-    return BotParams(index=0, link_seed=99, **base)
+    return BotParams(
+        index=0, link_seed=99, rtt=base["rtt"], clock_offset=base["clock_offset"],
+        jitter=base["jitter"], loss=base["loss"],
+    )  # fmt: skip
 
 
 @given(

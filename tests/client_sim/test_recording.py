@@ -33,8 +33,13 @@ def test_each_bot_gets_a_file_of_json_lines(tmp_path: Path) -> None:
 
 async def test_a_bot_told_of_a_newer_epoch_refuses_the_older_one() -> None:
     params = draw_bot(0, seed=1, rtt=parse_distribution("40ms"))
-    host = SimpleNamespace(config=None, pump=None, codec=CODEC, clock_changed=lambda *_: None)
-    bot = Bot(0, params, host, "ws://127.0.0.1:1/ws")  # type: ignore[arg-type]
+    host = SimpleNamespace(
+        config=SimpleNamespace(transport="ws"),
+        pump=None,
+        codec=CODEC,
+        clock_changed=lambda *_: None,
+    )
+    bot = Bot(0, params, host, "ws://127.0.0.1:1/ws")
     bot.welcome = protocol.WelcomeMessage(1, 0, 60, 10, 0.2, "tok", "arena", "eu", 3, ("ws://b",))
     bot.epoch = 3
     assert bot.accept_snapshot(3, 11, -1)
@@ -49,8 +54,13 @@ async def test_a_bot_told_of_a_newer_epoch_refuses_the_older_one() -> None:
 
 async def test_a_welcome_from_a_deposed_primary_changes_nothing() -> None:
     params = draw_bot(0, seed=1, rtt=parse_distribution("40ms"))
-    host = SimpleNamespace(config=None, pump=None, codec=CODEC, clock_changed=lambda *_: None)
-    bot = Bot(0, params, host, "ws://127.0.0.1:1/ws")  # type: ignore[arg-type]
+    host = SimpleNamespace(
+        config=SimpleNamespace(transport="ws"),
+        pump=None,
+        codec=CODEC,
+        clock_changed=lambda *_: None,
+    )
+    bot = Bot(0, params, host, "ws://127.0.0.1:1/ws")
     new = protocol.WelcomeMessage(1, 0, 60, 10, 0.2, "tok", "arena", "eu", 4, ("ws://a",))
     bot.welcome, bot.epoch, bot._active = new, 4, 1
     # The spare reached the old primary, cut off from the region and not told yet.

@@ -133,6 +133,11 @@ def swarm_result(**overrides: Any) -> SwarmResult:
         snapshots=[100, 140],
         inputs_sent=[120, 120],
         inputs_acked=[110, 100],
+        inputs_resent=12,
+        inputs_recovered=5,
+        longest_gaps=[0.07] * 60 + [0.3] * 40,
+        snapshots_lost=4,
+        transports={"udp": 10},
         interpolation_misses=3,
         shots=list(MIXED),
         hits_received=4,
@@ -243,7 +248,17 @@ def test_the_report_keeps_its_stable_field_names_with_measured_values() -> None:
         "server_minus_link_p50": pytest.approx(2.0, rel=0.01),
     }  # fmt: skip
     assert report["shots"]["server"] == {"kills": 2}
-    assert report["inputs"] == {"sent": 240, "acked": 210, "acked_ratio": 0.875}
+    assert report["inputs"] == {
+        "sent": 240, "acked": 210, "acked_ratio": 0.875, "resent": 12,
+        "recovered_by_redundancy": 5,
+    }  # fmt: skip
+    assert report["transport"] == "udp"
+    assert report["snapshots"]["lost"] == 4
+    assert report["snapshots"]["longest_gap_ms_p50"] == pytest.approx(70.0, rel=0.01)
+    assert report["snapshots"]["longest_gap_ms_p99"] == pytest.approx(300.0, rel=0.01)
+    summary = format_summary(report)
+    assert "12 sent again, 5 recovered by redundancy" in summary
+    assert "over udp: longest gap per bot p50 70" in summary
     json.dumps(report, allow_nan=False)  # plain JSON for machines
 
 

@@ -17,9 +17,11 @@ from launch.chaos import main
 from tests.integration.etcd import etcd_binary
 
 
-@pytest.mark.parametrize("coordinator", ["static", "etcd"])
+@pytest.mark.parametrize(
+    ("coordinator", "transport"), [("static", "ws"), ("etcd", "ws"), ("static", "udp")]
+)
 def test_a_small_torture_loses_nothing(
-    coordinator: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    coordinator: str, transport: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     if coordinator == "etcd":
         etcd_binary()  # skipped without one (failed in CI)
@@ -30,6 +32,7 @@ def test_a_small_torture_loses_nothing(
             "--pauses", "1", "--pause-min", "1", "--pause-max", "1.5", "--standby-kills", "1",
             "--both-kills", "1" if coordinator == "static" else "0", "--hog-phase", "2",
             "--partitions", "0", "--out", str(tmp_path / "run"), "--json", str(report_path),
+            "--transport", transport,
         ]
     )  # fmt: skip
     progress = capsys.readouterr().err
@@ -45,6 +48,8 @@ def test_a_small_torture_loses_nothing(
     assert figures["epochs_reused"] == []
     assert figures["bots_lost"] == 0
     assert report["coordinator"] == coordinator and report["bots_connected"] == 6
+    assert report["transport"] == transport
+    assert f"snapshots   over {transport}:" in (tmp_path / "run" / "bots.log").read_text()
     # No node was restarted by hand: the supervisor brought every killed node back, and
     # every bot came back to its own seat each time.
     assert report["supervisor"]["restarts"] >= 3
