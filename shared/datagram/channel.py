@@ -27,7 +27,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from shared.datagram.constants import MAX_PAYLOAD, REPLAY_WINDOW, RESEND_INTERVAL_S
+from shared.datagram.constants import MAX_PAYLOAD, REDUNDANCY, REPLAY_WINDOW, RESEND_INTERVAL_S
 from shared.datagram.packets import (
     ACK_HEADER,
     CHANNEL_HEADER,
@@ -182,7 +182,7 @@ class Channel:
         now: float,
         *,
         timeout_s: float = 5.0,
-        redundancy: int = 16,
+        redundancy: int = REDUNDANCY,
     ) -> None:
         if redundancy < 1:
             raise ValueError("redundancy must be at least 1")
