@@ -16,9 +16,9 @@ __all__ = [
     "MAX_PAYLOAD",
     "PROTOCOL_ID",
     "PROTOCOL_VERSION",
+    "REDUNDANCY",
     "REPLAY_WINDOW",
     "REQUEST_SIZE",
-    "REDUNDANCY",
     "RESEND_INTERVAL_S",
     "TIMEOUT_S",
     "TOKEN_EXPIRES_IN_S",
@@ -68,8 +68,7 @@ CAUSE_MEANINGS = {
     "bad_token": "a private token that does not open under the region's key (forged, "
     "altered, or another region's)",
     "not_listed": "a token that does not list this node's address",
-    "replayed": "a token id this node already accepted, or a channel sequence already "
-    "received",
+    "replayed": "a token id this node already accepted, or a channel sequence already received",
     "bad_challenge": "a response whose challenge token this node did not seal for this "
     "address and request",
     "out_of_window": "a channel sequence REPLAY_WINDOW or more below the newest received",

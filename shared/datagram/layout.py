@@ -149,8 +149,11 @@ RESPONSE_FIELDS = (Field("challenge_token", _CHALLENGE_TOKEN, "the CHALLENGE's, 
 #: PAYLOAD and DISCONNECT: the clear header, which is the AEAD's associated data.
 CHANNEL_FIELDS = (
     Field("kind", "B", "4 (PAYLOAD) or 5 (DISCONNECT)"),
-    Field("sequence", "Q", "this datagram's number: 0, 1, 2 … per connection and direction; "
-    "the AEAD nonce"),
+    Field(
+        "sequence",
+        "Q",
+        "this datagram's number: 0, 1, 2 … per connection and direction; the AEAD nonce",
+    ),
 )
 
 #: The start of every PAYLOAD body (DISCONNECT's body is empty).
@@ -177,8 +180,7 @@ RECORD_FIELDS = {
         Field("length", "H", "payload bytes that follow"),
     ),
     Record.FRAGMENT: (
-        Field("id", "I", "the payload's number on the UNRELIABLE lane (shared with whole "
-        "ones)"),
+        Field("id", "I", "the payload's number on the UNRELIABLE lane (shared with whole ones)"),
         Field("index", "B", "this piece's place, from 0"),
         Field("count", "B", "the payload's pieces, 2 to 255"),
         Field("length", "H", "piece bytes that follow"),
@@ -187,17 +189,29 @@ RECORD_FIELDS = {
 
 #: A connect token as ``POST /connect`` answers it (JSON): name, JSON type, meaning.
 TOKEN_JSON_FIELDS = (
-    ("private", "str", "standard base64 of the private part: opaque to the client, sent as "
-    "is in the REQUEST"),
-    ("client_to_server_key", "str", "standard base64 of 32 bytes: the session key the "
-    "client seals with (before derivation)"),
-    ("server_to_client_key", "str", "standard base64 of 32 bytes: the session key the "
-    "node seals with (before derivation)"),
-    ("addresses", "[[str, int]]", "[host, port] of each node that accepts the token: the "
-    "node that issued it first, then the region's standbys"),
+    (
+        "private",
+        "str",
+        "standard base64 of the private part: opaque to the client, sent as is in the REQUEST",
+    ),
+    (
+        "client_to_server_key",
+        "str",
+        "standard base64 of 32 bytes: the session key the client seals with (before derivation)",
+    ),
+    (
+        "server_to_client_key",
+        "str",
+        "standard base64 of 32 bytes: the session key the node seals with (before derivation)",
+    ),
+    (
+        "addresses",
+        "[[str, int]]",
+        "[host, port] of each node that accepts the token: the "
+        "node that issued it first, then the region's standbys",
+    ),
     ("expires_at", "float", "unix seconds: a REQUEST after it is refused (expired)"),
-    ("timeout_s", "float", "seconds of silence after which either side gives the "
-    "connection up"),
+    ("timeout_s", "float", "seconds of silence after which either side gives the connection up"),
 )
 
 #: The private part on the wire: this clear expiry, then the sealed plaintext.
