@@ -58,6 +58,8 @@ __all__ = [
     "HandshakeStep",
     "ServerHandshake",
     "connection_keys",
+    "seal_challenge",
+    "seal_response",
 ]
 
 Address = tuple[str, int]
@@ -78,6 +80,29 @@ def connection_keys(
     return (
         derive_key(token.client_to_server_key, CONNECTION_KEY_CONTEXT, connection_id),
         derive_key(token.server_to_client_key, CONNECTION_KEY_CONTEXT, connection_id),
+    )
+
+
+def seal_challenge(
+    server_to_client_key: bytes,
+    connection_id: bytes,
+    challenge_token: bytes,
+    *,
+    nonce: bytes | None = None,
+) -> bytes:
+    """A CHALLENGE datagram (``nonce``: fixed for test vectors only)."""
+    sealed = xseal(
+        server_to_client_key, connection_id + challenge_token, _CHALLENGE_AD, nonce=nonce
+    )
+    return bytes([Kind.CHALLENGE]) + sealed
+
+
+def seal_response(
+    client_to_server_key: bytes, challenge_token: bytes, *, nonce: bytes | None = None
+) -> bytes:
+    """A RESPONSE datagram (``nonce``: fixed for test vectors only)."""
+    return bytes([Kind.RESPONSE]) + xseal(
+        client_to_server_key, challenge_token, _RESPONSE_AD, nonce=nonce
     )
 
 
@@ -187,9 +212,7 @@ class ServerHandshake:
             _CHALLENGE_PLAIN.pack(token.token_id, pending.connection_id, pending.deadline),
             encode_address(address),
         )
-        reply = bytes([Kind.CHALLENGE]) + xseal(
-            token.server_to_client_key, pending.connection_id + challenge_token, _CHALLENGE_AD
-        )
+        reply = seal_challenge(token.server_to_client_key, pending.connection_id, challenge_token)
         assert len(reply) == CHALLENGE_SIZE < REQUEST_SIZE
         return reply
 
@@ -324,9 +347,7 @@ class ClientHandshake:
                     timeout_s=self.token.timeout_s,
                     redundancy=self.redundancy,
                 )
-            self._response = bytes([Kind.RESPONSE]) + xseal(
-                self.token.client_to_server_key, challenge_token, _RESPONSE_AD
-            )
+            self._response = seal_response(self.token.client_to_server_key, challenge_token)
             self._last_heard = now
             self._last_sent = float("-inf")  # answer at the next datagrams()
             return []
