@@ -334,6 +334,7 @@ def datagram_examples() -> dict[str, Any]:
     client.receive(sent, 0.03)
     client.send(inputs(1), channel.Lane.REDUNDANT)
     sends("client", "input 1, REDUNDANT (this datagram is lost)", 0.03)
+    log[-1]["lost"] = True
     client.send(inputs(2), channel.Lane.REDUNDANT)
     (second,) = sends("client", "input 2, with input 1 again: not acknowledged yet", 0.04)
     assert [lane for lane, _ in node.receive(second, 0.05)] == [channel.Lane.REDUNDANT] * 2
