@@ -367,10 +367,11 @@ def node_flags(args: argparse.Namespace) -> list[str]:
     ]  # fmt: skip
 
 
-async def until_seated(url: str, players: int, within: float) -> bool:
+async def until_seated(admin_url: str, players: int, within: float) -> bool:
+    """Whether the node's full /health (on its admin port) counts ``players`` seated in time."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        health = await node_health(url, within=2.0)
+        health = await node_health(admin_url, within=2.0)
         if health is not None and health["players"] >= players:
             return True
         await asyncio.sleep(0.25)
@@ -418,7 +419,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             swarm = Swarm(SwarmConfig(url=url, bots=bots, duration=planned, seed=args.seed))
             playing = asyncio.create_task(swarm.run())
             try:
-                report.update(await measure(args, chosen, swarm, url, pool, node.process.pid))
+                report.update(
+                    await measure(args, chosen, swarm, url, pool, node.process.pid, node.admin_url)
+                )
             finally:
                 playing.cancel()
                 await asyncio.gather(playing, return_exceptions=True)
@@ -433,17 +436,20 @@ async def measure(
     url: str,
     pool: concurrent.futures.Executor,
     node_pid: int,
+    admin: str,
 ) -> dict[str, Any]:
+    """``url``: where the bots and the attacks go; ``admin``: the node's admin URL, where
+    its full /health and /metrics are read."""
     loop = asyncio.get_running_loop()
     invalid: list[str] = []
     log(f"{args.bots} honest bots joining")
-    if not await until_seated(url, args.bots, 60.0):
+    if not await until_seated(admin, args.bots, 60.0):
         invalid.append(f"not all {args.bots} honest bots were seated within 60 s")
     await asyncio.sleep(args.settle)
     log(f"baseline: {args.window:g} s without an attack")
-    start = await sample(swarm, url, node_pid)
+    start = await sample(swarm, admin, node_pid)
     await asyncio.sleep(args.window)
-    baseline = window_figures(start, await sample(swarm, url, node_pid))
+    baseline = window_figures(start, await sample(swarm, admin, node_pid))
     log(f"baseline: {summary(baseline)}")
     if baseline["honest_playing_at_start"] < args.bots or baseline["honest_lost"]:
         invalid.append(f"{baseline['honest_playing_at_start']} of {args.bots} honest bots "
@@ -451,24 +457,24 @@ async def measure(
     results: dict[str, Any] = {}
     for attack in chosen:
         await asyncio.sleep(args.settle)
-        if not await until_seated(url, args.bots, 30.0):
+        if not await until_seated(admin, args.bots, 30.0):
             log(f"{attack.name}: fewer than {args.bots} honest bots seated before it")
         # Its own baseline, just before it: the machine drifts over a run (ticks grow with
         # the match's history and events), so each class is judged against the minutes it
         # ran in, not the first ones.
-        start = await sample(swarm, url, node_pid)
+        start = await sample(swarm, admin, node_pid)
         await asyncio.sleep(args.window)
-        before = window_figures(start, await sample(swarm, url, node_pid))
+        before = window_figures(start, await sample(swarm, admin, node_pid))
         options = attack.options(args)
         log(f"{attack.name}: {args.window:g} s of {attack.attack} {options or ''}".rstrip())
-        start = await sample(swarm, url, node_pid)
+        start = await sample(swarm, admin, node_pid)
         gained = await loop.run_in_executor(
             pool, adversary.run_attack, attack.attack, url, args.window, options
         )
         # An attack that ended early (every squatter kicked) leaves the rest of its window
         # measured too: every class is judged over a window as long as the baseline's.
         await asyncio.sleep(max(0.0, start.at + args.window - loop.time()))
-        figures = window_figures(start, await sample(swarm, url, node_pid))
+        figures = window_figures(start, await sample(swarm, admin, node_pid))
         targets = judge(attack, figures, before, gained, args)
         missed = [name for name, verdict in targets.items() if not verdict["met"]]
         verdict = "MISSED: " + ", ".join(missed) if missed else "targets met"

@@ -84,7 +84,7 @@ async def record(bots: int, seconds: float) -> list[tuple[int, bytes]]:
         swarm.deliver = kept  # type: ignore[method-assign]
         playing = asyncio.create_task(swarm.run())
         try:
-            if not await until_seated(node.url, bots, 60.0):
+            if not await until_seated(node.admin_url, bots, 60.0):
                 raise SystemExit(f"bench/bot_receive: not all {bots} bots were seated in 60 s")
             log(f"{bots} bots seated; recording {seconds:g} s")
             await asyncio.sleep(seconds)

@@ -103,13 +103,16 @@ def _refusal(results: list[SwarmResult], asked: int) -> str | None:
     return None
 
 
-async def _play(url: str, cell: Cell, round_: int) -> tuple[dict[str, Any], list[ShotSummary]]:
-    before = await node_health(url)
+async def _play(
+    url: str, admin: str, cell: Cell, round_: int
+) -> tuple[dict[str, Any], list[ShotSummary]]:
+    """One cell's round on the node players reach at ``url`` (its full /health at ``admin``)."""
+    before = await node_health(admin)
     first = 1000 * round_
     targets = _swarm(url, cell, ARGS.targets, first, cell.behaviour, team=False)
     shooters = _swarm(url, cell, ARGS.shooters, first + 500, "marksman", team=True)
     results = list(await asyncio.gather(targets.run(), shooters.run()))
-    after = await node_health(url)
+    after = await node_health(admin)
     shots = results[1].shots
     row: dict[str, Any] = {
         "behaviour": cell.behaviour,
@@ -137,11 +140,11 @@ def _figures(shots: list[ShotSummary]) -> dict[str, Any]:
     }
 
 
-async def run_grid(url: str, cells: list[Cell], label: str) -> dict[str, Any]:
+async def run_grid(url: str, admin: str, cells: list[Cell], label: str) -> dict[str, Any]:
     rows, pooled = [], {}
     began = time.monotonic()
     for k, cell in enumerate(cells):
-        row, shots = await _play(url, cell, k)
+        row, shots = await _play(url, admin, cell, k)
         rows.append(row)
         if row["refused"] is None:
             pooled.setdefault(cell.rtt_ms, []).extend(shots)
@@ -201,12 +204,12 @@ async def bench() -> dict[str, Any]:
     # a target for the next cell's marksmen.
     grace = ("--seat-grace-s", "0")
     with start_node("--log-level", "warning", *rewind, *grace, progress=log) as node:
-        url = node.url
-        report["quiet"] = await run_grid(url, cells, "quiet")
+        url, admin = node.url, node.admin_url
+        report["quiet"] = await run_grid(url, admin, cells, "quiet")
         report["machine"]["load_1m_after_quiet"] = round(os.getloadavg()[0], 2)
         if ARGS.hog:
             with cpu_hog(True):
-                report["hog"] = await run_grid(url, cells, "hog")
+                report["hog"] = await run_grid(url, admin, cells, "hog")
             report["machine"]["load_1m_after_hog"] = round(os.getloadavg()[0], 2)
             report["hog_minus_quiet"] = _changes(report["quiet"], report["hog"])
     return report

@@ -62,8 +62,9 @@ def process_cpu_seconds(pid: int) -> float:
     return sum(process_cpu_times(pid))
 
 
-async def health(url: str) -> dict[str, Any]:
-    http = url.replace("ws://", "http://").removesuffix("/ws") + "/health"
+async def health(admin_url: str) -> dict[str, Any]:
+    """The node's full /health, from its admin port."""
+    http = admin_url + "/health"
     async with aiohttp.ClientSession() as session, session.get(http) as response:
         return await response.json()
 
@@ -121,6 +122,7 @@ async def measure(
                     "--workers",
                     str(bot_workers),
                     "--quiet",
+                    "--allow-invalid",  # this bench judges the run's validity itself
                     "--json",
                     str(report_path),
                 ],
@@ -130,18 +132,18 @@ async def measure(
                 began = time.monotonic()
                 while True:  # wait for every bot to be seated, then let things settle
                     await asyncio.sleep(0.25)
-                    if (await health(node.url))["players"] >= players:
+                    if (await health(node.admin_url))["players"] >= players:
                         break
                     if time.monotonic() - began > duration / 2:
                         raise RuntimeError(f"only some of {players} bots joined in time")
                 await asyncio.sleep(warmup)
                 loadavg_1m = os.getloadavg()[0]
-                first, cpu0 = await health(node.url), process_cpu_times(node.process.pid)
-                metrics0 = await node_metrics(node.url)
+                first, cpu0 = await health(node.admin_url), process_cpu_times(node.process.pid)
+                metrics0 = await node_metrics(node.admin_url)
                 window = max(1.0, duration - (time.monotonic() - began) - 2.0)
                 await asyncio.sleep(window)
-                last, cpu1 = await health(node.url), process_cpu_times(node.process.pid)
-                metrics1 = await node_metrics(node.url)
+                last, cpu1 = await health(node.admin_url), process_cpu_times(node.process.pid)
+                metrics1 = await node_metrics(node.admin_url)
                 returncode = await asyncio.to_thread(bots.wait, duration + 60)
                 if returncode != 0:
                     raise RuntimeError(f"arena-bots exited with {returncode}")

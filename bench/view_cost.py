@@ -137,7 +137,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         swarm = Swarm(SwarmConfig(url=node.url, bots=bots, duration=planned, seed=1))
         playing = asyncio.create_task(swarm.run())
         try:
-            report.update(await measure(args, swarm, node.url))
+            report.update(await measure(args, swarm, node.admin_url))
         finally:
             playing.cancel()
             await asyncio.gather(playing, return_exceptions=True)
@@ -146,6 +146,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def measure(args: argparse.Namespace, swarm: Swarm, url: str) -> dict[str, Any]:
+    """``url``: the node's admin URL (its full /health, /metrics and /view)."""
     invalid: list[str] = []
     if not await until_seated(url, args.bots, 60.0):
         invalid.append(f"not all {args.bots} bots were seated within 60 s")

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from client_sim.bot_random import Streams, as_streams
 from shared.arena_map import ArenaMap
 from shared.movement import BUTTON_JUMP, PLAYER_RADIUS
 from shared.sightlines import first_in_sight, sight_blocked, spot_drawn
@@ -65,7 +66,7 @@ class Brain:
         self,
         count: int,
         arena: ArenaMap,
-        rng: np.random.Generator,
+        rng: np.random.Generator | Streams,
         cover_seeking: float = 0.5,
         engage_range: float = 25.0,
         behaviour: str = "play",
@@ -75,14 +76,15 @@ class Brain:
         self.behaviour = behaviour
         self.count = count
         self.arena = arena
-        self.rng = rng
+        self.rng = as_streams(rng)  # one stream per bot in a swarm: the same whatever the split
         self.cover_seeking = cover_seeking
         self.engage_range = engage_range
-        self.goal = self._random_points(count)
+        every = np.arange(count)
+        self.goal = self._random_points(every)
         self.goal_deadline = np.zeros(count)
         self.in_cover_mode = np.zeros(count, dtype=bool)
-        self.strafe_phase = rng.uniform(0.0, 2 * math.pi, count)
-        self.strafe_rate = rng.uniform(2.0, 5.0, count)  # radians per second
+        self.strafe_phase = self.rng.uniform(0.0, 2 * math.pi, every)
+        self.strafe_rate = self.rng.uniform(2.0, 5.0, every)  # radians per second
         self.threat = np.zeros((count, 3))
         self.threat_id = np.full(count, -1, dtype=np.int64)
         self.threat_since = np.zeros(count)
@@ -98,10 +100,10 @@ class Brain:
         self._pitch = np.zeros(count)
         self._buttons = np.zeros(count, dtype=np.int64)
 
-    def _random_points(self, n: int) -> np.ndarray:
+    def _random_points(self, rows: np.ndarray) -> np.ndarray:
         lo = self.arena.bounds_min + 1.0
         hi = self.arena.bounds_max - 1.0
-        return self.rng.uniform(lo, hi, size=(n, 2))
+        return self.rng.uniform(lo, hi, rows, width=2)
 
     def perceive_group(
         self,
@@ -191,7 +193,7 @@ class Brain:
             seers, seen = watchers[newly].tolist(), enemies[newly].tolist()
             self.sightings += [(bot, enemy, now) for bot, enemy in zip(seers, seen, strict=True)]
         seeking = np.flatnonzero(newly)
-        seeking = seeking[self.rng.random(len(seeking)) < self.cover_seeking]
+        seeking = seeking[self.rng.random(seeking) < self.cover_seeking]
         self._seek_cover(watchers[seeking], own[rows[seeking]], now)
 
     def _seek_cover(self, bots: np.ndarray, own: np.ndarray, now: float) -> None:
@@ -219,7 +221,7 @@ class Brain:
         found = hidden.any(axis=1)
         movers = bots[found]
         self.goal[movers] = spots[found, best[found]]
-        self.goal_deadline[movers] = now + self.rng.uniform(4.0, 8.0, len(movers))
+        self.goal_deadline[movers] = now + self.rng.uniform(4.0, 8.0, movers)
         self.in_cover_mode[movers] = True
 
     def decide(self, pos: np.ndarray, now: float, dt: float) -> BotIntent:
@@ -230,8 +232,8 @@ class Brain:
         expired = now >= self.goal_deadline
         fresh = np.flatnonzero(arrived | expired)
         if len(fresh):
-            self.goal[fresh] = self._random_points(len(fresh))
-            self.goal_deadline[fresh] = now + self.rng.uniform(3.0, 8.0, len(fresh))
+            self.goal[fresh] = self._random_points(fresh)
+            self.goal_deadline[fresh] = now + self.rng.uniform(3.0, 8.0, fresh)
             self.in_cover_mode[fresh] = False
             to_goal[fresh] = self.goal[fresh] - pos[fresh, :2]
             distance[fresh] = np.linalg.norm(to_goal[fresh], axis=1)
@@ -265,6 +267,6 @@ class Brain:
         self._yaw[:] = np.arctan2(look[:, 1], look[:, 0])
         rise = self.threat[:, 2] - pos[:, 2]
         self._pitch[:] = np.where(self.has_threat, np.arctan2(rise, threat_distance), 0.0)
-        jumping = (self.rng.random(self.count) < 0.005) & (self.behaviour == "play")
+        jumping = (self.rng.random(np.arange(self.count)) < 0.005) & (self.behaviour == "play")
         self._buttons[:] = np.where(jumping, BUTTON_JUMP, 0)
         return BotIntent(self._move, self._yaw, self._pitch, self._buttons)

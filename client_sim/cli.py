@@ -33,9 +33,9 @@ from client_sim.latency import (
     draw_bot,
     parse_distribution,
 )
-from client_sim.latency import parse_duration as parse_spec_duration
 from client_sim.marksman import AimSkill
-from client_sim.report import build_report, format_summary
+from client_sim.provenance import provenance, run_start
+from client_sim.report import build_report, format_summary, node_account, report_of, tally_of
 from client_sim.report_html import write_html_report
 from client_sim.report_server import ServerWatch, server_figures
 from client_sim.report_thresholds import (
@@ -47,9 +47,10 @@ from client_sim.report_thresholds import (
 from client_sim.routing import Directories, Route, route_bots, routing_figures
 from client_sim.sight import POP_IN_NEAR_M
 from client_sim.swarm import Swarm, SwarmConfig, SwarmResult, run_swarm
+from client_sim.tally import PartError, Tally
 from client_sim.websocket import TlsTrust
 from shared import eventloop
-from shared.commandline import OneLineParser
+from shared.commandline import OneLineParser, check_duration, milliseconds, seconds
 from shared.geo import GeoError, parse_population
 from shared.lifetime import exit_with_parent, exit_with_parent_if_asked, sigterm_as_interrupt
 
@@ -85,6 +86,21 @@ class BotRun:
     population: str = DEFAULT_POPULATION
     record: str = ""  # a folder: every snapshot each bot accepted (arena-chaos torture)
     tls: TlsTrust = field(default_factory=TlsTrust)  # which wss:// servers to believe
+    shard: int = 0  # this process runs the bots k with k % shards == shard
+    shards: int = 1
+    light: int = 0  # light players beside the full bots: population indices count..count+light-1
+
+    def population_tag(self) -> dict[str, Any]:
+        """Which swarm a part belongs to: the merge refuses parts of different ones."""
+        return {"seed": self.seed, "count": self.count, "light": self.light,
+                "of": self.shards, "shards": [self.shard]}  # fmt: skip
+    # Each node's admin URL (its full /health and /metrics, for the report's server
+    # figures) by the host:port players reach it on; a node not named here: n/a.
+    admin: tuple[tuple[str, str], ...] = ()
+
+    def admin_url(self, url: str) -> str:
+        """The admin URL of the node players reach at ``url`` ("" when not known)."""
+        return dict(self.admin).get(urlsplit(url).netloc, "")
 
     def profile(self) -> LinkProfile:
         return LinkProfile(
@@ -96,12 +112,14 @@ class BotRun:
     def swarm_configs(
         self, routed: tuple[list[BotParams], list[Route]] | None = None
     ) -> list[SwarmConfig]:
-        """Split the bots over the workers; bot ``i`` is the same bot whatever the split."""
+        """This shard's bots (``k % shards == shard``) split over the workers; bot ``k`` is
+        the same bot (link, location, random draws) whatever the split."""
         rtt = parse_distribution(self.latency, label="latency")
         profile = self.profile()
         if routed is None:
             bots = [
-                draw_bot(i, seed=self.seed, rtt=rtt, profile=profile) for i in range(self.count)
+                draw_bot(i, seed=self.seed, rtt=rtt, profile=profile)
+                for i in range(self.shard, self.count + self.light, self.shards)
             ]
             routes: list[Route] = []
         else:
@@ -113,7 +131,7 @@ class BotRun:
                 url=self.url,
                 bots=tuple(share),
                 duration=self.duration,
-                seed=self.seed * 1000 + w,
+                seed=self.seed,
                 interp_delay=self.interp_delay,
                 input_rate=self.input_rate,
                 pop_in_range_m=self.pop_in_range_m,
@@ -122,25 +140,34 @@ class BotRun:
                 routes=tuple(route_shares[w]),
                 record=self.record,
                 tls=self.tls,
+                light=tuple(bot.index >= self.count for bot in share),
             )
             for w, share in enumerate(shares)
             if share
         ]
 
 
-def _health_url(ws_url: str) -> str:
-    parts = urlsplit(ws_url)
-    scheme = {"ws": "http", "wss": "https"}.get(parts.scheme, "http")
+def _health_url(admin_url: str) -> str:
+    parts = urlsplit(admin_url)
+    scheme = {"ws": "http", "wss": "https"}.get(parts.scheme, parts.scheme)
     return urlunsplit((scheme, parts.netloc, "/health", "", ""))
 
 
-async def fetch_health(ws_url: str, tls: TlsTrust) -> dict[str, Any] | None:
-    """The node's /health (https: verified as ``tls`` says), or None when it cannot be read
-    (the report says n/a)."""
+def admin_pair(ws_url: str, admin_url: str) -> tuple[str, str]:
+    """An entry of :attr:`BotRun.admin`: the node players reach at ``ws_url`` has its admin
+    port at ``admin_url``."""
+    return urlsplit(ws_url).netloc, admin_url
+
+
+async def fetch_health(admin_url: str, tls: TlsTrust) -> dict[str, Any] | None:
+    """The node's full /health from its admin URL (https: verified as ``tls`` says), or
+    None when it cannot be read or no admin URL is known (the report says n/a)."""
+    if not admin_url:
+        return None
     try:
         async with aiohttp.ClientSession() as session:
             async with session.get(
-                _health_url(ws_url), timeout=aiohttp.ClientTimeout(total=5), ssl=tls.context()
+                _health_url(admin_url), timeout=aiohttp.ClientTimeout(total=5), ssl=tls.context()
             ) as r:
                 return await r.json() if r.status == 200 else None
     except (aiohttp.ClientError, TimeoutError, ValueError):
@@ -156,7 +183,17 @@ async def run_bots(
     progress: bool = True,
     during: Callable[[], Coroutine[Any, Any, list[dict[str, Any]]]] | None = None,
 ) -> dict[str, Any]:
-    """Run the bots (in-process, or over worker processes) and build the report.
+    """Run the bots and build the report (:func:`run_tally`)."""
+    return report_of(await run_tally(run, progress, during))
+
+
+async def run_tally(
+    run: BotRun,
+    progress: bool = True,
+    during: Callable[[], Coroutine[Any, Any, list[dict[str, Any]]]] | None = None,
+) -> Tally:
+    """Run the bots (in-process, or over worker processes) and tally what they measured:
+    the report's source, and the part a shard writes.
 
     ``during`` runs beside the bots (the demo kills the primary there) and returns the
     kills it made, for the report's failover timings. Cancelled while the bots play
@@ -173,40 +210,43 @@ async def run_bots(
             profile=run.profile(),
         )
     configs = run.swarm_configs(routed)
-    before = await fetch_health(run.url, run.tls) if not run.directory else None
+    before = await fetch_health(run.admin_url(run.url), run.tls) if not run.directory else None
     began = time.time()
     swarm = Swarm(configs[0]) if len(configs) == 1 else None
     watch = None
     if not run.directory:
-        watch = ServerWatch(lambda: (swarm.busiest_node() if swarm else None) or run.url, run.tls)
+        watch = ServerWatch(
+            lambda: run.admin_url((swarm.busiest_node() if swarm else None) or run.url), run.tls
+        )
     watching = asyncio.create_task(watch.run()) if watch is not None else None
     chaos = asyncio.create_task(during()) if during is not None else None
     try:
         if swarm is not None:
             callback = functools.partial(_progress, "arena-bots: ") if progress else None
-            result = await _finish_when_cancelled(swarm.run(callback), swarm.finish)
+            tally = tally_of(await _finish_when_cancelled(swarm.run(callback), swarm.finish))
         else:
-            result = await run_workers(configs, progress)
-        kills = await chaos if chaos is not None and not result.partial else []
+            tally = await run_workers(configs, progress)
+        kills = await chaos if chaos is not None and not tally.partial else []
     finally:
         for task in (watching, chaos):
             if task is not None and not task.done():
                 task.cancel()
         await asyncio.gather(*(t for t in (watching, chaos) if t), return_exceptions=True)
-    if result.partial and chaos is not None and chaos.done() and not chaos.cancelled():
+    if tally.partial and chaos is not None and chaos.done() and not chaos.cancelled():
         kills = chaos.result() if chaos.exception() is None else []
     after = None
     # After a failover the region's primary is another node: the one the bots ended on
-    # (also after a kill from outside), or the one this process saw take over.
-    ended_on = sorted(result.node_urls, key=lambda url: -result.node_urls[url])
+    # (also after a kill from outside), or the one this process saw take over (the kill
+    # names its admin URL).
+    ended = tally.group("ended_on")
+    ended_on = sorted(ended, key=lambda url: -ended[url])
     survivors = [k["new_primary"] for k in reversed(kills) if k.get("new_primary")]
-    for url in dict.fromkeys([*ended_on, *survivors, run.url]):
+    admins = [run.admin_url(url) for url in ended_on] + survivors + [run.admin_url(run.url)]
+    for url in dict.fromkeys(a for a in admins if a):
         if (after := await fetch_health(url, run.tls)) is not None:
             break
-    report = build_report(
-        result,
+    tally.server = node_account(
         latency_spec=run.latency if not run.directory else f"geography({run.population})",
-        workers=len(configs),
         server_before=before,
         server_after=after if not run.directory else None,
         kills=kills,
@@ -214,8 +254,9 @@ async def run_bots(
         origin=began,
     )
     if routed is not None:
-        report["routing"] = routing_figures(routed[1])
-    return report
+        tally.server["routing"] = routing_figures(routed[1])
+    tally.population = run.population_tag()
+    return tally
 
 
 async def _finish_when_cancelled(
@@ -246,12 +287,13 @@ def _worker(config: SwarmConfig, prefix: str | None, reply: Connection) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C: the parent decides
     signal.signal(FINISH_SIGNAL, signal.SIG_IGN)  # (until its loop handles it)
     callback = functools.partial(_progress, prefix) if prefix is not None else None
-    reply.send(run_swarm(config, callback, finish_on=FINISH_SIGNAL))
+    reply.send(tally_of(run_swarm(config, callback, finish_on=FINISH_SIGNAL)).to_json())
     reply.close()
 
 
-async def run_workers(configs: list[SwarmConfig], progress: bool) -> SwarmResult:
-    """One process per config, their results merged. The processes are this function's:
+async def run_workers(configs: list[SwarmConfig], progress: bool) -> Tally:
+    """One process per config, their tallies merged (as a merge of shards is). The
+    processes are this function's:
     however it ends (a worker's failure, Ctrl-C, SIGTERM) they are stopped before it
     returns: terminated, then killed after a bound."""
     context = multiprocessing.get_context("spawn")
@@ -278,10 +320,10 @@ async def run_workers(configs: list[SwarmConfig], progress: bool) -> SwarmResult
                     os.kill(process.pid, FINISH_SIGNAL)
             _uncancel()
             results = await gathered  # a second cancel ends this wait (and the workers)
-        result = SwarmResult()
-        for partial_result in results:
-            result.merge(partial_result)
-        return result
+        tally = Tally()
+        for part in results:
+            tally.merge(Tally.from_json(part))
+        return tally
     finally:
         for process in workers:
             if process.is_alive():
@@ -295,7 +337,7 @@ async def run_workers(configs: list[SwarmConfig], progress: bool) -> SwarmResult
 
 async def _receive(
     loop: asyncio.AbstractEventLoop, receive: Connection, process: BaseProcess
-) -> SwarmResult:
+) -> dict[str, Any]:
     """The worker's result, read once its pipe is readable (EOF: the worker died)."""
     ready: asyncio.Future[None] = loop.create_future()
 
@@ -311,7 +353,7 @@ async def _receive(
         loop.remove_reader(receive.fileno())
         os.set_blocking(receive.fileno(), True)
         try:
-            return cast(SwarmResult, await asyncio.to_thread(receive.recv))
+            return cast(dict[str, Any], await asyncio.to_thread(receive.recv))
         except EOFError:
             process.join(WORKER_STOP_S)
             raise RuntimeError(
@@ -326,7 +368,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="arena-bots",
         description="Spawn load-test bots that play against an Arena node like real clients "
-        "(prediction, reconciliation, interpolation) over modelled, latency-distributed links.",
+        "(prediction, reconciliation, interpolation) over modelled, latency-distributed links. "
+        "Shards of one swarm (--shard, --part) are combined by 'arena-bots merge PART.json...' "
+        "(see 'arena-bots merge --help').",
         epilog=HELP_TEXT,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -335,9 +379,30 @@ def build_parser() -> argparse.ArgumentParser:
         default="ws://127.0.0.1:7777/ws",
         help="the node's WebSocket URL (default: %(default)s)",
     )
-    parser.add_argument("--count", type=int, default=40, help="bots to run (default: 40)")
     parser.add_argument(
-        "--duration", type=float, default=20.0, help="seconds to play (default: 20)"
+        "--server-admin",
+        default="",
+        metavar="ADMIN_URL",
+        help="the --server node's admin URL (arena-server --admin-port, e.g. "
+        "http://127.0.0.1:9777): the report reads the node's full /health and /metrics "
+        "there; without it the report's server figures are n/a",
+    )
+    parser.add_argument(
+        "--count", type=int, default=40, help="full bots to run: the measuring ones (default: 40)"
+    )
+    parser.add_argument(
+        "--light",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also run N light players: they join, move, turn and fire as full bots do on "
+        "average (the same input rate, fire rate and weapons) and acknowledge every snapshot "
+        "from its head, but decode no players and judge nothing; they load the node as full "
+        "bots do at a fraction of the bot process's CPU, and the report counts them apart "
+        "(bots.light) (default: 0)",
+    )
+    parser.add_argument(
+        "--duration", type=seconds, default=20.0, help="seconds to play (default: 20)"
     )
     parser.add_argument(
         "--latency",
@@ -346,7 +411,10 @@ def build_parser() -> argparse.ArgumentParser:
         "default: a two-continent mix)",
     )
     parser.add_argument(
-        "--jitter", default="2ms", help="mean per-packet extra one-way delay (default: 2ms)"
+        "--jitter",
+        type=milliseconds,
+        default="2ms",
+        help="mean per-packet extra one-way delay, at most 60 s (default: 2ms)",
     )
     parser.add_argument(
         "--loss",
@@ -361,6 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--interp-delay",
+        type=milliseconds,
         default="100ms",
         help="how far in the past bots render others: at least two of the node's snapshot "
         "intervals (its welcome's snapshot_rate; 67 ms at the default 30 Hz) (default: 100ms)",
@@ -400,7 +469,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--reaction-ms",
-        type=float,
+        type=milliseconds,
         default=250.0,
         help="how long a bot sees an enemy before it fires (default: 250)",
     )
@@ -434,6 +503,22 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_POPULATION,
         help="with --directory: the bots' home locations (default: %(default)s)",
     )
+    parser.add_argument(
+        "--shard",
+        default="0/1",
+        metavar="I/N",
+        help="run share I of N of the population (the bots k with k %% N == I; the same "
+        "--seed gives each bot the same link, location and behaviour whichever shard runs "
+        "it); write each shard's --part and combine them with 'arena-bots merge' "
+        "(default: %(default)s, the whole swarm)",
+    )
+    parser.add_argument(
+        "--part",
+        default="",
+        metavar="PATH",
+        help="also write this run's mergeable tally (counts, sketches, fixed histograms, "
+        "validity) here, for 'arena-bots merge'",
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the report as JSON here")
     parser.add_argument(
         "--report-dir",
@@ -463,6 +548,13 @@ def build_parser() -> argparse.ArgumentParser:
         "against a man in the middle)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument(
+        "--allow-invalid",
+        action="store_true",
+        help="exit 0 on a run the report marks invalid (its figures are no measurement: "
+        "the bot process fell behind, bots reconnected without a failover); by default "
+        "such a run exits 1",
+    )
     return parser
 
 
@@ -493,8 +585,10 @@ def parse_thresholds(expressions: list[str]) -> list[Threshold]:
 
 def parse_run(args: argparse.Namespace) -> BotRun:
     """Validate the command line; raises ValueError with a one-line message."""
-    if args.count < 1:
-        raise ValueError("--count must be at least 1")
+    if args.count < 0 or args.light < 0 or args.count + args.light < 1:
+        raise ValueError("--count and --light must be >= 0, with at least one bot in all")
+    if args.light and args.directory:
+        raise ValueError("--light with --directory is not supported (light players join --server)")
     if not (math.isfinite(args.duration) and args.duration > 0):
         raise ValueError("--duration must be a positive number of seconds")
     if not 1 <= args.workers <= 64:
@@ -510,19 +604,29 @@ def parse_run(args: argparse.Namespace) -> BotRun:
         raise ValueError("--loss is a probability between 0 and 1")
     if urlsplit(args.server).scheme not in ("ws", "wss"):
         raise ValueError(f"--server must be a ws:// or wss:// URL, got {args.server!r}")
+    if args.server_admin and urlsplit(args.server_admin).scheme not in ("http", "https"):
+        raise ValueError(f"--server-admin must be an http:// or https:// URL, got "
+                         f"{args.server_admin!r}")  # fmt: skip
     if args.directory:
         Directories(args.directory)  # each URL checked, in one line
+    shard, shards = parse_shard(args.shard)
+    if shards > 1 and args.directory:
+        raise ValueError(
+            "--shard with --directory is not supported (each shard would seat the whole population)"
+        )
+    if shard >= args.count + args.light:
+        raise ValueError(f"--shard {args.shard}: no bot of the {args.count + args.light} is in it")
     run = BotRun(
         url=args.server,
         count=args.count,
         duration=args.duration,
         latency=args.latency,
-        jitter_ms=parse_spec_duration(args.jitter, label="jitter") * 1000.0,
+        jitter_ms=check_duration(args.jitter, "--jitter", "ms"),
         loss=args.loss,
         clock_offset=args.clock_offset,
         seed=args.seed,
-        workers=min(args.workers, args.count),
-        interp_delay=parse_spec_duration(args.interp_delay, label="interp delay"),
+        workers=min(args.workers, len(range(shard, args.count + args.light, shards))),
+        interp_delay=check_duration(args.interp_delay, "--interp-delay", "ms") / 1000.0,
         input_rate=args.input_rate,
         pop_in_range_m=args.pop_in_range_m,
         skill=AimSkill(
@@ -536,6 +640,10 @@ def parse_run(args: argparse.Namespace) -> BotRun:
         population=args.population,
         record=args.record,
         tls=TlsTrust(args.ca, args.insecure),
+        shard=shard,
+        shards=shards,
+        light=args.light,
+        admin=(admin_pair(args.server, args.server_admin),) if args.server_admin else (),
     )
     try:
         run.tls.context()
@@ -546,7 +654,20 @@ def parse_run(args: argparse.Namespace) -> BotRun:
     parse_population(run.population)
     run.swarm_configs()  # parses the distributions now, so errors surface before connecting
     check_writable(args.json, "--json")
+    check_writable(args.part, "--part")
     return run
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``I/N`` with 0 <= I < N; ValueError with one line otherwise."""
+    index, slash, of = text.partition("/")
+    try:
+        shard, shards = int(index), int(of)
+    except ValueError:
+        shard = shards = -1
+    if not slash or not 0 <= shard < shards:
+        raise ValueError(f"--shard must be I/N with 0 <= I < N, got {text!r}")
+    return shard, shards
 
 
 def check_report_dir(path: str, flag: str = "--report-dir") -> None:
@@ -590,10 +711,110 @@ def verdict(report: dict[str, Any], thresholds: list[Threshold], prog: str) -> b
     return not breached
 
 
+def publish(report: dict[str, Any], json_path: str | None, report_dir: str, prog: str) -> int:
+    """Print the summary and write the report where asked: 0, or 1 when it cannot be."""
+    summary = format_summary(report)
+    print(summary)
+    try:
+        write_report(report, json_path)
+        if report_dir:
+            folder = Path(report_dir)
+            folder.mkdir(parents=True, exist_ok=True)
+            write_report(report, str(folder / "report.json"))
+            write_html_report(report, summary, folder / "report.html", folder)
+    except OSError as error:
+        print(f"{prog}: cannot write the report: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def build_merge_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog="arena-bots merge",
+        description="Combine the parts written by the shards of one swarm (arena-bots "
+        "--shard I/N --part PATH) into the report one process running the whole swarm "
+        "would have written: counts summed, rates per bot, percentiles from the merged "
+        "sketches, any invalid part making the run invalid with its reasons.",
+    )
+    parser.add_argument("parts", nargs="+", metavar="PART.json", help="the shards' parts")
+    parser.add_argument("--json", metavar="PATH", help="write the merged report as JSON here")
+    parser.add_argument(
+        "--report-dir",
+        default="",
+        metavar="DIR",
+        help="also write report.html, the pictures and report.json of the merged report "
+        "into this folder (created if missing)",
+    )
+    add_fail_if(parser)
+    return parser
+
+
+def merge_parts(paths: list[str]) -> Tally:
+    """The parts' tallies merged, shard by shard; PartError naming the file otherwise."""
+    tallies = []
+    for path in paths:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as error:
+            raise PartError(f"{path}: cannot be read ({error})") from None
+        except json.JSONDecodeError as error:
+            raise PartError(f"{path}: not JSON ({error})") from None
+        try:
+            tally = Tally.from_json(data)
+        except PartError as error:
+            raise PartError(f"{path}: {error}") from None
+        try:
+            report_of(tally)  # what the report reads of it (events, the node's account)
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise PartError(
+                f"{path}: a malformed record ({type(error).__name__}: {error})"
+            ) from None
+        tallies.append(tally)
+    tallies.sort(key=lambda t: t.population.get("shards", [0]) or [0])
+    merged = Tally()
+    for path, tally in zip(paths, tallies, strict=True):
+        try:
+            merged.merge(tally)
+        except PartError as error:
+            raise PartError(f"{path}: {error}") from None
+    of = int(merged.population.get("of", 1) or 1)
+    missing = sorted(set(range(of)) - set(merged.population.get("shards", [])))
+    if missing:
+        merged.invalid_reasons.append(
+            f"shard(s) {', '.join(map(str, missing))} of {of} missing from the merge: the "
+            "report covers part of the population"
+        )
+    return merged
+
+
+def merge_main(argv: list[str]) -> int:
+    """``arena-bots merge``: exit 0, 1 (a threshold breached, the run invalid is only
+    warned about, as for a run), or 2 (a part that cannot be merged)."""
+    args = build_merge_parser().parse_args(argv)
+    try:
+        thresholds = parse_thresholds(args.fail_if)
+        check_report_dir(args.report_dir)
+        check_writable(args.json, "--json")
+        tally = merge_parts(args.parts)
+    except ValueError as error:  # PartError and ThresholdError are ValueErrors
+        print(f"arena-bots merge: {error}", file=sys.stderr)
+        return 2
+    report = report_of(tally)
+    failed = publish(report, args.json, args.report_dir, "arena-bots merge")
+    if failed:
+        return failed
+    passed = verdict(report, thresholds, "arena-bots merge")
+    return 0 if passed else 1
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["merge"]:
+        return merge_main(argv[1:])
     sigterm_as_interrupt()  # SIGTERM stops the workers like Ctrl-C does
     exit_with_parent_if_asked()  # a launcher's child (a bench): never outlive it
     args = build_parser().parse_args(argv)
+    start = run_start(sys.argv[1:] if argv is None else list(argv), args.seed)
     try:
         run = parse_run(args)
         thresholds = parse_thresholds(args.fail_if)
@@ -602,8 +823,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"arena-bots: {error}", file=sys.stderr)
         return 2
     try:
-        report = eventloop.run(
-            run_bots(replace(run), progress=not args.quiet),
+        tally = eventloop.run(
+            run_tally(replace(run), progress=not args.quiet),
             cancel_on=(signal.SIGINT, signal.SIGTERM),
         )
     except DirectoryError as error:
@@ -615,26 +836,35 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, asyncio.CancelledError):
         print("arena-bots: interrupted", file=sys.stderr)
         return 130
-    summary = format_summary(report)
-    print(summary)
+    report = report_of(tally)
+    tally.invalid_reasons = list(report["invalid_reasons"])  # what this part judged
+    report["provenance"] = provenance(start)
     try:
-        write_report(report, args.json)
-        if args.report_dir:
-            folder = Path(args.report_dir)
-            folder.mkdir(parents=True, exist_ok=True)
-            write_report(report, str(folder / "report.json"))
-            write_html_report(report, summary, folder / "report.html", folder)
+        write_report(tally.to_json(), args.part)
     except OSError as error:
-        print(f"arena-bots: cannot write the report: {error}", file=sys.stderr)
+        print(f"arena-bots: cannot write the part: {error}", file=sys.stderr)
         return 1
+    failed = publish(report, args.json, args.report_dir, "arena-bots")
+    if failed:
+        return failed
     passed = verdict(report, thresholds, "arena-bots")
+    status, why = exit_status(report, passed, args.allow_invalid)
+    if why:
+        print(f"arena-bots: {why.format(url=run.url)}", file=sys.stderr)
+    return status
+
+
+def exit_status(report: dict[str, Any], passed: bool, allow_invalid: bool) -> tuple[int, str]:
+    """arena-bots' exit status for a finished run, and the line that says why ("" when
+    nothing is to be said; ``{url}`` stands for the server): 130 interrupted, 1 when no bot
+    joined, the run is invalid (unless ``allow_invalid``) or a ``--fail-if`` breached."""
     if report["partial"]:
-        print("arena-bots: interrupted; the report covers the part that ran", file=sys.stderr)
-        return 130
-    if report["bots"]["connected"] == 0:
-        print(f"arena-bots: no bot could join {run.url}", file=sys.stderr)
-        return 1
-    return 0 if passed else 1
+        return 130, "interrupted; the report covers the part that ran"
+    if report["bots"]["connected"] + report["bots"]["light"]["connected"] == 0:
+        return 1, "no bot could join {url}"
+    if not report["valid"] and not allow_invalid:
+        return 1, "invalid run, its figures are no measurement (--allow-invalid: exit 0 anyway)"
+    return (0, "") if passed else (1, "")
 
 
 if __name__ == "__main__":

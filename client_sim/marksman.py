@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from client_sim.bot_random import OneBot
 from client_sim.sight import segments_within_reach
 from shared.arena_map import ArenaMap
 from shared.hitbox import HIT_NONE, HIT_PLAYER
@@ -101,7 +102,7 @@ class ShotRecord:
 
 
 def aim_at(
-    eye: np.ndarray, target_feet: np.ndarray, error_rad: float, rng: np.random.Generator
+    eye: np.ndarray, target_feet: np.ndarray, error_rad: float, rng: OneBot
 ) -> tuple[float, float]:
     """Yaw and pitch towards the target's chest, off by a Gaussian angular error."""
     to = target_feet + (0.0, 0.0, CHEST_HEIGHT) - eye
@@ -111,7 +112,7 @@ def aim_at(
     return yaw, max(-math.pi / 2, min(math.pi / 2, pitch))
 
 
-def choose_weapon(skill: AimSkill, rng: np.random.Generator) -> Weapon:
+def choose_weapon(skill: AimSkill, rng: OneBot) -> Weapon:
     return LAUNCHER if rng.random() < skill.launcher_share else RIFLE
 
 

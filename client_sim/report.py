@@ -3,12 +3,17 @@
 Every figure comes from a measurement: RTTs from the bots' own ping/pong round trips through
 their modelled links, tick durations from the server's ``/health``, prediction error from
 reconciliation, bandwidth from the bytes the bots' sockets carried.
+
+A report is built from a tally (:mod:`client_sim.tally`), never from raw samples, so that
+the tallies of several processes (workers, shards on other machines) merge into the report
+one process would have written.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -18,27 +23,78 @@ from client_sim.fairness import CAUSES, RULE_CAUSES
 from client_sim.report_series import merge_samples, series
 from client_sim.report_validity import invalid_reasons
 from client_sim.shooting import ShotSummary
-from client_sim.swarm import SwarmResult
+from client_sim.sketch import Sketch
+from client_sim.swarm import ProcessFigures, SwarmResult
+from client_sim.tally import COUNTED, DISTRIBUTED, RTT_BINS_MS, SecondTally, Tally
 
 __all__ = [
     "RTT_BUCKETS_MS",
     "build_report",
     "format_summary",
+    "node_account",
     "observed_kills",
+    "report_of",
     "shot_figures",
+    "shot_figures_of",
+    "tally_of",
 ]
 
 #: Upper bounds of the RTT buckets of ``shots.by_rtt`` (the last is open-ended).
 RTT_BUCKETS_MS = (50, 100, 150, 200)
 MAX_UNEXPLAINED_SHOWN = 20  # unexplained shots the report lists whole
+WEAPON_NAMES = ("rifle", "launcher")  # by weapon index
 
 
 def _ratio(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
 
 
+#: The counts a group of shots is tallied by: each a predicate over one shot.
+SHOT_COUNTS: dict[str, Callable[[ShotSummary], bool]] = {
+    "fired": lambda s: True,
+    "judged": lambda s: s.server_result is not None,
+    "client_hits": lambda s: s.client_hit,
+    "server_hits": lambda s: s.server_result == "hit",
+    "rejected": lambda s: s.server_result == "rejected",
+    "agreed": lambda s: s.server_result is not None and s.agrees,
+    "judged_client_hits": lambda s: s.server_result is not None and s.client_hit,
+    "judged_client_hits_missed": lambda s: s.server_result not in (None, "hit") and s.client_hit,
+    "judged_client_misses": lambda s: s.server_result is not None and not s.client_hit,
+    "judged_client_misses_hit": lambda s: s.server_result == "hit" and not s.client_hit,
+    "fair": lambda s: s.server_result is not None and s.rule is None,
+    "fair_agreed": lambda s: s.server_result is not None and s.rule is None and s.cause is None,
+    "fair_client_hits": lambda s: s.server_result is not None and s.rule is None and s.client_hit,
+    "fair_client_hits_missed": lambda s: (
+        s.server_result not in (None, "hit") and s.rule is None and s.client_hit
+    ),
+    "fair_server_hits": lambda s: s.server_result == "hit" and s.rule is None,
+    "fair_server_hits_unseen": lambda s: (
+        s.server_result == "hit" and s.rule is None and not s.client_hit
+    ),
+    **{
+        f"cause:{cause}": (lambda c: lambda s: s.server_result is not None and s.cause == c)(cause)
+        for cause in CAUSES
+    },
+    **{
+        f"rule:{rule}": (lambda r: lambda s: s.server_result is not None and s.rule == r)(rule)
+        for rule in RULE_CAUSES
+    },
+}
+
+
+def shot_counts(shots: list[ShotSummary]) -> dict[str, int]:
+    """The counts :func:`shot_figures_of` needs: they add over processes."""
+    return {name: sum(1 for s in shots if holds(s)) for name, holds in SHOT_COUNTS.items()}
+
+
 def shot_figures(shots: list[ShotSummary]) -> dict[str, Any]:
-    """Client versus server verdicts. A rate is ``None`` when its denominator is 0.
+    """Client versus server verdicts of ``shots`` (:func:`shot_figures_of`)."""
+    return shot_figures_of(shot_counts(shots))
+
+
+def shot_figures_of(counts: Mapping[str, float]) -> dict[str, Any]:
+    """Client versus server verdicts, from :func:`shot_counts` (summed over processes).
+    A rate is ``None`` when its denominator is 0.
 
     ``agreement``: share of judged shots where both said "no player hit" or both named the
     same victim. ``false_negative_rate``: of the shots the shooter saw hit, the share the
@@ -53,47 +109,55 @@ def shot_figures(shots: list[ShotSummary]) -> dict[str, Any]:
     rule outcomes included, by its one cause; ``decided_by_rule``: the judged shots each
     rule decided, whether or not the two verdicts differed.
     """
-    judged = [s for s in shots if s.server_result is not None]
-    client_hits = [s for s in judged if s.client_hit]
-    client_misses = [s for s in judged if not s.client_hit]
-    fair = [s for s in judged if s.rule is None]
-    fair_client_hits = [s for s in fair if s.client_hit]
-    fair_server_hits = [s for s in fair if s.server_result == "hit"]
+    c = {name: int(counts.get(name, 0)) for name in SHOT_COUNTS}
     return {
-        "fired": len(shots),
-        "judged": len(judged),
-        "unresolved": len(shots) - len(judged),
-        "client_hits": sum(s.client_hit for s in shots),
-        "server_hits": sum(s.server_result == "hit" for s in judged),
-        "rejected": sum(s.server_result == "rejected" for s in judged),
-        "agreement": _ratio(sum(s.agrees for s in judged), len(judged)),
-        "false_negative_rate": _ratio(
-            sum(s.server_result != "hit" for s in client_hits), len(client_hits)
-        ),
-        "false_positive_rate": _ratio(
-            sum(s.server_result == "hit" for s in client_misses), len(client_misses)
-        ),
-        "fair_judged": len(fair),
-        "fair_agreement": _ratio(sum(s.cause is None for s in fair), len(fair)),
-        "fair_false_negative_rate": _ratio(
-            sum(s.server_result != "hit" for s in fair_client_hits), len(fair_client_hits)
-        ),
-        "fair_false_positive_rate": _ratio(
-            sum(not s.client_hit for s in fair_server_hits), len(fair_server_hits)
-        ),
-        "disagreements_by_cause": {
-            cause: sum(s.cause == cause for s in judged) for cause in CAUSES
-        },
-        "decided_by_rule": {rule: sum(s.rule == rule for s in judged) for rule in RULE_CAUSES},
+        "fired": c["fired"],
+        "judged": c["judged"],
+        "unresolved": c["fired"] - c["judged"],
+        "client_hits": c["client_hits"],
+        "server_hits": c["server_hits"],
+        "rejected": c["rejected"],
+        "agreement": _ratio(c["agreed"], c["judged"]),
+        "false_negative_rate": _ratio(c["judged_client_hits_missed"], c["judged_client_hits"]),
+        "false_positive_rate": _ratio(c["judged_client_misses_hit"], c["judged_client_misses"]),
+        "fair_judged": c["fair"],
+        "fair_agreement": _ratio(c["fair_agreed"], c["fair"]),
+        "fair_false_negative_rate": _ratio(c["fair_client_hits_missed"], c["fair_client_hits"]),
+        "fair_false_positive_rate": _ratio(c["fair_server_hits_unseen"], c["fair_server_hits"]),
+        "disagreements_by_cause": {cause: c[f"cause:{cause}"] for cause in CAUSES},
+        "decided_by_rule": {rule: c[f"rule:{rule}"] for rule in RULE_CAUSES},
     }
 
 
-def _bucketed(shots: list[ShotSummary], rtt_ms: Callable[[ShotSummary], float]) -> dict[str, Any]:
-    buckets = sorted({_bucket(rtt_ms(s)) for s in shots}, key=_bucket_order)
-    return {
-        bucket: shot_figures([s for s in shots if _bucket(rtt_ms(s)) == bucket])
-        for bucket in buckets
-    }
+def _tally_shots(tally: Tally, shots: list[ShotSummary]) -> None:
+    """Shots as counts: over all, by measured RTT, by the link's RTT, by weapon; the RTT
+    estimates as sketches; the first unexplained disagreements whole."""
+    groups: dict[str, list[ShotSummary]] = {"shots/all": shots}
+    for shot in shots:
+        groups.setdefault(f"shots/by_rtt/{_bucket(shot.rtt_ms)}", []).append(shot)
+        groups.setdefault(f"shots/by_link_rtt/{_bucket(shot.link_rtt_ms)}", []).append(shot)
+        groups.setdefault(f"shots/by_weapon/{WEAPON_NAMES[shot.weapon]}", []).append(shot)
+    for prefix, members in groups.items():
+        for name, count in shot_counts(members).items():
+            tally.count(f"{prefix}/{name}", count)
+    both = [s for s in shots if s.server_rtt_ms == s.server_rtt_ms]
+    tally.count("shots/rtt/shots", len(both))
+    tally.sketch("shots.rtt.server").add([s.server_rtt_ms for s in both])
+    tally.sketch("shots.rtt.bots_measured").add([s.rtt_ms for s in both])
+    tally.sketch("shots.rtt.link").add([s.link_rtt_ms for s in both])
+    tally.sketch("shots.rtt.server_minus_link").add([s.server_rtt_ms - s.link_rtt_ms for s in both])
+    tally.event_list("unexplained_shots").extend(
+        [s.detail for s in shots if s.detail][:MAX_UNEXPLAINED_SHOWN]
+    )
+
+
+def _shot_groups(tally: Tally, prefix: str) -> dict[str, dict[str, float]]:
+    """The shot counts under ``prefix`` (e.g. ``shots/by_rtt``), by group, in bucket order."""
+    groups: dict[str, dict[str, float]] = {}
+    for key, count in tally.group(prefix).items():
+        group, name = key.rsplit("/", 1)
+        groups.setdefault(group, {})[name] = count
+    return {g: groups[g] for g in sorted(groups, key=_bucket_order) if groups[g].get("fired")}
 
 
 def peekers_advantage(
@@ -124,27 +188,52 @@ def peekers_advantage(
     }
 
 
+def _tally_hits_checked(tally: Tally, hits: list[tuple[float, bool]]) -> None:
+    for rtt, cover in hits:
+        tally.count(f"cover/{_bucket(rtt)}/hits", 1)
+        tally.count(f"cover/{_bucket(rtt)}/behind", int(cover))
+
+
 def behind_cover_by_shooter_rtt(hits: list[tuple[float, bool]]) -> dict[str, Any]:
     """Hits received and checked, bucketed by the server's RTT estimate of the shooter:
     how many, and the share that reached a victim already behind cover on its screen."""
-    buckets = sorted({_bucket(rtt) for rtt, _ in hits}, key=_bucket_order)
-    out = {}
-    for bucket in buckets:
-        behind = [cover for rtt, cover in hits if _bucket(rtt) == bucket]
-        out[bucket] = {"hits": len(behind), "behind_cover_rate": _ratio(sum(behind), len(behind))}
-    return out
+    tally = Tally()
+    _tally_hits_checked(tally, hits)
+    return _behind_cover_of(tally)
+
+
+def _behind_cover_of(tally: Tally) -> dict[str, Any]:
+    buckets: dict[str, dict[str, int]] = {}
+    for key, count in tally.group("cover").items():
+        bucket, name = key.rsplit("/", 1)
+        buckets.setdefault(bucket, {})[name] = int(count)
+    return {
+        bucket: {
+            "hits": buckets[bucket].get("hits", 0),
+            "behind_cover_rate": _ratio(
+                buckets[bucket].get("behind", 0), buckets[bucket].get("hits", 0)
+            ),
+        }
+        for bucket in sorted(buckets, key=_bucket_order)
+    }
 
 
 def rtt_agreement(shots: list[ShotSummary]) -> dict[str, Any]:
     """The server's RTT estimate of each shooter against the bots' own measurement and the
-    link's configured RTT, at the shots where the server had one (medians, ms)."""
-    both = [s for s in shots if s.server_rtt_ms == s.server_rtt_ms]
+    link's configured RTT, at the shots where the server had one (medians, ms, within the
+    sketches' relative accuracy)."""
+    tally = Tally()
+    _tally_shots(tally, shots)
+    return _rtt_agreement_of(tally)
+
+
+def _rtt_agreement_of(tally: Tally) -> dict[str, Any]:
     return {
-        "shots": len(both),
-        "server_p50": _pct([s.server_rtt_ms for s in both], 50),
-        "bots_measured_p50": _pct([s.rtt_ms for s in both if s.rtt_ms == s.rtt_ms], 50),
-        "link_p50": _pct([s.link_rtt_ms for s in both], 50),
-        "server_minus_link_p50": _pct([s.server_rtt_ms - s.link_rtt_ms for s in both], 50),
+        "shots": tally.total("shots/rtt/shots"),
+        **{
+            f"{name}_p50": _quantile(tally, f"shots.rtt.{name}", 50)
+            for name in ("server", "bots_measured", "link", "server_minus_link")
+        },
     }
 
 
@@ -236,22 +325,19 @@ def failover_figures(
     return figures
 
 
-def rtt_histogram(measured: list[float], model: list[float], bins: int = 40) -> dict[str, Any]:
-    """Measured RTTs against the bots' modelled link RTTs, on shared bins (ms): what the
-    report's RTT picture draws. A starved bot process shows here as a measured
-    distribution shifted right of its model."""
-    both = np.asarray([*measured, *model], dtype=np.float64) * 1000.0
-    if not len(both):
-        return {"edges_ms": [], "measured": [], "model": []}
-    top = float(np.percentile(both, 99.5)) * 1.1 or 1.0
-    edges = np.linspace(0.0, top, bins + 1)
-
-    def counts(seconds: list[float]) -> list[int]:
-        ms = np.minimum(np.asarray(seconds, dtype=np.float64) * 1000.0, top)  # tail: last bin
-        return np.histogram(ms, edges)[0].tolist()
-
-    return {"edges_ms": np.round(edges, 2).tolist(), "measured": counts(measured),
-            "model": counts(model)}  # fmt: skip
+def rtt_histogram(tally: Tally) -> dict[str, Any]:
+    """Measured RTTs against the bots' modelled link RTTs, on fixed bins (ms; what does
+    not fit is counted in ``overflow``): what the report's RTT picture draws. A starved
+    bot process shows here as a measured distribution shifted right of its model."""
+    low, width, bins = RTT_BINS_MS
+    measured = tally.histogram("rtt.measured_ms", low, width, bins)
+    model = tally.histogram("rtt.model_ms", low, width, bins)
+    return {
+        "edges_ms": measured.edges,
+        "measured": list(measured.counts),
+        "model": list(model.counts),
+        "overflow": {"measured": measured.overflow, "model": model.overflow},
+    }
 
 
 def _bucket(rtt_ms: float) -> str:
@@ -271,21 +357,32 @@ def _pct(values: list[float] | np.ndarray, q: float, scale: float = 1.0) -> floa
     return round(float(np.percentile(np.asarray(values), q)) * scale, 3)
 
 
-def _kbps(byte_counts: list[int], seconds: float) -> float | None:
-    if not byte_counts or seconds <= 0:
+def _quantile(tally: Tally, name: str, q: float, scale: float = 1.0) -> float | None:
+    value = tally.sketch(name).quantile(q / 100.0)
+    return None if value is None else round(value * scale, 3)
+
+
+def _per_bot_per_s(tally: Tally, name: str, scale: float = 1.0) -> float | None:
+    """A per-bot total's mean over the bots that reported it, per second of the run."""
+    bots, seconds = tally.total(f"{name}/bots"), tally.maxima.get("duration_s", 0.0)
+    if not bots or seconds <= 0:
         return None
-    return round(float(np.mean(byte_counts)) * 8 / 1000 / seconds, 2)
+    return tally.counts.get(name, 0) / bots * scale / seconds
 
 
-def bot_process_figures(result: SwarmResult) -> dict[str, Any]:
-    """Whether the bot process kept up: its loop's ticks per second against the target
-    (the slowest process's, with workers), and CPU seconds per wall second (summed over
-    processes: 1.0 is one core busy)."""
-    processes = result.processes
+def bot_process_figures(tally: Tally) -> dict[str, Any]:
+    """Whether the bot processes kept up: each loop's ticks per second against the target
+    (the slowest process's), and CPU seconds per wall second (summed over processes: 1.0
+    is one core busy). A bot-tick is one bot's share of one loop iteration."""
+    processes = [ProcessFigures(**p) for p in tally.events.get("processes", [])]
     rates = [p.tick_hz for p in processes if p.tick_hz is not None]
     target = max((p.target_hz for p in processes), default=0) or None
     wall = max((p.wall_s for p in processes), default=0.0)
-    bot_ticks = max(1, result.swarm_ticks * max(result.connected, 1))
+    cpu_s = tally.counts.get("bot_process/cpu_s", 0.0)
+    light_cpu_s = tally.counts.get("bot_process/light_cpu_s", 0.0)
+    ticks = int(tally.maxima.get("swarm_ticks", 0))
+    bot_ticks = max(1, ticks * max(tally.total("bots.connected"), 1))
+    light_ticks = ticks * tally.total("bots.light.connected")
     tick_hz = round(min(rates), 2) if rates else None
     return {
         "target_hz": target,
@@ -293,9 +390,15 @@ def bot_process_figures(result: SwarmResult) -> dict[str, Any]:
         "tick_ratio": round(tick_hz / target, 4) if tick_hz is not None and target else None,
         # (kept for the server-load bench: the same figure as tick_hz)
         "ticks_per_s": tick_hz,
-        "cpu_s": round(result.cpu_s, 3),
+        "cpu_s": round(cpu_s, 3),
         "cpu_cores": round(sum(p.cpu_s for p in processes) / wall, 3) if wall > 0 else None,
-        "cpu_us_per_bot_tick": round(result.cpu_s / bot_ticks * 1e6, 2),
+        # The full bots' share: the process's CPU less the light players' own work.
+        "cpu_us_per_bot_tick": round((cpu_s - light_cpu_s) / bot_ticks * 1e6, 2),
+        # A process of light players only: all its CPU; beside full bots: their own work
+        # (inputs, sends, snapshot heads), timed.
+        "cpu_us_per_light_bot_tick": (
+            round(light_cpu_s / light_ticks * 1e6, 2) if light_ticks else None
+        ),
         "processes": [
             {
                 "tick_hz": None if p.tick_hz is None else round(p.tick_hz, 2),
@@ -324,16 +427,71 @@ def tick_percentiles(server: dict[str, Any], health: dict[str, Any]) -> dict[str
     }
 
 
-def _timeline(result: SwarmResult, origin: float) -> list[list[float | None]]:
+def _failover_events(tally: Tally) -> list[FailoverEvent]:
+    """The failovers the bots saw, ``lost_at`` on the wall clock."""
+    return [FailoverEvent(**e) for e in tally.events.get("failovers", [])]
+
+
+def _timeline(events: list[FailoverEvent], origin: float) -> list[list[float | None]]:
     """Each bot's outage: [seconds since ``origin`` of its last snapshot before the loss,
     its stall in ms (None: it never resumed)]."""
     return [
         [
-            round(e.lost_at + result.clock_to_wall - origin, 3),
+            round(e.lost_at - origin, 3),
             None if e.stall_s is None else round(e.stall_s * 1000.0, 1),
         ]
-        for e in result.failovers
+        for e in events
     ]
+
+
+def tally_of(result: SwarmResult) -> Tally:
+    """One process's measurements as a tally (:mod:`client_sim.tally`): what a worker
+    sends its parent and a shard writes as its part."""
+    tally = Tally(partial=result.partial)
+    for path, attribute in COUNTED.items():
+        value = getattr(result, attribute)
+        tally.count(path, sum(value) if isinstance(value, list) else value)
+    for name, distribution in DISTRIBUTED.items():
+        values = np.asarray(getattr(result, distribution.attribute), dtype=np.float64)
+        tally.sketch(name).add(values * distribution.scale)
+    tally.maxima["duration_s"] = result.duration_s
+    tally.maxima["swarm_ticks"] = result.swarm_ticks
+    tally.count("bot_process/cpu_s", result.cpu_s)
+    tally.count("bot_process/light_cpu_s", result.light_cpu_s)
+    for name, per_bot in (
+        ("bytes_down", result.bytes_down),
+        ("bytes_up", result.bytes_up),
+        ("snapshots", result.snapshots),
+    ):
+        tally.count(name, sum(per_bot))
+        tally.count(f"{name}/bots", len(per_bot))
+    low, width, bins = RTT_BINS_MS
+    tally.histogram("rtt.measured_ms", low, width, bins).add(np.asarray(result.rtt_samples) * 1e3)
+    tally.histogram("rtt.model_ms", low, width, bins).add(np.asarray(result.link_rtts) * 1e3)
+    _tally_shots(tally, result.shots)
+    _tally_hits_checked(tally, result.hits_checked)
+    tally.count("shots/hits_behind_cover", result.hits_behind_cover)
+    for group, counts in (("fog", result.fog), ("errors", result.errors),
+                          ("ended_on", result.node_urls)):  # fmt: skip
+        for key, count in counts.items():
+            tally.count(f"{group}/{key}", count)
+    wall = result.clock_to_wall
+    tally.event_list("failovers").extend(
+        {**dataclasses.asdict(e), "lost_at": e.lost_at + wall} for e in result.failovers
+    )
+    tally.event_list("sightings").extend(
+        [node, seer, seen, at + wall] for node, seer, seen, at in result.sightings
+    )
+    tally.event_list("processes").extend(dataclasses.asdict(p) for p in result.processes)
+    for sample in merge_samples(result.samples):
+        tally.seconds.append(
+            SecondTally(
+                at=sample.at, seconds=sample.seconds, ticks=sample.ticks, cpu_s=sample.cpu_s,
+                bots=sample.bots, bytes_down=sample.bytes_down, bytes_up=sample.bytes_up,
+                shots=sample.shots, agreed=sample.agreed, rtt=Sketch().add(sample.rtts),
+            )
+        )  # fmt: skip
+    return tally
 
 
 def build_report(
@@ -347,32 +505,71 @@ def build_report(
     server: dict[str, Any] | None = None,
     origin: float | None = None,
 ) -> dict[str, Any]:
-    """The report of one run. ``server``: :func:`client_sim.report_server.server_figures`
-    (tick-duration histogram and series); ``origin``: the run's start (wall clock), the
-    zero of every series (default: the first sample's start)."""
-    after = server_after or {}
-    samples = merge_samples(result.samples)
+    """The report of one run measured in this process (:func:`report_of` its tally)."""
+    tally = tally_of(result)
+    tally.server = node_account(
+        latency_spec=latency_spec,
+        server_before=server_before,
+        server_after=server_after,
+        kills=kills,
+        server=server,
+        origin=origin,
+    )
+    return report_of(tally, workers=workers)
+
+
+def node_account(
+    *,
+    latency_spec: str,
+    server_before: dict[str, Any] | None,
+    server_after: dict[str, Any] | None,
+    kills: list[dict[str, Any]] | None = None,
+    server: dict[str, Any] | None = None,
+    origin: float | None = None,
+) -> dict[str, Any]:
+    """A tally's ``server``: what the node said and what this process did to it.
+    ``server``: :func:`client_sim.report_server.server_figures` (tick-duration histogram
+    and series); ``origin``: the run's start (wall clock), the zero of every series."""
+    return {
+        "latency_spec": latency_spec,
+        "before": server_before,
+        "after": server_after,
+        "kills": list(kills or []),
+        "watch": server or {},
+        "origin": origin,
+    }
+
+
+def report_of(tally: Tally, *, workers: int | None = None) -> dict[str, Any]:
+    """The report a tally makes: of one process, or of every worker and shard merged.
+    ``workers``: the processes that ran the bots (default: those in the tally)."""
+    node = tally.server
+    before, after_or_none = node.get("before"), node.get("after")
+    after = after_or_none or {}
+    seconds = tally.seconds
+    origin = node.get("origin")
     if origin is None:
-        origin = samples[0].at - samples[0].seconds if samples else 0.0
-    kills = observed_kills(result.failovers, list(kills or []), server_after, result.clock_to_wall)
-    server = server or {}
+        origin = seconds[0].at - seconds[0].seconds if seconds else 0.0
+    events = _failover_events(tally)
+    kills = observed_kills(events, list(node.get("kills") or []), after_or_none, 0.0)
+    server = node.get("watch") or {}
     served = skipped = None
-    if server_before is not None and server_after is not None:
-        served = int(server_after["tick"]) - int(server_before["tick"])
-        if "ticks_skipped" in server_after:
-            skipped = int(server_after["ticks_skipped"]) - int(
-                server_before.get("ticks_skipped", 0)
-            )
-    acked = sum(result.inputs_acked)
-    sent = sum(result.inputs_sent)
+    if before is not None and after_or_none is not None:
+        served = int(after["tick"]) - int(before["tick"])
+        if "ticks_skipped" in after:
+            skipped = int(after["ticks_skipped"]) - int(before.get("ticks_skipped", 0))
+    acked, sent = tally.total("inputs.acked"), tally.total("inputs.sent")
+    processes = len(tally.events.get("processes", []))
+    received = _per_bot_per_s(tally, "snapshots")
+    down, up = (_per_bot_per_s(tally, name, 8 / 1000) for name in ("bytes_down", "bytes_up"))
     report: dict[str, Any] = {
-        "partial": result.partial,
+        "partial": tally.partial,
         "valid": True,
         "invalid_reasons": [],
         "bots": {
-            "requested": result.requested,
-            "connected": result.connected,
-            "workers": workers,
+            "requested": tally.total("bots.requested"),
+            "connected": tally.total("bots.connected"),
+            "workers": workers if workers is not None else processes,
         },
         "ticks": {
             "rate_hz": after.get("tick_rate"),
@@ -384,79 +581,84 @@ def build_report(
             "skipped": skipped,
         },
         "latency_ms": {
-            "model": latency_spec,
-            "rtt_p50": _pct(result.rtt_samples, 50, 1000.0),
-            "rtt_p90": _pct(result.rtt_samples, 90, 1000.0),
-            "rtt_p95": _pct(result.rtt_samples, 95, 1000.0),
-            "rtt_p99": _pct(result.rtt_samples, 99, 1000.0),
-            "samples": len(result.rtt_samples),
-            "histogram": rtt_histogram(result.rtt_samples, result.link_rtts),
+            "model": node.get("latency_spec", ""),
+            "histogram": rtt_histogram(tally),
         },
-        "prediction": {
-            "error_p50_m": _pct(result.prediction_errors, 50),
-            "error_p90_m": _pct(result.prediction_errors, 90),
-            "error_p95_m": _pct(result.prediction_errors, 95),
-            "error_p99_m": _pct(result.prediction_errors, 99),
-            "samples": len(result.prediction_errors),
-        },
+        "prediction": {},
         "bandwidth": {
-            "down_kbps_per_bot": _kbps(result.bytes_down, result.duration_s),
-            "up_kbps_per_bot": _kbps(result.bytes_up, result.duration_s),
+            "down_kbps_per_bot": None if down is None else round(down, 2),
+            "up_kbps_per_bot": None if up is None else round(up, 2),
         },
-        "inputs": {
-            "sent": sent,
-            "acked": acked,
-            "acked_ratio": round(acked / sent, 4) if sent else None,
-        },
-        "snapshots": {
-            "received": sum(result.snapshots),
-            "per_bot_per_s": (
-                round(float(np.mean(result.snapshots)) / result.duration_s, 2)
-                if result.snapshots and result.duration_s > 0
-                else None
-            ),
-            "interpolation_misses": result.interpolation_misses,
-        },
+        "inputs": {"acked_ratio": round(acked / sent, 4) if sent else None},
+        "snapshots": {"per_bot_per_s": None if received is None else round(received, 2)},
         "shots": {
-            **shot_figures(result.shots),
+            **shot_figures_of(tally.group("shots/all")),
             # Each unexplained disagreement (a bug somewhere): both verdicts and their grounds.
-            "unexplained_shots": [s.detail for s in result.shots if s.detail][
-                :MAX_UNEXPLAINED_SHOWN
-            ],
-            "by_rtt": _bucketed(result.shots, lambda s: s.rtt_ms),
-            "by_link_rtt": _bucketed(result.shots, lambda s: s.link_rtt_ms),
-            "by_weapon": {
-                name: shot_figures([s for s in result.shots if s.weapon == weapon])
-                for weapon, name in enumerate(("rifle", "launcher"))
+            "unexplained_shots": tally.events.get("unexplained_shots", [])[:MAX_UNEXPLAINED_SHOWN],
+            "by_rtt": {
+                k: shot_figures_of(v) for k, v in _shot_groups(tally, "shots/by_rtt").items()
             },
-            "hits_received": result.hits_received,
-            "behind_cover_rate": _ratio(result.hits_behind_cover, result.hits_received),
-            "behind_cover_by_shooter_rtt": behind_cover_by_shooter_rtt(result.hits_checked),
-            "peekers_advantage_ms": peekers_advantage(result.sightings),
-            "rtt_ms": rtt_agreement(result.shots),
+            "by_link_rtt": {
+                k: shot_figures_of(v) for k, v in _shot_groups(tally, "shots/by_link_rtt").items()
+            },
+            "by_weapon": {
+                name: shot_figures_of(tally.group(f"shots/by_weapon/{name}"))
+                for name in WEAPON_NAMES
+            },
+            "behind_cover_rate": _ratio(
+                tally.total("shots/hits_behind_cover"), tally.total("shots.hits_received")
+            ),
+            "behind_cover_by_shooter_rtt": _behind_cover_of(tally),
+            "peekers_advantage_ms": peekers_advantage(
+                [tuple(s) for s in tally.events.get("sightings", [])]
+            ),
+            "rtt_ms": _rtt_agreement_of(tally),
             "server": after.get("combat"),
         },
-        "fog": fog_figures(result.fog, server_before, server_after),
+        "fog": fog_figures(
+            {k: int(v) for k, v in tally.group("fog").items()}, before, after_or_none
+        ),
         "failover": {
-            **failover_figures(result.failovers, kills),
-            # A stall (no snapshot for 0.5 s) probed and ridden out: no failover, no reconnect.
-            "stalls_ridden_out": result.stalls,
-            # A token refused (seat freed, token expired, a state without the seat): the
-            # bot played on in a new seat.
-            "seats_lost": result.seats_lost,
+            **failover_figures(events, kills),
             # Where the bots played at the end (after a failover: the survivor).
-            "ended_on": dict(result.node_urls),
-            "timeline": _timeline(result, origin),
+            "ended_on": {k: int(v) for k, v in tally.group("ended_on").items()},
+            "timeline": _timeline(events, origin),
             "kill_times": [round(k["killed_at"] - origin, 3) for k in kills if "killed_at" in k],
         },
-        "bot_process": bot_process_figures(result),
-        "duration_s": round(result.duration_s, 3),
-        "errors": result.errors,
-        "series": {**series(samples, origin), "server": server.get("series")},
+        "bot_process": bot_process_figures(tally),
+        "duration_s": round(tally.maxima.get("duration_s", 0.0), 3),
+        "errors": {k: int(v) for k, v in tally.group("errors").items()},
+        "series": {**series(seconds, origin), "server": server.get("series")},
     }
+    for path in COUNTED:
+        _place(report, path, tally.total(path))
+    for name, distribution in DISTRIBUTED.items():
+        for q in distribution.quantiles:
+            _place(report, distribution.template.format(q=q), _quantile(tally, name, q))
+        if distribution.samples:
+            _place(report, distribution.samples, tally.sketch(name).count)
+    if node.get("routing"):
+        report["routing"] = node["routing"]
+    if tally.population.get("of", 1) > 1:
+        report["bots"]["shards"] = _shards_figures(tally.population)
     reasons = invalid_reasons(report)
+    reasons += [r for r in tally.invalid_reasons if r not in reasons]
     report["valid"], report["invalid_reasons"] = not reasons, reasons
     return report
+
+
+def _shards_figures(population: dict[str, Any]) -> dict[str, Any]:
+    of = int(population["of"])
+    return {"of": of, "merged": sorted(population.get("shards", []))}
+
+
+def _place(report: dict[str, Any], path: str, value: Any) -> None:
+    """Set the report's dotted ``path`` (its sections made where missing)."""
+    *sections, leaf = path.split(".")
+    target = report
+    for section in sections:
+        target = target.setdefault(section, {})
+    target[leaf] = value
 
 
 def fog_figures(
@@ -503,7 +705,13 @@ def format_summary(report: dict[str, Any]) -> str:
     ratio = proc["tick_ratio"]
     lines = ["PARTIAL     interrupted: the run ended early"] if report.get("partial") else []
     lines += [
-        f"bots        {b['connected']}/{b['requested']} connected ({b['workers']} worker(s))",
+        f"bots        {b['connected']}/{b['requested']} connected ({b['workers']} worker(s))"
+        + (
+            f", light players {light['connected']}/{light['requested']} "
+            f"({show(proc.get('cpu_us_per_light_bot_tick'), ' us')} CPU a light bot-tick)"
+            if (light := b.get("light") or {}).get("requested")
+            else ""
+        ),
         f"bot process {show(proc['tick_hz'])} ticks/s of {show(proc['target_hz'])} "
         f"({show(None if ratio is None else f'{ratio:.0%}')}), CPU "
         f"{show(proc['cpu_cores'], ' core(s)')}",

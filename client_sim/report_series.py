@@ -2,7 +2,9 @@
 
 A p50 over a whole run hides the second the machine stalled or the primary died; one
 sample a second of what the bot process did (ticks run, CPU spent, bytes carried, RTTs
-measured, shots judged) shows when. Samples are plain counts so that the samples of
+measured, shots judged) shows when. Each process's samples become the seconds of its
+tally (:class:`client_sim.tally.SecondTally`, RTTs in a sketch), from which the series is
+drawn. Samples are plain counts so that the samples of
 several worker processes add up: second ``k`` of every worker is merged into one.
 """
 
@@ -11,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
+from client_sim.tally import SecondTally
 
 __all__ = ["Sample", "merge_samples", "series"]
 
@@ -61,7 +63,7 @@ def _round(value: float | None, digits: int = 2) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def series(samples: list[Sample], origin: float) -> dict[str, list[Any]]:
+def series(samples: list[SecondTally], origin: float) -> dict[str, list[Any]]:
     """The report's ``series``: one entry per sample, ``t`` in seconds since ``origin``
     (the run's start, wall clock); ``None`` where a second had nothing to measure."""
     out: dict[str, list[Any]] = {
@@ -85,9 +87,9 @@ def series(samples: list[Sample], origin: float) -> dict[str, list[Any]]:
         out["bot_tick_hz"].append(_round(s.ticks / s.seconds if s.seconds > 0 else None))
         out["bot_cpu"].append(_round(s.cpu_s / s.seconds if s.seconds > 0 else None, 3))
         out["bots"].append(s.bots)
-        rtts = np.asarray(s.rtts) * 1000.0
-        out["rtt_p50_ms"].append(_round(float(np.percentile(rtts, 50))) if len(rtts) else None)
-        out["rtt_p99_ms"].append(_round(float(np.percentile(rtts, 99))) if len(rtts) else None)
+        for q in (50, 99):
+            rtt = s.rtt.quantile(q / 100.0)
+            out[f"rtt_p{q}_ms"].append(None if rtt is None else _round(rtt * 1000.0))
         out["bytes_per_bot_per_s"].append(_round(s.bytes_down / per_bot, 1) if per_bot else None)
         out["bytes_up_per_bot_per_s"].append(_round(s.bytes_up / per_bot, 1) if per_bot else None)
         out["shots"].append(s.shots)

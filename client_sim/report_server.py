@@ -98,8 +98,8 @@ class _Read:
 
 @dataclass(slots=True)
 class ServerWatch:
-    """Reads the tick histogram of the node ``where()`` names (the one the bots play on)
-    once a second until cancelled."""
+    """Reads the tick histogram of the node whose admin URL ``where()`` names (the one the
+    bots play on; "": none known, nothing read) once a second until cancelled."""
 
     where: Callable[[], str]
     tls: TlsTrust
@@ -110,6 +110,9 @@ class ServerWatch:
         async with aiohttp.ClientSession() as session:
             while True:
                 url = self.where()
+                if not url:
+                    await asyncio.sleep(self.interval_s)
+                    continue
                 try:
                     async with session.get(
                         http_url(url, "/metrics"),

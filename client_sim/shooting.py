@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from client_sim.bot_random import Streams, as_streams
 from client_sim.brain import Brain
 from client_sim.fairness import disagreement, rule_outcome, shot_detail
 from client_sim.interpolation import InterpolatedView
@@ -60,15 +61,20 @@ class ShotSummary:
 
 
 class SwarmShooting:
-    def __init__(self, count: int, arena: ArenaMap, skill: AimSkill, rng: np.random.Generator):
+    def __init__(
+        self, count: int, arena: ArenaMap, skill: AimSkill, rng: np.random.Generator | Streams
+    ):
         self.arena = arena
         self.skill = skill
-        self.rng = rng
+        self.rng = as_streams(rng)  # one stream per bot in a swarm: the same whatever the split
         self.awaiting: list[dict[tuple[int, int], ShotRecord]] = [{} for _ in range(count)]
         self.last_fired = np.full((count, len(WEAPONS)), _NEVER, dtype=np.int64)
         self.alive = np.ones(count, dtype=bool)
         self.finished: list[ShotSummary] = []
         self.hits_received = 0
+        #: The share of the bots asked last tick that were engaged (light players fire
+        #: as often: client_sim.light).
+        self.engaged_share = math.nan
         self.hits_behind_cover = 0
         #: Per hit received and checked: (the server's RTT estimate of its shooter in ms,
         #: NaN when none; whether the victim was behind cover on its own screen).
@@ -92,7 +98,8 @@ class SwarmShooting:
             & self.alive[ready]
         )
         chance = self.skill.fire_rate_hz / tick_rate
-        return ready[engaged & (self.rng.random(len(ready)) < chance)]
+        self.engaged_share = float(engaged.mean()) if len(ready) else math.nan
+        return ready[engaged & (self.rng.random(ready) < chance)]
 
     def fire(
         self,
@@ -112,7 +119,7 @@ class SwarmShooting:
         Returns (yaw, pitch, buttons, view time): the view time is the server time of the
         world the bot actually drew, which the input must claim.
         """
-        weapon = choose_weapon(self.skill, self.rng)
+        weapon = choose_weapon(self.skill, self.rng.one(index))
         if seq - self.last_fired[index, weapon.id] < weapon.interval_inputs(tick_rate):
             return None
         where = np.flatnonzero((view.ids == target) & view.alive)
@@ -120,7 +127,7 @@ class SwarmShooting:
             return None
         eye = eye_of(feet)
         yaw, pitch = aim_at(
-            eye, view.positions[where[0]], np.radians(self.skill.error_deg), self.rng
+            eye, view.positions[where[0]], np.radians(self.skill.error_deg), self.rng.one(index)
         )
         self.last_fired[index, weapon.id] = seq
         seen = view.positions[where[0]]

@@ -24,10 +24,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from client_sim.bot import Bot, FailoverEvent, ProcessBeat
+from client_sim.bot_random import BotStreams
 from client_sim.brain import SHOOTING_BEHAVIOURS, Brain
 from client_sim.clock_sync import server_times
 from client_sim.interpolation import Bracket, drawn
 from client_sim.latency import BotParams
+from client_sim.light import LightPlayers
 from client_sim.marksman import AimSkill
 from client_sim.prediction import SwarmPredictor
 from client_sim.pump import DeliveryPump
@@ -39,6 +41,7 @@ from client_sim.sight import POP_IN_NEAR_M, PopInWatch
 from client_sim.websocket import TlsTrust
 from shared import eventloop, protocol, rayhits, sightlines
 from shared.arena_map import ArenaMap, default_map
+from shared.movement import BUTTON_JUMP
 from shared.protocol import baselines, between, reader
 from shared.timestep import TickSchedule, run_tick_loop
 
@@ -78,6 +81,8 @@ class SwarmConfig:
     routes: tuple[Route, ...] = ()  # per bot, when the directory seated them
     record: str = ""  # a folder: every accepted snapshot, per bot (client_sim.recording)
     tls: TlsTrust = field(default_factory=TlsTrust)  # which wss:// servers the bots believe
+    #: Per bot, whether it is a light player (client_sim.light); empty: none is.
+    light: tuple[bool, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,43 +136,17 @@ class SwarmResult:
     node_urls: dict[str, int] = field(default_factory=dict)  # where the bots play at the end
     #: Fog of war as the bots saw it (:meth:`client_sim.sight.PopInWatch.figures`).
     fog: dict[str, int] = field(default_factory=dict)
-
-    def merge(self, other: SwarmResult) -> None:
-        self.requested += other.requested
-        self.connected += other.connected
-        self.duration_s = max(self.duration_s, other.duration_s)
-        self.cpu_s += other.cpu_s
-        self.swarm_ticks = max(self.swarm_ticks, other.swarm_ticks)
-        for name in (
-            "rtt_samples",
-            "link_rtts",
-            "prediction_errors",
-            "bytes_down",
-            "bytes_up",
-            "snapshots",
-            "inputs_sent",
-            "inputs_acked",
-            "hits_checked",
-            "sightings",
-        ):
-            getattr(self, name).extend(getattr(other, name))
-        self.interpolation_misses += other.interpolation_misses
-        self.shots.extend(other.shots)
-        self.hits_received += other.hits_received
-        self.hits_behind_cover += other.hits_behind_cover
-        self.failovers.extend(other.failovers)
-        self.stalls += other.stalls
-        self.seats_lost += other.seats_lost
-        self.processes.extend(other.processes)
-        self.samples.extend(other.samples)
-        self.partial = self.partial or other.partial
-        self.clock_to_wall = self.clock_to_wall or other.clock_to_wall
-        for url, count in other.node_urls.items():
-            self.node_urls[url] = self.node_urls.get(url, 0) + count
-        for name, count in other.fog.items():
-            self.fog[name] = self.fog.get(name, 0) + count
-        for code, count in other.errors.items():
-            self.errors[code] = self.errors.get(code, 0) + count
+    #: Light players (client_sim.light): counted apart, none of the figures above.
+    light_requested: int = 0
+    light_connected: int = 0
+    light_inputs_sent: int = 0
+    light_inputs_acked: int = 0
+    light_snapshots: int = 0
+    light_bytes_down: int = 0
+    light_bytes_up: int = 0
+    #: CPU seconds of the light players' own work (their inputs, sends and snapshot
+    #: reads); in a process of light players only, all of its CPU.
+    light_cpu_s: float = 0.0
 
 
 class Swarm:
@@ -175,11 +154,23 @@ class Swarm:
         self.config = config
         self.count = len(config.bots)
         self.bots: list[Bot] = []
-        self.rng = np.random.default_rng(config.seed)
+        # Each bot's draws keyed by its index in the whole population: bot k behaves the
+        # same in whichever worker or shard runs it.
+        self.rng = BotStreams(config.seed, [bot.index for bot in config.bots])
         self.errors: dict[str, int] = {}
         self.predictor: SwarmPredictor | None = None
         self.brain = Brain(self.count, config.arena, self.rng, behaviour=config.behaviour)
         self.shooting = SwarmShooting(self.count, config.arena, config.skill, self.rng)
+        # Light players (client_sim.light): rows whose snapshots are read from their head
+        # only and whose inputs come from LightPlayers, never placed in the predictor.
+        self.is_light = list(config.light) if config.light else [False] * self.count
+        self.light_rows = np.flatnonzero(np.array(self.is_light, dtype=bool))
+        self.light = LightPlayers(self.count, self.light_rows, config.arena, config.skill, self.rng)
+        self._light_shown = np.zeros(self.count, dtype=bool)  # a snapshot shown: it plays
+        self._light_seq = np.zeros(self.count, dtype=np.int64)  # each one's next input
+        self._light_acked = np.full(self.count, -1, dtype=np.int64)
+        self._light_newest = np.zeros(self.count)  # server time of each one's newest snapshot
+        self._light_work_s = 0.0  # wall time in the light players' own code (perf_counter)
         self.pop_ins = PopInWatch(
             self.count, config.arena.box_min, config.arena.box_max, config.pop_in_range_m
         )
@@ -212,6 +203,7 @@ class Swarm:
         self._clock_offsets = np.array([bot.clock_offset for bot in config.bots], dtype=float)
         self._slews = np.zeros((self.count, 4))
         self._synced = np.zeros(self.count, dtype=bool)
+        self._snapped = np.zeros(self.count, dtype=bool)  # its ClockSync's snap phase is over
         self._welcome_clocks = np.zeros((self.count, 2))
         self._interp_delays = np.zeros(self.count)
 
@@ -222,6 +214,7 @@ class Swarm:
         if slew is not None:
             self._slews[index] = slew
         self._synced[index] = slew is not None
+        self._snapped[index] = bot.clock.synced
         self._welcome_clocks[index] = bot.welcome.server_time, bot.welcomed_local
         self._interp_delays[index] = bot.welcome.interp_delay
 
@@ -249,16 +242,34 @@ class Swarm:
     # -- what arrives, after its modelled delay ------------------------------------------
 
     def deliver(self, bot: Bot, data: bytes) -> None:
+        light = self.is_light[bot.index]
+        began = time.perf_counter() if light else 0.0
+        try:
+            self._deliver(bot, data, light)
+        finally:
+            if light:
+                self._light_work_s += time.perf_counter() - began
+
+    def _deliver(self, bot: Bot, data: bytes, light: bool) -> None:
         body = self.decoder.shared_body(data)
-        if body is not None and self._read_snapshot(bot, data, body):
-            return
+        if body is not None:
+            if light:
+                ack = protocol.snapshot_ack(data)
+                if ack is not None:
+                    self._show_light(bot, body[0], ack)
+                    return
+            elif self._read_snapshot(bot, data, body):
+                return
         try:
             message = self.decoder.decode(data)
         except protocol.ProtocolError as error:
             self.note_error(f"bad_frame:{error.code}")
             return
         if isinstance(message, protocol.SnapshotMessage):
-            self._on_snapshot(bot, message)
+            if light:
+                self._show_light(bot, message, message.ack)
+            else:
+                self._on_snapshot(bot, message)
         elif isinstance(message, protocol.ProbeMessage):
             bot.echo_probe(message)
         elif isinstance(message, protocol.PongMessage):
@@ -349,6 +360,21 @@ class Swarm:
         self._show(bot, snapshot, snapshot.records)
         return True
 
+    def _show_light(self, bot: Bot, snapshot: protocol.SnapshotMessage, ack: int) -> None:
+        """A light player's snapshot, read from its head and its shared body (``ack`` is
+        this frame's): acknowledged, its tick what the next input acks, its time the
+        newest the player could draw; its players are never decoded."""
+        epoch, tick = snapshot.epoch, snapshot.tick
+        if self.predictor is None or not bot.accept_snapshot(epoch, tick, ack):
+            return
+        if self.recorder is not None:
+            self.recorder.accepted(bot.params.index, epoch, tick, snapshot.state, ack)
+        index = bot.index
+        self._light_shown[index] = True
+        self._light_newest[index] = snapshot.server_time
+        if ack > self._light_acked[index]:
+            self._light_acked[index] = ack
+
     def _on_snapshot(self, bot: Bot, snapshot: protocol.SnapshotMessage) -> None:
         if self.predictor is None or not bot.shows(snapshot.epoch, snapshot.tick):
             return  # a deposed primary's, or not newer than what the bot shows
@@ -429,6 +455,12 @@ class Swarm:
         if predictor is None:
             return
         self.ticks_run += 1
+        if len(self.light_rows):
+            began = time.perf_counter()
+            self._tick_light(asyncio.get_running_loop().time())
+            self._light_work_s += time.perf_counter() - began
+        if len(self.light_rows) == self.count:
+            return
         predictor.reconcile()
         now = asyncio.get_running_loop().time()
         self._perceive(tick, now)
@@ -440,6 +472,7 @@ class Swarm:
         shooters: set[int] = set()
         if self.config.behaviour in SHOOTING_BEHAVIOURS:
             shooters = set(self.shooting.shooters(ready, self.brain, now, self.tick_rate).tolist())
+            self.light.note_engaged(self.shooting.engaged_share)
         local, server_now, render = self._clocks(ready, asyncio.get_running_loop().time())
         self.pop_ins.frame(ready, render, predictor.pos[ready])
         # Plain lists: indexing them per bot is far cheaper than NumPy scalar indexing.
@@ -482,6 +515,47 @@ class Swarm:
                 extra.append(bot.ping_frame(local))
             if extra or send_tick:  # (a ping or a sighting leaves now, with the inputs)
                 bot.flush(*extra)
+
+    def _tick_light(self, now: float) -> None:
+        """The light players' inputs this tick, each held for its next command packet
+        (sent at the full bots' command rate, with a ping when one is due)."""
+        rows = self.light_rows[self._light_shown[self.light_rows]]
+        if not len(rows):
+            return
+        bots = self.bots
+        rows = rows[np.fromiter((bots[i].playing for i in rows.tolist()), bool, len(rows))]
+        if not len(rows):
+            return
+        seqs = self._light_seq[rows]
+        self._light_seq[rows] += 1
+        inputs = self.light.decide(rows, seqs, now, self.tick_rate)
+        # As a full bot: no shot before its clock is synced (its view times would be
+        # guesses the node rightly replaces), none in a behaviour that does not shoot.
+        firing = self._snapped[rows] & (self.config.behaviour in SHOOTING_BEHAVIOURS)
+        buttons = np.where(firing, inputs.buttons, inputs.buttons & BUTTON_JUMP)
+        local, server_now, render = self._clocks(rows, now)
+        # What a full bot draws is never newer than its newest snapshot.
+        render = np.minimum(render, self._light_newest[rows])
+        rate = self.tick_rate
+        send_tick = self.ticks_run % self.inputs_per_packet == 0
+        encode = protocol.encode_input
+        for index, seq, move, yaw, pitch, pressed, local_t, server_t, render_t in zip(
+            rows.tolist(), seqs.tolist(), inputs.move.tolist(), inputs.yaw.tolist(),
+            inputs.pitch.tolist(), buttons.tolist(), local.tolist(), server_now.tolist(),
+            render.tolist(), strict=True,
+        ):  # fmt: skip
+            bot = bots[index]
+            bot.hold_input(
+                seq,
+                encode(
+                    seq=seq, tick=max(0, int(server_t * rate)), move=move, yaw=yaw,
+                    pitch=pitch, buttons=pressed, view_time=render_t, ack_tick=bot.latest_tick,
+                ),
+            )  # fmt: skip
+            if local_t >= bot.next_ping:
+                bot.flush(bot.ping_frame(local_t))
+            elif send_tick:
+                bot.flush()
 
     def _shoot(
         self, bot: Bot, seq: int, render_time: float
@@ -696,17 +770,21 @@ class Swarm:
         )
 
     def _result(self, duration: float, cpu: float) -> SwarmResult:
+        """The full bots' measurements; the light players counted apart."""
         predictor = self.predictor
-        welcomed = [b for b in self.bots if b.welcome is not None]
+        full = [b for b in self.bots if not self.is_light[b.index]]
+        light = [b for b in self.bots if self.is_light[b.index]]
+        welcomed = [b for b in full if b.welcome is not None]
+        lit = [b for b in light if b.welcome is not None]
         first, last = self._ticking or (0.0, 0.0)
         return SwarmResult(
-            requested=self.count,
+            requested=len(full),
             connected=len(welcomed),
             duration_s=duration,
             cpu_s=cpu,
             swarm_ticks=self.ticks_run,
-            rtt_samples=[r for b in self.bots for r in b.clock.rtt_samples],
-            link_rtts=[b.params.rtt for b in self.bots],
+            rtt_samples=[r for b in full for r in b.clock.rtt_samples],
+            link_rtts=[b.params.rtt for b in full],
             prediction_errors=(predictor.error_samples().tolist() if predictor is not None else []),
             bytes_down=[b.bytes_down for b in welcomed],
             bytes_up=[b.bytes_up for b in welcomed],
@@ -717,7 +795,7 @@ class Swarm:
                 if predictor is not None
                 else []
             ),
-            interpolation_misses=sum(b.snapshots.misses for b in self.bots),
+            interpolation_misses=sum(b.snapshots.misses for b in full),
             errors=dict(self.errors),
             shots=self.shooting.finished,
             hits_received=self.shooting.hits_received,
@@ -728,15 +806,23 @@ class Swarm:
                 for bot, enemy, at in self.brain.sightings
                 if (player := self._player_id(bot)) >= 0
             ],
-            failovers=[event for bot in self.bots for event in bot.failovers],
-            stalls=sum(bot.stalls for bot in self.bots),
-            seats_lost=sum(bot.seats_lost for bot in self.bots),
+            failovers=[event for bot in full for event in bot.failovers],
+            stalls=sum(bot.stalls for bot in full),
+            seats_lost=sum(bot.seats_lost for bot in full),
             processes=[ProcessFigures(self.tick_rate, self.ticks_run, last - first, cpu, duration)],
             samples=[self.samples],
             partial=self.partial,
             clock_to_wall=time.time() - asyncio.get_running_loop().time(),
             node_urls=self.node_counts(),
             fog=self.pop_ins.figures(),
+            light_requested=len(light),
+            light_connected=len(lit),
+            light_inputs_sent=sum(b.inputs_sent for b in lit),
+            light_inputs_acked=int(sum(self._light_acked[b.index] + 1 for b in lit)),
+            light_snapshots=sum(b.snapshot_count for b in lit),
+            light_bytes_down=sum(b.bytes_down for b in lit),
+            light_bytes_up=sum(b.bytes_up for b in lit),
+            light_cpu_s=cpu if light and not full else self._light_work_s,
         )
 
 

@@ -1,12 +1,12 @@
 """``arena-chaos``: kill or pause a region's primary and watch a standby take over.
 
-For people who run their own nodes on one machine: the node's ``/health`` names its process
-id, so ``arena-chaos kill --node http://127.0.0.1:7777`` SIGKILLs it, then waits for one of
-the ``--watch`` nodes to report itself primary at a higher epoch and prints what happened
-(as JSON with ``--json``). ``pause`` stops the process (SIGSTOP) for a while and resumes it
-(SIGCONT): the split-brain drill, after which the old primary must step down. ``torture``
-runs a region of its own through many of both under bots and audits the result
-(:mod:`launch.torture`).
+For people who run their own nodes on one machine: the node's full ``/health`` (on its admin
+port) names its process id, so ``arena-chaos kill --node http://127.0.0.1:9777`` (the admin
+URL) SIGKILLs it, then waits for one of the ``--watch`` nodes to report itself primary at a
+higher epoch and prints what happened (as JSON with ``--json``). ``pause`` stops the process
+(SIGSTOP) for a while and resumes it (SIGCONT): the split-brain drill, after which the old
+primary must step down. ``torture`` runs a region of its own through many of both under bots
+and audits the result (:mod:`launch.torture`).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ import time
 from typing import Any
 
 from client_sim.cli import check_writable
-from client_sim.latency import LatencySpecError, parse_duration
+from client_sim.provenance import provenance, run_start
 from launch import torture
 from launch.health import HEALTH_WITHIN_S, base_url, node_health
-from shared.commandline import OneLineParser
+from shared.commandline import OneLineParser, check_duration, milliseconds, seconds
 from shared.lifetime import pid_namespace
 
 __all__ = ["base_url", "kill_primary", "main", "node_health", "wait_for_new_primary"]
@@ -108,9 +108,9 @@ async def pause_node(node: str, seconds: float) -> dict[str, Any]:
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="arena-chaos",
-        description="Kill or pause an Arena node running on this machine (its /health gives "
-        "the process id) and report the failover; or torture a region of its own and audit "
-        "what its players were shown (docs/failover.md).",
+        description="Kill or pause an Arena node running on this machine (the full /health "
+        "on its admin port gives the process id) and report the failover; or torture a "
+        "region of its own and audit what its players were shown (docs/failover.md).",
     )
     parser.add_argument(
         "action",
@@ -118,20 +118,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="kill: SIGKILL --node; pause: SIGSTOP it, then SIGCONT; torture: run a region "
         "of its own under bots through kills and pauses, and audit every tick they accepted",
     )
-    parser.add_argument("--node", metavar="URL", help="the node to hit (kill, pause)")
+    parser.add_argument(
+        "--node",
+        metavar="ADMIN_URL",
+        help="the node to hit (kill, pause): its admin URL (arena-server --admin-port, "
+        "e.g. http://127.0.0.1:9777), where the full /health names its process",
+    )
     parser.add_argument(
         "--watch",
         action="append",
         default=[],
-        metavar="URL",
-        help="standbys to watch for the takeover (repeat)",
+        metavar="ADMIN_URL",
+        help="standbys to watch for the takeover, by their admin URLs (repeat)",
     )
     parser.add_argument(
-        "--for", dest="pause_for", default="2s", help="how long to pause (default: 2s)"
+        "--for",
+        dest="pause_for",
+        type=milliseconds,
+        default="2s",
+        help="how long to pause, at most 60 s (default: 2s)",
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=seconds,
         default=10.0,
         help="seconds to wait for a new primary (default: 10)",
     )
@@ -154,24 +163,28 @@ async def _run(args: argparse.Namespace, pause: float) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # The torture's seed orders its faults; a kill or a pause draws nothing.
+    seed = args.seed if args.action == "torture" else None
+    start = run_start(sys.argv[1:] if argv is None else list(argv), seed)
     if args.action != "torture" and not args.node:
-        print(f"arena-chaos: {args.action} needs --node URL", file=sys.stderr)
+        print(f"arena-chaos: {args.action} needs --node ADMIN_URL", file=sys.stderr)
         return 2
     try:
-        pause = parse_duration(args.pause_for, label="--for")
+        pause = check_duration(args.pause_for, "--for", "ms") / 1000.0
         if not (math.isfinite(args.timeout) and args.timeout > 0):
             raise ValueError("--timeout must be a positive number of seconds")
         check_writable(args.json, "--json")
-    except (LatencySpecError, ValueError) as error:
+    except ValueError as error:
         print(f"arena-chaos: {error}", file=sys.stderr)
         return 2
     if args.action == "torture":
-        return torture.torture(args)
+        return torture.torture(args, start)
     try:
         outcome = asyncio.run(_run(args, pause))
     except (RuntimeError, ProcessLookupError, PermissionError) as error:
         print(f"arena-chaos: {error}", file=sys.stderr)
         return 1
+    outcome["provenance"] = provenance(start)
     text = json.dumps(outcome, indent=2)
     print(text)
     if args.json:

@@ -25,7 +25,7 @@ from typing import Any
 from launch.cluster_run import Cluster, ClusterError, Progress, start_cluster
 from launch.cluster_spec import LOG_LEVELS, ClusterSpec, parse_regions
 from launch.supervisor import READY_WITHIN_S
-from shared.commandline import OneLineParser
+from shared.commandline import OneLineParser, milliseconds, seconds
 from shared.geo import GeoError
 from shared.lifetime import exit_with_parent_if_asked
 
@@ -65,19 +65,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add(
         "--heartbeat-timeout",
-        type=float,
+        type=seconds,
         metavar="S",
         help="directory: a node silent this long is no longer routed to (default 1.5)",
     )
     add(
         "--reservation-ttl",
-        type=float,
+        type=seconds,
         metavar="S",
         help="directory: how long a seat reservation is valid (default 10)",
     )
     add(
         "--overflow-slack-ms",
-        type=float,
+        type=milliseconds,
         metavar="MS",
         help="directory: how much farther than the best region a player may go (default 40)",
     )
@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add(
         "--startup-timeout",
-        type=float,
+        type=seconds,
         metavar="S",
         help=f"give up when the cluster is not up within this (default {READY_WITHIN_S:g}: a "
         "cold kernel cache on a busy machine)",

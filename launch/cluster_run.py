@@ -74,6 +74,7 @@ class ClusterNode:
     region: str
     role: str
     port: int
+    admin_port: int
     _child: Child = field(repr=False)
     _command: list[str] = field(default_factory=list, repr=False)
     restarts: int = 0
@@ -81,8 +82,13 @@ class ClusterNode:
 
     @property
     def base_url(self) -> str:
-        """``http://127.0.0.1:PORT``: peers, ``/health``, ``/metrics`` (and ``/probe``)."""
+        """``http://127.0.0.1:PORT``: players and peers (``/probe``, ``/peer``)."""
         return f"http://{HOST}:{self.port}"
+
+    @property
+    def admin_url(self) -> str:
+        """``http://127.0.0.1:ADMIN_PORT``: the full ``/health``, ``/metrics``, ``/view``."""
+        return f"http://{HOST}:{self.admin_port}"
 
     @property
     def ws_url(self) -> str:
@@ -99,7 +105,13 @@ class ClusterNode:
         return self._child.process.poll()
 
     def describe(self) -> dict[str, Any]:
-        return {"node_id": self.node_id, "url": self.base_url, "ws": self.ws_url, "pid": self.pid}
+        return {
+            "node_id": self.node_id,
+            "url": self.base_url,
+            "ws": self.ws_url,
+            "admin": self.admin_url,
+            "pid": self.pid,
+        }
 
     def restart(self, spec: ClusterSpec, env: Mapping[str, str]) -> None:
         """Start it again, same command, same port. One started as a primary finds its
@@ -273,9 +285,11 @@ def _node_command(
     primary_port: int,
     peers: list[int],
     directory_url: str | None,
+    admin_port: int,
 ) -> list[str]:
     role = "primary" if port == primary_port else "standby"
     command = [sys.executable, "-m", SERVER_MODULE, "--host", HOST, "--port", str(port)]
+    command += ["--admin-host", HOST, "--admin-port", str(admin_port)]
     command += ["--region", region.name, "--node-id", node_id, "--role", role]
     command += ["--public-url", f"http://{HOST}:{port}", "--coordinator", spec.coordinator]
     command += ["--log-level", spec.log_level]
@@ -314,14 +328,14 @@ def _until(
 def _roles_ready(cluster: Cluster, standbys: int) -> bool:
     """Every node reports its role, and every primary has all its standbys in sync."""
     for region in cluster.regions.values():
-        health = _get_json(region.primary.base_url + "/health")
+        health = _get_json(region.primary.admin_url + "/health")
         if not isinstance(health, dict) or health.get("role") != "primary":
             return False
         links = health.get("standbys") or []
         if sum(1 for s in links if isinstance(s, dict) and s.get("state") == "in_sync") < standbys:
             return False
         for node in region.standbys:
-            health = _get_json(node.base_url + "/health")
+            health = _get_json(node.admin_url + "/health")
             if not isinstance(health, dict) or health.get("role") != "standby":
                 return False
     return True
@@ -380,7 +394,8 @@ def start_cluster(spec: ClusterSpec, progress: Progress | None = None) -> Iterat
         assert directory.url is not None
         directory_url = directory.url
         per_region = 1 + spec.standbys
-        ports = _free_ports(per_region * len(spec.regions))
+        ports = _free_ports(2 * per_region * len(spec.regions))
+        ports, admin_ports = ports[: len(ports) // 2], ports[len(ports) // 2 :]
         say(
             f"directory at {directory_url}; starting {len(ports)} node(s) in "
             f"{len(spec.regions)} region(s): 1 primary + {spec.standbys} standby(s) each"
@@ -388,16 +403,19 @@ def start_cluster(spec: ClusterSpec, progress: Progress | None = None) -> Iterat
         regions: dict[str, RegionNodes] = {}
         for r, region in enumerate(spec.regions):
             mine = ports[r * per_region : (r + 1) * per_region]
+            admins = admin_ports[r * per_region : (r + 1) * per_region]
             started = []
-            for i, port in enumerate(mine):
+            for i, (port, admin) in enumerate(zip(mine, admins, strict=True)):
                 node_id = f"{region.name}-{i + 1}"
+                heartbeats_to = directory_url if register else None
                 command = _node_command(
-                    spec, region, node_id, port, mine[0], mine, directory_url if register else None
+                    spec, region, node_id, port, mine[0], mine, heartbeats_to, admin
                 )
                 child = _start_child(spec, node_id, command, env)
                 children.append(child)
                 role = "primary" if i == 0 else "standby"
-                started.append(ClusterNode(node_id, region.name, role, port, child, command))
+                node = ClusterNode(node_id, region.name, role, port, admin, child, command)
+                started.append(node)
             regions[region.name] = RegionNodes(
                 region.name, region.location, started[0], tuple(started[1:])
             )

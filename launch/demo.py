@@ -33,6 +33,7 @@ from client_sim.cli import (
     DEFAULT_POPULATION,
     BotRun,
     add_fail_if,
+    admin_pair,
     check_writable,
     parse_thresholds,
     run_bots,
@@ -40,6 +41,7 @@ from client_sim.cli import (
     write_report,
 )
 from client_sim.latency import LatencySpecError
+from client_sim.provenance import provenance, run_start
 from client_sim.report import format_summary
 from client_sim.report_html import write_html_report
 from launch.chaos import kill_primary
@@ -48,7 +50,7 @@ from launch.supervisor import READY_WITHIN_S, Child, ChildError
 from server import limits
 from server.replication.auth import SECRET_ENV  # how arena-server takes the region's secret
 from shared import eventloop
-from shared.commandline import OneLineParser
+from shared.commandline import OneLineParser, seconds
 from shared.geo import GeoError, default_matrix, parse_population, parse_regions
 from shared.lifetime import sigterm_as_interrupt
 
@@ -69,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--bots", type=int, default=40, help="bots in the match")
-    parser.add_argument("--duration", type=float, default=20.0, help="seconds to play")
+    parser.add_argument("--duration", type=seconds, default=20.0, help="seconds to play")
     parser.add_argument("--latency", default=DEFAULT_LATENCY, help="bots' RTT distribution")
     parser.add_argument("--tick-rate", type=int, default=60, help="the node's tick rate (Hz)")
     parser.add_argument("--seed", type=int, default=1, help="bot population seed")
@@ -129,8 +131,14 @@ def start_cluster_process(
             child.stop(30.0)
 
 
-def demo_run(args: argparse.Namespace, url: str = "", directory: str = "") -> BotRun:
-    """The demo's bots: the foundation's defaults (2 ms jitter, no loss, 100 ms interp)."""
+def demo_run(
+    args: argparse.Namespace,
+    url: str = "",
+    directory: str = "",
+    admin: tuple[tuple[str, str], ...] = (),
+) -> BotRun:
+    """The demo's bots: the foundation's defaults (2 ms jitter, no loss, 100 ms interp);
+    ``admin``: where the report reads each node's full /health and /metrics."""
     return BotRun(
         url=url,
         count=args.bots,
@@ -144,6 +152,7 @@ def demo_run(args: argparse.Namespace, url: str = "", directory: str = "") -> Bo
         interp_delay=0.1,
         directory=directory,
         population=args.population,
+        admin=admin,
     )
 
 
@@ -167,7 +176,8 @@ def regions_demo(args: argparse.Namespace) -> dict[str, Any]:
         async def kill_halfway() -> list[dict[str, Any]]:
             await asyncio.sleep(args.duration / 2)
             print(f"arena-demo: killing {primary['node_id']} (SIGKILL)", flush=True)
-            return [await kill_primary(primary["url"], [standby["url"]], pid=primary["pid"])]
+            killed = await kill_primary(primary["admin"], [standby["admin"]], pid=primary["pid"])
+            return [killed]
 
         return eventloop.run(run_bots(run, during=kill_halfway), cancel_on=STOP_SIGNALS)
 
@@ -255,16 +265,19 @@ def single_region_demo(args: argparse.Namespace) -> dict[str, Any]:
             flush=True,
         )
         print(
-            f"arena-demo: watch it live at {primary.base_url}/view (the standby's, which "
-            f"takes over: {standby.base_url}/view)",
+            f"arena-demo: watch it live at {primary.admin_url}/view (the standby's, which "
+            f"takes over: {standby.admin_url}/view)",
             flush=True,
         )
-        run = demo_run(args, url=primary.url)
+        admin = tuple(admin_pair(n.url, n.admin_url) for n in (primary, standby))
+        run = demo_run(args, url=primary.url, admin=admin)
 
         async def kill_halfway() -> list[dict[str, Any]]:
             await asyncio.sleep(args.duration / 2)
             print("arena-demo: killing the primary (SIGKILL)", flush=True)
-            outcome = await kill_primary(primary.url, [standby.url], pid=primary.process.pid)
+            outcome = await kill_primary(
+                primary.admin_url, [standby.admin_url], pid=primary.process.pid
+            )
             took_over = (
                 f"{outcome['new_primary']} is primary at epoch {outcome['epoch']}"
                 if outcome["epoch"] is not None
@@ -283,6 +296,7 @@ def _say(line: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     sigterm_as_interrupt()  # SIGTERM stops the nodes like Ctrl-C does
     args = build_parser().parse_args(argv)
+    start = run_start(sys.argv[1:] if argv is None else list(argv), args.seed)
     try:
         check_args(args)
         thresholds = parse_thresholds(args.fail_if)
@@ -297,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, asyncio.CancelledError):
         print("arena-demo: interrupted; everything it started was stopped", file=sys.stderr)
         return 130
+    report["provenance"] = provenance(start)
     try:
         publish(report, args.json)
     except OSError as error:

@@ -22,11 +22,13 @@ Progress = Callable[[str], None]
 
 
 class NodeProcess:
-    """A node running as a child process, and the URL it listens on."""
+    """A node running as a child process, the URL players reach it on, and its admin
+    port's (the full ``/health``, ``/metrics``, ``/view``)."""
 
     def __init__(self, child: Child, url: str) -> None:
         self._child = child
         self.url = url
+        self.admin_url = child.admin_url or ""  # "" only with --admin-port off
 
     @property
     def process(self) -> subprocess.Popen[str]:
@@ -34,7 +36,7 @@ class NodeProcess:
 
     @property
     def base_url(self) -> str:
-        """``http://host:port``: what peers and ``/health`` use."""
+        """``http://host:port``: what players and peers use (``/probe``, ``/peer``)."""
         return base_url(self.url)
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -50,13 +52,15 @@ def start_node(
     progress: Progress | None = None,
     prefix: Sequence[str] = (),
 ) -> Iterator[NodeProcess]:
-    """Run ``arena-server --port 0 ARGS`` until the block ends; yields once it is ready
+    """Run ``arena-server --port 0 --admin-port 0 ARGS`` (ARGS may name another admin
+    port, or ``off``) until the block ends; yields once it is ready
     (its kernels compiled or loaded). Its log goes to ``$ARENA_NODE_LOGS/<node-id>.log``
     when that is set (else a temporary file, quoted if it fails to start). ``prefix``: a
     command to run it under (``ip netns exec NAME``)."""
+    admin = () if "--admin-port" in args else ("--admin-port", "0")
     command = [
         *prefix, sys.executable, "-m", "server.net.cli", "--host", "127.0.0.1", "--port", "0",
-        *args,
+        *admin, *args,
     ]  # fmt: skip
     log_dir = os.environ.get("ARENA_NODE_LOGS")
     node_id = args[args.index("--node-id") + 1] if "--node-id" in args else "node"

@@ -39,28 +39,35 @@ from pathlib import Path
 
 from shared.lifetime import EXIT_WITH_PARENT_ENV
 
-__all__ = ["READY_WITHIN_S", "Child", "ChildError", "listening_url", "stop_all"]
+__all__ = ["READY_WITHIN_S", "Child", "ChildError", "listening_field", "listening_url", "stop_all"]
 
 #: How long a launcher waits for a node to be ready by default. A cold compile took up to
 #: 95 s on a busy 2-core machine before the warm-up was parallelised; leave room for that.
 READY_WITHIN_S = 300.0
-_LISTENING = re.compile(r"event=listening url=(\S+)")
+_LISTENING = re.compile(r"event=listening ")
 
 
-def listening_url(line: str) -> str | None:
-    """The URL a child's ``listening`` line announces, in either log format (None: the line
-    is another one)."""
+def listening_field(line: str, name: str) -> str | None:
+    """Field ``name`` of a child's ``listening`` line, in either log format (None: the line
+    is another one, or it has no such field)."""
     if line.startswith("{"):
         try:
             event = json.loads(line)
         except ValueError:
             return None
         if isinstance(event, dict) and event.get("event") == "listening":
-            url = event.get("url")
-            return url if isinstance(url, str) else None
+            value = event.get(name)
+            return value if isinstance(value, str) else None
         return None
-    found = _LISTENING.search(line)
+    if not _LISTENING.search(line):
+        return None
+    found = re.search(rf"(?:^|\s){re.escape(name)}=(\S+)", line)
     return found.group(1) if found else None
+
+
+def listening_url(line: str) -> str | None:
+    """The URL a child's ``listening`` line announces (None: the line is another one)."""
+    return listening_field(line, "url")
 
 
 Progress = Callable[[str], None]
@@ -88,6 +95,7 @@ class Child:
         once it is stopped; ``inherit_stderr``: the launcher's stderr instead."""
         self.name = name
         self.url: str | None = None
+        self.admin_url: str | None = None  # a node's --admin-port, when it has one
         self._listening = threading.Event()
         self._own_log = log_path is None and not inherit_stderr
         if inherit_stderr:
@@ -127,6 +135,7 @@ class Child:
         assert self.process.stdout is not None
         for line in self.process.stdout:
             if self.url is None and (url := listening_url(line)) is not None:
+                self.admin_url = listening_field(line, "admin")
                 self.url = url
                 self._listening.set()
         self._listening.set()  # EOF: it exited; whoever waits must look at poll()

@@ -40,6 +40,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from client_sim.provenance import RunStart, provenance
 from launch import netns
 from launch.audit import Fault, audit, read_journal, read_record
 from launch.cluster_run import RESTART_BACKOFF_S
@@ -48,7 +49,7 @@ from launch.health import node_health
 from launch.netns import Namespaces
 from launch.nodes import NodeProcess, start_node
 from launch.supervisor import ChildError, cpu_hog
-from shared import eventloop
+from shared import commandline, eventloop
 
 __all__ = ["add_arguments", "run_torture", "torture"]
 
@@ -89,14 +90,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--hog-phase",
-        type=float,
+        type=commandline.seconds,
         default=0.0,
         metavar="SECONDS",
         help="before the faults, this long with one core kept busy and no fault at all: "
         "every promotion and bot reconnect in it is spurious (default: 0, none)",
     )
-    group.add_argument("--pause-min", type=float, default=1.0, help="seconds (default: 1)")
-    group.add_argument("--pause-max", type=float, default=10.0, help="seconds (default: 10)")
+    group.add_argument(
+        "--pause-min", type=commandline.seconds, default=1.0, help="seconds (default: 1)"
+    )
+    group.add_argument(
+        "--pause-max", type=commandline.seconds, default=10.0, help="seconds (default: 10)"
+    )
     group.add_argument(
         "--partitions",
         type=int,
@@ -104,7 +109,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="cuts of the primary from its standby alone, clients still reaching both "
         "(default: 1; needs root and ip netns: skipped, and said, elsewhere)",
     )
-    group.add_argument("--partition-for", type=float, default=8.0, help="seconds (default: 8)")
+    group.add_argument(
+        "--partition-for", type=commandline.seconds, default=8.0, help="seconds (default: 8)"
+    )
     group.add_argument(
         "--seed", type=int, default=1, help="the faults' order and pauses (default: 1)"
     )
@@ -157,6 +164,7 @@ class _Region:
         standby): a restarted node finds out for itself what the region needs of it."""
         args = [
             "--host", self.host(name), "--port", str(self.ports[name]), "--node-id", name,
+            "--admin-host", self.host(name), "--admin-port", "0",
             "--coordinator", self.coordinator, "--replication", self.replication,
             "--peer", self.url(self.other(name)),
             "--journal", str(self.folder / f"journal-{name}.jsonl"),
@@ -219,8 +227,8 @@ class _Region:
     async def primary(self) -> tuple[str, dict[str, Any]] | None:
         found = []
         for name in self.names:
-            if name in self.nodes:
-                health = await node_health(self.url(name), within=0.5)
+            if (node := self.nodes.get(name)) is not None:
+                health = await node_health(node.admin_url, within=0.5)
                 if health is not None and health.get("role") == "primary":
                     found.append((int(health["epoch"]), name, health))
         if not found:
@@ -479,8 +487,9 @@ async def run_torture(
     }
 
 
-def torture(args: argparse.Namespace) -> int:
-    """Run the torture (see the module); print the report; 1 if a guarantee broke."""
+def torture(args: argparse.Namespace, start: RunStart | None = None) -> int:
+    """Run the torture (see the module); print the report (with its provenance from
+    ``start``, when given); 1 if a guarantee broke."""
     for flag in ("bots", "kills", "pauses", "partitions", "standby_kills", "both_kills"):
         if getattr(args, flag) < 0 or (flag == "bots" and args.bots < 1):
             print(f"arena-chaos: --{flag.replace('_', '-')} must be a positive count",
@@ -513,6 +522,8 @@ def torture(args: argparse.Namespace) -> int:
     except (asyncio.CancelledError, KeyboardInterrupt):
         say(f"interrupted (journals, records and logs so far in {folder})")
         return 130
+    if start is not None:
+        report["provenance"] = provenance(start)
     text = json.dumps(report, indent=2)
     print(text)
     if args.json:

@@ -111,12 +111,13 @@ class Server:
     pid: int
     url: str
     room: str = ""  # Colyseus: the room every client joins
+    admin: str = ""  # Arena: the node's admin URL (its full /health and /metrics)
 
     async def stats(self, reset: bool) -> dict[str, Any]:
         """The figures of the window so far (Arena: the raw /metrics and /health)."""
         if self.peer == "arena":
-            health = await node_health(self.url, within=10.0)
-            return {"metrics": await node_metrics(self.url), "players": (health or {}).get(
+            health = await node_health(self.admin, within=10.0)
+            return {"metrics": await node_metrics(self.admin), "players": (health or {}).get(
                 "players", 0)}  # fmt: skip
         http = self.url.replace("ws://", "http://").split("/ws")[0].rstrip("/")
         query = "?reset=1" if reset else ""
@@ -191,7 +192,7 @@ async def started(peer: str, players: int, core: int) -> AsyncIterator[Server]:
             stack.enter_context, start_node(*flags, prefix=pinned(core))
         )
         try:
-            yield Server(peer, node.process.pid, node.url)
+            yield Server(peer, node.process.pid, node.url, admin=node.admin_url)
         finally:
             await asyncio.to_thread(stack.close)
         return

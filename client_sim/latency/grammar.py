@@ -415,7 +415,8 @@ def parse_distribution(
 def parse_duration(text: str, *, signed: bool = False, label: str = "duration") -> float:
     """Parse one duration like ``2ms``, ``0.5s`` or ``3`` (ms) into seconds.
 
-    For the CLI's scalar flags (jitter, RTO and the like); ``signed=False`` rejects values < 0.
+    One duration as the specs write them (a bare number is milliseconds); ``signed=False``
+    rejects values < 0. The commands' duration flags use :mod:`shared.commandline`.
     """
     if not isinstance(text, str):
         raise TypeError(f"duration must be a str, got {type(text).__name__}")

@@ -5,7 +5,7 @@ every promotion raises the *epoch*, the fencing token every message from a prima
 (higher wins, lower is ignored). Two implementations exist:
 
 * ``static`` (:mod:`server.coordination.net.static`): embedded, no extra process. Standbys ask
-  each other's ``/health`` and agree on a winner by a deterministic rule. It cannot fence a
+  each other's ``/peer`` and agree on a winner by a deterministic rule. It cannot fence a
   partitioned primary: see ``docs/failover.md``.
 * ``etcd://HOST:PORT[,HOST:PORT...]`` (:mod:`server.coordination.net.etcd`): an election key
   attached to a lease in etcd; the key's create revision is the epoch, and ``confirm`` is a

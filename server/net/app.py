@@ -1,8 +1,12 @@
-"""The aiohttp application of a node: routes, lifecycle and graceful shutdown.
+"""The aiohttp applications of a node: routes, lifecycle and graceful shutdown.
 
-``/ws`` is for players, ``/replicate`` for standbys, ``/health`` (readiness, JSON; 503
-until the node can serve), ``/live`` (liveness), ``/metrics`` (Prometheus) and ``/view``
-(the live view, :mod:`server.view.net.feed`) for operators. The node's role loop
+The player port serves what players and peers need and nothing more: ``/ws`` for
+players, ``/probe`` (the latency probe), ``/replicate`` and ``/peer`` for the region's
+other nodes, ``/health`` (readiness for probes: ready, status, role and epoch; 503 until
+the node can serve) and ``/live`` (liveness). The operators' surfaces are on the admin
+port (``--admin-port``, :func:`create_admin_app`): the full ``/health``, ``/metrics``
+(Prometheus) and ``/view`` (the live view, :mod:`server.view.net.feed`, which shows every
+player through walls). The node's role loop
 (:meth:`server.net.node.Node.run`) is one task owned by the app's ``cleanup_ctx``: started
 with the app, cancelled and awaited with it.
 Shutdown tells every player (``error`` ``shutdown``) and closes with 1001 GOING_AWAY.
@@ -14,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
 import time
 from collections.abc import AsyncIterator, Callable
 
@@ -27,7 +30,7 @@ from server.net.udp.connect import connect_handler
 from server.net.ws_link import WS_MAX_MESSAGE_BYTES
 from server.view.net.feed import add_view_routes
 
-__all__ = ["NODE", "NODE_TASK", "Node", "NodeConfig", "create_app"]
+__all__ = ["NODE", "NODE_TASK", "Node", "NodeConfig", "create_admin_app", "create_app"]
 
 REPLICATION_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
@@ -79,17 +82,33 @@ async def _probe(request: web.Request) -> web.Response:
     return web.Response(status=204)
 
 
-async def _health(request: web.Request) -> web.Response:
-    """Readiness: the node's state as JSON, 200 once it can serve in its role, 503 before
-    (warming up) and while it stops, as Kubernetes' readiness probes expect."""
+def _readiness(node: Node, body: dict[str, object]) -> web.Response:
+    """200 once the node can serve in its role, 503 before (warming up) and while it
+    stops, as Kubernetes' readiness probes expect."""
+    return web.json_response(body, status=200 if node.ready else 503)
+
+
+async def _public_health(request: web.Request) -> web.Response:
+    """Readiness for probes on the player port (:meth:`Node.public_health`)."""
     node = request.app[NODE]
-    return web.json_response(node.health(), status=200 if node.ready else 503)
+    return _readiness(node, node.public_health())
+
+
+async def _peer_health(request: web.Request) -> web.Response:
+    """What the region's other nodes read of this one to agree on a primary."""
+    node = request.app[NODE]
+    return _readiness(node, node.peer_health())
+
+
+async def _health(request: web.Request) -> web.Response:
+    """Readiness with the node's whole state, for operators (the admin port)."""
+    node = request.app[NODE]
+    return _readiness(node, node.health())
 
 
 async def _live(request: web.Request) -> web.Response:
     """Liveness: the process answers (cheap; during the warm-up too)."""
-    node = request.app[NODE]
-    return web.json_response({"alive": True, "status": node.status, "pid": os.getpid()})
+    return web.json_response({"alive": True, "status": request.app[NODE].status})
 
 
 async def _metrics(request: web.Request) -> web.Response:
@@ -152,14 +171,27 @@ def create_app(
     app[NODE] = Node(config, clock)
     app.router.add_get("/ws", _websocket)
     app.router.add_get("/replicate", _replicate)
-    app.router.add_get("/health", _health)
+    app.router.add_get("/health", _public_health)
+    app.router.add_get("/peer", _peer_health)
     app.router.add_get("/live", _live)
-    app.router.add_get("/metrics", _metrics)
     app.router.add_get("/probe", _probe)
     app.router.add_post("/connect", connect_handler(app[NODE]))
-    if config.view_rate > 0:
-        add_view_routes(app, app[NODE], config.view_rate)
     app.cleanup_ctx.append(_node_task)
     app.cleanup_ctx.append(_heartbeats)
     app.on_shutdown.append(_on_shutdown)
+    return app
+
+
+def create_admin_app(node: Node) -> web.Application:
+    """The operators' application of ``node`` (built by :func:`create_app`): the full
+    ``/health``, ``/live``, ``/metrics`` and, unless ``--view-rate 0``, ``/view``. It
+    neither starts nor stops the node: serve it beside the player app, on an address only
+    operators reach."""
+    app = web.Application()
+    app[NODE] = node
+    app.router.add_get("/health", _health)
+    app.router.add_get("/live", _live)
+    app.router.add_get("/metrics", _metrics)
+    if node.config.view_rate > 0:
+        add_view_routes(app, node, node.config.view_rate)
     return app

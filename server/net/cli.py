@@ -36,7 +36,7 @@ from server.logs import (
     set_context,
 )
 from server.net import agones, sd_notify, tls
-from server.net.app import NODE, NODE_TASK, NodeConfig, create_app
+from server.net.app import NODE, NODE_TASK, NodeConfig, create_admin_app, create_app
 from server.net.warmup import WarmUpError, warm_up_kernels
 from server.replication.auth import SECRET_ENV, load_secret
 from server.sim.hitreg.backend import (
@@ -49,7 +49,7 @@ from server.sim.interest import InterestConfig
 from server.sim.lagcomp import LagCompensation
 from shared import eventloop, jitcache
 from shared.arena_map import MapError, default_map, load_map
-from shared.commandline import OneLineParser
+from shared.commandline import OneLineParser, milliseconds, seconds
 from shared.directory import directory_urls
 from shared.lifetime import exit_with_parent_if_asked
 
@@ -104,11 +104,24 @@ def bind_udp(host: str, wanted: int | None, tcp_port: int) -> socket.socket | No
     return sock
 
 
+def admin_port(text: str) -> int | None:
+    """``--admin-port``: a TCP port (0 picks a free one) or ``off`` (None: no admin port)."""
+    if text.strip().lower() == "off":
+        return None
+    try:
+        return limits.PORT.check(int(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a port (0-65535; 0 picks a free one) or 'off'"
+        ) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="arena-server",
         description="Run one authoritative Arena node: a fixed-tick match that players join "
-        "over WebSocket (ws://HOST:PORT/ws), with /health (JSON) and /metrics (Prometheus).",
+        "over WebSocket (ws://HOST:PORT/ws), with a readiness /health for probes; the full "
+        "/health (JSON), /metrics (Prometheus) and /view are on --admin-port.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--region", default="local", help="region name reported to clients")
@@ -128,6 +141,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="UDP port of the players' datagram transport (connect tokens from POST /connect "
         "on the TCP port); default: the TCP port's number (with --port 0 a free one, printed "
         "on start as udp=); off: WebSocket only",
+    )
+    parser.add_argument(
+        "--admin-port",
+        type=admin_port,
+        default="off",  # (argparse passes a string default through the type: None)
+        metavar="PORT|off",
+        help="the operators' port: the full /health, /metrics and /view (the player port "
+        "serves none of them); 0 picks a free one (printed on start)",
+    )
+    parser.add_argument(
+        "--admin-host",
+        default="127.0.0.1",
+        help="address the admin port listens on (keep it where only operators reach it)",
     )
     parser.add_argument(
         "--tick-rate", type=int, default=60, help="simulation ticks per second (20-128)"
@@ -186,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--fog-peek-ms",
-        type=float,
+        type=milliseconds,
         default=defaults.fog_peek_s * 1000.0,
         metavar="MS",
         help="fog of war's allowance added to each player's margin, 0-1000 (covers jitter, "
@@ -203,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--history-seconds",
-        type=float,
+        type=seconds,
         default=1.0,
         help="how much snapshot history the node keeps for lag compensation",
     )
@@ -219,20 +245,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-rewind-ms",
-        type=float,
+        type=milliseconds,
         default=200.0,
         help="lag compensation never rewinds further back than this",
     )
     parser.add_argument(
         "--max-interp-ms",
-        type=float,
+        type=milliseconds,
         default=100.0,
         help="the most interpolation delay a client is granted (and so judged by): a client "
         "asking for more renders, and is judged, this far behind",
     )
     parser.add_argument(
         "--trade-window-ms",
-        type=float,
+        type=milliseconds,
         default=0.0,
         help="shots a player saw up to this long after its own death still count",
     )
@@ -276,7 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     failover.add_argument(
         "--etcd-lease-ttl",
-        type=int,
+        type=seconds,
         default=DEFAULT_LEASE_TTL,
         metavar="S",
         help="seconds the leader's etcd lease outlives its last keep-alive; with several etcd "
@@ -300,13 +326,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     failover.add_argument(
         "--failover-timeout-ms",
-        type=float,
+        type=milliseconds,
         default=200.0,
         help="a standby declares a primary silent this long dead",
     )
     failover.add_argument(
         "--ack-timeout-ms",
-        type=float,
+        type=milliseconds,
         default=100.0,
         help="a standby of the commit set slower than this to acknowledge a tick is told it "
         "is out of sync; the tick waits until it has answered or its link ended (below 3/4 "
@@ -330,7 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     failover.add_argument(
         "--seat-grace-s",
-        type=float,
+        type=seconds,
         default=30.0,
         help="how long a seat waits for its player after the connection dropped or the "
         "node took over: the player's token resumes it here or on whichever node leads "
@@ -338,7 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     failover.add_argument(
         "--token-ttl-s",
-        type=float,
+        type=seconds,
         default=600.0,
         help="how long a session token proves its seat: a dropped player's token must outlive "
         "--seat-grace-s (more than twice it, 60 to 86400); it is renewed while the player "
@@ -361,7 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     failover.add_argument(
         "--checkpoint-interval",
-        type=float,
+        type=seconds,
         default=1.0,
         metavar="SECONDS",
         help="seconds between checkpoints: the ticks a total loss costs (default: 1)",
@@ -369,7 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     admission = parser.add_argument_group("admission")
     admission.add_argument(
         "--idle-kick-s",
-        type=float,
+        type=seconds,
         default=120.0,
         metavar="SECONDS",
         help="a seated player that sends no input for this long is told (error idle_kick) "
@@ -386,7 +412,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     admission.add_argument(
         "--offender-holdoff-s",
-        type=float,
+        type=seconds,
         default=0.0,
         metavar="SECONDS",
         help="a source address whose connection ended in offences (closed for them, or a "
@@ -396,7 +422,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     admission.add_argument(
         "--handshake-timeout-s",
-        type=float,
+        type=seconds,
         default=5.0,
         metavar="SECONDS",
         help="close a connection that has not sent a whole HTTP request head (the WebSocket "
@@ -407,8 +433,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=10.0,
         metavar="HZ",
-        help="frames a second of the live view at /view (0: no /view; it shows every "
-        "player's position, so serve it to operators only)",
+        help="frames a second of the live view at /view on the admin port (0: no /view; it "
+        "shows every player's position, so it is never on the player port)",
     )
     admission.add_argument(
         "--open-join",
@@ -467,15 +493,24 @@ async def _serve(
     port: int,
     listener: ssl.SSLContext | None = None,
     udp_port: int | None = None,
+    admin: tuple[str, int] | None = None,
 ) -> int:
     # Bind first, so that a node on port 0 knows its own URL before it campaigns; serve
     # /live and /health (503) during the warm-up, and say "listening" only once ready.
     sock = socket.create_server((host, port))
+    try:
+        admin_sock = None if admin is None else socket.create_server(admin)
+    except OSError as error:
+        sock.close()
+        where = f"{admin[0]}:{admin[1]}" if admin else "?"
+        raise AdminPortError(f"cannot listen on {where} (--admin-port): {error.strerror}") from None
     bound = sock.getsockname()[1]
     try:
         datagrams = bind_udp(host, udp_port, bound)
     except OSError:
         sock.close()
+        if admin_sock is not None:
+            admin_sock.close()
         raise
     secure = "s" if listener is not None else ""  # TLS: https:// and wss://
     if not config.public_url:
@@ -490,6 +525,12 @@ async def _serve(
     runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=2.0)
     await runner.setup()
     await web.SockSite(runner, sock, ssl_context=listener).start()
+    admin_runner, admin_fields = None, {}
+    if admin is not None and admin_sock is not None:
+        admin_runner = web.AppRunner(create_admin_app(node), handle_signals=False)
+        await admin_runner.setup()
+        await web.SockSite(admin_runner, admin_sock, ssl_context=listener).start()
+        admin_fields["admin"] = f"http{secure}://{admin[0]}:{admin_sock.getsockname()[1]}"
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -501,7 +542,7 @@ async def _serve(
         await asyncio.wait([stopping, ready, app[NODE_TASK]], return_when=asyncio.FIRST_COMPLETED)
         if ready.done() and not app[NODE_TASK].done():
             url = f"ws{secure}://{host}:{bound}/ws"
-            announce("listening", url=url, udp=udp, **node.log_fields)
+            announce("listening", url=url, udp=udp, **admin_fields, **node.log_fields)
             sd_notify.notify("READY=1", f"STATUS={systemd_status(node.platform_view())}")
             await asyncio.wait([stopping, app[NODE_TASK]], return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -511,11 +552,17 @@ async def _serve(
         announce("stopping", **node.log_fields)
         failed = app[NODE_TASK].done() and not app[NODE_TASK].cancelled()
         problem = app[NODE_TASK].exception() if failed else None
+        if admin_runner is not None:
+            await admin_runner.cleanup()
         await runner.cleanup()
     if problem is not None:
         print(f"arena-server: {describe_failure(problem)}", file=sys.stderr)
         return 1
     return 0
+
+
+class AdminPortError(OSError):
+    """The admin port could not be bound (its own line: the player port was fine)."""
 
 
 def describe_failure(problem: BaseException) -> str:
@@ -598,7 +645,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         cluster_secret=load_secret(args.cluster_secret),
         coordinator=args.coordinator,
         etcd_access=etcd_access,
-        etcd_lease_ttl=args.etcd_lease_ttl,
+        etcd_lease_ttl=math.ceil(args.etcd_lease_ttl),  # etcd grants whole seconds
         replication=args.replication,
         failover_timeout=args.failover_timeout_ms / 1000.0,
         ack_timeout=args.ack_timeout_ms / 1000.0,
@@ -648,8 +695,12 @@ def main(argv: list[str] | None = None) -> int:
             role="starting",  # (the node does not exist yet)
             epoch=0,
         )
+    admin = None if args.admin_port is None else (args.admin_host, args.admin_port)
     try:
-        return eventloop.run(_serve(config, args.host, args.port, listener, args.udp_port))
+        return eventloop.run(_serve(config, args.host, args.port, listener, args.udp_port, admin))
+    except AdminPortError as error:
+        print(f"arena-server: {error}", file=sys.stderr)
+        return 1
     except OSError as error:
         udp = "" if args.udp_port is None else f" (UDP {args.udp_port})"
         print(

@@ -1,7 +1,7 @@
 """The node's role loop: lead or follow, and the moves between the two.
 
 A **primary** ticks the match (:class:`~server.net.ticker.Ticker`) and watches its peers'
-``/health`` for a newer primary. A **standby** follows the primary's records; when the
+``/peer`` for a newer primary. A **standby** follows the primary's records; when the
 primary falls silent it deposes it, campaigns and, if it wins, takes over at a higher
 epoch with the same players, history and tick numbering (continued on the primary's clock,
 so server time stays wall-clock time). A primary that learns of a higher epoch steps down
@@ -35,7 +35,7 @@ __all__ = ["Leadership"]
 log = EventLogger("arena.server")
 
 PEER_POLL_S = 0.25
-PEER_TIMEOUT_S = 0.2  # a peer's /health answer counts only this soon
+PEER_TIMEOUT_S = 0.2  # a peer's /peer answer counts only this soon
 RETRY_S = 0.1  # between a standby's attempts to find or follow a primary
 RECLAIM_S = 0.5  # between a --role primary node's claims of a region left empty
 
@@ -238,7 +238,7 @@ class Leadership:
     async def _peer_health(
         self, session: aiohttp.ClientSession
     ) -> tuple[list[dict[str, Any]], list[str]]:
-        """The peers' ``/health`` answers (each with its ``url``), and the peers that may be
+        """The peers' ``/peer`` answers (each with its ``url``), and the peers that may be
         alive but did not answer in time (a refused connection: nothing listens)."""
         answers, silent = await ask_peers(session, self.node.peer_urls(), PEER_TIMEOUT_S)
         return [{**body, "url": url} for url, body in answers], silent

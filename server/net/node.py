@@ -177,7 +177,28 @@ class Node(NodeState):
             total.update(match.deltas.tally())
         return dict(total)
 
+    def public_health(self) -> dict[str, object]:
+        """The player port's ``/health``: enough for a load balancer's probe, nothing a
+        stranger could use (no process, folder, coordinator or standby)."""
+        return {
+            "ready": self.ready,
+            "status": self.status,
+            "role": self.role.value,
+            "epoch": self.matches.epoch,
+        }
+
+    def peer_health(self) -> dict[str, object]:
+        """``/peer``: what the region's other nodes need to agree on a primary (who it
+        is, what it holds, whether it may be promoted), on the port they reach."""
+        return {
+            **self.public_health(),
+            "node": self.config.node_id,
+            "replicated_tick": self.matches.tick_number,
+            "eligible": self.roles.primary or self.follower.eligible,
+        }
+
     def health(self) -> dict[str, object]:
+        """The admin port's ``/health``: everything an operator reads about the node."""
         c, matches = self.config, self.matches
         combat = sum((m.combat.counters for m in matches.matches), collections.Counter())
         inputs = sum((m.counters for m in matches.matches), collections.Counter())

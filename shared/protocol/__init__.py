@@ -89,6 +89,7 @@ from shared.protocol.snapshots import (
     entity_yaw,
     events_part,
     pack_event,
+    snapshot_ack,
     snapshot_heads,
     state_digest,
 )
@@ -155,6 +156,7 @@ __all__ = [
     "entity_yaw",
     "events_part",
     "pack_event",
+    "snapshot_ack",
     "snapshot_heads",
     "state_digest",
 ]

@@ -39,6 +39,7 @@ __all__ = [
     "entity_yaw",
     "events_part",
     "pack_event",
+    "snapshot_ack",
     "snapshot_heads",
     "state_digest",
 ]
@@ -251,6 +252,29 @@ _RECENT_BODIES = 4  # bodies a frame is matched against by its end (ServerFrameD
 #: is never shared (a repeated key overrides the client's own; a false alarm only costs a
 #: decode).
 _CLIENT_KEYS = (b"ack", b"you", b"base", b"entities", b"events")
+
+
+def snapshot_ack(data: bytes) -> int | None:
+    """The ``ack`` of a frame laid out as :func:`encode_snapshot` writes it, read from its
+    first bytes (the inputs the node applied): what a client that never decodes the
+    players needs (a light player); None for a frame laid out otherwise."""
+    if not data.startswith(_SNAPSHOT_PREFIX):
+        return None
+    pos = len(_SNAPSHOT_PREFIX)
+    if len(data) <= pos + 4:
+        return None
+    tag = data[pos]
+    if tag == 0xCE:  # how the node writes it (snapshot_heads)
+        return int.from_bytes(data[pos + 1 : pos + 5], "big")
+    if tag < 0x80:
+        return tag
+    if tag == 0xFF:
+        return -1
+    if tag == 0xD2:
+        ack = int.from_bytes(data[pos + 1 : pos + 5], "big", signed=True)
+        return ack if ack >= -1 else None
+    size = _UINT_TAGS.get(tag)
+    return None if size is None else int.from_bytes(data[pos + 1 : pos + 1 + size], "big")
 
 
 def _snapshot_head(

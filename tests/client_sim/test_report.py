@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import pytest
@@ -216,9 +217,11 @@ def test_the_report_keeps_its_stable_field_names_with_measured_values() -> None:
         "ticks.served": 120,
         "ticks.p50_ms": 0.4,
         "ticks.p99_ms": 1.5,
-        "latency_ms.rtt_p50": 20.0,
-        "latency_ms.rtt_p99": 29.8,
-        "prediction.error_p99_m": 0.49,
+        # Percentiles from a sketch: the value at the rank (no interpolation between
+        # samples), within its 1 % relative accuracy.
+        "latency_ms.rtt_p50": pytest.approx(20.0, rel=0.01),
+        "latency_ms.rtt_p99": pytest.approx(20.0, rel=0.01),
+        "prediction.error_p99_m": 0.0,
         "bandwidth.down_kbps_per_bot": 60.0,  # 15 kB mean * 8 / 1000 / 2 s
         "bandwidth.up_kbps_per_bot": 8.0,
         "shots.fired": 6,
@@ -234,8 +237,10 @@ def test_the_report_keeps_its_stable_field_names_with_measured_values() -> None:
     assert by_rtt == {"0-50ms": shot_figures(MIXED)}
     assert report["shots"]["by_link_rtt"] == {"0-50ms": shot_figures(MIXED)}
     assert report["shots"]["rtt_ms"] == {
-        "shots": 6, "server_p50": 42.0, "bots_measured_p50": 40.0, "link_p50": 40.0,
-        "server_minus_link_p50": 2.0,
+        "shots": 6, "server_p50": pytest.approx(42.0, rel=0.01),
+        "bots_measured_p50": pytest.approx(40.0, rel=0.01),
+        "link_p50": pytest.approx(40.0, rel=0.01),
+        "server_minus_link_p50": pytest.approx(2.0, rel=0.01),
     }  # fmt: skip
     assert report["shots"]["server"] == {"kills": 2}
     assert report["inputs"] == {"sent": 240, "acked": 210, "acked_ratio": 0.875}
@@ -323,7 +328,7 @@ def test_the_summary_reads_a_full_report() -> None:
     text = format_summary(full_report(errors={"connect": 1}))
     assert "9/10 connected" in text
     assert "120 ticks at 60 Hz" in text
-    assert "RTT p50 20.0 ms" in text
+    assert re.search(r"RTT p50 (19\.[89]|20\.[01])\d* ms", text), text  # a sketch's 1 %
     assert "6 fired" in text and "agreement 0.6" in text
     assert "errors      connect=1" in text
 

@@ -64,7 +64,7 @@ class Region:
     def __init__(self, image: str, ports: list[int]) -> None:
         self.project = f"arena-test-{uuid.uuid4().hex[:8]}"
         names = ("PRIMARY", "STANDBY", "DIRECTORY", "DIRECTORY_B", "ETCD", "ETCD_PEER",
-                 "PROMETHEUS")  # fmt: skip
+                 "PROMETHEUS", "PRIMARY_ADMIN", "STANDBY_ADMIN")  # fmt: skip
         self.ports = dict(zip(names, ports, strict=True))
         self.env = {
             **os.environ,
@@ -115,7 +115,7 @@ class Region:
 @pytest.fixture
 def region(region_images: str, free_ports: Callable[[int], list[int]]) -> Iterator[Region]:
     podman_compose()
-    started = Region(region_images, free_ports(7))
+    started = Region(region_images, free_ports(9))
     try:
         yield started
     finally:
@@ -160,7 +160,7 @@ async def test_the_compose_region_seats_bots_through_its_directory(
         return True
 
     async def standby_in_sync() -> bool:
-        health = await node_health(region.url("PRIMARY"), within=1.0)
+        health = await node_health(region.url("PRIMARY_ADMIN"), within=1.0)
         return health is not None and any(s["state"] == "in_sync" for s in health["standbys"])
 
     await until("the directory listing the region's primary and standby", region_listed)
@@ -198,8 +198,8 @@ async def test_the_compose_region_seats_bots_through_its_directory(
     up = await until("Prometheus scraping every target", targets_up, within=60.0)
     assert up == sorted(
         [
-            ("arena", region.url("PRIMARY") + "/metrics"),
-            ("arena", region.url("STANDBY") + "/metrics"),
+            ("arena", region.url("PRIMARY_ADMIN") + "/metrics"),
+            ("arena", region.url("STANDBY_ADMIN") + "/metrics"),
             ("arena-directory", region.url("DIRECTORY") + "/metrics"),
             ("arena-directory", region.url("DIRECTORY_B") + "/metrics"),
         ]

@@ -43,10 +43,11 @@ STOP_TIMEOUT_S = 10
 class ContainerNode:
     """A node in a container, reached on a loopback port of the host."""
 
-    def __init__(self, name: str, port: int) -> None:
+    def __init__(self, name: str, port: int, admin_port: int) -> None:
         self.name = name
         self.base_url = f"http://127.0.0.1:{port}"
         self.url = f"ws://127.0.0.1:{port}/ws"
+        self.admin_url = f"http://127.0.0.1:{admin_port}"  # the full /health, /metrics
 
 
 async def wait_ready(containers: Containers, node: ContainerNode) -> dict[str, Any]:
@@ -54,7 +55,7 @@ async def wait_ready(containers: Containers, node: ContainerNode) -> dict[str, A
     ready within READY_S."""
     deadline = time.monotonic() + READY_S
     while time.monotonic() < deadline:
-        health = await node_health(node.base_url, within=1.0)
+        health = await node_health(node.admin_url, within=1.0)
         if health is not None and health.get("ready"):
             return health
         running = podman("inspect", "--format", "{{.State.Running}}", node.name, check=False)
@@ -67,11 +68,11 @@ async def wait_ready(containers: Containers, node: ContainerNode) -> dict[str, A
 async def kill_container_primary(primary: ContainerNode, watch: list[str]) -> dict[str, Any]:
     """What :func:`launch.chaos.kill_primary` does to a process, to the primary's container
     (``podman kill``: SIGKILL to the node, PID 1 there); the same outcome dict."""
-    health = await node_health(primary.base_url)
+    health = await node_health(primary.admin_url)
     assert health is not None and health["role"] == "primary", health
     # arena-chaos signals the pid /health names: a container's is another process's here.
     with pytest.raises(RuntimeError, match="another pid namespace"):
-        await kill_primary(primary.base_url, watch)
+        await kill_primary(primary.admin_url, watch)
     killed_at = time.time()
     await asyncio.to_thread(podman, "kill", "--signal", "KILL", primary.name)
     successor = await wait_for_new_primary(watch, int(health["epoch"]), within=10.0)
@@ -89,11 +90,13 @@ async def test_a_container_is_ready_in_seconds_and_stops_gracefully_on_podman_st
     containers: Containers, free_ports: Callable[[int], list[int]]
 ) -> None:
     # The image as shipped: its entrypoint's --host 0.0.0.0 --port 7777, published on
-    # loopback, and its HEALTHCHECK's URL.
-    (port,) = free_ports(1)
+    # loopback, and its HEALTHCHECK's URL; an admin port published on loopback too.
+    port, admin = free_ports(2)
     began = time.monotonic()
-    name = containers.run("node", options=("--publish", f"127.0.0.1:{port}:7777"))
-    node = ContainerNode(name, port)
+    publish = ("--publish", f"127.0.0.1:{port}:7777", "--publish", f"127.0.0.1:{admin}:9777")
+    name = containers.run("node", "--admin-host", "0.0.0.0", "--admin-port", "9777",
+                          options=publish)  # fmt: skip
+    node = ContainerNode(name, port, admin)
     health = await wait_ready(containers, node)
     ready_s = time.monotonic() - began
     print(json.dumps({"ready_s": round(ready_s, 2), "warm_up": health["warm_up"]}))
@@ -130,38 +133,39 @@ async def test_primary_and_standby_in_containers_fail_over_with_nothing_lost(
     containers: Containers, free_ports: Callable[[int], list[int]]
 ) -> None:
     env = {"ARENA_CLUSTER_SECRET": secrets.token_hex(16)}
-    port_a, port_b = free_ports(2)
+    port_a, port_b, admin_a, admin_b = free_ports(4)
     # The host's network: both nodes, and the bots, on 127.0.0.1 (one address for
     # players and peers alike, as in the process test).
     host = ("--network", "host")
 
-    def node_args(port: int, node_id: str) -> tuple[str, ...]:
-        return (*COMMON, "--host", "127.0.0.1", "--port", str(port), "--node-id", node_id)
+    def node_args(port: int, admin: int, node_id: str) -> tuple[str, ...]:
+        return (*COMMON, "--host", "127.0.0.1", "--port", str(port), "--node-id", node_id,
+                "--admin-port", str(admin))  # fmt: skip
 
     def health_url(port: int) -> tuple[str, ...]:  # what the image's HEALTHCHECK asks
         return ("--env", f"ARENA_HEALTH_URL=http://127.0.0.1:{port}/health")
 
-    name = containers.run("a", *node_args(port_a, "a"), options=(*host, *health_url(port_a)),
-                          env=env)  # fmt: skip
-    primary = ContainerNode(name, port_a)
+    name = containers.run("a", *node_args(port_a, admin_a, "a"),
+                          options=(*host, *health_url(port_a)), env=env)  # fmt: skip
+    primary = ContainerNode(name, port_a, admin_a)
     await wait_ready(containers, primary)
     name = containers.run(
         "b",
-        *node_args(port_b, "b"),
+        *node_args(port_b, admin_b, "b"),
         *("--role", "standby", "--primary", primary.base_url),
         options=(*host, *health_url(port_b)),
         env=env,
     )
-    standby = ContainerNode(name, port_b)
-    await until_live_standby(primary)  # type: ignore[arg-type]  # (it reads .url only)
+    standby = ContainerNode(name, port_b, admin_b)
+    await until_live_standby(primary)  # type: ignore[arg-type]  # (it reads .admin_url only)
     bots = swarm(primary.url, 10, duration=6.0)
 
     async def kill_midway() -> dict[str, Any]:
         await asyncio.sleep(2.5)
-        return await kill_container_primary(primary, [standby.url])
+        return await kill_container_primary(primary, [standby.admin_url])
 
     result, kill = await asyncio.gather(bots.run(), kill_midway())
-    health = await node_health(standby.base_url)
+    health = await node_health(standby.admin_url)
     assert health is not None
     print(json.dumps({"connected": result.connected, **failover_figures(result.failovers, [kill])}))
     # The failover test's outcomes, with the nodes in containers.

@@ -42,7 +42,7 @@ def run_promtool(*args: str, stdin: str | None = None, cwd: Path = ROOT) -> str:
 async def _scrape_a_node() -> str:
     async with cluster() as (nodes, session):
         node = await nodes.start(bind(), node_id="alpha", role="primary")
-        async with session.get(node.url + "/metrics") as response:
+        async with session.get(node.admin_url + "/metrics") as response:
             assert response.status == 200
             return await response.text()
 

@@ -39,7 +39,7 @@ async def test_every_node_killed_the_match_resumes_from_its_checkpoint(
 
         async def kill_both_then_restart_one() -> None:
             await asyncio.sleep(3.0)
-            seen["before"] = await node_health(a.url)
+            seen["before"] = await node_health(a.admin_url)
             for node in (b, a):
                 os.kill(node.process.pid, signal.SIGKILL)
             await asyncio.sleep(1.0)  # the region is gone; the bots keep trying
@@ -47,7 +47,7 @@ async def test_every_node_killed_the_match_resumes_from_its_checkpoint(
                 *COMMON, "--node-id", "a", "--port", port, *keep, env=secret_env
             ) as again:
                 await asyncio.sleep(6.0)
-                seen["after"] = await node_health(again.url)
+                seen["after"] = await node_health(again.admin_url)
                 seen["files"] = sorted(os.listdir(folder))
                 await asyncio.sleep(5.0)  # the bots play on to the end of their run
 

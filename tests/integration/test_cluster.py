@@ -68,7 +68,7 @@ def test_a_two_region_cluster_starts_every_node_in_its_role_and_stops_them_all(
         assert set(cluster.regions) == {"na", "us-east"}
         assert cluster.regions["us-east"].location == "na"
         for name, region in cluster.regions.items():
-            primary = get(region.primary.base_url + "/health")
+            primary = get(region.primary.admin_url + "/health")
             assert (primary["region"], primary["node"], primary["role"]) == (
                 name,
                 f"{name}-1",
@@ -77,7 +77,7 @@ def test_a_two_region_cluster_starts_every_node_in_its_role_and_stops_them_all(
             in_sync = [s["node"] for s in primary["standbys"] if s["state"] == "in_sync"]
             assert in_sync == [f"{name}-2"]
             (standby,) = region.standbys
-            answer = get(standby.base_url + "/health")
+            answer = get(standby.admin_url + "/health")
             assert (answer["region"], answer["node"], answer["role"]) == (
                 name,
                 f"{name}-2",
@@ -109,7 +109,7 @@ def assert_peers_wired(cluster: Cluster) -> None:
     standby = region.standbys[0]
 
     def promoted() -> bool:
-        answer = health(standby.base_url)
+        answer = health(standby.admin_url)
         return answer is not None and answer["role"] == "primary" and answer["epoch"] >= 2
 
     until(promoted)
@@ -149,7 +149,7 @@ def test_the_command_prints_where_everything_is_and_stops_it_all_on_sigterm(
         described = json.loads(where.read_text())  # written whole before "running"
         primary = described["regions"]["eu"]["primary"]
         pids = [described["directory_pid"], primary["pid"]]
-        assert health(primary["url"])["role"] == "primary"  # type: ignore[index]
+        assert health(primary["admin"])["role"] == "primary"  # type: ignore[index]
         cluster.process.send_signal(signal.SIGTERM)
         assert cluster.process.wait(30) == 0, cluster.output
         cluster.wait_for("stopped", 5)
@@ -206,19 +206,19 @@ def test_a_killed_node_is_restarted_and_the_region_has_its_standby_again(tmp_pat
         first, second = region.primary, region.standbys[0]
         assert cluster.heal() == []  # nobody died
         os.kill(first.pid, signal.SIGKILL)
-        until(lambda: (health(second.base_url) or {}).get("role") == "primary")
+        until(lambda: (health(second.admin_url) or {}).get("role") == "primary")
         until(lambda: first.exit_code is not None)
         (healed,) = cluster.heal()
         assert healed[0] is first and first.restarts == 1
         # Started again as it was (--role primary), it finds the region led and follows.
 
         def standby_again() -> bool:
-            found = health(second.base_url) or {}
+            found = health(second.admin_url) or {}
             return [s["state"] for s in found.get("standbys", [])] == ["in_sync"]
 
         until(standby_again, within=60.0)
-        assert (health(first.base_url) or {}).get("role") == "standby"
-        assert (health(second.base_url) or {}).get("standbys_in_sync") == 1
+        assert (health(first.admin_url) or {}).get("role") == "standby"
+        assert (health(second.admin_url) or {}).get("standbys_in_sync") == 1
 
 
 def test_a_region_whose_every_node_died_resumes_from_its_checkpoint(tmp_path: Path) -> None:
@@ -233,17 +233,17 @@ def test_a_region_whose_every_node_died_resumes_from_its_checkpoint(tmp_path: Pa
         region = cluster.regions["eu"]
         first, second = region.primary, region.standbys[0]
         until(lambda: any((tmp_path / "checkpoints").glob("eu-*.ckpt")), within=30.0)
-        epoch = (health(first.base_url) or {})["epoch"]
+        epoch = (health(first.admin_url) or {})["epoch"]
         for node in (second, first):
             os.kill(node.pid, signal.SIGKILL)
         until(lambda: first.exit_code is not None and second.exit_code is not None)
         assert len(cluster.heal()) == 2
 
         def resumed() -> bool:
-            found = health(first.base_url) or {}
+            found = health(first.admin_url) or {}
             return found.get("role") == "primary" and "resumed_from" in found.get("failover", {})
 
         until(resumed, within=60.0)
-        found = health(first.base_url) or {}
+        found = health(first.admin_url) or {}
         assert found["epoch"] > epoch and found["failover"]["resumed_from"]["epoch"] == epoch
-        until(lambda: (health(first.base_url) or {}).get("standbys_in_sync") == 1, within=60.0)
+        until(lambda: (health(first.admin_url) or {}).get("standbys_in_sync") == 1, within=60.0)

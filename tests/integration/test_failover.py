@@ -57,7 +57,7 @@ def region(env: dict[str, str], *extra: str) -> Iterator[tuple[NodeProcess, Node
 async def until_live_standby(primary: NodeProcess) -> None:
     async with asyncio.timeout(READY_S):
         while True:
-            health = await node_health(primary.url)
+            health = await node_health(primary.admin_url)
             if health and any(s["state"] == "in_sync" for s in health["standbys"]):
                 return
             await asyncio.sleep(0.05)
@@ -88,10 +88,10 @@ async def test_sigkill_of_the_primary_every_bot_resumes_and_nothing_is_lost(
 
         async def kill_midway() -> dict[str, Any]:
             await asyncio.sleep(2.5)
-            return await kill_primary(primary.url, [standby.url])
+            return await kill_primary(primary.admin_url, [standby.admin_url])
 
         result, kill = await asyncio.gather(bots.run(), kill_midway())
-        health = await node_health(standby.url)
+        health = await node_health(standby.admin_url)
     assert_one_failover_lost_nothing(result, kill, health, bots=10)
 
 
@@ -128,7 +128,7 @@ async def test_repeated_kills_each_new_standby_takes_over_in_turn(
 
         async def chaos() -> None:
             await asyncio.sleep(2.0)
-            kills.append(await kill_primary(a.url, [b.url]))
+            kills.append(await kill_primary(a.admin_url, [b.admin_url]))
             async with running_node(  # (off the loop: the bots play on it meanwhile)
                 *COMMON,
                 "--node-id",
@@ -141,7 +141,7 @@ async def test_repeated_kills_each_new_standby_takes_over_in_turn(
             ) as c:
                 await until_live_standby(b)
                 await asyncio.sleep(1.0)
-                kills.append(await kill_primary(b.url, [c.url]))
+                kills.append(await kill_primary(b.admin_url, [c.admin_url]))
                 await played.wait()  # c serves the bots to the end
 
         result, _ = await asyncio.gather(play(), chaos())
@@ -179,21 +179,21 @@ async def watching(url: str) -> AsyncIterator[list[tuple[int, int]]]:
 async def split_brain(env: dict[str, str], *extra: str) -> None:
     with region(env, *extra) as (primary, standby):
         await until_live_standby(primary)
-        before = await node_health(primary.url)
+        before = await node_health(primary.admin_url)
         assert before is not None
         epoch = before["epoch"]  # 1 with the static coordinator, an etcd revision with etcd
         async with watching(primary.url) as shown:
             await asyncio.sleep(0.5)
             os.kill(primary.process.pid, signal.SIGSTOP)
             try:
-                successor = await wait_for_new_primary([standby.url], epoch, within=10.0)
+                successor = await wait_for_new_primary([standby.admin_url], epoch, within=10.0)
             finally:
                 os.kill(primary.process.pid, signal.SIGCONT)
             assert successor is not None, "the standby never took over"
             first_new_tick = successor["failover"]["first_tick"]
             async with asyncio.timeout(10):  # the old primary learns the higher epoch
                 while True:
-                    old = await node_health(primary.url)
+                    old = await node_health(primary.admin_url)
                     if old and old["role"] == "standby" and old["epoch"] > epoch:
                         break
                     await asyncio.sleep(0.05)
@@ -203,7 +203,7 @@ async def split_brain(env: dict[str, str], *extra: str) -> None:
         assert max(tick for _, tick in shown) < first_new_tick
         # The new primary counts its promotion as spurious: the old one was alive after all.
         async with aiohttp.ClientSession() as session:
-            async with session.get(standby.base_url + "/metrics") as response:
+            async with session.get(standby.admin_url + "/metrics") as response:
                 metrics = await response.text()
         assert "arena_promotions_spurious_total 1.0" in metrics
 

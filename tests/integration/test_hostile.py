@@ -59,12 +59,17 @@ def node(tmp_path_factory: pytest.TempPathFactory, node_log: Path) -> Iterator[N
             yield running
 
 
+#: The admin URL (the full /health) of the node players reach at each URL.
+ADMIN_URLS: dict[str, str] = {}
+
+
 @pytest.fixture
 async def url(node: NodeProcess) -> str:
     """The node's URL once the seats of the previous test are all freed."""
+    ADMIN_URLS[node.url] = node.admin_url
     async with asyncio.timeout(15):
         while True:
-            health = await node_health(node.url)
+            health = await node_health(node.admin_url)
             if health is not None and health["players"] == 0:
                 return node.url
             await asyncio.sleep(0.1)
@@ -73,7 +78,7 @@ async def url(node: NodeProcess) -> str:
 async def seated(url: str, players: int) -> None:
     async with asyncio.timeout(15):
         while True:
-            health = await node_health(url)
+            health = await node_health(ADMIN_URLS[url])
             if health is not None and health["players"] >= players:
                 return
             await asyncio.sleep(0.05)
@@ -168,7 +173,7 @@ async def test_squatted_seats_are_reclaimed_and_one_address_holds_only_its_share
 
     async def squat() -> dict[str, Any]:
         outcome = await adversary.seat_squat(url, IDLE_KICK_S + 3.0, squatters)
-        health = await node_health(url)  # (the honest bots still play)
+        health = await node_health(ADMIN_URLS[url])  # (the honest bots still play)
         return {**outcome, "node_players": None if health is None else health["players"]}
 
     _, outcome = await beside_honest_bots(url, squat, IDLE_KICK_S + 3.0)

@@ -81,7 +81,7 @@ async def test_a_client_sending_garbage_is_dropped_and_nobody_else_notices(
 
 
 async def test_health_and_metrics_report_the_match(node: NodeProcess) -> None:
-    http = node.url.replace("ws://", "http://").removesuffix("/ws")
+    http = node.admin_url
     async with aiohttp.ClientSession() as session:
         ws, _ = await _join(session, node.url)
         await asyncio.sleep(0.3)
@@ -183,7 +183,9 @@ def test_a_user_mistake_found_after_start_is_one_line_too() -> None:
 
 def test_bot_workers_play_and_report_as_one(node: NodeProcess, tmp_path: Path) -> None:
     report_path = tmp_path / "report.json"
-    command = ["client_sim.cli", "--server", node.url, "--count", "4", "--workers", "2"]
+    # (--allow-invalid: a busy test machine may slow the bots; this test is about workers)
+    command = ["client_sim.cli", "--server", node.url, "--server-admin", node.admin_url,
+               "--count", "4", "--workers", "2", "--allow-invalid"]  # fmt: skip
     done = subprocess.run(
         [sys.executable, "-m", *command, "--duration", "3", "--quiet", "--json",
          str(report_path)],
@@ -194,3 +196,6 @@ def test_bot_workers_play_and_report_as_one(node: NodeProcess, tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     report = json.loads(report_path.read_text())
     assert report["bots"]["connected"] == 4 and report["bots"]["workers"] == 2
+    made = report["provenance"]
+    assert made["arguments"][:2] == ["--server", node.url] and made["seed"] == 1
+    assert made["report_version"] == 1 and made["started_at"].endswith("+00:00")

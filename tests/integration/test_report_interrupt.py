@@ -21,7 +21,8 @@ READY_S = 120.0  # a cold, busy machine: the bots' first progress line
 def test_ctrl_c_writes_a_partial_report(node: NodeProcess, tmp_path: Path, workers: int) -> None:
     folder = tmp_path / "report"
     command = [
-        sys.executable, "-m", "client_sim.cli", "--server", node.url, "--count", "6",
+        sys.executable, "-m", "client_sim.cli", "--server", node.url,
+        "--server-admin", node.admin_url, "--count", "6",
         "--workers", str(workers), "--duration", "120", "--report-dir", str(folder),
     ]  # fmt: skip
     with start_session(command) as bots:

@@ -89,7 +89,8 @@ def test_a_sigkilled_cluster_leaves_nothing_either() -> None:
 
 
 def test_bot_workers_stop_with_arena_bots_on_sigterm(node: NodeProcess) -> None:
-    command = [PYTHON, "-m", "client_sim.cli", "--server", node.url, "--count", "4"]
+    command = [PYTHON, "-m", "client_sim.cli", "--server", node.url,
+               "--server-admin", node.admin_url, "--count", "4"]  # fmt: skip
     with start_session([*command, "--workers", "2", "--duration", "120"]) as bots:
         bots.wait_for("arena-bots[w1]: bots", READY_S)
         assert len(bots.members()) >= 3  # arena-bots and its two workers

@@ -42,7 +42,8 @@ def _artifacts() -> Path:
 @contextlib.contextmanager
 def _bots(node: NodeProcess, seconds: int) -> Iterator[subprocess.Popen[bytes]]:
     bots = subprocess.Popen(
-        [sys.executable, "-m", "client_sim.cli", "--server", node.url, "--count", str(BOTS),
+        [sys.executable, "-m", "client_sim.cli", "--server", node.url,
+         "--server-admin", node.admin_url, "--count", str(BOTS),
          "--duration", str(seconds), "--quiet", "--latency", "uniform(30ms,120ms)"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -86,7 +87,7 @@ def test_the_view_draws_every_bot_and_their_judged_shots_with_both_boxes() -> No
     binary, driver = _browser()
     with start_node("--log-level", "warning") as node, _bots(node, 90):
         with _chromium(binary, driver) as browser:
-            browser.get(f"{node.base_url}/view")
+            browser.get(f"{node.admin_url}/view")
             wait = WebDriverWait(browser, PAGE_WAIT_S, poll_frequency=0.25)
             wait.until(lambda b: _reported(b, "playersDrawn") == str(BOTS))
             wait.until(lambda b: int(_reported(b, "shotsListed") or 0) >= 5)
@@ -120,7 +121,7 @@ def test_the_standby_s_view_banners_its_promotion_when_the_primary_is_killed() -
     with region(env) as (primary, standby), _bots(primary, 90):
         asyncio.run(until_live_standby(primary))
         with _chromium(binary, driver) as browser:
-            browser.get(f"{standby.base_url}/view")
+            browser.get(f"{standby.admin_url}/view")
             wait = WebDriverWait(browser, PAGE_WAIT_S, poll_frequency=0.25)
             wait.until(lambda b: _reported(b, "playersDrawn") == str(BOTS))
             assert _reported(browser, "role") == "standby"

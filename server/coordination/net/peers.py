@@ -1,4 +1,7 @@
-"""Ask a region's peers for their ``/health``, all at once, telling silence from absence.
+"""Ask a region's peers for their ``/peer`` state, all at once, telling silence from absence.
+
+``/peer`` is on the player port (the one peers reach) and says only what an election
+needs: node, role, epoch, replicated tick, eligibility (``server/net/app.py``).
 
 A peer that refuses the connection has nothing listening: no node to count. A peer that
 accepts it but does not answer in time may be alive (paused, starved): it is *silent*, and
@@ -20,7 +23,7 @@ __all__ = ["ask_peers"]
 async def ask_peers(
     session: aiohttp.ClientSession, urls: Sequence[str], each_within: float
 ) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
-    """``(url, body)`` of every peer whose ``/health`` answered a JSON object within
+    """``(url, body)`` of every peer whose ``/peer`` answered a JSON object within
     ``each_within`` seconds, in ``urls``' order, and the URLs of the silent ones."""
     answers: list[tuple[str, dict[str, Any]] | None] = [None] * len(urls)
     silent: list[str] = []
@@ -28,7 +31,7 @@ async def ask_peers(
     async def ask(i: int, url: str) -> None:
         try:
             async with asyncio.timeout(each_within):
-                async with session.get(url.rstrip("/") + "/health") as response:
+                async with session.get(url.rstrip("/") + "/peer") as response:
                     body = await response.json(content_type=None)
         except aiohttp.ClientConnectorError:
             return  # nothing listens there

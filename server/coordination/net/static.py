@@ -1,4 +1,4 @@
-"""The embedded coordinator: standbys agree on a new primary by asking each other's /health.
+"""The embedded coordinator: standbys agree on a new primary by asking each other's /peer.
 
 No extra process, no quorum. The rule (:func:`decide_campaign`) is pure and deterministic, so
 standbys that see the same peers reach the same verdict:
@@ -13,7 +13,7 @@ standbys that see the same peers reach the same verdict:
 Only a node that is *eligible* (it holds every tick shown: it is in the primary's commit
 set) campaigns, and only once the primary's lease from it has run out, so a paused,
 partitioned or deposed primary has gone silent by itself before anyone takes over
-(``docs/failover.md``). A node that ended up with a live primary's ``/health`` answering
+(``docs/failover.md``). A node that ended up with a live primary's ``/peer`` answering
 while it campaigned simply follows it again.
 """
 
@@ -37,13 +37,13 @@ __all__ = ["PeerHealth", "PeerPoll", "StaticCoordinator", "decide_campaign", "pa
 
 log = EventLogger("arena.coordination")
 
-#: Roles a node reports in ``/health`` (a starting one answers 503 until it is ready).
+#: Roles a node reports in ``/peer`` (a starting one answers 503 until it is ready).
 ROLES = frozenset(role.value for role in Role)
 
 
 @dataclass(frozen=True, slots=True)
 class PeerHealth:
-    """What one peer's ``GET /health`` said about it."""
+    """What one peer's ``GET /peer`` said about it."""
 
     url: str
     node: str
@@ -64,7 +64,7 @@ class PeerHealth:
 
 
 def parse_health(url: str, body: object) -> PeerHealth:
-    """Validate a ``/health`` JSON body; :class:`ValueError` (one line) when it is not one."""
+    """Validate a ``/peer`` JSON body; :class:`ValueError` (one line) when it is not one."""
     if not isinstance(body, dict):
         raise ValueError("peer health: body is not a JSON object")
     node, role = body.get("node"), body.get("role")
@@ -115,7 +115,7 @@ def _check_peer_url(url: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class PeerPoll:
-    """One round of ``/health`` questions: who answered, and who may be alive but did not
+    """One round of ``/peer`` questions: who answered, and who may be alive but did not
     answer in time (a refused connection means nothing listens there: not counted)."""
 
     answered: list[PeerHealth]
@@ -126,7 +126,7 @@ class StaticCoordinator:
     """Leader election among peers that know each other's base URLs.
 
     ``peers`` may include this node's own URL: answers naming ``node_id`` are ignored.
-    ``timeout`` bounds every round of ``/health`` requests (they run concurrently).
+    ``timeout`` bounds every round of ``/peer`` requests (they run concurrently).
     ``epochs`` keeps the highest epoch this node used across restarts.
     """
 
@@ -255,11 +255,11 @@ class StaticCoordinator:
         return epoch
 
     async def poll_peers(self) -> list[PeerHealth]:
-        """Ask every peer's ``/health`` at once; those that fail or are late are left out."""
+        """Ask every peer's ``/peer`` at once; those that fail or are late are left out."""
         return (await self.poll()).answered
 
     async def poll(self) -> PeerPoll:
-        """Ask every peer's ``/health`` at once (see :class:`PeerPoll`)."""
+        """Ask every peer's ``/peer`` at once (see :class:`PeerPoll`)."""
         session = self._session
         if session is None:
             raise RuntimeError("static coordinator not started: call start() first")

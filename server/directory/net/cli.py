@@ -34,7 +34,7 @@ from server.logs import (
     set_context,
 )
 from server.signing import SECRET_ENV
-from shared.commandline import OneLineParser
+from shared.commandline import OneLineParser, milliseconds, seconds
 from shared.lifetime import exit_with_parent_if_asked
 
 __all__ = ["main"]
@@ -58,21 +58,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--heartbeat-timeout",
-        type=float,
+        type=seconds,
         default=1.5,
         metavar="S",
         help="seconds of silence after which a node is no longer routed to",
     )
     parser.add_argument(
         "--reservation-ttl",
-        type=float,
+        type=seconds,
         default=10.0,
         metavar="S",
         help="seconds a seat reservation stays valid (and counts against its node)",
     )
     parser.add_argument(
         "--overflow-slack-ms",
-        type=float,
+        type=milliseconds,
         default=40.0,
         metavar="MS",
         help="when the nearest region is full, use another one at most this much farther",
@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--heartbeat-window",
-        type=float,
+        type=seconds,
         default=10.0,
         metavar="S",
         help="a heartbeat signed more than this many seconds before or after the directory's "

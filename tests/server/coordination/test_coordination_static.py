@@ -1,4 +1,4 @@
-"""The static coordinator against tiny aiohttp peers serving /health on 127.0.0.1."""
+"""The static coordinator against tiny aiohttp peers serving /peer on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ async def peer() -> AsyncIterator[PeerFactory]:
             return web.json_response(answer)
 
         app = web.Application()
-        app.router.add_get("/health", health)
+        app.router.add_get("/peer", health)
         server = TestServer(app, host="127.0.0.1")
         await server.start_server()
         servers.append(server)

@@ -108,7 +108,7 @@ async def test_an_unmasked_first_frame_closes_with_1002_and_seats_nobody(
 
         assert client.close == 1002
         assert client.messages == []  # no welcome, no error: a framing fault
-        assert (await health(session, node.url))["players"] == 0
+        assert (await health(session, node.admin_url))["players"] == 0
 
 
 async def test_a_text_first_frame_is_malformed_and_closes_with_1008() -> None:
@@ -123,7 +123,7 @@ async def test_a_text_first_frame_is_malformed_and_closes_with_1008() -> None:
         assert isinstance(error, protocol.ErrorMessage)
         assert (error.code, error.fatal) == ("malformed_frame", True)
         assert client.close == 1008
-        assert (await health(session, node.url))["players"] == 0
+        assert (await health(session, node.admin_url))["players"] == 0
         registry = node.node.metrics.registry
         counted = registry.get_sample_value(
             "arena_protocol_errors_total", {"code": "malformed_frame"}
@@ -142,7 +142,7 @@ async def test_a_text_first_frame_that_is_not_utf8_closes_with_1007() -> None:
 
         assert client.close == 1007
         assert client.messages == []
-        assert (await health(session, node.url))["players"] == 0
+        assert (await health(session, node.admin_url))["players"] == 0
 
 
 async def test_a_join_split_over_reads_after_a_masked_ping_is_welcomed() -> None:
@@ -160,5 +160,5 @@ async def test_a_join_split_over_reads_after_a_masked_ping_is_welcomed() -> None
 
         assert first == 0x80 | OP_BINARY
         assert isinstance(protocol.decode_server(welcome), protocol.WelcomeMessage)
-        assert (await health(session, node.url))["players"] == 1
+        assert (await health(session, node.admin_url))["players"] == 1
         client.writer.close()

@@ -85,7 +85,7 @@ def test_every_label_value_the_code_counts_is_one_it_starts_with() -> None:
         text = path.read_text()
         counted += re.findall(r"\.(\w+)\.labels\(\"(\w+)\"\)", text)
         counted += [
-            ("heartbeats", code) for code in re.findall(r"_refuse\(\s*\d+, \"(\w+)\"", text)
+            ("heartbeats", code) for code in re.findall(r"_refuse\(\s*\d+,\s*\"(\w+)\"", text)
         ]
         counted += [
             ("ticks_unpublished", r) for r in re.findall(r"_unpublished\(tick, \"(\w+)\"", text)

@@ -241,13 +241,13 @@ async def test_a_seat_a_takeover_found_keeps_the_catch_up_it_banked_meanwhile() 
     async with cluster() as (nodes, session):
         primary, standby = await primary_and_standby(nodes)
         player, back = Player(session), Player(session)
-        await until_live(session, primary.url, "beta")
+        await until_live(session, primary.admin_url, "beta")
         welcome = await player.join(primary.url, "ada")
         assert isinstance(welcome, protocol.WelcomeMessage)
         async with background(player.read()):
             await player.send_inputs(range(5))
             await player.until_snapshot(lambda s: s.ack == 4)
-            await until_live(session, primary.url, "beta")
+            await until_live(session, primary.admin_url, "beta")
             await primary.crash()  # the node's doing, not the player's
 
             async def promoted() -> bool:

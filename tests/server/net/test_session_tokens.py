@@ -72,7 +72,7 @@ async def test_a_token_of_a_freed_seat_never_resumes_the_next_player_in_it() -> 
             gone = await first.join(primary.url, "ada")
             assert isinstance(gone, protocol.WelcomeMessage)
             await first.close()
-            await until(lambda: players(session, primary.url, 0), "the seat is freed")
+            await until(lambda: players(session, primary.admin_url, 0), "the seat is freed")
             # Somebody else, under the same name, gets the same slot; then drops too (the
             # seat waits for *its* token now).
             later = await second.join(primary.url, "ada")

@@ -106,7 +106,7 @@ async def test_a_standby_with_the_ca_follows_an_https_primary(
         )
 
         async def following() -> bool:
-            async with session.get(primary.url + "/health") as answer:
+            async with session.get(primary.admin_url + "/health") as answer:
                 links = (await answer.json())["standbys"]
             return [link["node"] for link in links] == ["beta"]
 

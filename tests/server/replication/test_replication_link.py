@@ -24,7 +24,7 @@ import msgpack
 import pytest
 from aiohttp import WSCloseCode, WSMsgType, web
 
-from server.net.app import NODE, NODE_TASK, create_app
+from server.net.app import NODE, NODE_TASK, create_admin_app, create_app
 from server.net.node import Node, NodeConfig
 from server.replication import messages, state
 from server.replication.auth import sign_hello
@@ -54,6 +54,8 @@ class RunningNode:
     url: str
     app: web.Application
     runner: web.AppRunner
+    admin_url: str  # its admin port: the full /health, /metrics, /view
+    admin_runner: web.AppRunner
     stopped: bool = False
 
     @property
@@ -64,6 +66,7 @@ class RunningNode:
         """A graceful stop, as on SIGTERM (``server/net/cli.py``): the runner's cleanup."""
         if not self.stopped:
             self.stopped = True
+            await self.admin_runner.cleanup()
             await self.runner.cleanup()
 
     async def crash(self) -> None:
@@ -104,14 +107,22 @@ class Nodes:
         )
         app = create_app(config)
         runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.5)
+        admin_sock, admin_url = bind()  # as arena-server --admin-port 0 does
+        if listener is not None:
+            admin_url = admin_url.replace("http://", "https://")
+        admin_runner = web.AppRunner(create_admin_app(app[NODE]), handle_signals=False)
         try:
             await runner.setup()
             await web.SockSite(runner, sock, ssl_context=listener).start()
+            await admin_runner.setup()
+            await web.SockSite(admin_runner, admin_sock, ssl_context=listener).start()
         except BaseException:
             sock.close()
+            admin_sock.close()
+            await admin_runner.cleanup()
             await runner.cleanup()
             raise
-        running = RunningNode(url, app, runner)
+        running = RunningNode(url, app, runner, admin_url, admin_runner)
         self.running.append(running)
         # As arena-server does: ready (kernels warm, role decided) before anyone is told.
         ready = asyncio.ensure_future(app[NODE].became_ready.wait())
@@ -366,10 +377,10 @@ async def test_a_standby_follows_the_primary_tick_by_tick() -> None:
     async with cluster() as (nodes, session):
         primary, standby = await primary_and_standby(nodes)
 
-        await until_live(session, primary.url, "beta")
-        before = await health(session, primary.url)
-        followed = await health(session, standby.url)
-        after = await health(session, primary.url)
+        await until_live(session, primary.admin_url, "beta")
+        before = await health(session, primary.admin_url)
+        followed = await health(session, standby.admin_url)
+        after = await health(session, primary.admin_url)
         # Synchronous replication: the primary starts tick T+1 only once T is held.
         assert before["tick"] - 1 <= followed["tick"] <= after["tick"]
         assert followed["role"] == "standby"
@@ -377,10 +388,10 @@ async def test_a_standby_follows_the_primary_tick_by_tick() -> None:
         assert followed["failover"] == {}
 
         async def advanced() -> bool:
-            return (await health(session, standby.url))["tick"] >= followed["tick"] + 30
+            return (await health(session, standby.admin_url))["tick"] >= followed["tick"] + 30
 
         await until(advanced, "the standby follows 30 more ticks")
-        (link,) = (await health(session, primary.url))["standbys"]
+        (link,) = (await health(session, primary.admin_url))["standbys"]
         assert link["node"] == "beta"
         assert link["state"] == "in_sync"
         assert link["acked_tick"] > followed["tick"]
@@ -419,9 +430,9 @@ async def test_a_hello_with_a_wrong_secret_is_refused(caplog: pytest.LogCaptureF
             r.levelno == logging.WARNING for r in caplog.records if "refused" in r.getMessage()
         )
         assert primary.node.hub.links == {}
-        assert (await health(session, primary.url))["standbys"] == []
+        assert (await health(session, primary.admin_url))["standbys"] == []
         assert primary.node.learned_peers == {}
-        intruding = await health(session, intruder.url)
+        intruding = await health(session, intruder.admin_url)
         assert (intruding["role"], intruding["tick"], intruding["players"]) == ("standby", 0, 0)
         assert intruder.node.follower.primary_id == ""
 
@@ -557,7 +568,7 @@ async def test_a_late_standby_is_waited_for_until_it_knows_it_is_out_then_the_pr
     ):
         await fake.connect()
         async with background(player.read()), background(fake.run()):
-            await until_live(session, primary.url, "fake")
+            await until_live(session, primary.admin_url, "fake")
 
             async def admitted() -> bool:  # (health says so once the message is queued)
                 return any(r["type"] == "in_sync" for r in fake.received)
@@ -575,12 +586,12 @@ async def test_a_late_standby_is_waited_for_until_it_knows_it_is_out_then_the_pr
 
             await until(told_out, "the primary tells the silent standby it is out")
             assert told() == [stopped_after + 1]
-            assert await standby_state(session, primary.url, "fake") == "leaving"
+            assert await standby_state(session, primary.admin_url, "fake") == "leaving"
             await asyncio.sleep(0.5)  # it waits: no tick the standby lacks is shown
             assert max(s.tick for s in player.snapshots) <= stopped_after
             assert registry.get_sample_value("arena_standby_out_of_sync_total") == 1
             assert registry.get_sample_value("arena_ticks_stalled_total") >= 1
-            assert (await health(session, primary.url))["degraded"] is False
+            assert (await health(session, primary.admin_url))["degraded"] is False
             marks = log_lines(caplog, "standby_out_of_sync")
             assert f"tick={stopped_after + 1} acked={stopped_after}" in marks[-1]
 
@@ -591,17 +602,17 @@ async def test_a_late_standby_is_waited_for_until_it_knows_it_is_out_then_the_pr
             await player.until_snapshot(lambda s: s.tick >= stopped_after + 30)
             ticks = [s.tick for s in player.snapshots]
             assert ticks == sorted(set(ticks))
-            found = await health(session, primary.url)
+            found = await health(session, primary.admin_url)
             assert found["degraded"] is True and found["role"] == "primary"
             assert found["standbys"][0]["state"] == "catching_up"
             assert log_lines(caplog, "degraded")
 
             # Acknowledging again, it catches up and is waited for again.
             fake.acking = True
-            await until_live(session, primary.url, "fake")
+            await until_live(session, primary.admin_url, "fake")
 
             async def replicated() -> bool:
-                return (await health(session, primary.url))["degraded"] is False
+                return (await health(session, primary.admin_url))["degraded"] is False
 
             await until(replicated, "the primary is no longer degraded")
 
@@ -615,7 +626,7 @@ async def test_a_graceful_stop_tells_no_standby_it_is_late() -> None:
     ):
         await fake.connect()
         async with background(player.read()), background(fake.run()):
-            await until_live(session, primary.url, "fake")
+            await until_live(session, primary.admin_url, "fake")
             fake.acking = False
             stopped_after = fake.last_acked
 
@@ -642,12 +653,12 @@ async def test_a_standby_whose_link_ends_is_dropped_at_once() -> None:
         await fake.connect()
         async with background(player.read()):
             async with background(fake.run()):
-                await until_live(session, primary.url, "fake")
+                await until_live(session, primary.admin_url, "fake")
                 fake.acking = False
                 stopped_after = fake.last_acked
                 await fake.close()  # the standby's process is gone
             await player.until_snapshot(lambda s: s.tick >= stopped_after + 30)
-            found = await health(session, primary.url)
+            found = await health(session, primary.admin_url)
             assert found["standbys"] == [] and found["degraded"] is True
 
 
@@ -681,12 +692,12 @@ async def test_a_fenced_primary_steps_down_and_publishes_nothing_more() -> None:
             epoch = welcome.epoch
             await fake.connect()
             async with background(player.read()), background(fake.run()):
-                await until_live(session, primary.url, "fake")
+                await until_live(session, primary.admin_url, "fake")
                 await player.until_snapshot(lambda s: s.tick > fake.last_acked - 5)
                 fake.fence_epoch = epoch + 1
 
                 async def stepped_down() -> dict[str, Any] | None:
-                    found = await health(session, primary.url)
+                    found = await health(session, primary.admin_url)
                     return found if found["role"] == "standby" else None
 
                 after = await until(stepped_down, "the fenced primary steps down")
@@ -728,7 +739,7 @@ async def resume_after(kill: str) -> tuple[protocol.WelcomeMessage, Any, dict[st
         primary, standby = await primary_and_standby(nodes)
         player, resumed, forger = Player(session), Player(session), Player(session)
         try:
-            await until_live(session, primary.url, "beta")
+            await until_live(session, primary.admin_url, "beta")
             welcome = await player.join(primary.url)
             assert isinstance(welcome, protocol.WelcomeMessage)
             assert welcome.standbys == (standby.url + "/ws",)
@@ -738,14 +749,14 @@ async def resume_after(kill: str) -> tuple[protocol.WelcomeMessage, Any, dict[st
                 last_seen = max(s.tick for s in player.snapshots)
                 # A loaded machine may have made beta late once since: it must be in sync now,
                 # or it rightly may not take over.
-                await until_live(session, primary.url, "beta")
+                await until_live(session, primary.admin_url, "beta")
                 assert gauged_role(standby) == (["standby"], welcome.epoch)
                 assert gauged_role(primary) == (["primary"], welcome.epoch)
 
                 await getattr(primary, kill)()
 
                 async def promoted() -> dict[str, Any] | None:
-                    found = await health(session, standby.url)
+                    found = await health(session, standby.admin_url)
                     done = found["role"] == "primary" and "first_tick_at" in found["failover"]
                     return found if done else None
 
@@ -835,7 +846,7 @@ async def test_a_token_that_proves_no_free_seat_is_refused(
             async with asyncio.timeout(WAIT_S):
                 await intruder.ws.receive()
             assert intruder.ws.close_code == WSCloseCode.POLICY_VIOLATION
-            assert (await health(session, primary.url))["players"] == 1
+            assert (await health(session, primary.admin_url))["players"] == 1
         finally:
             await player.close()
             await intruder.close()
@@ -858,7 +869,7 @@ async def test_a_token_of_a_seat_somebody_is_connected_to_is_refused_for_now() -
             async with asyncio.timeout(WAIT_S):
                 await again.ws.receive()
             assert again.ws.close_code == WSCloseCode.TRY_AGAIN_LATER
-            assert (await health(session, primary.url))["players"] == 1
+            assert (await health(session, primary.admin_url))["players"] == 1
         finally:
             await player.close()
             await again.close()
@@ -890,10 +901,10 @@ async def test_a_node_started_as_primary_in_a_led_region_joins_as_a_standby() ->
         late = await nodes.start(
             bind(), node_id="gamma", role="primary", peers=(primary.url,), failover_timeout=0.5
         )
-        found = await health(session, late.url)
+        found = await health(session, late.admin_url)
         assert found["role"] == "standby" and found["epoch"] <= 1
-        await until_live(session, primary.url, "gamma")
-        assert (await health(session, primary.url))["role"] == "primary"
+        await until_live(session, primary.admin_url, "gamma")
+        assert (await health(session, primary.admin_url))["role"] == "primary"
 
 
 async def test_a_dropped_player_keeps_its_seat_for_the_grace_period() -> None:

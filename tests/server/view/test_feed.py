@@ -50,7 +50,7 @@ async def test_a_viewer_sees_the_players_and_tracing_stops_when_it_leaves() -> N
         node = await nodes.start(bind(), node_id="alpha", role="primary")
         player = Player(session)
         welcome = await player.join(node.url)
-        async with session.ws_connect(node.url + "/view/feed") as ws:
+        async with session.ws_connect(node.admin_url + "/view/feed") as ws:
             hello = await next_json(ws)
             assert hello["type"] == "hello" and hello["tick_rate"] == 60
             assert hello["map"]["boxes"] and hello["max_rewind_ms"] == 200.0
@@ -70,7 +70,7 @@ async def test_a_standby_shows_the_replicated_players_and_its_role() -> None:
     async with cluster() as (nodes, session):
         primary, standby = await primary_and_standby(nodes)
         await Player(session).join(primary.url)
-        async with session.ws_connect(standby.url + "/view/feed") as ws:
+        async with session.ws_connect(standby.admin_url + "/view/feed") as ws:
             await next_json(ws)
             frame = await frame_with(ws, 1)
             assert frame["role"] == "standby"
@@ -79,15 +79,17 @@ async def test_a_standby_shows_the_replicated_players_and_its_role() -> None:
 async def test_viewers_beyond_the_limit_are_refused_and_no_view_rate_means_no_view() -> None:
     async with cluster() as (nodes, session):
         node = await nodes.start(bind(), node_id="alpha", role="primary")
-        viewers = [await session.ws_connect(node.url + "/view/feed") for _ in range(MAX_VIEWERS)]
+        viewers = [
+            await session.ws_connect(node.admin_url + "/view/feed") for _ in range(MAX_VIEWERS)
+        ]
         try:
-            async with session.get(node.url + "/view/feed") as answer:
+            async with session.get(node.admin_url + "/view/feed") as answer:
                 assert answer.status == 503
-            async with session.get(node.url + "/view") as page:
+            async with session.get(node.admin_url + "/view") as page:
                 assert page.status == 200 and "Arena live view" in await page.text()
         finally:
             for ws in viewers:
                 await ws.close()
         quiet = await nodes.start(bind(), node_id="beta", role="primary", view_rate=0.0)
-        async with session.get(quiet.url + "/view") as answer:
+        async with session.get(quiet.admin_url + "/view") as answer:
             assert answer.status == 404

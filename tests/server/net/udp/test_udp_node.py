@@ -48,13 +48,16 @@ class Node:
         self.port = int(found.group(1))
         self.udp = None if found.group(2) == "off" else int(found.group(2))
         self.base_url = f"http://127.0.0.1:{self.port}"
+        admin = re.search(r"admin=(\S+)", line)
+        assert admin is not None, line
+        self.admin_url = admin.group(1)  # the full /health and /metrics
 
     def health(self) -> dict[str, Any]:
-        with urllib.request.urlopen(self.base_url + "/health", timeout=5) as answer:
+        with urllib.request.urlopen(self.admin_url + "/health", timeout=5) as answer:
             return json.loads(answer.read())
 
     def metrics(self) -> dict[str, float]:
-        with urllib.request.urlopen(self.base_url + "/metrics", timeout=5) as answer:
+        with urllib.request.urlopen(self.admin_url + "/metrics", timeout=5) as answer:
             text = answer.read().decode()
         values = {}
         for line in text.splitlines():
@@ -66,7 +69,7 @@ class Node:
 
 def node_command(*extra: str) -> list[str]:
     return [sys.executable, "-m", "server.net.cli", "--host", "127.0.0.1", "--port", "0",
-            "--log-level", "warning", *extra]  # fmt: skip
+            "--admin-port", "0", "--log-level", "warning", *extra]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
