@@ -18,7 +18,7 @@ from server.exposition import Registry
 from server.replication.commit import Verdict
 from server.replication.roles import Role
 from server.sim.inputs import InputVerdict
-from shared.datagram.constants import CAUSES
+from shared.datagram.constants import CAUSES, LINK_CAUSE_MEANINGS
 from shared.protocol import ProtocolError
 
 __all__ = [
@@ -46,7 +46,7 @@ UNPUBLISHED_REASONS = (
 PEER_REFUSALS = ("unauthenticated",)
 #: ``arena_udp_refused_total{cause}``: the datagram core's causes, and ``flooding`` (a seated
 #: address's datagrams dropped unopened while its flood pause lasts).
-UDP_REFUSALS = (*CAUSES, "flooding")
+UDP_REFUSALS = (*CAUSES, *LINK_CAUSE_MEANINGS)
 
 
 def _error_codes(error: type[ProtocolError]) -> list[str]:

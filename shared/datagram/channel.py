@@ -27,7 +27,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from shared.datagram.constants import MAX_PAYLOAD, REPLAY_WINDOW, RESEND_INTERVAL_S
+from shared.datagram.constants import MAX_PAYLOAD, REDUNDANCY, REPLAY_WINDOW, RESEND_INTERVAL_S
 from shared.datagram.packets import (
     ACK_HEADER,
     CHANNEL_HEADER,
@@ -48,6 +48,7 @@ __all__ = [
     "DISCONNECT_COPIES",
     "MAX_MESSAGE",
     "MAX_REDUNDANT_PAYLOAD",
+    "RELIABLE_CHUNK",
     "Channel",
     "Lane",
     "ReplayWindow",
@@ -65,7 +66,8 @@ DISCONNECT_COPIES = 3
 RELIABLE_WINDOW = 1024
 #: Fragmented payloads a receiver assembles at once (a newer one evicts the oldest).
 MAX_ASSEMBLIES = 16
-_RELIABLE_CHUNK = 1024
+#: The largest RELIABLE chunk: a longer message is cut into chunks of this size.
+RELIABLE_CHUNK = 1024
 _WHOLE_OVERHEAD = 1 + RECORD_HEADERS[Record.UNRELIABLE].size
 _MIN_DATAGRAM = CHANNEL_HEADER.size + TAG_BYTES
 _SEQUENCE = CHANNEL_HEADER
@@ -183,7 +185,7 @@ class Channel:
         now: float,
         *,
         timeout_s: float = 5.0,
-        redundancy: int = 16,
+        redundancy: int = REDUNDANCY,
     ) -> None:
         if redundancy < 1:
             raise ValueError("redundancy must be at least 1")
@@ -254,7 +256,7 @@ class Channel:
         elif lane is Lane.RELIABLE:
             if len(data) > MAX_MESSAGE:
                 raise ValueError(f"a reliable payload is at most {MAX_MESSAGE} bytes")
-            pieces = [data[i : i + _RELIABLE_CHUNK] for i in range(0, len(data), _RELIABLE_CHUNK)]
+            pieces = [data[i : i + RELIABLE_CHUNK] for i in range(0, len(data), RELIABLE_CHUNK)]
             pieces = pieces or [b""]
             for number, piece in enumerate(pieces):
                 final = int(number == len(pieces) - 1)

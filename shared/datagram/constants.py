@@ -10,13 +10,18 @@ from __future__ import annotations
 
 __all__ = [
     "CAUSES",
+    "CAUSE_MEANINGS",
     "KEY_BYTES",
+    "LINK_CAUSE_MEANINGS",
     "MAX_PAYLOAD",
     "PROTOCOL_ID",
     "PROTOCOL_VERSION",
+    "REDUNDANCY",
     "REPLAY_WINDOW",
     "REQUEST_SIZE",
     "RESEND_INTERVAL_S",
+    "TIMEOUT_S",
+    "TOKEN_EXPIRES_IN_S",
     "Refused",
 ]
 
@@ -40,20 +45,46 @@ REPLAY_WINDOW = 256
 #: How often handshake packets are resent, and the channel's keep-alive interval.
 RESEND_INTERVAL_S = 0.1
 
-#: Why a datagram was dropped; each is counted, none is ever answered.
-CAUSES = (
-    "bad_size",
-    "bad_version",
-    "expired",
-    "bad_token",
-    "not_listed",
-    "replayed",
-    "bad_challenge",
-    "out_of_window",
-    "pending_full",
-    "unknown_address",
-    "bad_packet",
-)
+#: How long a connect token may start a handshake (netcode.io's tokens live seconds): a
+#: failover within it reconnects with the same token; later, the client asks for another.
+TOKEN_EXPIRES_IN_S = 30.0
+
+#: Seconds without an authentic datagram after which either side gives a connection up
+#: (a token's ``timeout_s``, unless its issuer says otherwise).
+TIMEOUT_S = 5.0
+
+#: The most unacknowledged REDUNDANT payloads a datagram repeats (a client's inputs).
+REDUNDANCY = 16
+
+#: Why a datagram was dropped, and what each cause means; each is counted, none is ever
+#: answered.
+CAUSE_MEANINGS = {
+    "bad_size": "a datagram of a size its kind never has (a request not exactly "
+    "REQUEST_SIZE bytes, a response not RESPONSE_SIZE, a channel packet shorter than its "
+    "header and tag or over MAX_PAYLOAD), or a private token of the wrong size",
+    "bad_version": "a request whose version or protocol id is not this protocol's",
+    "expired": "a connect token past its expiry, or a response after its challenge's "
+    "deadline (the token's timeout_s after the request)",
+    "bad_token": "a private token that does not open under the region's key (forged, "
+    "altered, or another region's)",
+    "not_listed": "a token that does not list this node's address",
+    "replayed": "a token id this node already accepted, or a channel sequence already received",
+    "bad_challenge": "a response whose challenge token this node did not seal for this "
+    "address and request",
+    "out_of_window": "a channel sequence REPLAY_WINDOW or more below the newest received",
+    "pending_full": "a request while the table of challenged addresses is full",
+    "unknown_address": "a response, payload or disconnect from an address with no "
+    "challenge or connection",
+    "bad_packet": "an unknown kind, a request whose padding is not zeros, a packet that "
+    "does not authenticate under its key, or a body that does not parse",
+}
+CAUSES = tuple(CAUSE_MEANINGS)
+
+#: Causes a node adds above the protocol's checks, for a connected address.
+LINK_CAUSE_MEANINGS = {
+    "flooding": "a connected address whose inputs flood (more than ten seconds of its "
+    "budget dropped in a second): its datagrams are dropped unopened for 0.25 s",
+}
 
 
 class Refused(Exception):

@@ -21,7 +21,6 @@ connection id (:func:`shared.datagram.sealing.derive_key`).
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
 from shared.datagram.channel import Channel, Lane
@@ -29,10 +28,12 @@ from shared.datagram.constants import (
     KEY_BYTES,
     PROTOCOL_ID,
     PROTOCOL_VERSION,
+    REDUNDANCY,
     REQUEST_SIZE,
     RESEND_INTERVAL_S,
     Refused,
 )
+from shared.datagram.layout import CHALLENGE_TOKEN_FIELDS, CHALLENGE_TOKEN_PLAIN_FIELDS, packed
 from shared.datagram.packets import (
     CHALLENGE_SIZE,
     CHALLENGE_TOKEN_BYTES,
@@ -51,20 +52,24 @@ from shared.datagram.tokens import (
 )
 
 __all__ = [
+    "CONNECTION_KEY_CONTEXT",
     "ClientHandshake",
     "Established",
     "HandshakeStep",
     "ServerHandshake",
     "connection_keys",
+    "seal_challenge",
+    "seal_response",
 ]
 
 Address = tuple[str, int]
 
-_CHALLENGE_PLAIN = struct.Struct("<16s16sd")
-_SEQUENCE = struct.Struct("<Q")
+_CHALLENGE_PLAIN = packed(CHALLENGE_TOKEN_PLAIN_FIELDS)
+_SEQUENCE = packed(CHALLENGE_TOKEN_FIELDS[:1])
 _CHALLENGE_AD = bytes([Kind.CHALLENGE])
 _RESPONSE_AD = bytes([Kind.RESPONSE])
-_CONTEXT = b"arena-connection"
+#: The personalisation of every connection key's derivation.
+CONNECTION_KEY_CONTEXT = b"arena-connection"
 
 
 def connection_keys(
@@ -73,8 +78,31 @@ def connection_keys(
     """(client-to-server, server-to-client) keys of one connection: fresh for every
     connection id, so a token used again (a failover) never reuses a nonce under a key."""
     return (
-        derive_key(token.client_to_server_key, _CONTEXT, connection_id),
-        derive_key(token.server_to_client_key, _CONTEXT, connection_id),
+        derive_key(token.client_to_server_key, CONNECTION_KEY_CONTEXT, connection_id),
+        derive_key(token.server_to_client_key, CONNECTION_KEY_CONTEXT, connection_id),
+    )
+
+
+def seal_challenge(
+    server_to_client_key: bytes,
+    connection_id: bytes,
+    challenge_token: bytes,
+    *,
+    nonce: bytes | None = None,
+) -> bytes:
+    """A CHALLENGE datagram (``nonce``: fixed for test vectors only)."""
+    sealed = xseal(
+        server_to_client_key, connection_id + challenge_token, _CHALLENGE_AD, nonce=nonce
+    )
+    return bytes([Kind.CHALLENGE]) + sealed
+
+
+def seal_response(
+    client_to_server_key: bytes, challenge_token: bytes, *, nonce: bytes | None = None
+) -> bytes:
+    """A RESPONSE datagram (``nonce``: fixed for test vectors only)."""
+    return bytes([Kind.RESPONSE]) + xseal(
+        client_to_server_key, challenge_token, _RESPONSE_AD, nonce=nonce
     )
 
 
@@ -114,7 +142,7 @@ class ServerHandshake:
         own_addresses: list[tuple[str, int]],
         *,
         max_pending: int = 1024,
-        redundancy: int = 16,
+        redundancy: int = REDUNDANCY,
     ) -> None:
         if len(region_key) != KEY_BYTES:
             raise ValueError(f"the region key is {KEY_BYTES} bytes")
@@ -184,9 +212,7 @@ class ServerHandshake:
             _CHALLENGE_PLAIN.pack(token.token_id, pending.connection_id, pending.deadline),
             encode_address(address),
         )
-        reply = bytes([Kind.CHALLENGE]) + xseal(
-            token.server_to_client_key, pending.connection_id + challenge_token, _CHALLENGE_AD
-        )
+        reply = seal_challenge(token.server_to_client_key, pending.connection_id, challenge_token)
         assert len(reply) == CHALLENGE_SIZE < REQUEST_SIZE
         return reply
 
@@ -251,7 +277,7 @@ class ClientHandshake:
     """
 
     def __init__(
-        self, token: ConnectToken, address: Address, now: float, *, redundancy: int = 16
+        self, token: ConnectToken, address: Address, now: float, *, redundancy: int = REDUNDANCY
     ) -> None:
         self.token = token
         self.address = (str(address[0]), int(address[1]))
@@ -321,9 +347,7 @@ class ClientHandshake:
                     timeout_s=self.token.timeout_s,
                     redundancy=self.redundancy,
                 )
-            self._response = bytes([Kind.RESPONSE]) + xseal(
-                self.token.client_to_server_key, challenge_token, _RESPONSE_AD
-            )
+            self._response = seal_response(self.token.client_to_server_key, challenge_token)
             self._last_heard = now
             self._last_sent = float("-inf")  # answer at the next datagrams()
             return []

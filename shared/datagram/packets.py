@@ -1,43 +1,40 @@
-"""Packet kinds and their byte layouts (all integers little-endian).
+"""Packet kinds and their byte layouts: the structs of :mod:`.layout`'s tables (every
+integer little-endian), and the records of a PAYLOAD body read and written.
 
-Every datagram starts with its kind byte. The clear parts are exactly what a node must read
-before it can authenticate anything; everything else is sealed (:mod:`.sealing`).
+Every datagram starts with its kind byte (:class:`Kind`). The clear parts are exactly what
+a node must read before it can authenticate anything; everything else is sealed
+(:mod:`.sealing`):
 
-=============  =========================================================================
-kind           layout
-=============  =========================================================================
-REQUEST (1)    kind u8 | version u8 | protocol id u64 | private token (fixed size,
-               :mod:`.tokens`) | zeros up to ``REQUEST_SIZE`` (the whole datagram)
-CHALLENGE (2)  kind u8 | xseal(server-to-client key, connection id [16] |
-               challenge token [64], associated data: kind)
-RESPONSE (3)   kind u8 | xseal(client-to-server key, challenge token [64], ad: kind)
-PAYLOAD (4)    kind u8 | sequence u64 | seal(sequence, header, body) — the channel's
-DISCONNECT (5) kind u8 | sequence u64 | seal(sequence, header, empty body)
-=============  =========================================================================
+* REQUEST: kind, version, protocol id, the private token (:mod:`.tokens`), zeros up to
+  ``REQUEST_SIZE`` (the whole datagram);
+* CHALLENGE, RESPONSE: kind, then an XChaCha20-Poly1305 seal (random nonce first) under a
+  session key, associated data the kind byte (:mod:`.handshake`);
+* PAYLOAD, DISCONNECT: kind and sequence in clear, then the body sealed under the
+  direction's connection key, the sequence its nonce and the clear header its associated
+  data. A PAYLOAD body is the acknowledgements (newest sequence received, ``NO_SEQUENCE``
+  before any; a bit per sequence before it), then records, each a tag, its header and its
+  bytes (:mod:`.channel`); a DISCONNECT's is empty.
 
-A challenge token is opaque to the client: challenge sequence u64 | ChaCha20-Poly1305
-under a key only the node holds (nonce: that sequence; associated data: the client's
-address) of token id [16] | connection id [16] | deadline f64.
-
-A PAYLOAD body: newest sequence received u64 (``NO_SEQUENCE`` before any) | ack bits u32
-(bit i: sequence newest - 1 - i arrived) | records, each a tag u8 then:
-
-==================  =================================================================
-record              fields after the tag
-==================  =================================================================
-REDUNDANT (1)       id u32 | times sent before u8 | length u16 | payload
-RELIABLE (2)        id u32 | final u8 (1: the last chunk of a message) | length u16 | bytes
-UNRELIABLE (3)      id u32 | length u16 | payload (a payload that fits one datagram)
-FRAGMENT (4)        id u32 | index u8 | count u8 | length u16 | bytes
-==================  =================================================================
+``docs/protocol.md`` ("UDP transport") renders the same tables.
 """
 
 from __future__ import annotations
 
 import struct
-from enum import IntEnum
 
 from shared.datagram.constants import MAX_PAYLOAD
+from shared.datagram.layout import (
+    ACK_FIELDS,
+    CHALLENGE_FIELDS,
+    CHALLENGE_TOKEN_FIELDS,
+    CHANNEL_FIELDS,
+    RECORD_FIELDS,
+    REQUEST_FIELDS,
+    RESPONSE_FIELDS,
+    Kind,
+    Record,
+    packed,
+)
 from shared.datagram.sealing import TAG_BYTES, XNONCE_BYTES
 
 __all__ = [
@@ -61,46 +58,22 @@ __all__ = [
     "read_records",
 ]
 
-
-class Kind(IntEnum):
-    """The first byte of every datagram."""
-
-    REQUEST = 1
-    CHALLENGE = 2
-    RESPONSE = 3
-    PAYLOAD = 4
-    DISCONNECT = 5
-
-
-class Record(IntEnum):
-    """The tag of a record inside a PAYLOAD body."""
-
-    REDUNDANT = 1
-    RELIABLE = 2
-    UNRELIABLE = 3
-    FRAGMENT = 4
-
-
 #: kind, version, protocol id: the request's clear prefix.
-REQUEST_HEADER = struct.Struct("<BBQ")
+REQUEST_HEADER = packed(REQUEST_FIELDS)
 #: kind, sequence: a channel packet's clear header (its associated data).
-CHANNEL_HEADER = struct.Struct("<BQ")
+CHANNEL_HEADER = packed(CHANNEL_FIELDS)
 #: newest sequence received, ack bits: the start of every PAYLOAD body.
-ACK_HEADER = struct.Struct("<QI")
+ACK_HEADER = packed(ACK_FIELDS)
 NO_SEQUENCE = (1 << 64) - 1
 
-CONNECTION_ID_BYTES = 16
-CHALLENGE_TOKEN_BYTES = 8 + 16 + 16 + 8 + TAG_BYTES
-CHALLENGE_SIZE = 1 + XNONCE_BYTES + CONNECTION_ID_BYTES + CHALLENGE_TOKEN_BYTES + TAG_BYTES
-RESPONSE_SIZE = 1 + XNONCE_BYTES + CHALLENGE_TOKEN_BYTES + TAG_BYTES
+CONNECTION_ID_BYTES = CHALLENGE_FIELDS[0].size
+CHALLENGE_TOKEN_BYTES = packed(CHALLENGE_TOKEN_FIELDS).size
+#: kind, then an XChaCha20-Poly1305 seal (nonce, ciphertext, tag) of the plaintext.
+CHALLENGE_SIZE = 1 + XNONCE_BYTES + packed(CHALLENGE_FIELDS).size + TAG_BYTES
+RESPONSE_SIZE = 1 + XNONCE_BYTES + packed(RESPONSE_FIELDS).size + TAG_BYTES
 
 #: Per-record headers after the tag byte.
-RECORD_HEADERS = {
-    Record.REDUNDANT: struct.Struct("<IBH"),
-    Record.RELIABLE: struct.Struct("<IBH"),
-    Record.UNRELIABLE: struct.Struct("<IH"),
-    Record.FRAGMENT: struct.Struct("<IBBH"),
-}
+RECORD_HEADERS = {record: packed(fields) for record, fields in RECORD_FIELDS.items()}
 FRAGMENT_HEADER = 1 + RECORD_HEADERS[Record.FRAGMENT].size
 
 #: Bytes of records a PAYLOAD datagram can carry without passing ``MAX_PAYLOAD``.

@@ -84,10 +84,14 @@ def random_bytes(count: int) -> bytes:
     return os.urandom(count)
 
 
-def xseal(key: bytes, plaintext: bytes, associated: bytes) -> bytes:
-    """Random nonce + XChaCha20-Poly1305 ciphertext and tag."""
+def xseal(key: bytes, plaintext: bytes, associated: bytes, *, nonce: bytes | None = None) -> bytes:
+    """Random nonce + XChaCha20-Poly1305 ciphertext and tag. ``nonce`` fixes the nonce, for
+    test vectors only: a random 192-bit one never repeats in practice, a fixed one would."""
     _check_key(key)
-    nonce = os.urandom(XNONCE_BYTES)
+    if nonce is None:
+        nonce = os.urandom(XNONCE_BYTES)
+    elif len(nonce) != XNONCE_BYTES:
+        raise ValueError(f"a nonce is {XNONCE_BYTES} bytes")
     return nonce + bindings.crypto_aead_xchacha20poly1305_ietf_encrypt(
         plaintext, associated, nonce, bytes(key)
     )

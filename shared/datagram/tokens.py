@@ -22,7 +22,22 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from shared.datagram.constants import KEY_BYTES, PROTOCOL_ID, PROTOCOL_VERSION, Refused
+from shared.datagram.constants import (
+    KEY_BYTES,
+    PROTOCOL_ID,
+    PROTOCOL_VERSION,
+    TIMEOUT_S,
+    TOKEN_EXPIRES_IN_S,
+    Refused,
+)
+from shared.datagram.layout import (
+    TOKEN_ADDRESS_FIELDS,
+    TOKEN_ASSOCIATED_FIELDS,
+    TOKEN_CLEAR_FIELDS,
+    TOKEN_PLAIN_FIELDS,
+    TOKEN_USER_DATA_FIELDS,
+    packed,
+)
 from shared.datagram.sealing import TAG_BYTES, XNONCE_BYTES, random_bytes, xopen, xseal
 
 __all__ = [
@@ -38,15 +53,18 @@ __all__ = [
     "open_private_token",
 ]
 
-TOKEN_ID_BYTES = 16
+TOKEN_ID_BYTES = TOKEN_PLAIN_FIELDS[0].size
 MAX_USER_DATA = 256
 MAX_ADDRESSES = 8
 MAX_HOST_BYTES = 63
 
-_FIXED = struct.Struct("<16sdd32s32sB")
-_EXPIRY = struct.Struct("<d")
-_ASSOCIATED = struct.Struct("<BQd")
-PRIVATE_PLAIN_SIZE = _FIXED.size + MAX_ADDRESSES * (1 + MAX_HOST_BYTES + 2) + 2 + MAX_USER_DATA
+_FIXED = packed(TOKEN_PLAIN_FIELDS)
+_EXPIRY = packed(TOKEN_CLEAR_FIELDS)
+_ASSOCIATED = packed(TOKEN_ASSOCIATED_FIELDS)
+_ADDRESS_BYTES = packed(TOKEN_ADDRESS_FIELDS).size + MAX_HOST_BYTES
+_USER_DATA_HEAD = packed(TOKEN_USER_DATA_FIELDS).size
+#: The sealed plaintext's size: room for every address at its longest and the user data.
+PRIVATE_PLAIN_SIZE = _FIXED.size + MAX_ADDRESSES * _ADDRESS_BYTES + _USER_DATA_HEAD + MAX_USER_DATA
 #: The private token's size on the wire (every one is padded to it).
 PRIVATE_TOKEN_SIZE = _EXPIRY.size + XNONCE_BYTES + PRIVATE_PLAIN_SIZE + TAG_BYTES
 
@@ -156,8 +174,8 @@ def issue_connect_token(
     user_data: bytes,
     addresses: list[tuple[str, int]],
     now: float,
-    expires_in_s: float = 30.0,
-    timeout_s: float = 5.0,
+    expires_in_s: float = TOKEN_EXPIRES_IN_S,
+    timeout_s: float = TIMEOUT_S,
 ) -> ConnectToken:
     """A token for one session: fresh session keys and token id, sealed for the region.
     ``ValueError`` for user data over ``MAX_USER_DATA`` bytes or bad addresses."""

@@ -196,6 +196,115 @@ def _entity_tables(entities: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def _layout_table(rows: list[dict[str, Any]], start: int = 0) -> str:
+    """Fields in order with their offsets (``…`` once a field of no fixed size has passed),
+    and which are sealed where some are."""
+    sealing = any(row.get("sealed") for row in rows)
+    out = []
+    offset: int | None = start
+    for row in rows:
+        size = row["bytes"]
+        cells = ["…" if offset is None else offset, "" if size is None else size,
+                 f"`{row['name']}`", row["type"]]  # fmt: skip
+        if sealing:
+            cells.append("sealed" if row.get("sealed") else "")
+        out.append((*cells, row["meaning"]))
+        offset = None if offset is None or size is None else offset + size
+    head = ("offset", "bytes", "field", "type", *(("sealed",) if sealing else ()), "meaning")
+    return _table(head, out)
+
+
+def _hex_start(text: str, shown: int = 40) -> str:
+    """Hex in full up to ``shown`` bytes, else its start."""
+    return f"`{text}`" if len(text) <= 2 * shown else f"`{text[:48]}…`"
+
+
+def _sequence(value: int) -> str:
+    return "2⁶⁴−1" if value == 2**64 - 1 else _number(value)
+
+
+def _record_summary(record: dict[str, Any]) -> str:
+    fields = ", ".join(f"{k} {v}" for k, v in record.items() if k not in ("record", "data"))
+    return f"{record['record']} ({fields}; {len(record['data']) // 2} bytes)"
+
+
+def _datagram_tables(udp: dict[str, Any]) -> dict[str, str]:
+    def constant(c: dict[str, Any]) -> str:
+        if c["name"] == "PROTOCOL_ID":
+            return f"`{c['value']:#x}`"
+        return _sequence(c["value"]) if isinstance(c["value"], int) else f"{c['value']:g}"
+
+    out = {
+        "udp-constants": _table(
+            ("constant", "value", "meaning"),
+            [(f"`{c['name']}`", constant(c), c["meaning"]) for c in udp["constants"]],
+        ),
+        "udp-kinds": _table(
+            ("kind", "name", "bytes", "who sends it, and why"),
+            [(k["code"], k["name"], "up to `MAX_PAYLOAD`" if k["bytes"] is None else k["bytes"], k["meaning"])
+             for k in udp["kinds"]],
+        ),
+        "udp-ack": _layout_table(udp["ack"]),
+        "udp-records": _table(
+            ("tag", "record", "header after the tag", "what it carries"),
+            [(r["tag"], r["name"], ", ".join(f"`{f['name']}` {f['type']}" for f in r["fields"]), r["meaning"])
+             for r in udp["records"]],
+        ),
+        "udp-record-fields": _table(
+            ("record", "field", "type", "meaning"),
+            [(r["name"], f"`{f['name']}`", f["type"], f["meaning"]) for r in udp["records"] for f in r["fields"]],
+        ),
+        "udp-lanes": _table(
+            ("lane", "records", "client → node", "node → client", "what it promises"),
+            [(lane["lane"], lane["records"],
+              ", ".join(f"`{m}`" for m in lane["client_messages"]) or "—",
+              ", ".join(f"`{m}`" for m in lane["server_messages"]) or "—", lane["meaning"])
+             for lane in udp["lanes"]],
+        ),
+        "udp-token-json": _table(
+            ("field", "type", "meaning"),
+            [(f"`{f['name']}`", f["type"], f["meaning"]) for f in udp["token_json"]],
+        ),
+        "udp-challenge-token": _layout_table(udp["challenge_token"]["layout"])
+        + "\nIts plaintext:\n\n" + _layout_table(udp["challenge_token"]["plaintext"]),
+        "udp-refusals": _table(
+            ("cause", "checked by", "meaning"),
+            [(f"`{r['cause']}`", "every peer" if r["by"] == "protocol" else "a node", r["meaning"])
+             for r in udp["refusals"]],
+        ),
+    }  # fmt: skip
+    private = udp["private_token"]
+    out["udp-private-token"] = (
+        _layout_table(private["layout"])
+        + "\nAssociated data (not sent):\n\n"
+        + _layout_table(private["associated_data"])
+        + f"\nPlaintext ({private['plaintext_size']} bytes), its fixed part:\n\n"
+        + _layout_table(private["plaintext"])
+        + "\nthen each address:\n\n"
+        + _layout_table(private["address"], 0)
+        + "\nthen the user data:\n\n"
+        + _layout_table(private["user_data"], 0)
+    )
+    for name, rows in udp["packets"].items():
+        out[f"udp-packet:{name}"] = _layout_table(rows)
+    examples = udp["examples"]
+    out["udp-example-keys"] = _table(
+        ("value", "hex"),
+        [(f"`{name}`", f"`{examples[name]}`") for name in (
+            "client_to_server_session_key", "server_to_client_session_key", "connection_id",
+            "client_to_server_key", "server_to_client_key", "challenge_token")]
+        + [(f"`{name}` ({len(examples[name]) // 2} bytes)", _hex_start(examples[name])) for name in ("challenge", "response")],
+    )  # fmt: skip
+    out["udp-examples"] = _table(
+        ("from", "what", "kind, sequence", "bytes", "ack, ack_bits", "records", "datagram (hex)"),
+        [(d["from"], d["what"], f"{d['kind']} {d['sequence']}", d["bytes"],
+          "" if "ack" not in d else f"{_sequence(d['ack'])}, {d['ack_bits']:#b}",
+          "; ".join(_record_summary(r) for r in d.get("records", [])) or "none", _hex_start(d["hex"]))
+         for d in examples["datagrams"]],
+    )  # fmt: skip
+    return out
+
+
 def tables(spec: dict[str, Any]) -> dict[str, str]:
     """Every generated table of the document, by marker name."""
     out: dict[str, str] = {}
@@ -225,6 +334,7 @@ def tables(spec: dict[str, Any]) -> dict[str, str]:
             for e in spec["record_examples"]
         ],
     )  # fmt: skip
+    out.update(_datagram_tables(spec["datagram"]))
     framing = spec["framing"]
     out["limits"] = _table(
         ("limit", "value"),

@@ -16,6 +16,7 @@ import math
 from typing import Any
 
 from shared.protocol import layout
+from shared.protocol.datagram_spec import datagram_spec
 from shared.protocol.events import JoinEvent, LeaveEvent, RespawnEvent, ShotEvent
 from shared.protocol.fields import (
     MAX_ARRAY_LEN,
@@ -331,4 +332,5 @@ def wire_spec() -> dict[str, Any]:
         "events": [_event_spec(cls) for cls in (JoinEvent, LeaveEvent, RespawnEvent, ShotEvent)],
         "entities": entity_spec(),
         "record_examples": record_examples(),
+        "datagram": datagram_spec(list(_CLIENT_TYPES), list(_SERVER_TYPES)),
     }

@@ -13,6 +13,12 @@ import pytest
 
 from shared import protocol
 from shared.arena_map import default_map
+from shared.datagram import ClientHandshake, ConnectToken
+from shared.datagram.constants import REQUEST_SIZE
+from shared.datagram.handshake import connection_keys
+from shared.datagram.packets import Kind
+from shared.datagram.sealing import xopen
+from shared.datagram.tokens import PRIVATE_TOKEN_SIZE
 from shared.protocol import layout
 from shared.protocol.deltas import KIND_FULL, EntityCodec, encode_records
 from shared.protocol.doc import DOC_PATH, JSON_PATH, main, render_doc, render_json, tables
@@ -112,7 +118,8 @@ def test_a_welcome_carries_the_codec_and_unknown_server_keys_are_ignored() -> No
     later = msgpack.packb({**wire, "a_later_field": [1, 2]}, use_bin_type=True)
     assert protocol.decode_server(later) == welcome
     older = {k: v for k, v in wire.items() if k not in ("bounds_min", "bounds_max", "entity_bits")}
-    assert protocol.decode_server(msgpack.packb(older)).entity_bits is None
+    decoded = protocol.decode_server(msgpack.packb(older))
+    assert isinstance(decoded, protocol.WelcomeMessage) and decoded.entity_bits is None
     with pytest.raises(InvalidField, match="entity_bits"):
         protocol.decode_server(msgpack.packb({**wire, "entity_bits": [18] * 9}))
     join = msgpack.unpackb(protocol.encode(protocol.JoinMessage(2, "x")))
@@ -126,3 +133,42 @@ def test_the_json_states_the_record_header_and_classes() -> None:
     assert (entities["id_bits"], entities["kind_bits"], entities["mask_bits"]) == (16, 2, 4)
     assert [c["payload_bits"] for c in entities["classes"]] == [0, 7, 13, None]
     assert [f["name"] for f in entities["fields"]] == list(protocol.deltas.FIELDS)
+
+
+def test_the_udp_test_vectors_are_what_the_client_code_accepts() -> None:
+    """The documented CHALLENGE, opened by the reference client, gives the documented
+    connection keys and a RESPONSE that returns the challenge token; the documented first
+    keep-alive connects it."""
+    examples = wire_spec()["datagram"]["examples"]
+    c2s, s2c = (
+        bytes.fromhex(examples[f"{d}_session_key"])
+        for d in ("client_to_server", "server_to_client")
+    )
+    address = ("127.0.0.1", 40000)
+    token = ConnectToken(bytes(PRIVATE_TOKEN_SIZE), c2s, s2c, (address,), 100.0, 5.0)
+    client = ClientHandshake(token, address, 0.0)
+    assert len(client.datagrams(0.0)[0]) == REQUEST_SIZE
+    assert client.on_datagram(bytes.fromhex(examples["challenge"]), 0.01) == []
+    (response,) = client.datagrams(0.02)
+    challenge_token = xopen(c2s, response[1:], bytes([Kind.RESPONSE]))
+    assert challenge_token == bytes.fromhex(examples["challenge_token"])
+    keys = connection_keys(token, bytes.fromhex(examples["connection_id"]))
+    assert [k.hex() for k in keys] == [
+        examples["client_to_server_key"],
+        examples["server_to_client_key"],
+    ]
+    client.on_datagram(bytes.fromhex(examples["datagrams"][0]["hex"]), 0.03)
+    assert client.state == "connected"
+
+
+def test_every_message_has_one_udp_lane() -> None:
+    spec = wire_spec()
+    lanes = spec["datagram"]["lanes"]
+    for side, messages in (
+        ("client_messages", "client_messages"),
+        ("server_messages", "server_messages"),
+    ):
+        named = [m for lane in lanes for m in lane[side]]
+        assert sorted(named) == sorted(m["type"] for m in spec[messages])
+    by_lane = {lane["lane"]: lane["client_messages"] + lane["server_messages"] for lane in lanes}
+    assert by_lane["UNRELIABLE"] == ["snapshot"] and by_lane["REDUNDANT"] == ["input"]

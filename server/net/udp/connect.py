@@ -24,6 +24,7 @@ from aiohttp import web
 from server.net.registration import check_reservation
 from server.tokens import TokenError, verify_token
 from shared.datagram import issue_connect_token
+from shared.datagram.constants import TIMEOUT_S, TOKEN_EXPIRES_IN_S
 from shared.datagram.tokens import MAX_ADDRESSES
 
 if TYPE_CHECKING:
@@ -33,9 +34,9 @@ __all__ = ["CONNECT_TOKEN_TTL_S", "MAX_CONNECT_BODY", "connect_handler", "region
 
 #: How long a connect token may start a handshake (netcode.io's tokens live seconds): a
 #: failover within it reconnects with the same token; later, the client asks again.
-CONNECT_TOKEN_TTL_S = 30.0
+CONNECT_TOKEN_TTL_S = TOKEN_EXPIRES_IN_S
 #: A connected client silent this long is gone (the channel's time-out).
-CONNECT_TIMEOUT_S = 5.0
+CONNECT_TIMEOUT_S = TIMEOUT_S
 #: The largest request body read (a name and a token are a few hundred bytes).
 MAX_CONNECT_BODY = 4096
 
