@@ -291,6 +291,21 @@ def build_parser() -> argparse.ArgumentParser:
         "arena-chaos torture audits)",
     )
     failover.add_argument(
+        "--record",
+        default="",
+        metavar="DIR",
+        help="write the match log here: configuration, seat changes, every tick's inputs, "
+        "shots and world hash, in checksummed compressed blocks (arena-replay DIR replays it; "
+        "a standby logs the ticks it receives; default: none)",
+    )
+    failover.add_argument(
+        "--record-max-mb",
+        type=float,
+        default=64.0,
+        metavar="MB",
+        help="start a new match-log file once one reaches this size (default: 64)",
+    )
+    failover.add_argument(
         "--checkpoint-dir",
         default="",
         metavar="DIR",
@@ -527,6 +542,8 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         journal=args.journal,
         checkpoint_dir=args.checkpoint_dir,
         checkpoint_interval=args.checkpoint_interval,
+        record=args.record,
+        record_max_mb=args.record_max_mb,
         seat_grace=args.seat_grace_s,
         token_ttl=args.token_ttl_s,
         directory_url=args.directory,

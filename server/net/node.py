@@ -106,6 +106,8 @@ class Node(NodeState):
         self.shutting_down = True
         self.hub.stop_waiting()
         await self.sessions.close_all("shutdown", "the node is shutting down")
+        if self.recorder is not None:
+            self.recorder.close()  # what memory holds of the match log, written
 
     @property
     def status(self) -> str:
