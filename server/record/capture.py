@@ -95,6 +95,10 @@ class MatchLog:
             if match.epoch != self._rtt_epoch[k]:  # a start or a promotion: log them all
                 forced[:] = True
                 self._rtt_epoch[k] = match.epoch
+            if match.epoch != self._epoch[k]:
+                # A promotion (or a resume): the world it took over, so that a replay can
+                # go on from here when its predecessor's last ticks died with it.
+                self._keyframe(match)
             self._rtt[k] = self._rtt_changes(match, forced)
 
     def _rtt_changes(self, match: Match, forced: np.ndarray) -> list[list[float]]:
@@ -130,6 +134,10 @@ class MatchLog:
         k = match.index
         if match.tick_number <= self._key_after[k] and match.epoch == self._epoch[k]:
             return
+        self._keyframe(match)
+
+    def _keyframe(self, match: Match) -> None:
+        k = match.index
         state = capture_match(match, [], full=True)
         self.blocks.add(entries.pack(keyframe_entry(k, match.epoch, state)), match.tick_number)
         self._key_after[k] = match.tick_number + self.keyframe_ticks

@@ -101,6 +101,7 @@ def _summary(outcomes: list[ReplayOutcome], seconds: float, tick_rate: int) -> d
                 "mismatches": [{"tick": m.tick, "kind": m.kind, "what": m.what}
                                for m in o.mismatches],
                 "problems": o.problems,
+                "notes": o.notes,
             }
             for o in outcomes
         ],
@@ -135,6 +136,8 @@ def _replay(args: Any) -> int:
         f"{summary['verdict_mismatches']} verdict, {summary['seat_mismatches']} seat "
         "mismatches"
     )
+    for note in (n for o in outcomes for n in o.notes):
+        print(f"{PROG}: {note}")
     problems = recording.damaged + [p for o in outcomes for p in o.problems]
     for problem in problems:
         print(f"{PROG}: {problem}", file=sys.stderr)

@@ -54,6 +54,7 @@ class ReplayOutcome:
     world_mismatches: int = 0
     mismatches: list[Mismatch] = field(default_factory=list)  # the first few, in order
     problems: list[str] = field(default_factory=list)  # what kept ticks from replaying
+    notes: list[str] = field(default_factory=list)  # ticks skipped that a standby holds
 
     def note(self, mismatch: Mismatch, keep: int = 20) -> None:
         if len(self.mismatches) < keep:
@@ -124,16 +125,42 @@ def replay_match(
         if stop is not None and tick.tick > stop:
             break
         if tick.after != match.tick_number:
-            outcome.problems.append(
-                f"match {match_index}: ticks {match.tick_number + 1}..{tick.tick - 1} are "
-                "missing from the log; the replay stops there"
-            )
-            break
+            if not _bridge(recording, match, tick, outcome):
+                break
         _replay_tick(match, tick, validator, outcome)
         passed = keys.get((tick.epoch, tick.tick))
         if passed is not None:
             _compare_world(match, state_from_keyframe(passed).world, tick.tick, outcome)
     return outcome
+
+
+def _bridge(
+    recording: Recording, match: Match, tick: entries.TickEntry, outcome: ReplayOutcome
+) -> bool:
+    """Ticks are missing before ``tick`` (a primary killed with its last block in memory):
+    go on from a keyframe of the tick it follows, if one was logged (a promoted standby
+    logs one). Missing ticks a standby received are a note; others, a problem."""
+    missing = range(match.tick_number + 1, tick.after + 1)
+    where = f"match {match.index}: ticks {missing.start}..{missing.stop - 1}"
+    key = next(
+        (e for (_, t), e in recording.keys.get(match.index, {}).items() if t == tick.after), None
+    )
+    if key is None:
+        outcome.problems.append(f"{where} are missing from the log; the replay stops there")
+        return False
+    try:
+        install_match(match, state_from_keyframe(key), int(key["e"]))
+    except (ReplicationGap, HashMismatch) as error:
+        outcome.problems.append(f"{where}: the keyframe after them does not load: {error}")
+        return False
+    received = {t for (_, t) in recording.received.get(match.index, {})}
+    held = sum(t in received for t in missing)
+    line = (
+        f"{where} were computed by a primary whose log lost them ({held} of them held by a "
+        f"standby's); replayed on from its successor's keyframe of tick {tick.after}"
+    )
+    (outcome.notes if held == len(missing) else outcome.problems).append(line)
+    return True
 
 
 def _replay_tick(
