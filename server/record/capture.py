@@ -75,8 +75,7 @@ class MatchLog:
         #: Per match, the seats a standby last saw (slot -> seat id), to log their changes.
         self._followed: list[dict[int, int]] = [{} for _ in range(count)]
         for match in matches.matches:  # where a replay of the first tick logged starts
-            state = capture_match(match, [], full=True)
-            self.blocks.add(entries.pack(keyframe_entry(match.index, match.epoch, state)), 0)
+            self._keyframe(match)
 
     def want_keyframes(self) -> None:
         """Keyframe every match after its next tick (a new file: each file replays alone)."""
@@ -95,10 +94,6 @@ class MatchLog:
             if match.epoch != self._rtt_epoch[k]:  # a start or a promotion: log them all
                 forced[:] = True
                 self._rtt_epoch[k] = match.epoch
-            if match.epoch != self._epoch[k]:
-                # A promotion (or a resume): the world it took over, so that a replay can
-                # go on from here when its predecessor's last ticks died with it.
-                self._keyframe(match)
             self._rtt[k] = self._rtt_changes(match, forced)
 
     def _rtt_changes(self, match: Match, forced: np.ndarray) -> list[list[float]]:

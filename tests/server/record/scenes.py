@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from server.record.blocks import FILE_HEADER, BlockWriter, seal_block
+from server.record import entries
+from server.record.blocks import FILE_HEADER, Block, BlockWriter, read_blocks, seal_block
 from server.record.capture import MatchLog
 from server.sim.hitreg.backend import make_validator
+from server.sim.lagcomp import LinkEstimate
 from server.sim.match import MatchConfig
 from server.sim.matchset import MatchSet
 from shared.arena_map import default_map
@@ -52,16 +56,16 @@ def recorded_match(
             me = match.world.pos[slot]
             yaw = math.atan2(target[1] - me[1], target[0] - me[0]) if target is not None else 0.0
             fire = RIFLE.button if rng.random() < 0.15 else 0
+            move = (float(rng.uniform(-1, 1)), float(rng.uniform(-1, 1)))
             message = InputMessage(
-                seq=seqs[slot], tick=tick, move=(float(rng.uniform(-1, 1)), float(rng.uniform(-1, 1))),
+                seq=seqs[slot], tick=tick, move=move,
                 yaw=float(yaw + rng.normal(0, 0.02)), pitch=0.0, buttons=fire,
                 view_time=max(0.0, now - 0.1), ack_tick=max(-1, tick - 6),
             )  # fmt: skip
             match.receive_input(slot, message, now - 0.004 + float(rng.uniform(0, 0.004)))
         if tick % 20 == 0:
-            for slot in seqs:
-                match.probes.assume(slot, None)
-                match.probes._estimate[slot] = (0.04 + 0.001 * slot, 0.005)
+            for slot in seqs:  # (the round trips the probes would have measured)
+                match.probes.assume(slot, LinkEstimate(0.04 + 0.001 * slot + tick * 1e-5, 0.005))
         log.before_tick()
         results = matches.tick(tick)
         log.after_tick(results)
@@ -75,11 +79,21 @@ def recorded_match(
     return matches, sealed
 
 
-def seal_block_of(config: bytes) -> bytes:
-    from server.record.blocks import Block
-
-    return seal_block(Block(0, 0, config))
+def seal_block_of(payload: bytes, first: int = 0, last: int = 0) -> bytes:
+    return seal_block(Block(first, last, payload))
 
 
 def log_file(blocks: list[bytes]) -> bytes:
     return FILE_HEADER + b"".join(blocks)
+
+
+def rewrite_log(data: bytes, change: Callable[[dict[str, Any]], None]) -> bytes:
+    """A log file with ``change`` applied to every entry (a doctored copy)."""
+    sealed = []
+    for block in read_blocks(data):
+        changed = []
+        for entry in entries.unpack_entries(block.payload):
+            change(entry)
+            changed.append(entries.pack(entry))
+        sealed.append(seal_block_of(b"".join(changed), block.first_tick, block.last_tick))
+    return log_file(sealed)
