@@ -64,6 +64,7 @@ class MatchLog:
         count = len(matches)
         for match in matches.matches:
             match.seat_log = []
+        self._coders = [entries.InputCoder(capacity) for _ in range(count)]
         self._rtt_told = np.full((count, capacity, 2), np.nan)
         self._rtt: list[list[list[float]]] = [[] for _ in range(count)]
         self._seats: list[list[list[Any]]] = [[] for _ in range(count)]
@@ -116,12 +117,12 @@ class MatchLog:
                 after=match.previous_tick,
                 seats=self._seats[k],
                 rtt=self._rtt[k],
-                inputs=None if released is None else entries.released_to_wire(released),
+                inputs=released,
                 shots=[encode_event(e) for e in result.events if type(e) is ShotEvent],
                 hash=result.state_hash or match.world.state_hash(),
                 source="p",
             )
-            self.blocks.add(entries.pack(entry.to_entry()), match.tick_number)
+            self.blocks.add(entries.pack(entry.to_entry(self._coders[k])), match.tick_number)
             self._seats[k], self._rtt[k] = [], []
             self._keyframe_if_due(match)
 
@@ -166,8 +167,12 @@ class MatchLog:
                 rtt=[], inputs=None, shots=[e for e in state.events if e.get("kind") == "shot"],
                 hash=state.hash, source="s",
             )  # fmt: skip
-            self.blocks.add(entries.pack(entry.to_entry()), state.tick)
+            self.blocks.add(entries.pack(entry.to_entry(self._coders[k])), state.tick)
             self._keyframe_if_due(match)
 
     def take_block(self) -> Block | None:
+        """The entries held, as a block; the next entry starts the next block (whose
+        inputs' chains start afresh)."""
+        for coder in self._coders:
+            coder.reset()
         return self.blocks.take()

@@ -15,8 +15,9 @@ Four kinds, each a map whose ``k`` names it:
   the node computed it (``p``) or received it from its primary (``s``, no inputs).
 - nothing else: a reader refuses unknown kinds as from an incompatible version.
 
-Arrays are stored as their raw little-endian bytes with their shape; a block's zlib finds
-the repetition in them.
+Arrays are stored as their shape, type and bytes, integers narrowed; a tick's inputs as
+each seat's difference from its previous one (:class:`InputCoder`), which is what lets a
+block's zlib shrink them.
 """
 
 from __future__ import annotations
@@ -27,22 +28,25 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from server.sim.inputs import ReleasedInputs
+from server.record.seatdeltas import SeatDeltas
+from server.sim.inputs import ARRIVAL, ReleasedInputs
 from server.sim.interest import InterestConfig
 from server.sim.lagcomp import LagCompensation
 from server.sim.match import MatchConfig
 from shared.arena_map import ArenaMap, MapError, parse_map
 from shared.movement import MovementParams
+from shared.protocol.inputs import INT_COLUMNS
 
 __all__ = [
+    "InputCoder",
     "LogEntryError",
     "TickEntry",
+    "array_from_wire",
+    "array_to_wire",
     "as_logged",
     "config_entry",
     "config_from_entry",
     "pack",
-    "released_from_wire",
-    "released_to_wire",
     "unpack_entries",
 ]
 
@@ -129,25 +133,64 @@ def config_from_entry(entry: dict[str, Any]) -> MatchConfig:
         raise LogEntryError(f"the recorded configuration does not build: {error}") from None
 
 
-def released_to_wire(released: ReleasedInputs) -> dict[str, Any]:
-    return {
-        name: (
-            getattr(released, name).shape,
-            np.ascontiguousarray(getattr(released, name)).tobytes(),
-        )
-        for name in _RELEASED
-    }
+def _narrowest(values: np.ndarray) -> np.dtype[Any]:
+    """The smallest integer type holding ``values`` (an input's seq, a slot, a depth)."""
+    if not len(values):
+        return np.dtype(np.int8)
+    low, high = int(values.min()), int(values.max())
+    for dtype in (np.int8, np.int16, np.int32):
+        info = np.iinfo(dtype)
+        if info.min <= low and high <= info.max:
+            return np.dtype(dtype)
+    return np.dtype(np.int64)
 
 
-def released_from_wire(wire: dict[str, Any]) -> ReleasedInputs:
-    arrays = {}
-    try:
-        for name, dtype in _RELEASED.items():
-            shape, raw = wire[name]
-            arrays[name] = np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
-    except (KeyError, TypeError, ValueError) as error:
-        raise LogEntryError(f"a tick's inputs do not decode: {error}") from None
-    return ReleasedInputs(**arrays)
+def array_to_wire(array: np.ndarray) -> list[Any]:
+    """``[shape, dtype, bytes]``, integers in the narrowest type that holds them."""
+    if array.dtype.kind in "i":
+        array = array.astype(_narrowest(array))
+    return [list(array.shape), array.dtype.str, np.ascontiguousarray(array).tobytes()]
+
+
+def array_from_wire(wire: Any, dtype: type[Any]) -> np.ndarray:
+    shape, stored, raw = wire
+    kind = np.dtype(stored)
+    if kind.kind not in "iuf" or kind.itemsize > 8:
+        raise ValueError(f"an array of type {stored!r}")
+    return np.frombuffer(raw, dtype=kind).reshape(shape).astype(dtype)
+
+
+class InputCoder:
+    """A match's tick inputs to and from the wire, each row as its difference from its
+    seat's previous one in the block (:class:`SeatDeltas`); :meth:`reset` at every block."""
+
+    def __init__(self, capacity: int) -> None:
+        self._ints = SeatDeltas(capacity, len(INT_COLUMNS))
+        self._floats = SeatDeltas(capacity, ARRIVAL + 1)
+
+    def reset(self) -> None:
+        self._ints.reset()
+        self._floats.reset()
+
+    def to_wire(self, released: ReleasedInputs) -> dict[str, Any]:
+        wire = {name: array_to_wire(getattr(released, name)) for name in _RELEASED}
+        wire["ints"] = array_to_wire(self._ints.encode(released.slot, released.ints))
+        wire["floats"] = array_to_wire(self._floats.encode(released.slot, released.floats))
+        return wire
+
+    def from_wire(self, wire: dict[str, Any]) -> ReleasedInputs:
+        arrays = {}
+        try:
+            for name, dtype in _RELEASED.items():
+                arrays[name] = array_from_wire(wire[name], dtype)
+            slots = arrays["slot"]
+            if slots.min(initial=0) < 0 or slots.max(initial=0) >= len(self._ints._last):
+                raise ValueError("a slot beyond the match")
+            arrays["ints"] = self._ints.decode(slots, arrays["ints"])
+            arrays["floats"] = self._floats.decode(slots, arrays["floats"])
+        except (KeyError, TypeError, ValueError, IndexError) as error:
+            raise LogEntryError(f"a tick's inputs do not decode: {error}") from None
+        return ReleasedInputs(**arrays)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,24 +203,29 @@ class TickEntry:
     after: int
     seats: list[list[Any]]  # [kind, slot, seat_id, name, interp_delay]
     rtt: list[list[float]]  # [slot, rtt, spread]; rtt -1: unknown
-    inputs: dict[str, Any] | None
+    inputs: ReleasedInputs | None
     shots: list[dict[str, Any]]
     hash: str
     source: str  # "p": computed here; "s": received from the primary
 
-    def to_entry(self) -> dict[str, Any]:
+    def to_entry(self, coder: InputCoder) -> dict[str, Any]:
+        """The entry to pack (``coder``: its match's, in the block it goes to)."""
+        inputs = None if self.inputs is None else coder.to_wire(self.inputs)
         return {
             "k": KIND_TICK, "m": self.match, "e": self.epoch, "t": self.tick, "a": self.after,
-            "seats": self.seats, "rtt": self.rtt, "in": self.inputs, "shots": self.shots,
+            "seats": self.seats, "rtt": self.rtt, "in": inputs, "shots": self.shots,
             "h": self.hash, "src": self.source,
         }  # fmt: skip
 
     @classmethod
-    def from_entry(cls, entry: dict[str, Any]) -> TickEntry:
+    def from_entry(cls, entry: dict[str, Any], coder: InputCoder) -> TickEntry:
+        """``coder``: the match's, in the block the entry was read from."""
         try:
+            wire = entry["in"]
             return cls(
                 int(entry["m"]), int(entry["e"]), int(entry["t"]), int(entry["a"]),
-                list(entry["seats"]), list(entry["rtt"]), entry["in"], list(entry["shots"]),
+                list(entry["seats"]), list(entry["rtt"]),
+                None if wire is None else coder.from_wire(wire), list(entry["shots"]),
                 str(entry["h"]), str(entry["src"]),
             )  # fmt: skip
         except (KeyError, TypeError, ValueError) as error:

@@ -173,8 +173,7 @@ def _replay_tick(
     _apply_seats(match, tick, outcome)
     for slot, rtt, spread in tick.rtt:
         match.probes.assume(int(slot), LinkEstimate(rtt, spread) if rtt >= 0 else None)
-    released = None if tick.inputs is None else entries.released_from_wire(tick.inputs)
-    batch = match.advance(tick.tick, released)
+    batch = match.advance(tick.tick, tick.inputs)
     if not batch.empty:
         judge([batch], match.history_view(), validator)
     result = match.finish(batch)

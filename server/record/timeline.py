@@ -32,7 +32,8 @@ class Recording:
     #: Blocks that could not be read: one line each (file, block, ticks, why).
     damaged: list[str] = field(default_factory=list)
 
-    def add(self, entry: dict[str, Any]) -> None:
+    def add(self, entry: dict[str, Any], coders: dict[int, entries.InputCoder]) -> None:
+        """One entry of a block (``coders``: the block's, per match, as it is read)."""
         kind = entry["k"]
         if kind == entries.KIND_CONFIG:
             if self.config is None:
@@ -48,7 +49,10 @@ class Recording:
         if kind == entries.KIND_KEY:
             self.keys.setdefault(match, {})[where] = entry
             return
-        tick = TickEntry.from_entry(entry)
+        if self.config is None:
+            raise entries.LogEntryError("a tick before the log's configuration")
+        capacity = int(self.config["settings"]["max_players"])
+        tick = TickEntry.from_entry(entry, coders.setdefault(match, entries.InputCoder(capacity)))
         book = self.computed if tick.source == "p" else self.received
         book.setdefault(match, {})[where] = tick
 
@@ -83,8 +87,9 @@ def read_recording(files: Iterable[tuple[str, bytes]]) -> Recording:
     for name, data in files:
         try:
             for block in read_blocks(data):
+                coders: dict[int, entries.InputCoder] = {}
                 for entry in entries.unpack_entries(block.payload):
-                    recording.add(entry)
+                    recording.add(entry, coders)
         except LogCorrupt as damage:
             recording.damaged.append(f"{name}: {damage}")
         except entries.LogEntryError as error:

@@ -27,7 +27,9 @@ def recorded_match(
     with jittered arrivals, a late joiner and a leaver; return it and its sealed blocks
     (the first holds the configuration, as a log file's does)."""
     rng = np.random.default_rng(seed)
-    config = MatchConfig(arena=default_map(), tick_rate=60, max_players=16, snapshot_interval=2)
+    config = MatchConfig(
+        arena=default_map(), tick_rate=60, max_players=max(16, players + 2), snapshot_interval=2
+    )
     validator = make_validator("reference")
     matches = MatchSet(config, 1, validator)
     log = MatchLog(
@@ -88,12 +90,28 @@ def log_file(blocks: list[bytes]) -> bytes:
 
 
 def rewrite_log(data: bytes, change: Callable[[dict[str, Any]], None]) -> bytes:
-    """A log file with ``change`` applied to every entry (a doctored copy)."""
+    """A log file with ``change`` applied to every entry (a doctored copy; a tick's
+    ``in``, when it has inputs, is given to ``change`` as its ReleasedInputs)."""
     sealed = []
+    capacity = 0
     for block in read_blocks(data):
         changed = []
+        readers: dict[int, entries.InputCoder] = {}
+        writers: dict[int, entries.InputCoder] = {}
         for entry in entries.unpack_entries(block.payload):
-            change(entry)
+            if entry["k"] == "config":
+                capacity = entry["settings"]["max_players"]
+            if entry["k"] == "tick" and entry["in"] is not None:
+                match = entry["m"]
+                entry["in"] = readers.setdefault(match, entries.InputCoder(capacity)).from_wire(
+                    entry["in"]
+                )
+                change(entry)
+                entry["in"] = writers.setdefault(match, entries.InputCoder(capacity)).to_wire(
+                    entry["in"]
+                )
+            else:
+                change(entry)
             changed.append(entries.pack(entry))
         sealed.append(seal_block_of(b"".join(changed), block.first_tick, block.last_tick))
     return log_file(sealed)
