@@ -15,7 +15,7 @@ Four kinds, each a map whose ``k`` names it:
   the node computed it (``p``) or received it from its primary (``s``, no inputs).
 - nothing else: a reader refuses unknown kinds as from an incompatible version.
 
-Arrays are stored as their shape, type and bytes, integers narrowed; a tick's inputs as
+Arrays are stored as their shape, type and bytes, small integers narrowed; a tick's inputs as
 each seat's difference from its previous one (:class:`InputCoder`), which is what lets a
 block's zlib shrink them.
 """
@@ -59,6 +59,12 @@ _NESTED: dict[str, type[Any]] = {
 _RELEASED = {
     "slot": np.int64, "depth": np.int64, "ints": np.int64, "floats": np.float64,
     "guess": np.int64, "guessed": np.int64, "dropped": np.int64,
+}  # fmt: skip
+#: How each is stored: slots and depths fit 16 bits (a match's seats, an input buffer),
+#: the counts 32 (ticks); rows are 64-bit words (:class:`SeatDeltas`).
+_STORED = {
+    "slot": np.uint16, "depth": np.int16, "ints": None, "floats": None,
+    "guess": np.int8, "guessed": np.int32, "dropped": np.int32,
 }  # fmt: skip
 
 
@@ -133,22 +139,10 @@ def config_from_entry(entry: dict[str, Any]) -> MatchConfig:
         raise LogEntryError(f"the recorded configuration does not build: {error}") from None
 
 
-def _narrowest(values: np.ndarray) -> np.dtype[Any]:
-    """The smallest integer type holding ``values`` (an input's seq, a slot, a depth)."""
-    if not len(values):
-        return np.dtype(np.int8)
-    low, high = int(values.min()), int(values.max())
-    for dtype in (np.int8, np.int16, np.int32):
-        info = np.iinfo(dtype)
-        if info.min <= low and high <= info.max:
-            return np.dtype(dtype)
-    return np.dtype(np.int64)
-
-
-def array_to_wire(array: np.ndarray) -> list[Any]:
-    """``[shape, dtype, bytes]``, integers in the narrowest type that holds them."""
-    if array.dtype.kind in "i":
-        array = array.astype(_narrowest(array))
+def array_to_wire(array: np.ndarray, dtype: type[Any] | None = None) -> list[Any]:
+    """``[shape, dtype, bytes]``, in ``dtype`` when given (one that holds the values)."""
+    if dtype is not None:
+        array = array.astype(dtype)
     return [list(array.shape), array.dtype.str, np.ascontiguousarray(array).tobytes()]
 
 
@@ -173,7 +167,7 @@ class InputCoder:
         self._floats.reset()
 
     def to_wire(self, released: ReleasedInputs) -> dict[str, Any]:
-        wire = {name: array_to_wire(getattr(released, name)) for name in _RELEASED}
+        wire = {name: array_to_wire(getattr(released, name), _STORED[name]) for name in _RELEASED}
         wire["ints"] = array_to_wire(self._ints.encode(released.slot, released.ints))
         wire["floats"] = array_to_wire(self._floats.encode(released.slot, released.floats))
         return wire
