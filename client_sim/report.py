@@ -31,6 +31,7 @@ __all__ = [
 #: Upper bounds of the RTT buckets of ``shots.by_rtt`` (the last is open-ended).
 RTT_BUCKETS_MS = (50, 100, 150, 200)
 MAX_UNEXPLAINED_SHOWN = 20  # unexplained shots the report lists whole
+MAX_DISPUTED_SHOWN = 1000  # disputed shots the report lists (a bound on its size)
 
 
 def _ratio(part: int, whole: int) -> float | None:
@@ -423,6 +424,11 @@ def build_report(
             "unexplained_shots": [s.detail for s in result.shots if s.detail][
                 :MAX_UNEXPLAINED_SHOWN
             ],
+            # Every shot whose verdicts differ, by tick and shooter (its place in a match log).
+            "disputed": sorted(
+                (s.disputed for s in result.shots if s.disputed),
+                key=lambda d: (d["tick"], d["shooter"], d["seq"]),
+            )[:MAX_DISPUTED_SHOWN],
             "by_rtt": _bucketed(result.shots, lambda s: s.rtt_ms),
             "by_link_rtt": _bucketed(result.shots, lambda s: s.link_rtt_ms),
             "by_weapon": {
