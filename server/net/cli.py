@@ -498,6 +498,13 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         raise ValueError("--token-ttl-s must be at least 60")
     if not 0 <= args.fog_peek_ms <= 1000:
         raise ValueError("--fog-peek-ms must be between 0 and 1000")
+    if args.record:
+        try:
+            os.makedirs(args.record, exist_ok=True)
+        except OSError as error:
+            raise ValueError(f"--record {args.record}: {error.strerror}") from None
+        if not os.access(args.record, os.W_OK | os.X_OK):
+            raise ValueError(f"--record {args.record}: not a folder this node may write in")
     parse_coordinator_spec(args.coordinator)
     if args.directory:
         directory_urls(args.directory)
