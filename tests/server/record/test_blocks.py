@@ -17,7 +17,10 @@ from server.record.blocks import (
     read_blocks,
     seal_block,
 )
+from server.record.entries import config_from_entry
+from server.record.replay import replay_match
 from server.record.timeline import read_recording
+from server.sim.hitreg.backend import make_validator
 from tests.server.record.scenes import log_file, recorded_match
 
 
@@ -105,3 +108,9 @@ def test_the_recorder_rotates_by_size_and_every_file_reads_alone(tmp_path: Path)
         assert alone.config is not None and not alone.damaged
     later = read_recording([(files[-1].name, files[-1].read_bytes())])
     assert later.keys.get(0), "a rotated file starts its match again from a keyframe"
+    together = read_recording([(path.name, path.read_bytes()) for path in files])
+    assert together.config is not None
+    config = config_from_entry(together.config)
+    validator = make_validator("reference")
+    outcome = replay_match(together, config, validator, 0, start=matches.tick_number - 420)
+    assert outcome.exact and not outcome.problems and outcome.ticks > 350
