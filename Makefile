@@ -8,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.arena-installed
 
-.PHONY: demo test test-fast test-cuda lint bench clean warm image
+.PHONY: demo test test-fast test-cuda lint bench clean warm image golden
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,11 @@ BENCHES ?= server_load hitreg
 bench: $(STAMP)
 	for name in $(BENCHES); do $(BIN)/python bench/$$name.py || exit 1; done
 	$(BIN)/python bench/report.py
+
+# Record the golden matches again (tests/data/golden: real nodes and bots, a few seconds
+# each), after a change meant to alter the simulation or the verdicts.
+golden: warm
+	$(BIN)/python -m tests.golden.record
 
 # The node's container image, arena:latest (deploy/Containerfile), with podman or else
 # docker; the base is made locally (debootstrap) when missing: no registry needed.

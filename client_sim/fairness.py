@@ -34,7 +34,14 @@ import numpy as np
 from client_sim.marksman import ShotRecord
 from shared.protocol import ENTITY_FLAG_ALIVE
 
-__all__ = ["CAUSES", "RULE_CAUSES", "disagreement", "rule_outcome", "shot_detail"]
+__all__ = [
+    "CAUSES",
+    "RULE_CAUSES",
+    "disagreement",
+    "disputed_shot",
+    "rule_outcome",
+    "shot_detail",
+]
 
 CAUSES = (
     "claim_clamped",
@@ -121,6 +128,28 @@ def shot_detail(record: ShotRecord) -> dict[str, Any]:
         "frame_ms": [round((t - record.view_time) * 1e3, 1) for t in record.track_times],
         "client_victim_frames": _states(record, record.client_victim),
         "server_victim_frames": _states(record, record.server_victim),
+    }
+
+
+def disputed_shot(record: ShotRecord, cause: str) -> dict[str, Any]:
+    """A shot whose two verdicts differ, as the report lists it: the tick the server judged
+    it at and its shooter's slot (what ``arena-replay`` finds it by in a match log), both
+    verdicts, the cause and both round trips."""
+    return {
+        "tick": record.server_tick,
+        "shooter": record.shooter,
+        "seq": record.seq,
+        "victim": {"client": record.client_victim, "server": record.server_victim},
+        "verdict": {
+            "client": "hit" if record.client_hit else "miss",
+            "server": record.server_result,
+        },
+        "server_damage": record.server_damage,
+        "cause": cause,
+        "rtt_ms": {
+            "client": round(record.rtt_ms, 2),
+            "server": None if math.isnan(record.server_rtt_ms) else round(record.server_rtt_ms, 2),
+        },
     }
 
 

@@ -78,6 +78,9 @@ class ShotRecord:
     server_origin: tuple[float, float, float] | None = None
     server_rtt_ms: float = math.nan
     server_traded: bool = False
+    #: The tick the server judged it at and the shooter's slot (where a match log has it).
+    server_tick: int = -1
+    shooter: int = -1
     # Projectiles only: what the bot needs to judge the flight once it is over.
     origin: np.ndarray | None = None
     velocity: np.ndarray | None = None

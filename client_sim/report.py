@@ -43,6 +43,7 @@ __all__ = [
 RTT_BUCKETS_MS = (50, 100, 150, 200)
 MAX_UNEXPLAINED_SHOWN = 20  # unexplained shots the report lists whole
 WEAPON_NAMES = ("rifle", "launcher")  # by weapon index
+MAX_DISPUTED_SHOWN = 1000  # disputed shots the report lists (a bound on its size)
 
 
 def _ratio(part: int, whole: int) -> float | None:
@@ -148,6 +149,9 @@ def _tally_shots(tally: Tally, shots: list[ShotSummary]) -> None:
     tally.sketch("shots.rtt.server_minus_link").add([s.server_rtt_ms - s.link_rtt_ms for s in both])
     tally.event_list("unexplained_shots").extend(
         [s.detail for s in shots if s.detail][:MAX_UNEXPLAINED_SHOWN]
+    )
+    tally.event_list("disputed_shots").extend(
+        [s.disputed for s in shots if s.disputed][:MAX_DISPUTED_SHOWN]
     )
 
 
@@ -599,6 +603,11 @@ def report_of(tally: Tally, *, workers: int | None = None) -> dict[str, Any]:
             **shot_figures_of(tally.group("shots/all")),
             # Each unexplained disagreement (a bug somewhere): both verdicts and their grounds.
             "unexplained_shots": tally.events.get("unexplained_shots", [])[:MAX_UNEXPLAINED_SHOWN],
+            # Every shot whose verdicts differ, by tick and shooter (its place in a match log).
+            "disputed": sorted(
+                tally.events.get("disputed_shots", []),
+                key=lambda d: (d["tick"], d["shooter"], d["seq"]),
+            )[:MAX_DISPUTED_SHOWN],
             "by_rtt": {
                 k: shot_figures_of(v) for k, v in _shot_groups(tally, "shots/by_rtt").items()
             },

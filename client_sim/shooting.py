@@ -17,7 +17,7 @@ import numpy as np
 
 from client_sim.bot_random import Streams, as_streams
 from client_sim.brain import Brain
-from client_sim.fairness import disagreement, rule_outcome, shot_detail
+from client_sim.fairness import disagreement, disputed_shot, rule_outcome, shot_detail
 from client_sim.interpolation import InterpolatedView
 from client_sim.marksman import (
     CHEST_HEIGHT,
@@ -58,6 +58,8 @@ class ShotSummary:
     server_rtt_ms: float = math.nan  # the server's estimate of the shooter's RTT
     #: An unexplained disagreement's verdicts and their grounds (fairness.shot_detail).
     detail: dict[str, Any] | None = None
+    #: Any disagreement: where to find it in a match log (fairness.disputed_shot).
+    disputed: dict[str, Any] | None = None
 
 
 class SwarmShooting:
@@ -219,6 +221,7 @@ class SwarmShooting:
         record.server_view_time = event.view_time
         record.server_origin = event.origin
         record.server_traded = event.traded
+        record.server_tick, record.shooter = event.tick, event.shooter
         record.server_rtt_ms = event.shooter_rtt * 1e3 if event.shooter_rtt >= 0 else math.nan
         if record.velocity is not None and record.track_times:
             assert record.origin is not None
@@ -288,6 +291,7 @@ class SwarmShooting:
             cause,
             record.server_rtt_ms,
             shot_detail(record) if cause == "unexplained" else None,
+            disputed_shot(record, cause) if cause is not None else None,
         )
 
     def new_seat(self, index: int) -> None:

@@ -378,6 +378,21 @@ def build_parser() -> argparse.ArgumentParser:
         "arena-chaos torture audits)",
     )
     failover.add_argument(
+        "--record",
+        default="",
+        metavar="DIR",
+        help="write the match log here: configuration, seat changes, every tick's inputs, "
+        "shots and world hash, in checksummed compressed blocks (arena-replay DIR replays it; "
+        "a standby logs the ticks it receives; default: none)",
+    )
+    failover.add_argument(
+        "--record-max-mb",
+        type=float,
+        default=64.0,
+        metavar="MB",
+        help="start a new match-log file once one reaches this size (default: 64)",
+    )
+    failover.add_argument(
         "--checkpoint-dir",
         default="",
         metavar="DIR",
@@ -603,6 +618,13 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         raise ValueError("--token-ttl-s must be at least 60")
     if not 0 <= args.fog_peek_ms <= 1000:
         raise ValueError("--fog-peek-ms must be between 0 and 1000")
+    if args.record:
+        try:
+            os.makedirs(args.record, exist_ok=True)
+        except OSError as error:
+            raise ValueError(f"--record {args.record}: {error.strerror}") from None
+        if not os.access(args.record, os.W_OK | os.X_OK):
+            raise ValueError(f"--record {args.record}: not a folder this node may write in")
     kind, _ = parse_coordinator_spec(args.coordinator)
     if kind != "etcd" and (etcd_options_given(args) or args.etcd_lease_ttl != DEFAULT_LEASE_TTL):
         raise ValueError("the --etcd-* options need an etcd:// or etcds:// --coordinator")
@@ -654,6 +676,8 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         journal=args.journal,
         checkpoint_dir=args.checkpoint_dir,
         checkpoint_interval=args.checkpoint_interval,
+        record=args.record,
+        record_max_mb=args.record_max_mb,
         seat_grace=args.seat_grace_s,
         token_ttl=args.token_ttl_s,
         directory_url=args.directory,

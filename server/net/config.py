@@ -62,6 +62,8 @@ class NodeConfig:
     journal: str = ""  # JSON lines of every tick published and every promotion ("": none)
     checkpoint_dir: str = ""  # the primary's checkpoints, to resume from if every node dies
     checkpoint_interval: float = 1.0  # seconds between checkpoints (what a total loss costs)
+    record: str = ""  # the match log's directory ("": none; server/net/recording.py)
+    record_max_mb: float = 64.0  # a log file's size before the next one is started
     seat_grace: float = 30.0  # a seat whose player is gone waits this long for its token
     token_ttl: float = 600.0  # a session token's life; renewed at half of it while connected
     # Routing.
@@ -145,6 +147,8 @@ class NodeConfig:
             )
         if not 0.05 <= self.checkpoint_interval <= 3600:
             raise ValueError("the checkpoint interval must be from 0.05 to 3600 seconds")
+        if not 0.01 <= self.record_max_mb <= 1 << 20:
+            raise ValueError("--record-max-mb must be from 0.01 to 1048576")
         if type(self.min_standbys) is not int or not 0 <= self.min_standbys <= 8:
             raise ValueError("min standbys must be a whole number from 0 to 8")
         if not 0 <= self.idle_kick <= 86400:

@@ -154,6 +154,8 @@ class Node(NodeState):
         await self.sessions.close_all("shutdown", "the node is shutting down")
         if self.udp is not None:
             await self.udp.close()
+        if self.recorder is not None:
+            self.recorder.close()  # what memory holds of the match log, written
 
     @property
     def status(self) -> str:

@@ -355,6 +355,7 @@ class Sessions:
             self._away_by_takeover.discard(seat_key)  # (a failover's gap: caught up as ever)
         else:
             seat.inputs.resume()  # its own connection ended: the gap is not caught up
+        node.matches[claim.match].note_resume(claim.slot)  # (for the match log)
         log.info(
             "player_resumed",
             match=claim.match,

@@ -21,6 +21,7 @@ from server.net.checkpoints import CheckpointWriter
 from server.net.config import NodeConfig
 from server.net.journal import Journal
 from server.net.metrics import NodeMetrics
+from server.net.recording import Recorder
 from server.net.registration import ClaimLedger
 from server.net.tls import client_context
 from server.replication.commit import CommitSet
@@ -102,6 +103,19 @@ class NodeState:
             if config.checkpoint_dir
             else None
         )
+        #: The match log (``--record``): the ticker and the follower feed it.
+        self.recorder = (
+            Recorder(
+                config.record,
+                self.matches,
+                backend=self.validator.backend,
+                region=config.region,
+                node=config.node_id,
+                max_bytes=max(1, int(config.record_max_mb * 1e6)),
+            )
+            if config.record
+            else None
+        )
         #: Seated players' input reads, held for the next tick to decode as one batch.
         self.intake = InputIntake(self.matches)
         #: The live view's tap: shots traced while someone watches ``/view``.
@@ -116,6 +130,8 @@ class NodeState:
             tls=self.peer_tls,
         )
         self.follower.public_url = config.public_url
+        if self.recorder is not None:
+            self.follower.applied = self.recorder.followed
         self.claims = ClaimLedger()  # reservations admitted, for the directory's accounting
         self.learned_peers: dict[str, str] = {}  # standbys that connected: node id -> URL
         self.started_at = time.time()

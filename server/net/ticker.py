@@ -59,7 +59,12 @@ class Ticker:
         self._note_skips()
         node.intake.drain()
         node.metrics.count_inputs(*node.intake.take_tally())
+        recorder = node.recorder
+        if recorder is not None:
+            recorder.before_tick()
         results = node.matches.tick(tick)
+        if recorder is not None:
+            recorder.after_tick(results)
         wait = node.config.replication == "sync"
         hub = node.hub
         if hub.links or hub.commit.members:

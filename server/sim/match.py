@@ -59,11 +59,24 @@ from shared.protocol.inputs import (
 )
 from shared.weapons import WEAPONS
 
-__all__ = ["Match", "MatchConfig", "MatchFull", "PlayerSeat", "TickResult"]
+__all__ = [
+    "SEAT_JOIN",
+    "SEAT_LEAVE",
+    "SEAT_RESUME",
+    "Match",
+    "MatchConfig",
+    "MatchFull",
+    "PlayerSeat",
+    "SeatChange",
+    "TickResult",
+]
 
 FIRE_BUTTONS = sum(weapon.button for weapon in WEAPONS)
 _EPOCH_BITS, _JOIN_BITS = 2**31 - 1, 2**32 - 1  # a seat id: (epoch, join) in an int64
 _COUNTER_OF = {verdict: f"input_{verdict.value}" for verdict in InputVerdict}
+SEAT_JOIN, SEAT_LEAVE, SEAT_RESUME = "join", "leave", "resume"
+#: (kind, slot, seat id, name, interp delay granted): one entry of :attr:`Match.seat_log`.
+SeatChange = tuple[str, int, int, str, float]
 
 
 class MatchFull(Exception):
@@ -219,6 +232,12 @@ class Match:
         self._heads: dict[int, bytes] = {}
         self._coded: set[tuple[int, int]] = set()
         self._parts: dict[int, bytes] = {}
+        #: The inputs the last tick applied (what a match log keeps of it).
+        self.released: ReleasedInputs | None = None
+        #: Seat changes since a match log last took them (``None``: nobody records, so
+        #: nothing is kept): ``(SEAT_JOIN, slot, seat_id, name, interp_delay)`` or
+        #: ``(SEAT_LEAVE, slot, seat_id, "", 0.0)``, in the order they happened.
+        self.seat_log: list[SeatChange] | None = None
 
     @property
     def server_time(self) -> float:
@@ -244,6 +263,8 @@ class Match:
         seat = PlayerSeat(slot, name, granted, self._new_seat_inputs(slot), seat_id)
         self.seats[slot] = seat
         self._events.append(JoinEvent(slot))
+        if self.seat_log is not None:
+            self.seat_log.append((SEAT_JOIN, slot, seat_id, name, granted))
         return seat
 
     def _new_seat_inputs(self, slot: int) -> SeatInputs:
@@ -300,11 +321,20 @@ class Match:
             self.probes.assume(slot, LinkEstimate(rtt, spread) if rtt >= 0 else None)
 
     def leave(self, slot: int) -> None:
-        if self.seats.pop(slot, None) is not None:
+        if (seat := self.seats.pop(slot, None)) is not None:
             self.world.vacate(slot)
             self.deltas.forget(slot)
             self.probes.forget(slot)
             self._events.append(LeaveEvent(slot))
+            if self.seat_log is not None:
+                self.seat_log.append((SEAT_LEAVE, slot, seat.seat_id, "", 0.0))
+
+    def note_resume(self, slot: int) -> None:
+        """A player took its seat back with its token (nothing in the world changes; a match
+        log keeps it beside the joins and leaves)."""
+        seat = self.seats.get(slot)
+        if seat is not None and self.seat_log is not None:
+            self.seat_log.append((SEAT_RESUME, slot, seat.seat_id, seat.name, seat.interp_delay))
 
     # -- inputs --------------------------------------------------------------------------
 
@@ -341,13 +371,19 @@ class Match:
             self.counters[_COUNTER_OF[verdict]] += count
         return verdicts, tally
 
-    def _release_inputs(self) -> ReleasedInputs:
+    def _release_inputs(self, replayed: ReleasedInputs | None = None) -> ReleasedInputs:
         """Set each seat's input for this tick; return every input released (the surplus
         of a burst too, to catch up on, as far as the seat's time allows). A starved seat's
         guesses start from a saved state, and a seat whose inputs are back goes back to it
-        before they move it."""
+        before they move it. ``replayed``: the inputs a match log says this tick released
+        (a replay applies them instead of its own queues')."""
         seated = np.array(sorted(self.seats), dtype=np.int64)  # replicas must agree on order
-        released = self.inputs.release(seated, max(1, self.tick_number - self.previous_tick))
+        released = (
+            replayed
+            if replayed is not None
+            else self.inputs.release(seated, max(1, self.tick_number - self.previous_tick))
+        )
+        self.released = released
         undone, own = released.apply(
             seated, self.config.input_max_guesses, self.inputs.before_guesses, self.world
         )
@@ -430,10 +466,12 @@ class Match:
             judge([batch], self.history_view(), self.validator)
         return self.finish(batch)
 
-    def advance(self, tick: int | None = None) -> ShotBatch:
-        """Inputs, movement and history for this tick; returns the shots left to judge."""
+    def advance(self, tick: int | None = None, replayed: ReleasedInputs | None = None) -> ShotBatch:
+        """Inputs, movement and history for this tick; returns the shots left to judge.
+        ``replayed``: this tick's inputs as a match log has them (a replay)."""
         self.previous_tick = self.tick_number
         self.tick_number = self.tick_number + 1 if tick is None else tick
+        self.released = None
         if not self.seats:
             # An empty match (every seat left clears its respawn and inputs): nothing to
             # release, move or fire. A node keeps empty matches ticking for their
@@ -442,7 +480,7 @@ class Match:
             return self.combat.prepare(self.server_time)
         world = self.world
         self._respawn()
-        released = self._release_inputs()
+        released = self._release_inputs(replayed)
         moving = np.flatnonzero(world.active & world.alive)
         if len(moving):
             self._simulate(moving, world.move[moving], world.buttons[moving])

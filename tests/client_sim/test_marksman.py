@@ -368,10 +368,29 @@ def test_a_server_miss_of_a_shot_the_shooter_saw_hit_is_a_disagreement() -> None
     shooting = book()
     fire_rifle(shooting)
     records = entity_records({ME: tuple(MY_FEET), TARGET: TARGET_FEET})
-    shooting.on_snapshot(0, ME, 1.2, records, (shot(12, "miss"),), MY_FEET, no_view)
+    shooting.on_snapshot(0, ME, 1.2, records, (shot(12, "miss", tick=72),), MY_FEET, no_view)
     (finished,) = shooting.finished
     assert finished.detail is not None  # (listed whole in the report: see below)
-    assert replace(finished, detail=None) == summary(0, 80.0, True, "miss", False, "unexplained")
+    assert replace(finished, detail=None, disputed=None) == summary(
+        0, 80.0, True, "miss", False, "unexplained"
+    )
+    # Listed among the disputed shots, where a match log has it: tick and shooter.
+    assert finished.disputed == {
+        "tick": 72, "shooter": ME, "seq": 12,
+        "victim": {"client": TARGET, "server": -1},
+        "verdict": {"client": "hit", "server": "miss"},
+        "server_damage": 0, "cause": "unexplained",
+        "rtt_ms": {"client": 80.0, "server": 50.0},
+    }  # fmt: skip
+
+
+def test_a_shot_both_verdicts_agree_on_is_not_disputed() -> None:
+    shooting = book()
+    fire_rifle(shooting)
+    records = entity_records({ME: tuple(MY_FEET), TARGET: TARGET_FEET})
+    shooting.on_snapshot(0, ME, 1.2, records, (shot(12, "hit", TARGET),), MY_FEET, no_view)
+    (finished,) = shooting.finished
+    assert finished.disputed is None
 
 
 def test_a_kill_on_me_stops_my_shooting_until_i_respawn() -> None:

@@ -211,6 +211,18 @@ def test_the_report_lists_each_unexplained_shot_whole_and_no_other() -> None:
     assert full_report()["shots"]["unexplained_shots"] == []
 
 
+def test_the_report_lists_every_disputed_shot_by_tick_and_shooter() -> None:
+    late = {"tick": 90, "shooter": 2, "seq": 5, "cause": "beyond_cap"}
+    early = {"tick": 30, "shooter": 4, "seq": 1, "cause": "shooter_dead"}
+    disputed = [
+        ShotSummary(0, 40.0, True, "miss", False, cause=d["cause"], disputed=d)
+        for d in (late, early)
+    ]
+    report = full_report(shots=[*MIXED, *disputed])
+    assert report["shots"]["disputed"] == [early, late]
+    assert full_report()["shots"]["disputed"] == []
+
+
 def test_the_report_keeps_its_stable_field_names_with_measured_values() -> None:
     report = full_report()
     values = {name: field(report, name) for name in STABLE_FIELDS}

@@ -70,6 +70,8 @@ class Follower:
         self.tls = tls
         self.primary_id = ""
         self.public_url = ""  # told to the primary, so it can tell players where we are
+        #: Called with every record applied (the match log's, ``--record``).
+        self.applied: Callable[[messages.TickRecord | messages.FullState], None] | None = None
         self.origin_estimate: float | None = None  # primary's tick-0 time on our clock
         self.last_record_at: float | None = None
         self.last_hash = ""  # the primary's state hash of the last record applied
@@ -202,6 +204,8 @@ class Follower:
                 await self._ask_full_state(ws)
                 continue
             self._resyncing = False
+            if self.applied is not None:
+                self.applied(record)
             received = self.clock()
             if isinstance(record, messages.FullState):
                 self.detector.reset()  # the wait for it is no part of the ticks' rhythm

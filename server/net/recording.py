@@ -1,0 +1,131 @@
+"""``--record DIR``: the node's match log on disk (the edge of :mod:`server.record`).
+
+The tick appends its entries to memory (:class:`~server.record.capture.MatchLog`); every
+block's worth (a second of ticks, or a megabyte) is handed to one writer thread that
+compresses it, writes it and rotates the file past ``--record-max-mb``. The tick never
+waits on the disk: a block is written while the next second of ticks runs. A SIGKILL loses
+the block being written (its torn tail is recognised on reading) and the ticks held in
+memory; a SIGTERM writes them.
+
+File names sort in the order written: ``REGION.NODE.START.SEQ.arenalog``, START the node's
+start (milliseconds of the wall clock), SEQ the file's number.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import IO
+
+from server.logs import EventLogger
+from server.record.blocks import FILE_HEADER, Block, BlockWriter, seal_block
+from server.record.capture import MatchLog
+from server.replication.messages import FullState, TickRecord
+from server.sim.match import TickResult
+from server.sim.matchset import MatchSet
+
+__all__ = ["SUFFIX", "Recorder"]
+
+SUFFIX = ".arenalog"
+log = EventLogger("arena.server")
+
+
+class Recorder:
+    """Writes ``matches``' log under ``directory``, a new file past ``max_bytes``."""
+
+    def __init__(
+        self,
+        directory: str,
+        matches: MatchSet,
+        *,
+        backend: str,
+        region: str,
+        node: str,
+        max_bytes: int,
+        ticks_per_block: int = 60,
+    ) -> None:
+        os.makedirs(directory, exist_ok=True)
+        self.directory = directory
+        self.max_bytes = max_bytes
+        started = time.time()
+        self.log = MatchLog(
+            matches, backend=backend, region=region, node=node, started=started,
+            blocks=BlockWriter(ticks_per_block),
+        )  # fmt: skip
+        self._stem = os.path.join(directory, f"{region}.{node}.{int(started * 1000)}")
+        self._sequence = 0
+        self._file: IO[bytes] | None = None
+        self._written = 0
+        self._rotated = threading.Event()  # set by the writer: keyframe every match next
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="arena-record")
+        self._pending: list[Future[None]] = []
+        self._closed = False
+        self.blocks_written = 0
+        self.bytes_written = 0
+
+    # -- the tick's side: memory only ----------------------------------------------------
+
+    def before_tick(self) -> None:
+        self.log.before_tick()
+
+    def after_tick(self, results: list[TickResult]) -> None:
+        if self._rotated.is_set():
+            self._rotated.clear()
+            self.log.want_keyframes()
+        self.log.after_tick(results)
+        self._hand_over_if_due()
+
+    def followed(self, record: TickRecord | FullState) -> None:
+        self.log.followed(record)
+        self._hand_over_if_due()
+
+    def _hand_over_if_due(self) -> None:
+        if self.log.blocks.due:
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        block = self.log.take_block()
+        if block is None or self._closed:
+            return
+        self._pending = [f for f in self._pending if not f.done()]
+        self._pending.append(self._writer.submit(self._write, block))
+
+    # -- the writer thread ---------------------------------------------------------------
+
+    def _write(self, block: Block) -> None:
+        try:
+            sealed = seal_block(block)
+            if self._file is None or self._written + len(sealed) > self.max_bytes:
+                self._open_next()
+            assert self._file is not None
+            self._file.write(sealed)
+            self._file.flush()  # in the kernel's page cache: a SIGKILL keeps it
+            self._written += len(sealed)
+            self.blocks_written += 1
+            self.bytes_written += len(sealed)
+        except OSError as error:
+            log.error("record_write_failed", directory=self.directory, error=str(error))
+
+    def _open_next(self) -> None:
+        first = self._file is None
+        if self._file is not None:
+            self._file.close()
+            self._rotated.set()  # (the next tick keyframes: this file replays alone)
+        self._sequence += 1
+        self._file = open(f"{self._stem}.{self._sequence:05d}{SUFFIX}", "xb")
+        header = FILE_HEADER + seal_block(Block(0, 0, self.log.config))
+        self._file.write(header)
+        self._written = len(header)
+        if not first:
+            log.info("record_rotated", file=self._file.name)
+
+    def close(self) -> None:
+        """Write what memory holds and close (the node's shutdown)."""
+        self._hand_over()
+        self._closed = True
+        self._writer.shutdown(wait=True)
+        if self._file is not None:
+            self._file.close()
+            self._file = None

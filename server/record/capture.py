@@ -1,0 +1,181 @@
+"""A node's matches as match-log entries, tick by tick (sans-I/O).
+
+The node's edge calls :meth:`MatchLog.before_tick` right before the tick (the seat changes
+and the round-trip estimates of that moment are what the tick will use: both change between
+ticks, as players join and echo probes) and :meth:`MatchLog.after_tick` with the tick's
+results; a standby calls :meth:`MatchLog.followed` with each record it applied. Entries
+go to a :class:`~server.record.blocks.BlockWriter`; the edge seals and writes its blocks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+import numpy as np
+
+from server.record import entries
+from server.record.blocks import Block, BlockWriter
+from server.replication.messages import FullState, MatchState, TickRecord
+from server.replication.state import capture_match
+from server.sim.match import SEAT_JOIN, SEAT_LEAVE, Match, TickResult
+from server.sim.matchset import MatchSet
+from shared.protocol import ShotEvent, encode_event
+
+__all__ = ["MatchLog", "keyframe_entry", "state_from_keyframe"]
+
+
+def keyframe_entry(index: int, epoch: int, state: MatchState) -> dict[str, Any]:
+    """A ``key`` entry: match ``index``'s whole state (with its history ring)."""
+    return {
+        "k": entries.KIND_KEY, "m": index, "e": epoch, "t": state.tick,
+        "state": {f.name: getattr(state, f.name) for f in fields(state)},
+    }  # fmt: skip
+
+
+def state_from_keyframe(entry: dict[str, Any]) -> MatchState:
+    try:
+        return MatchState(**entry["state"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise entries.LogEntryError(f"a keyframe does not decode: {error}") from None
+
+
+class MatchLog:
+    """What a node's matches log; ``keyframe_ticks``: ticks between keyframes."""
+
+    def __init__(
+        self,
+        matches: MatchSet,
+        *,
+        backend: str,
+        region: str,
+        node: str,
+        started: float,
+        keyframe_ticks: int = 600,
+        blocks: BlockWriter | None = None,
+    ) -> None:
+        self.matches = matches
+        self.blocks = blocks or BlockWriter()
+        self.keyframe_ticks = keyframe_ticks
+        self.config = entries.pack(
+            entries.config_entry(matches.config, len(matches), backend, region, node, started)
+        )
+        capacity = matches.config.max_players
+        count = len(matches)
+        for match in matches.matches:
+            match.seat_log = []
+        self._coders = [entries.InputCoder(capacity) for _ in range(count)]
+        self._all_slots = np.arange(capacity)
+        self._rtt_told = np.full((count, capacity, 2), np.nan)
+        self._rtt: list[list[list[float]]] = [[] for _ in range(count)]
+        self._seats: list[list[list[Any]]] = [[] for _ in range(count)]
+        #: The tick each match's next keyframe is due after (-1: at the next tick), and the
+        #: epoch its last tick was logged in (a new one: a promotion, keyframe it).
+        self._key_after = [-1] * count
+        self._epoch = [-1] * count
+        self._rtt_epoch = [-1] * count  # the epoch the estimates were last logged in
+        #: Per match, the seats a standby last saw (slot -> seat id), to log their changes.
+        self._followed: list[dict[int, int]] = [{} for _ in range(count)]
+        for match in matches.matches:  # where a replay of the first tick logged starts
+            self._keyframe(match)
+
+    def want_keyframes(self) -> None:
+        """Keyframe every match after its next tick (a new file: each file replays alone)."""
+        self._key_after = [-1] * len(self._key_after)
+
+    # -- a primary's ticks -------------------------------------------------------------
+
+    def before_tick(self) -> None:
+        for match in self.matches.matches:
+            k = match.index
+            changes = match.seat_log or []
+            match.seat_log = []
+            self._seats[k] = [list(change) for change in changes]
+            forced = np.zeros(len(self._rtt_told[k]), dtype=bool)
+            forced[[change[1] for change in changes]] = True
+            if match.epoch != self._rtt_epoch[k]:  # a start or a promotion: log them all
+                forced[:] = True
+                self._rtt_epoch[k] = match.epoch
+            self._rtt[k] = self._rtt_changes(match, forced)
+
+    def _rtt_changes(self, match: Match, forced: np.ndarray) -> list[list[float]]:
+        told = self._rtt_told[match.index]
+        now = match.probes.estimates(self._all_slots)
+        if not forced.any() and np.array_equal(now, told, equal_nan=True):
+            return []  # (most ticks: a probe's echo changes one seat a quarter second)
+        same = (now == told) | (np.isnan(now) & np.isnan(told))
+        changed = np.flatnonzero(~same.all(axis=1) | (forced & match.world.active))
+        told[changed] = now[changed]
+        rows = np.nan_to_num(now[changed], nan=-1.0).tolist()
+        return [[slot, *row] for slot, row in zip(changed.tolist(), rows, strict=True)]
+
+    def after_tick(self, results: list[TickResult]) -> None:
+        for match, result in zip(self.matches.matches, results, strict=True):
+            k = match.index
+            released = match.released
+            entry = entries.TickEntry(
+                match=k,
+                epoch=match.epoch,
+                tick=match.tick_number,
+                after=match.previous_tick,
+                seats=self._seats[k],
+                rtt=self._rtt[k],
+                inputs=released,
+                shots=[encode_event(e) for e in result.events if type(e) is ShotEvent],
+                hash=result.state_hash or match.world.state_hash(),
+                source="p",
+            )
+            self.blocks.add(entries.pack(entry.to_entry(self._coders[k])), match.tick_number)
+            self._seats[k], self._rtt[k] = [], []
+            self._keyframe_if_due(match)
+
+    def _keyframe_if_due(self, match: Match) -> None:
+        k = match.index
+        if match.tick_number <= self._key_after[k] and match.epoch == self._epoch[k]:
+            return
+        self._keyframe(match)
+
+    def _keyframe(self, match: Match) -> None:
+        k = match.index
+        state = capture_match(match, [], full=True)
+        self.blocks.add(entries.pack(keyframe_entry(k, match.epoch, state)), match.tick_number)
+        self._key_after[k] = match.tick_number + self.keyframe_ticks
+        self._epoch[k] = match.epoch
+
+    # -- a standby's ---------------------------------------------------------------------
+
+    def followed(self, record: TickRecord | FullState) -> None:
+        """Log a record this standby applied: a tick's hash, shots and seat changes (no
+        inputs: a standby receives the world, not them), or a full state as a keyframe."""
+        for match, state in zip(self.matches.matches, record.matches, strict=True):
+            k = match.index
+            seated = {slot: seat.seat_id for slot, seat in match.seats.items()}
+            before = self._followed[k]
+            changes: list[list[Any]] = [
+                [SEAT_LEAVE, slot, seat_id, "", 0.0]
+                for slot, seat_id in before.items()
+                if seated.get(slot) != seat_id
+            ]
+            changes += [
+                [SEAT_JOIN, slot, seat_id, match.seats[slot].name, match.seats[slot].interp_delay]
+                for slot, seat_id in seated.items()
+                if before.get(slot) != seat_id
+            ]
+            self._followed[k] = seated
+            if isinstance(record, FullState):
+                self.blocks.add(entries.pack(keyframe_entry(k, record.epoch, state)), state.tick)
+                continue
+            entry = entries.TickEntry(
+                match=k, epoch=record.epoch, tick=state.tick, after=state.after, seats=changes,
+                rtt=[], inputs=None, shots=[e for e in state.events if e.get("kind") == "shot"],
+                hash=state.hash, source="s",
+            )  # fmt: skip
+            self.blocks.add(entries.pack(entry.to_entry(self._coders[k])), state.tick)
+            self._keyframe_if_due(match)
+
+    def take_block(self) -> Block | None:
+        """The entries held, as a block; the next entry starts the next block (whose
+        inputs' chains start afresh)."""
+        for coder in self._coders:
+            coder.reset()
+        return self.blocks.take()

@@ -1,0 +1,116 @@
+"""The match log's framing: what a torn tail, a flipped byte and rotation leave readable."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from server.net.recording import SUFFIX, Recorder
+from server.record.blocks import (
+    FILE_HEADER,
+    Block,
+    BlockWriter,
+    LogCorrupt,
+    LogIncompatible,
+    read_blocks,
+    seal_block,
+)
+from server.record.entries import config_from_entry
+from server.record.replay import replay_match
+from server.record.timeline import read_recording
+from server.sim.hitreg.backend import make_validator
+from tests.server.record.scenes import log_file, recorded_match
+
+
+def _blocks(n: int) -> list[bytes]:
+    return [seal_block(Block(10 * i, 10 * i + 9, os.urandom(50) * 20)) for i in range(n)]
+
+
+def test_blocks_read_back_with_their_ticks() -> None:
+    blocks = [Block(10 * i, 10 * i + 9, bytes([i]) * 1000) for i in range(3)]
+    data = FILE_HEADER + b"".join(seal_block(b) for b in blocks)
+    assert list(read_blocks(data)) == blocks
+
+
+@pytest.mark.parametrize("kept", [0.01, 0.1, 0.5, 0.99])
+def test_a_torn_tail_loses_only_its_block(kept: float) -> None:
+    sealed = _blocks(4)
+    data = log_file(sealed)
+    cut = max(1, int(len(sealed[-1]) * kept))
+    torn = data[: len(data) - len(sealed[-1]) + cut]  # the last block cut short
+    read: list[Block] = []
+    with pytest.raises(LogCorrupt) as error:
+        read.extend(read_blocks(torn))
+    assert [b.first_tick for b in read] == [0, 10, 20]
+    assert error.value.torn and error.value.block == 3
+    assert "block 3" in str(error.value)
+
+
+def test_a_flipped_byte_refuses_its_block_by_checksum() -> None:
+    sealed = _blocks(4)
+    data = bytearray(log_file(sealed))
+    at = len(FILE_HEADER) + len(sealed[0]) + len(sealed[1]) + 40  # in block 2's body
+    data[at] ^= 0x01
+    read: list[Block] = []
+    with pytest.raises(LogCorrupt) as error:
+        read.extend(read_blocks(bytes(data)))
+    assert [b.first_tick for b in read] == [0, 10]
+    assert str(error.value) == "block 2 (ticks 20..29): checksum mismatch (the block is damaged)"
+    assert "\n" not in str(error.value)
+
+
+def test_a_flipped_byte_in_a_blocks_tick_range_is_caught_too() -> None:
+    sealed = _blocks(2)
+    data = bytearray(log_file(sealed))
+    data[len(FILE_HEADER) + len(sealed[0]) + 20] ^= 0x80  # block 1's first tick
+    with pytest.raises(LogCorrupt, match=r"block 1 .*checksum"):
+        list(read_blocks(bytes(data)))
+
+
+def test_another_version_or_another_file_is_refused_in_one_line() -> None:
+    newer = b"ARENALOG" + (99).to_bytes(2, "little")
+    with pytest.raises(LogIncompatible, match="format 99, this arena-replay reads format 1"):
+        list(read_blocks(newer))
+    with pytest.raises(LogIncompatible, match="not an arena match log"):
+        list(read_blocks(b"{'json': true}"))
+
+
+def test_the_writer_makes_a_block_per_ticks_or_bytes() -> None:
+    writer = BlockWriter(ticks_per_block=3, max_bytes=100)
+    for tick in (1, 1, 2):
+        writer.add(b"x", tick)
+    assert not writer.due
+    writer.add(b"y", 3)
+    assert writer.due
+    block = writer.take()
+    assert block == Block(1, 3, b"xxxy") and writer.take() is None
+    writer.add(b"z" * 100, 4)
+    assert writer.due
+
+
+def test_the_recorder_rotates_by_size_and_every_file_reads_alone(tmp_path: Path) -> None:
+    matches, _ = recorded_match(ticks=30)
+    recorder = Recorder(
+        str(tmp_path), matches, backend="reference", region="r", node="n",
+        max_bytes=6_000, ticks_per_block=10,
+    )  # fmt: skip
+    for tick in range(matches.tick_number + 1, matches.tick_number + 400):
+        recorder.before_tick()
+        recorder.after_tick(matches.tick(tick))
+    recorder.close()
+    files = sorted(tmp_path.glob(f"*{SUFFIX}"))
+    assert len(files) >= 3, [path.stat().st_size for path in files]
+    assert all(path.stat().st_size <= 6_000 for path in files[:-1])
+    for path in files:
+        alone = read_recording([(path.name, path.read_bytes())])
+        assert alone.config is not None and not alone.damaged
+    later = read_recording([(files[-1].name, files[-1].read_bytes())])
+    assert later.keys.get(0), "a rotated file starts its match again from a keyframe"
+    together = read_recording([(path.name, path.read_bytes()) for path in files])
+    assert together.config is not None
+    config = config_from_entry(together.config)
+    validator = make_validator("reference")
+    outcome = replay_match(together, config, validator, 0, start=matches.tick_number - 420)
+    assert outcome.exact and not outcome.problems and outcome.ticks > 350
