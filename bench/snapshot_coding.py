@@ -4,7 +4,7 @@ A seeded match on the default map: ``N`` players wander (up to 6 m/s, turning as
 every one a client; a snapshot every other tick (30 Hz). Each client acknowledges the
 newest snapshot or the one before (half each, as the spread fan-out leaves them), so the
 encoder codes against mixed baselines as it does in a node. The seats are coded in two
-halves, as a node's spread fan-out codes them (``Match.snapshot_head``).
+halves, as a node's spread fan-out codes them (``Match.snapshot_parts``).
 
 Per size, the process CPU per snapshot (median of ``--rounds`` rounds, each over at least
 ``--min-seconds``) of:

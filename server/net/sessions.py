@@ -38,6 +38,8 @@ import dataclasses
 import math
 import time
 
+import numpy as np
+
 from server.logs import EventLogger
 from server.net.holdoff import HoldOffPolicy, HoldOffs, address_key
 from server.net.links import (
@@ -67,7 +69,9 @@ from shared.protocol import (
     TokenMessage,
 )
 
-__all__ = ["ADDRESS_HOLD_OFF_CAP_S", "JOIN_TIMEOUT_S", "SEAT_HOLD_OFF", "Sessions", "reject"]
+__all__ = [
+    "ADDRESS_HOLD_OFF_CAP_S", "JOIN_TIMEOUT_S", "SEAT_HOLD_OFF", "Sessions", "in_share", "reject",
+]  # fmt: skip
 
 log = EventLogger("arena.server")
 
@@ -530,13 +534,13 @@ class Sessions:
         matches = self.node.matches.matches
         clock = self.node.clock
         dropped = sent = 0
-        part, parts = share
         seated = [
             (key, connection)
             for key, connection in self.connections.items()
-            if key[1] % parts == part
+            if in_share(key[1], share)
         ]
         probes = self._probes_due(probe_time, share) if probe_time is not None else {}
+        parts: dict[int, dict[int, bytes]] = {}  # per match, the parts of this share's seats
         for (index, slot), connection in seated:
             if clock() >= until:
                 return sent, len(seated) - sent
@@ -544,7 +548,11 @@ class Sessions:
             result = results[index]
             if not result.body:
                 continue  # not a snapshot tick (every match of a node shares the cadence)
-            head = matches[index].snapshot_head(result, slot, share)
+            coded = parts.get(index)
+            if coded is None:
+                share_seats = [s for s in sorted(result.seats) if in_share(s, share)]
+                coded = parts[index] = matches[index].snapshot_parts(result, share_seats)
+            head = coded.get(slot)
             if head is None:
                 continue  # seated after this tick was computed: the next one is its first
             if not connection.send_snapshot(head, result.body, probes.get((index, slot), b"")):
@@ -560,8 +568,10 @@ class Sessions:
         seat taken after the tick) is lost like a dropped packet: the next is due an
         interval later."""
         due: dict[tuple[int, int], bytes] = {}
+        part, parts = share
         for match in self.node.matches.matches:
-            slots, ids = match.probes.due(tick_time, share)
+            among = np.arange(part, match.probes.capacity, parts) if parts > 1 else None
+            slots, ids = match.probes.due(tick_time, among)
             for slot, probe_id in zip(slots.tolist(), ids.tolist(), strict=True):
                 due[match.index, slot] = protocol.encode(ProbeMessage(probe_id))
         return due
@@ -716,3 +726,10 @@ class _SeatEvents:
 
     def over_budget(self, kind: FrameKind, dropped: int, offence: bool) -> bool:
         return self._sessions.over_budget(self._player, kind, dropped, offence)
+
+
+def in_share(slot: int, share: tuple[int, int]) -> bool:
+    """Whether seat ``slot`` is one of share (k, n) of the seats: those whose slot is k
+    modulo n (how :class:`~server.net.ticker.Ticker` spreads a snapshot's writes)."""
+    part, parts = share
+    return slot % parts == part

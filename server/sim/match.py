@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,7 +151,7 @@ class TickResult:
     body: bytes
     events: list[SnapshotEvent]  # this tick's own (what standbys are sent)
     #: Who was seated when the tick was computed: the players the body holds, and so the
-    #: players this tick's snapshot goes to (see :meth:`Match.snapshot_head`).
+    #: players this tick's snapshot goes to (see :meth:`Match.snapshot_parts`).
     seats: dict[int, PlayerSeat]
     #: The world's after a snapshot tick (what its body carries, journals keep); empty
     #: on the ticks between, whose world only a standby checks: the node hashes it then,
@@ -226,11 +227,10 @@ class Match:
         self.deltas = DeltaEncoder(
             self.codec, config.max_players, config.snapshot_interval, config.interest, fog=fog
         )
-        # The snapshot being published (snapshot_head): every seat's head, built at its
-        # first send; the players coded for each share of the seats sent to so far.
+        # The snapshot being published (snapshot_parts): every seat's head, taken at its
+        # tick; the parts of the seats coded so far.
         self._parts_of: TickResult | None = None
         self._heads: dict[int, bytes] = {}
-        self._coded: set[tuple[int, int]] = set()
         self._parts: dict[int, bytes] = {}
         #: The inputs the last tick applied (what a match log keeps of it).
         self.released: ReleasedInputs | None = None
@@ -571,43 +571,48 @@ class Match:
             count=np.array([ring.count], dtype=np.int64),
         )
 
-    def snapshot_head(
-        self, result: TickResult, slot: int, share: tuple[int, int] = (0, 1)
-    ) -> bytes | None:
-        """One client's part of a tick's snapshot: its ack, its own full-precision state
-        and the players it is sent, coded against its acknowledged snapshot (the frame is
-        this part + ``result.body``, see :func:`protocol.encode_snapshot`).
+    def snapshot_head(self, result: TickResult, slot: int) -> bytes | None:
+        """One client's part of a tick's snapshot (:meth:`snapshot_parts` for one seat;
+        the first call codes every seat of ``result`` in one pass)."""
+        return self.snapshot_parts(result, result.seats).get(slot)
 
-        ``share`` (k, n): the seats ``slot`` is sent with (those whose slot is k modulo n,
-        :meth:`server.net.sessions.Sessions.publish`). Their players are coded in one pass,
-        for the first of them: a snapshot whose fan-out is spread over two ticks codes
-        each half in the tick it is sent in, so neither tick pays for all of it. Every
-        seat's head is taken at the snapshot's own tick, when :meth:`finish` makes it.
+    def snapshot_parts(self, result: TickResult, slots: Iterable[int]) -> dict[int, bytes]:
+        """The ``slots`` clients' parts of a tick's snapshot: each one's ack, its own
+        full-precision state and the players it is sent, coded against its acknowledged
+        snapshot (a frame is a part + ``result.body``, see :func:`protocol.encode_snapshot`).
+
+        The players of the seats not coded yet are coded in one pass, when asked for: the
+        edge decides which seats are sent when (it may spread a snapshot's fan-out over
+        several ticks, so that no tick pays for coding all of it); each seat is coded once.
+        Every seat's head is taken at the snapshot's own tick, when :meth:`finish` makes it.
 
         The state is the one its acknowledged input left: a living player whose last ticks
         were guesses is sent where it stood before them (they will be undone), so that the
         client's reconciliation replays its unacknowledged inputs from the right place.
 
-        None for a player seated after the tick was computed (a node publishes a tick
+        A player seated after the tick was computed has no part (a node publishes a tick
         after awaiting its standbys, and joins go on meanwhile): its first snapshot is the
         next tick's.
         """
-        seat = self.seats.get(slot)
-        if seat is None or result.seats.get(slot) is not seat or result.shown is None:
-            return None
+        if result.shown is None:
+            return {}
         if self._parts_of is not result:
             self._take_heads(result)
-        if share not in self._coded:
-            self._coded.add(share)
-            part, parts = share
-            slots = [s for s in sorted(result.seats) if s % parts == part]
-            self._parts.update(self._code_players(result, slots))
-        return self._parts.get(slot)
+        asked = [slot for slot in slots if slot in result.seats]
+        fresh = sorted(slot for slot in asked if slot not in self._parts)
+        if fresh:
+            self._parts.update(self._code_players(result, fresh))
+        seats = self.seats
+        return {
+            slot: self._parts[slot]
+            for slot in asked
+            if (seat := seats.get(slot)) is not None and result.seats[slot] is seat
+        }
 
     def _take_heads(self, result: TickResult) -> None:
         """Every seat's ack and own state now (at the snapshot's tick, by :meth:`finish`):
         the snapshot whose players are coded next."""
-        self._parts_of, self._coded, self._parts = result, set(), {}
+        self._parts_of, self._parts = result, {}
         self._heads = self._build_heads(result)
 
     def _build_heads(self, result: TickResult) -> dict[int, bytes]:

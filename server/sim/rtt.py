@@ -52,6 +52,8 @@ class RttProbes:
         self._next_sample = np.zeros(slots, dtype=np.int64)
         self._active = np.zeros(slots, dtype=bool)
         self._slots = np.arange(slots)
+        #: How many seats it probes (slots 0 .. capacity - 1).
+        self.capacity = slots
         #: Per slot (rtt, spread), NaN while unknown: recomputed at each sample, so that
         #: reading it (every shot, every replicated tick) costs nothing.
         self._estimate = np.full((slots, 2), np.nan)
@@ -73,14 +75,13 @@ class RttProbes:
         self._held[slot] = 0
         self._estimate[slot] = np.nan
 
-    def due(self, now: float, share: tuple[int, int] = (0, 1)) -> tuple[np.ndarray, np.ndarray]:
+    def due(self, now: float, among: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The seats to probe with the tick of time ``now``, and each one's probe id; with
-        ``share`` (k, n), only those whose slot is k modulo n (the seats a snapshot goes
-        to this tick: a probe rides with its seat's snapshot)."""
+        ``among`` (slots), only those (the seats a snapshot goes to this tick: a probe
+        rides with its seat's snapshot)."""
         due = self._active & (self._due <= now)
-        part, parts = share
-        if parts > 1:
-            due &= self._slots % parts == part
+        if among is not None:
+            due &= np.isin(self._slots, among)
         slots = np.flatnonzero(due)
         if not len(slots):
             return slots, slots

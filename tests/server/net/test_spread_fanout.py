@@ -35,10 +35,11 @@ class FakeMatch:
 
     def __init__(self) -> None:
         self.probes = RttProbes(8, interval=0.25)
+        self.coded: list[list[int]] = []  # the seats asked for, call by call
 
-    def snapshot_head(self, result: Any, slot: int, share: tuple[int, int]) -> bytes:
-        assert slot % share[1] == share[0]  # (a seat's players are coded with its share's)
-        return b"head-%d" % slot
+    def snapshot_parts(self, result: Any, slots: list[int]) -> dict[int, bytes]:
+        self.coded.append(slots)
+        return {slot: b"head-%d" % slot for slot in slots}
 
 
 def node(interval: int, clock: list[float]) -> Any:
@@ -73,7 +74,8 @@ def seated(sessions: Sessions, slots: range) -> dict[int, FakeConnection]:
 
 
 def snapshot(tick: int) -> Any:
-    return SimpleNamespace(tick=tick, body=b"body-%d" % tick, state_hash="")
+    seats = dict.fromkeys(range(8))  # (every seat of FakeMatch's, seated at the tick)
+    return SimpleNamespace(tick=tick, body=b"body-%d" % tick, state_hash="", seats=seats)
 
 
 def heard(connections: dict[int, FakeConnection]) -> list[int]:
@@ -93,10 +95,12 @@ def shown(
 
 
 def test_every_other_seat_gets_the_snapshot_a_tick_later_and_the_same_one() -> None:
-    _, connections, ticker = shown(2, [10.0], 6)
+    state, connections, ticker = shown(2, [10.0], 6)
     assert heard(connections) == [0, 2, 4]
     ticker._show_rest(9)  # the start of tick 9
     assert heard(connections) == [0, 1, 2, 3, 4, 5]
+    # each share's seats were coded in one call, in the tick they were sent
+    assert state.matches.matches[0].coded == [[0, 2, 4, 6], [1, 3, 5, 7]]
     assert {c.sent[0] for c in connections.values()} == {
         (b"head-%d" % slot, b"body-8") for slot in range(6)
     }
