@@ -25,6 +25,7 @@ from server.net.checkpoints import newest_checkpoint
 from server.net.sessions import Sessions
 from server.net.state import NodeState
 from server.net.ticker import Ticker
+from server.node_phases import Tenure, TenureEvent
 from server.replication import state as records
 from server.replication.checkpoint import Checkpoint
 from server.replication.roles import Role, RoleEvent
@@ -150,15 +151,13 @@ class Leadership:
         node = self.node
         from_epoch = node.matches.epoch
         node.matches.epoch = epoch
-        node.successor_known = False
         node.roles.apply(how)
         node.hub.log_fields = node.log_fields
         node.schedule = TickSchedule(
             node.config.tick_rate, origin + first_tick / node.config.tick_rate, first_tick
         )
-        node.stepping_down.clear()
         node.hub.fenced_epoch = None  # a fence from the last time this node led is old news
-        node.leading.set()
+        node.move_tenure(TenureEvent.LEAD)
         if how is RoleEvent.PROMOTE:
             node.journal.promoted(
                 epoch,
@@ -203,11 +202,12 @@ class Leadership:
     async def _leave_leadership(self) -> None:
         node = self.node
         node.roles.apply(RoleEvent.STEP_DOWN)
-        node.leading.clear()
+        successor_known = node.tenure.state is Tenure.SUPERSEDED
+        node.move_tenure(TenureEvent.LEFT)
         node.metrics.standbys_in_sync.set(0)
         # With no successor, this node still holds every tick it showed: it may lead again.
-        node.follower.eligible = not node.successor_known
-        log.warning("stepped_down", successor_known=node.successor_known, **node.log_fields)
+        node.follower.stepped_down(successor_known)
+        log.warning("stepped_down", successor_known=successor_known, **node.log_fields)
         await node.coordinator.step_down()
         await self.sessions.close_all("not_primary", "this node is no longer the primary")
         await node.hub.close()
@@ -347,7 +347,7 @@ class Leadership:
             resyncs=node.follower.resyncs,
         )
         node.metrics.promotions.inc()
-        node.follower.eligible = False  # a primary now; eligible again only through InSync
+        node.follower.promoted()  # a primary now; eligible again only through InSync
         self.sessions.orphan_all()
         self._become_primary(RoleEvent.PROMOTE, epoch, first_tick, origin)
         return epoch

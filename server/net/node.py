@@ -35,6 +35,7 @@ from server.net.udp.endpoint import UdpEndpoint
 from server.net.udp.link import UdpLink
 from server.net.warmup import WarmUpReport, warm_up_kernels
 from server.net.ws_link import WebSocketLink
+from server.node_phases import LifecycleEvent, node_status
 from server.region_key import region_key
 from server.replication.net.handshake import StandbyDoor
 from server.replication.roles import Role
@@ -108,7 +109,7 @@ class Node(NodeState):
         # out of the cyclic collector's sight. Before, a full collection walked all of it
         # and stalled a tick by about 85 ms every few seconds at 300 players.
         gc.freeze()
-        self.warm = True
+        self.lifecycle.apply(LifecycleEvent.WARMED)
         self.warm_up_report = report
         log.info("warmed_up", backend=self.validator.backend, **report.as_dict(), **self.log_fields)
 
@@ -149,7 +150,7 @@ class Node(NodeState):
     async def close_all(self) -> None:
         """Shutdown: the tick in flight waits for no standby any more (nothing is shown
         from now on), and every player is told (``shutdown``) and closed with 1001."""
-        self.shutting_down = True
+        self.lifecycle.apply(LifecycleEvent.STOP)
         self.hub.stop_waiting()
         await self.sessions.close_all("shutdown", "the node is shutting down")
         if self.udp is not None:
@@ -161,11 +162,7 @@ class Node(NodeState):
     def status(self) -> str:
         """``warming_up``, ``starting`` (warm, role not decided yet), ``ready`` or
         ``stopping``: the word beside ``ready`` in ``/health``."""
-        if self.shutting_down:
-            return "stopping"
-        if not self.warm:
-            return "warming_up"
-        return "ready" if self.ready else "starting"
+        return node_status(self.lifecycle.state, self.role)
 
     def platform_view(self) -> NodeView:
         """What Agones and systemd are told about (:mod:`server.lifecycle`)."""

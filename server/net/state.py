@@ -24,6 +24,7 @@ from server.net.metrics import NodeMetrics
 from server.net.recording import Recorder
 from server.net.registration import ClaimLedger
 from server.net.tls import client_context
+from server.node_phases import Tenure, TenureEvent, is_ready, lifecycle, tenure
 from server.replication.commit import CommitSet
 from server.replication.net.follower import Follower
 from server.replication.net.hub import ReplicationHub
@@ -136,20 +137,40 @@ class NodeState:
         self.learned_peers: dict[str, str] = {}  # standbys that connected: node id -> URL
         self.started_at = time.time()
         self.failover: dict[str, Any] = {}
-        #: Set when this node must stop leading (a higher epoch exists): the lead loop ends.
+        #: Warming up, warm, stopping (:data:`server.node_phases.LIFECYCLE`).
+        self.lifecycle = lifecycle()
+        #: Leading, stepping down, superseded (:data:`server.node_phases.TENURE`); the two
+        #: events below follow it, for the tasks that wait on it.
+        self.tenure = tenure()
+        #: Set while this node must stop leading: the lead loop ends.
         self.stepping_down = asyncio.Event()
-        #: Set when a higher epoch than the one this node led at was seen.
-        self.successor_known = False
         #: Set while this node leads (parked joins wait on it).
         self.leading = asyncio.Event()
-        self.shutting_down = False
-        self.warm = False
 
     # -- time and identity ----------------------------------------------------------------
 
     @property
     def role(self) -> Role:
         return self.roles.role
+
+    @property
+    def warm(self) -> bool:
+        """Kernels warm: the node can serve (in a role, once it has one)."""
+        return self.lifecycle.state.warm
+
+    @property
+    def shutting_down(self) -> bool:
+        return self.lifecycle.state.stopping
+
+    def move_tenure(self, event: TenureEvent) -> Tenure:
+        """Apply ``event`` to the tenure and wake whatever waits on it."""
+        now = self.tenure.apply(event)
+        for flag, on in ((self.leading, now.leading), (self.stepping_down, now.stepping_down)):
+            if on:
+                flag.set()
+            else:
+                flag.clear()
+        return now
 
     def server_time(self) -> float:
         """Continuous server time now: tick T was due at ``T / rate`` on this scale."""
@@ -168,7 +189,7 @@ class NodeState:
     def ready(self) -> bool:
         """Ready to serve in its role: kernels warm, role decided, not shutting down (what
         ``/health`` answers 200 for; launchers and load balancers wait for it)."""
-        return self.warm and self.role is not Role.STARTING and not self.shutting_down
+        return is_ready(self.lifecycle.state, self.role)
 
     def peer_urls(self) -> list[str]:
         """The region's other nodes: configured, and standbys that connected (base URLs)."""
@@ -184,7 +205,6 @@ class NodeState:
         """Stop publishing at once; the role loop does the rest. ``epoch`` above ours: a
         successor exists (this node's state is no longer the region's)."""
         if epoch > self.matches.epoch or self.roles.primary:
-            if epoch > self.matches.epoch:
-                self.successor_known = True
+            superseded = epoch > self.matches.epoch
             self.matches.epoch = max(self.matches.epoch, epoch)
-            self.stepping_down.set()
+            self.move_tenure(TenureEvent.SUCCESSOR_SEEN if superseded else TenureEvent.STEP_DOWN)

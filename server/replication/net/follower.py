@@ -28,6 +28,7 @@ from server.logs import EventLogger, Throttle
 from server.replication import messages, state
 from server.replication.auth import sign_hello
 from server.replication.detector import SilenceDetector
+from server.replication.standby import StandbyEvent, StandbySync, standby_sync
 from server.sim.matchset import MatchSet
 
 __all__ = ["FollowOutcome", "Follower"]
@@ -76,14 +77,27 @@ class Follower:
         self.last_record_at: float | None = None
         self.last_hash = ""  # the primary's state hash of the last record applied
         self.resyncs = 0
-        #: Whether this node holds every tick the region has shown: told ``InSync`` by the
-        #: primary it follows (or it led itself and stepped down with no successor). Only
-        #: an eligible node may be promoted.
-        self.eligible = False
-        self._resyncing = False
+        #: Where it stands with its primary (:data:`server.replication.standby.STANDBY`).
+        self.sync = standby_sync()
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self._session: aiohttp.ClientSession | None = None
         self._refusals = Throttle()
+
+    @property
+    def eligible(self) -> bool:
+        """Whether this node holds every tick the region has shown: told ``InSync`` by the
+        primary it follows (or it led itself and stepped down with no successor). Only
+        an eligible node may be promoted."""
+        return self.sync.state.eligible
+
+    def promoted(self) -> None:
+        """This node won a campaign: it leads, and is eligible again only through InSync."""
+        self.sync.apply(StandbyEvent.PROMOTED)
+
+    def stepped_down(self, successor_known: bool) -> None:
+        """This node led and stepped down: with no successor, it still holds every tick
+        it showed (it may lead again)."""
+        self.sync.apply(StandbyEvent.SUPERSEDED if successor_known else StandbyEvent.LED_TO_THE_END)
 
     def _log_refusal(self, reason: str) -> None:
         """A refusal once (a standby retries ten times a second), the same one again only
@@ -157,7 +171,7 @@ class Follower:
             if isinstance(record, messages.StandbyWelcome):
                 # The primary replaced our old link: what we hold no longer counts.
                 self.primary_id = record.node
-                self._lose_eligibility("welcomed")
+                self._move(StandbyEvent.WELCOMED, "welcomed")
                 if previous is not None and previous is not ws:
                     await previous.close()
                     previous = None
@@ -177,12 +191,12 @@ class Follower:
                 # The primary admits us once we acknowledged every tick it sent, and says so
                 # before its next one: ``tick`` may be more than one ahead of ours when ticks
                 # were skipped between (a stall, a resume from a checkpoint).
-                if record.tick > self.matches.tick_number and not self._resyncing:
-                    self.eligible = True
-                    log.info("in_sync", tick=record.tick, **self.log_fields())
+                if record.tick > self.matches.tick_number:
+                    if self.sync.apply(StandbyEvent.TOLD_IN_SYNC).eligible:
+                        log.info("in_sync", tick=record.tick, **self.log_fields())
                 continue
             if isinstance(record, messages.OutOfSync):
-                self._lose_eligibility("out_of_sync")
+                self._move(StandbyEvent.TOLD_OUT_OF_SYNC, "out_of_sync")
                 await self._ask_full_state(ws)
                 continue
             if not isinstance(record, messages.TickRecord | messages.FullState):
@@ -193,17 +207,19 @@ class Follower:
                 return FollowOutcome(
                     "fenced_primary", time.time(), self.primary_id, self.matches.epoch
                 )
-            if self._resyncing and isinstance(record, messages.TickRecord):
+            resyncing = self.sync.state is StandbySync.RESYNCING
+            if resyncing and isinstance(record, messages.TickRecord):
                 continue  # waiting for the full state asked for
             try:
                 state.apply(self.matches, record)
             except (state.ReplicationGap, state.HashMismatch) as problem:
                 self.resyncs += 1
                 log.warning("replication_resync", reason=problem, **self.log_fields())
-                self._lose_eligibility("gap")
+                self._move(StandbyEvent.GAP, "gap")
                 await self._ask_full_state(ws)
                 continue
-            self._resyncing = False
+            full = isinstance(record, messages.FullState)
+            self.sync.apply(StandbyEvent.APPLIED_FULL_STATE if full else StandbyEvent.APPLIED_TICK)
             if self.applied is not None:
                 self.applied(record)
             received = self.clock()
@@ -234,13 +250,14 @@ class Follower:
             promise=self.silence_timeout,
         )
 
-    def _lose_eligibility(self, why: str) -> None:
-        if self.eligible:
+    def _move(self, event: StandbyEvent, why: str) -> None:
+        """Apply ``event``, and log a loss of eligibility as ``why``."""
+        was = self.eligible
+        now = self.sync.apply(event)
+        if was and not now.eligible:
             log.info("not_eligible", reason=why, **self.log_fields())
-        self.eligible = False
 
     async def _ask_full_state(self, ws: aiohttp.ClientWebSocketResponse) -> None:
-        self._resyncing = True
         await ws.send_bytes(messages.encode(messages.Resync()))
 
     async def fence(self, epoch: int) -> bool:
