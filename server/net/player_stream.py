@@ -7,14 +7,17 @@ reader (:class:`shared.wsframe.FrameReader`) to the node's synchronous handler, 
 through aiohttp's message queue, a task wake-up and an async iterator per message. At 300
 players that path was about a sixth of the node's CPU (``bench/server_load.py``).
 
-No read can make the node work without bound: each one is first split into its frames,
-each told by its header and its message ``type`` (:func:`server.sim.input_frames.split_read`,
-one numba pass that unmasks a map's first bytes at most; a read of one frame, or a command
-packet of a few, by a few lines of Python), every frame is charged to the connection's
-budget for its kind (:mod:`server.sim.input_budget`: inputs, or anything else), and the
-frames over budget are dropped there, before anything decodes them. A flood of 64 KiB of
-tiny frames costs one pass over its headers and a budget's worth of Python, not a decode
-per frame.
+No read can make the node work without bound. What each read comes to is decided by
+:class:`server.sim.player_reads.PlayerReads` (sans-I/O, as websockets splits its
+``protocol.py`` from its transport): each read is first split into its frames, each told by
+its header and its message ``type`` (one numba pass that unmasks a map's first bytes at
+most; a read of one frame, or a command packet of a few, by a few lines of Python), every
+frame is charged to the connection's budget for its kind (:mod:`server.sim.input_budget`:
+inputs, or anything else), and the frames over budget are dropped there, before anything
+decodes them. A flood of 64 KiB of tiny frames costs one pass over its headers and a
+budget's worth of Python, not a decode per frame. This class carries the plan out: it
+reports the drops, holds the inputs in the intake, feeds the frame reader, pauses and
+closes the transport.
 
 Refusing costs little too. A connection that floods (more frames of a kind dropped in the
 current second than ten seconds of its budget: :attr:`Budget.flooding`) is not read for a
@@ -38,20 +41,9 @@ import asyncio
 from collections.abc import Callable
 from typing import cast
 
-import numpy as np
-
-from server.sim.input_budget import FrameKind, SeatBudgets
-from server.sim.input_frames import (
-    FRAME_CLOSE,
-    FRAME_INPUT,
-    FRAME_LONG_INPUT,
-    FRAME_ODD,
-    FRAME_OTHER,
-    few_frames,
-    sole_frame_kind,
-    split_read,
-)
+from server.sim.input_budget import FrameKind
 from server.sim.intake import HeldReader, InputIntake
+from server.sim.player_reads import PlayerReads, ReadPlan
 from shared.wsframe import (
     CLOSE_NORMAL,
     OP_BINARY,
@@ -123,11 +115,12 @@ class PlayerStream(asyncio.Protocol):
         self._owner = owner
         self._now = now
         self._held = -1  # the intake generation this stream last held a read in
-        self._pending = bytearray()  # a frame the last read cut short
-        self._need = 0  # the bytes it takes before the pending ones can be split
-        self._budgets: SeatBudgets | None = None
-        if intake is not None and now is not None:
-            self._budgets = SeatBudgets(intake.allowance, now())
+        #: What each read comes to (sans-I/O): this class only carries it out.
+        self._reads = PlayerReads(
+            max_size,
+            None if intake is None else intake.allowance,
+            0.0 if now is None else now(),
+        )
         self._on_over_budget = on_over_budget
         self._close_sent = False
         self._abort_timer: asyncio.TimerHandle | None = None
@@ -175,21 +168,8 @@ class PlayerStream(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.closing:
             return  # (our close is sent: nothing the client sends now counts)
-        if self._pending:
-            self._pending += data
-            if len(self._pending) < self._need:
-                return
-            data, self._pending = bytes(self._pending), bytearray()
         now = 0.0 if self._now is None else self._now()
-        kind = sole_frame_kind(data)
-        if kind >= 0:
-            self._sole(data, kind, now)
-        elif (few := few_frames(data)) is None:
-            self._split(data, now)
-        elif FRAME_OTHER in few[1]:
-            self._mixed(data, *few, now)
-        else:
-            self._command_packet(data, few[0], now)
+        self._carry_out(self._reads.receive(data, now, self._reader.idle), now)
 
     def feed(self, data: bytes) -> None:
         """Read ``data`` now, frame by frame (a fault closes the connection; so does an
@@ -203,127 +183,28 @@ class PlayerStream(asyncio.Protocol):
         except _Refused:
             pass
 
-    # -- a read, charged to the budgets ----------------------------------------------------
+    # -- a read's plan, carried out ------------------------------------------------------
 
-    def _sole(self, data: bytes, kind: int, now: float) -> None:
-        """A read of one whole frame with a 7-bit length (almost every read)."""
-        if kind == FRAME_CLOSE:
-            self.feed(data)
-        elif kind == FRAME_INPUT:
-            if self._admit(FrameKind.INPUT, 1, now):
-                if self._intake is not None and self._owner is not None and self._reader.idle:
-                    self._held = self._intake.hold(self._owner, data, now)
-                else:
-                    self._in_order(data)
-        elif self._admit(FrameKind.PING, 1, now):
-            if kind == FRAME_OTHER:
-                self.feed(data)  # (no input: it may be read before the held ones)
-            else:
-                self._in_order(data)
-
-    def _command_packet(self, data: bytes, ends: list[int], now: float) -> None:
-        """A read of a few whole input frames (:func:`few_frames`): those the budget
-        grants, from the first, held for the tick as one."""
-        granted = self._admit(FrameKind.INPUT, len(ends), now)
-        if not granted or self.closing:
-            return
-        kept = data if granted == len(ends) else data[: ends[granted - 1]]
-        if self._intake is not None and self._owner is not None and self._reader.idle:
-            self._held = self._intake.hold(self._owner, kept, now)
-        else:
-            self._in_order(kept)
-
-    def _mixed(self, data: bytes, ends: list[int], kinds: list[int], now: float) -> None:
-        """A read of a few whole inputs and other frames (:func:`few_frames`), as
-        :meth:`_split` treats it, in plain Python: the inputs the budget grants are held
-        for the tick, the other frames it grants are read now."""
-        inputs = kinds.count(FRAME_INPUT)
-        granted_inputs = self._admit(FrameKind.INPUT, inputs, now) if inputs else 0
-        if self.closing:
-            return
-        granted_others = self._admit(FrameKind.PING, len(kinds) - inputs, now)
-        if self.closing:
-            return
-        held: list[bytes] = []
-        rest: list[bytes] = []
-        kept: list[bytes] = []  # both, in the read's order
-        start = 0
-        for end, kind in zip(ends, kinds, strict=True):
-            if kind == FRAME_INPUT and len(held) < granted_inputs:
-                held.append(data[start:end])
-                kept.append(held[-1])
-            elif kind == FRAME_OTHER and len(rest) < granted_others:
-                rest.append(data[start:end])
-                kept.append(rest[-1])
-            start = end
+    def _carry_out(self, plan: ReadPlan, now: float) -> None:
+        """Report what was dropped over budget (and drop the player, when that was one
+        offence too many; stop reading a flood a while), then hold and read what the plan
+        says."""
+        for dropped in plan.drops:
+            report = self._on_over_budget
+            if report is not None and report(dropped.kind, dropped.count, dropped.offence):
+                self.close(_POLICY_VIOLATION, b"offences")
+                return
+            if dropped.flooding and self._resume_timer is None and not self.closing:
+                self._transport.pause_reading()
+                loop = asyncio.get_running_loop()
+                self._resume_timer = loop.call_later(FLOOD_PAUSE_S, self._resume_reading)
         intake, owner = self._intake, self._owner
-        if intake is None or owner is None or not self._reader.idle:
-            if kept:
-                self._in_order(b"".join(kept))
-            return
-        if held:
-            self._held = intake.hold(owner, b"".join(held), now)
-        if rest:  # (none of them is an input: they may be read before the held ones)
-            self.feed(b"".join(rest))
-
-    def _split(self, data: bytes, now: float) -> None:
-        """Any other read: split into frames, the surplus of each kind dropped unread."""
-        frames = split_read(data, self._max_size)
-        if frames.need > 0:  # the last frame comes with the next reads
-            self._pending, self._need = bytearray(data[frames.end :]), frames.need
-        if not len(frames.kinds) and frames.need >= 0:
-            return
-        inputs, others = frames.inputs, frames.others
-        granted_inputs = self._admit(FrameKind.INPUT, inputs, now) if inputs else 0
-        if self.closing:
-            return
-        granted_others = self._admit(FrameKind.PING, others, now) if others else 0
-        if self.closing:
-            return
-        kinds, bounds = frames.kinds, frames.bounds
-        if granted_inputs == inputs and granted_others == others:
-            keep = None  # all of them (the usual case: no array work)
-        else:
-            mine = kinds <= FRAME_LONG_INPUT
-            keep = (kinds == FRAME_CLOSE) | (mine & (np.cumsum(mine) <= granted_inputs))
-            mine = (kinds == FRAME_OTHER) | (kinds == FRAME_ODD)
-            keep |= mine & (np.cumsum(mine) <= granted_others)
-        intake, owner = self._intake, self._owner
-        if intake is None or owner is None or frames.in_order or not self._reader.idle:
-            fault = data[frames.end :] if frames.need < 0 else b""
-            if keep is None or keep.any() or fault:
-                self._in_order(_join(data, bounds, keep) + fault)
-        elif inputs == len(kinds) and keep is None:  # inputs only, all of them
-            self._held = intake.hold(owner, data[: frames.end], now)
-        else:
-            held = kinds == FRAME_INPUT
-            rest = ~held
-            if keep is not None:
-                held &= keep
-                rest &= keep
-            if held.any():
-                self._held = intake.hold(owner, _join(data, bounds, held), now)
-            if rest.any():  # (none of them is an input: they may be read before the held ones)
-                self.feed(_join(data, bounds, rest))
-
-    def _admit(self, kind: FrameKind, wanted: int, now: float) -> int:
-        """How many of ``wanted`` frames of ``kind`` the budget lets through now; the rest
-        are reported dropped (and the player dropped, when that was one offence too many)."""
-        budgets = self._budgets
-        if budgets is None:
-            return wanted
-        granted, offence = budgets.admit(kind, wanted, now)
-        if granted == wanted:
-            return granted
-        if self._on_over_budget is not None and self._on_over_budget(
-            kind, wanted - granted, offence
-        ):
-            self.close(_POLICY_VIOLATION, b"offences")
-        elif budgets.of(kind).flooding and self._resume_timer is None and not self.closing:
-            self._transport.pause_reading()
-            loop = asyncio.get_running_loop()
-            self._resume_timer = loop.call_later(FLOOD_PAUSE_S, self._resume_reading)
-        return granted
+        if plan.hold and intake is not None and owner is not None:
+            self._held = intake.hold(owner, plan.hold, now)
+        if plan.read_now:
+            self.feed(plan.read_now)
+        if plan.read_in_order:
+            self._in_order(plan.read_in_order)
 
     def _resume_reading(self) -> None:
         """A flood's pause is over: read again (unless closed meanwhile), the budgets
@@ -331,9 +212,7 @@ class PlayerStream(asyncio.Protocol):
         self._resume_timer = None
         if self.closing:
             return
-        now = 0.0 if self._now is None else self._now()
-        if self._budgets is not None:
-            self._budgets.forfeit(now)
+        self._reads.resumed(0.0 if self._now is None else self._now())
         self._transport.resume_reading()
 
     def _in_order(self, data: bytes) -> None:
@@ -411,12 +290,3 @@ class PlayerStream(asyncio.Protocol):
                 await asyncio.shield(self.closed)
         except TimeoutError:
             self._transport.abort()
-
-
-def _join(data: bytes, bounds: np.ndarray, which: np.ndarray | None) -> bytes:
-    """The frames ``which`` (None: all) of a split read, in order, as one run of bytes."""
-    if which is None:
-        return data[: int(bounds[-1])]
-    index = np.flatnonzero(which)
-    starts, stops = bounds[index].tolist(), bounds[index + 1].tolist()
-    return b"".join([data[start:stop] for start, stop in zip(starts, stops, strict=True)])

@@ -30,6 +30,7 @@ from server.net.metrics import NodeMetrics
 from server.net.player_stream import FLOOD_PAUSE_S
 from server.sim.input_budget import FrameKind, SeatBudgets
 from server.sim.intake import HeldReader, InputIntake
+from server.sim.player_reads import charge
 from shared.datagram import Channel, Lane
 
 __all__ = ["CLOSE_LINGER_CAP_S", "LinkEndpoint", "UdpLink", "as_client_frame"]
@@ -161,13 +162,13 @@ class UdpLink:
         budgets = self._budgets
         if budgets is None:
             return True
-        granted, offence = budgets.admit(kind, 1, now)
-        if granted:
+        _, dropped = charge(budgets, kind, 1, now)  # (the WebSocket's charge, one payload)
+        if dropped is None:
             return True
         events = self._events
-        if events is not None and events.over_budget(kind, 1, offence):
+        if events is not None and events.over_budget(kind, 1, dropped.offence):
             self.close(POLICY_VIOLATION, b"offences")
-        elif budgets.of(kind).flooding and not self._closing:
+        elif dropped.flooding and not self._closing:
             self._paused_until = self._endpoint.clock() + FLOOD_PAUSE_S
             self._forfeit_due = True
         return False

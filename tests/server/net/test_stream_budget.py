@@ -321,7 +321,10 @@ def test_a_few_frames_in_one_read_fare_as_the_kernel_split_would(
         player.transport.writes.clear()
         player.held()  # (what those left in the intake)
         if split:
-            player.stream._split(data, player.now)
+            stream = player.stream
+            stream._carry_out(
+                stream._reads.split(data, player.now, stream._reader.idle), player.now
+            )
         else:
             player.stream.data_received(data)
         held = player.held()
