@@ -16,7 +16,14 @@ from typing import Any, ClassVar
 
 import msgpack
 
-from shared.protocol.errors import FrameTooLarge, InvalidField, MalformedFrame, UnknownMessageType
+from shared import schema
+from shared.protocol.errors import (
+    FrameTooLarge,
+    InvalidField,
+    MalformedFrame,
+    UnknownMessageType,
+    as_protocol_error,
+)
 from shared.protocol.events import SnapshotEvent, decode_event, encode_event
 from shared.protocol.fields import (
     MAX_ARRAY_LEN,
@@ -26,6 +33,10 @@ from shared.protocol.fields import (
     MAX_SERVER_FRAME_BYTES,
     MAX_TICK,
     U32_MAX,
+)
+from shared.protocol.inputs import INPUT_FIELDS
+from shared.protocol.layout import MAP_BOUND_M, MAX_FIELD_BITS, RECORD_FIELDS
+from shared.schema import (
     WireType,
     binary,
     described,
@@ -38,8 +49,6 @@ from shared.protocol.fields import (
     text,
     texts,
 )
-from shared.protocol.inputs import INPUT_FIELDS
-from shared.protocol.layout import MAP_BOUND_M, MAX_FIELD_BITS, RECORD_FIELDS
 
 __all__ = [
     "ClientMessage",
@@ -85,8 +94,8 @@ class Message:
             value = getattr(self, name)
             try:
                 normalised = check(name, value)
-            except InvalidField as error:
-                raise InvalidField(f"{self.TYPE}.{error}") from None
+            except schema.InvalidField as error:
+                raise as_protocol_error(error, f"{self.TYPE}.") from None
             if normalised is not value:
                 object.__setattr__(self, name, normalised)
 

@@ -24,10 +24,9 @@ from shared.protocol.fields import (
     MAX_MAP_LEN,
     MAX_SERVER_FRAME_BYTES,
     PROTOCOL_VERSION,
-    WireType,
-    wire_type,
 )
 from shared.protocol.messages import _CLIENT_TYPES, _SERVER_TYPES, Message
+from shared.schema import WireType, wire_type
 
 __all__ = ["EVENT_MEANINGS", "MESSAGE_MEANINGS", "entity_spec", "field_spec", "wire_spec"]
 
