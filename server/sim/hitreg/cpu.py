@@ -42,6 +42,7 @@ from shared.hitbox import (
     HITBOX_RADIAL_EXTENT,
     hitbox_arrays,
 )
+from shared.raygeometry import cylinder_entry, hitbox_entry, sphere_entry
 
 __all__ = [
     "DEVICE_FUNCTIONS",
@@ -70,7 +71,8 @@ _BOX_PAD = 1e-6
 
 
 # --------------------------------------------------------------------------------------------
-# Per-shot math shared with cuda.py. Keep the operation order identical to shared/hitbox.py.
+# Per-shot math shared with cuda.py (the hitbox entry is shared/raygeometry.py, the bots'
+# kernel calls it too). Keep the operation order identical to shared/hitbox.py.
 # --------------------------------------------------------------------------------------------
 
 
@@ -102,67 +104,6 @@ def _bracket(times, start, count, m, t):
     if t0 == t:
         return before, before, 0.0
     return before, after, (t - t0) / (times[m, after] - t0)
-
-
-@device_function
-def _sphere_entry(ox, oy, oz, dx, dy, dz, dd, max_t, cx, cy, cz, radius):
-    ex = ox - cx
-    ey = oy - cy
-    ez = oz - cz
-    c = ex * ex + ey * ey + ez * ez - radius * radius
-    if dd == 0.0:
-        return 0.0 if c <= 0.0 else math.inf
-    b = dx * ex + dy * ey + dz * ez
-    h = b * b - dd * c
-    if h < 0.0:
-        return math.inf
-    s = math.sqrt(h)
-    lo = max((-b - s) / dd, 0.0)
-    hi = min((-b + s) / dd, max_t)
-    return lo if lo <= hi else math.inf
-
-
-@device_function
-def _cylinder_entry(ox, oy, oz, dx, dy, dz, dxy, max_t, px, py, z_bottom, z_top, radius):
-    ex = ox - px
-    ey = oy - py
-    c = ex * ex + ey * ey - radius * radius
-    lo = 0.0
-    hi = max_t
-    if dxy == 0.0:
-        if c > 0.0:
-            return math.inf
-    else:
-        b = dx * ex + dy * ey
-        h = b * b - dxy * c
-        if h < 0.0:
-            return math.inf
-        s = math.sqrt(h)
-        lo = max(lo, (-b - s) / dxy)
-        hi = min(hi, (-b + s) / dxy)
-    if dz == 0.0:
-        if oz < z_bottom or oz > z_top:
-            return math.inf
-    else:
-        t1 = (z_bottom - oz) / dz
-        t2 = (z_top - oz) / dz
-        lo = max(lo, min(t1, t2))
-        hi = min(hi, max(t1, t2))
-    return lo if lo <= hi else math.inf
-
-
-@device_function
-def _hitbox_entry(ox, oy, oz, dx, dy, dz, dd, dxy, max_t, px, py, pz, bottom, top, radius, k):
-    r = radius[k]
-    z_bottom = pz + bottom[k]
-    best = _sphere_entry(ox, oy, oz, dx, dy, dz, dd, max_t, px, py, z_bottom, r)
-    if top[k] > bottom[k]:
-        z_top = pz + top[k]
-        best = min(best, _sphere_entry(ox, oy, oz, dx, dy, dz, dd, max_t, px, py, z_top, r))
-        best = min(
-            best, _cylinder_entry(ox, oy, oz, dx, dy, dz, dxy, max_t, px, py, z_bottom, z_top, r)
-        )
-    return best
 
 
 @device_function
@@ -238,9 +179,7 @@ def _exact_player(
     on the order in which candidates arrive (the grid hands them out in ray order).
     """
     for k in range(bottom.shape[0]):
-        e = _hitbox_entry(
-            ox, oy, oz, dx, dy, dz, dd, dxy, max_t, px, py, pz, bottom, top, radius, k
-        )
+        e = hitbox_entry(ox, oy, oz, dx, dy, dz, dd, dxy, max_t, px, py, pz, bottom, top, radius, k)
         if e < best_d or (
             e == best_d and e < math.inf and (p < best_p or (p == best_p and k + 1 < best_k))
         ):
@@ -616,9 +555,9 @@ def _projectile_one(
 #: The device functions, in dependency order, for cuda.py to register for the GPU target.
 DEVICE_FUNCTIONS = (
     _bracket,
-    _sphere_entry,
-    _cylinder_entry,
-    _hitbox_entry,
+    sphere_entry,
+    cylinder_entry,
+    hitbox_entry,
     _world_entry,
     _exact_player,
     _nearest_player,
