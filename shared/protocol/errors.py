@@ -6,8 +6,6 @@ as this module's :class:`InvalidField` (:func:`as_protocol_error`)."""
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from shared import schema
 from shared.schema import MessageError
 
@@ -25,7 +23,7 @@ __all__ = [
 class ProtocolError(MessageError):
     """The peer sent something this protocol does not allow (remote misbehaviour)."""
 
-    code: ClassVar[str] = "protocol_error"  # type: ignore[misc]
+    code = "protocol_error"
 
 
 class FrameTooLarge(ProtocolError):
