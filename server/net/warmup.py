@@ -57,6 +57,8 @@ T = TypeVar("T")
 #: CPU on the 2-core machine. The node never runs the decoder; it is in the cache so that
 #: bots started on this machine (the demo's, the tests') load it instead of compiling it.
 GROUPS = ("decoder", "deltas", "projectiles", "hitscan", "grid", "frames", "queues")
+#: Source files whose contents the kernels are compiled from (their globals included).
+_SOURCES = jitcache.KERNEL_SOURCES
 _ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -159,7 +161,8 @@ def stamp_path() -> Path:
     machine = (numba.__version__, sys.version, platform.machine(), platform.processor())
     for part in (*machine, str(_ROOT)):
         digest.update(part.encode() + b"\0")
-    digest.update(jitcache.kernel_sources_digest().encode())
+    for source in _SOURCES:
+        digest.update((_ROOT / source).read_bytes())
     return jitcache.cache_dir() / f"arena-kernels-{digest.hexdigest()[:16]}.ready"
 
 
