@@ -2,8 +2,10 @@
 
 The sessions seat a UDP player exactly as a WebSocket one: the same join, admission,
 budgets, intake, offences and closes. What the link adds is the mapping of the seat
-protocol's frames onto the channel's lanes (:class:`shared.datagram.Lane`): snapshots go
-UNRELIABLE (a lost one is superseded by the next), every other message RELIABLE; from the
+protocol's frames onto the channel's lanes (:class:`shared.datagram.Lane`, by
+:func:`shared.protocol.datagram_spec.lane_of_frame`): snapshots go UNRELIABLE (a lost one
+is superseded by the next), so do the round-trip probes and pongs (a resent one would
+measure the resend), every other message RELIABLE; from the
 client, REDUNDANT payloads are inputs, charged to the input budget, the rest to the
 other frames' budget, each payload once however many datagrams repeated it (the channel
 delivers it once).
@@ -31,6 +33,7 @@ from server.net.player_stream import FLOOD_PAUSE_S
 from server.sim.input_budget import FrameKind, SeatBudgets
 from server.sim.intake import HeldReader, InputIntake
 from shared.datagram import Channel, Lane
+from shared.protocol.datagram_spec import lane_of_frame
 
 __all__ = ["CLOSE_LINGER_CAP_S", "LinkEndpoint", "UdpLink", "as_client_frame"]
 
@@ -219,7 +222,7 @@ class UdpLink:
     def send(self, message: bytes) -> bool:
         if self._closing:
             return False
-        self.channel.send(message, Lane.RELIABLE)
+        self.channel.send(message, lane_of_frame(message))
         self._metrics.tally_bytes_out += len(message)
         self._endpoint.wake(self)
         return True
@@ -233,7 +236,7 @@ class UdpLink:
             return False  # (larger than a datagram's 255 fragments: not sent)
         sent = len(head) + len(body)
         if probe:
-            self.channel.send(probe, Lane.RELIABLE)
+            self.channel.send(probe, Lane.UNRELIABLE)  # (a round trip: never resent)
             sent += len(probe)
         self._metrics.tally_bytes_out += sent
         self._endpoint.wake(self)
