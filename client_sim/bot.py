@@ -598,8 +598,9 @@ class Bot:
 
     def _stall(self) -> str:
         """``ok``, ``probe`` (a stall: ask the node whether it is alive before leaving it),
-        ``reprobe`` (the probe unanswered for a while: ask again) or ``lost``. A slow node is not a dead one: the bot leaves only on evidence, a closed
-        socket, a probe unanswered, or nothing shown for :data:`STALL_GIVE_UP_S`; a standby
+        ``reprobe`` (the probe unanswered for a while: ask again) or ``lost``. A slow node
+        is not a dead one: the bot leaves only on evidence, a closed socket, a probe
+        unanswered, or nothing shown for :data:`STALL_GIVE_UP_S`; a standby
         that took over says so itself, by welcoming the spare (:meth:`welcomed`)."""
         active = self._connections.get(self._active) if self._active is not None else None
         if active is None or active.closed:

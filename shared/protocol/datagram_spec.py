@@ -51,6 +51,7 @@ def lane_of_frame(frame: bytes) -> channel.Lane:
             return LANE_OF_MESSAGE.get(name, channel.Lane.RELIABLE)
     return channel.Lane.RELIABLE
 
+
 #: What each lane promises, and the records it travels in.
 LANE_MEANINGS = {
     channel.Lane.UNRELIABLE: (

@@ -152,7 +152,7 @@ async def test_a_flood_is_dropped_unopened_for_a_while_and_an_offence_too_many_c
     assert link.closing and not link.reading()
 
 
-async def test_snapshots_and_probes_ride_the_unreliable_lane_and_an_error_goes_before_the_close() -> None:
+async def test_snapshots_and_probes_go_unreliable_and_an_error_goes_before_the_close() -> None:
     endpoint, intake, events = Endpoint(), Intake(), Events()
     client, link = pair(endpoint)
     seated(link, intake, events, [0.0])
