@@ -9,7 +9,7 @@ import functools
 import json
 import socket
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -44,11 +44,14 @@ class Region:
         self.client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.client.bind(("127.0.0.1", 0))
         self.client.setblocking(False)
-        self.node: Any = SimpleNamespace(
-            udp_key=KEY,
-            udp_address=self.sock.getsockname(),
-            peer_urls=lambda: [f"http://{STANDBY[0]}:{STANDBY[1]}"],
-        )
+        self.node: Any = cast(
+            Any,
+            SimpleNamespace(
+                udp_key=KEY,
+                udp_address=self.sock.getsockname(),
+                peer_urls=lambda: [f"http://{STANDBY[0]}:{STANDBY[1]}"],
+            ),
+        )  # (what region_connect_token reads of a node)
         self.endpoint = UdpEndpoint(
             self.sock,
             ServerHandshake(KEY, [self.node.udp_address]),
