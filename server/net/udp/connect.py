@@ -39,7 +39,8 @@ __all__ = [
 ]
 
 #: How long a connect token may start a handshake (netcode.io's tokens live seconds): a
-#: failover within it reconnects with the same token; later, the client asks again.
+#: seated client is sent a new one at half of it (``connect_token``), so a failover finds
+#: a live token; one that holds none (not seated that long) asks again.
 CONNECT_TOKEN_TTL_S = TOKEN_EXPIRES_IN_S
 #: A connected client silent this long is gone (the channel's time-out).
 CONNECT_TIMEOUT_S = TIMEOUT_S
