@@ -33,6 +33,7 @@ import contextlib
 import dataclasses
 import functools
 import itertools
+import json
 import math
 import random
 import time
@@ -47,6 +48,7 @@ from client_sim.latency import BotParams
 from client_sim.link import BotLink, DatagramLink
 from client_sim.pump import DeliveryPump
 from shared import protocol
+from shared.datagram.tokens import ConnectToken
 
 __all__ = ["Bot", "BotHost", "BotSettings", "FailoverEvent", "ProcessBeat"]
 
@@ -391,6 +393,19 @@ class Bot:
             self._retire(self._spare)
             self._spare = None
             self._changed.set()
+
+    def connect_token_renewed(self, message: protocol.ConnectTokenMessage) -> None:
+        """The node sent a fresh connect token (UDP): the next handshake, at this node or at
+        the promoted standby after a failover, uses it and asks no ``/connect``. One that
+        does not parse is counted as an error, and the bot keeps the token it holds."""
+        if self._delivering != self._active:
+            return  # (a connection on its way out: not the node we play on)
+        try:
+            token = ConnectToken.from_json(json.loads(message.token))
+        except (ValueError, RecursionError):  # (RecursionError: JSON nested too deep)
+            self.swarm.note_error("bad_connect_token")
+            return
+        self._tokens.renewed(token)
 
     def token_refused(self) -> None:
         """A node refused the token our join carried (``invalid_token``): it will never be

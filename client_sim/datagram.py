@@ -126,7 +126,8 @@ class DatagramMeter(Protocol):
 class TokenBook:
     """A bot's connect token and where it was used: a token opens a connection once per
     node, so a second connection to a node where it was used (or one not listed in it, or
-    one after it expired) asks that node for a new token."""
+    one after it expired) asks that node for a new token. While the bot plays over UDP its
+    node sends it fresh ones (``connect_token``), each :meth:`renewed` here."""
 
     __slots__ = ("token", "used")
 

@@ -73,7 +73,9 @@ def test_every_message_and_event_is_documented_with_its_decoder_s_fields() -> No
         )
     }  # fmt: skip
     server = {m["type"] for m in spec["server_messages"]}
-    assert server == {"welcome", "snapshot", "pong", "probe", "error", "standbys", "token"}
+    assert server == {
+        "welcome", "snapshot", "pong", "probe", "error", "standbys", "token", "connect_token",
+    }  # fmt: skip
     assert [e["kind"] for e in spec["events"]] == ["join", "leave", "respawn", "shot"]
 
 
