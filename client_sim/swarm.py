@@ -285,6 +285,8 @@ class Swarm:
             bot.standbys_changed(message)
         elif isinstance(message, protocol.TokenMessage):
             bot.token_renewed(message)
+        elif isinstance(message, protocol.ConnectTokenMessage):
+            bot.connect_token_renewed(message)
         elif isinstance(message, protocol.WelcomeMessage):
             self._on_welcome(bot, message)
         elif isinstance(message, protocol.ErrorMessage):

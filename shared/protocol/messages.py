@@ -51,7 +51,9 @@ from shared.schema import (
 )
 
 __all__ = [
+    "MAX_CONNECT_TOKEN_CHARS",
     "ClientMessage",
+    "ConnectTokenMessage",
     "ErrorMessage",
     "InputMessage",
     "JoinMessage",
@@ -292,6 +294,22 @@ class TokenMessage(Message):
     FIELDS = {"token": text(512)}
 
 
+#: The longest connect token's JSON, and room to spare: 8 addresses of 63-byte hosts, the
+#: base64 of its 931-byte private part and of its keys come to about 2,050 characters.
+MAX_CONNECT_TOKEN_CHARS = 2560
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectTokenMessage(Message):
+    """Server -> UDP client, while seated, before its connect token expires: a fresh one
+    (its JSON, as ``POST /connect`` answers it), so a failover long after the client
+    connected still finds a live token for the promoted standby."""
+
+    TYPE = "connect_token"
+    token: str
+    FIELDS = {"token": text(MAX_CONNECT_TOKEN_CHARS)}
+
+
 @dataclass(frozen=True, slots=True)
 class PongMessage(Message):
     """Server -> client, answer to ``ping``: echoes ``t`` and adds the server time."""
@@ -339,6 +357,7 @@ ServerMessage = (
     | ErrorMessage
     | StandbysMessage
     | TokenMessage
+    | ConnectTokenMessage
 )
 
 _CLIENT_TYPES: dict[str, type[Message]] = {
@@ -348,7 +367,7 @@ _SERVER_TYPES: dict[str, type[Message]] = {
     m.TYPE: m
     for m in (
         WelcomeMessage, SnapshotMessage, PongMessage, ProbeMessage, ErrorMessage, StandbysMessage,
-        TokenMessage,
+        TokenMessage, ConnectTokenMessage,
     )
 }  # fmt: skip
 

@@ -94,6 +94,9 @@ MESSAGE_MEANINGS: dict[str, dict[str, str]] = {
         "epoch": "the sender's epoch; a client told of it refuses snapshots of lower epochs from then on",
     },
     "token": {"token": "a new session token for this seat: resume with it from now on"},
+    "connect_token": {
+        "token": "a new connect token, the JSON object `POST /connect` answers with (compact): use it for the next handshake, at this node or another of its `addresses`",
+    },
     "pong": {
         "id": "the ping's id",
         "t": "the ping's `t`, unchanged",

@@ -23,17 +23,24 @@ from aiohttp import web
 
 from server.net.registration import check_reservation
 from server.tokens import TokenError, verify_token
-from shared.datagram import issue_connect_token
+from shared.datagram import ConnectToken, issue_connect_token
 from shared.datagram.constants import TIMEOUT_S, TOKEN_EXPIRES_IN_S
 from shared.datagram.tokens import MAX_ADDRESSES
 
 if TYPE_CHECKING:
     from server.net.node import Node
 
-__all__ = ["CONNECT_TOKEN_TTL_S", "MAX_CONNECT_BODY", "connect_handler", "region_addresses"]
+__all__ = [
+    "CONNECT_TOKEN_TTL_S",
+    "MAX_CONNECT_BODY",
+    "connect_handler",
+    "region_addresses",
+    "region_connect_token",
+]
 
 #: How long a connect token may start a handshake (netcode.io's tokens live seconds): a
-#: failover within it reconnects with the same token; later, the client asks again.
+#: seated client is sent a new one at half of it (``connect_token``), so a failover finds
+#: a live token; one that holds none (not seated that long) asks again.
 CONNECT_TOKEN_TTL_S = TOKEN_EXPIRES_IN_S
 #: A connected client silent this long is gone (the channel's time-out).
 CONNECT_TIMEOUT_S = TIMEOUT_S
@@ -102,17 +109,24 @@ def connect_handler(node: Node) -> Callable[[web.Request], Awaitable[web.Respons
         if refusal is not None:
             node.metrics.joins_refused.labels(refusal[0]).inc()
             return _refusal(403, refusal[1], refusal[2])
-        issued = issue_connect_token(
-            node.udp_key,
-            user_data=name.encode(),
-            addresses=region_addresses(node.udp_address, node.peer_urls()),
-            now=time.time(),
-            expires_in_s=CONNECT_TOKEN_TTL_S,
-            timeout_s=CONNECT_TIMEOUT_S,
-        )
+        issued = region_connect_token(node, name.encode(), time.time())
         return web.json_response(issued.to_json())
 
     return connect
+
+
+def region_connect_token(node: Node, user_data: bytes, now: float) -> ConnectToken:
+    """A connect token for the region (``POST /connect``'s, and each renewal the endpoint
+    sends a seated player): sealed under the region key, listing this node's UDP address,
+    then its peers'."""
+    return issue_connect_token(
+        node.udp_key,
+        user_data=user_data,
+        addresses=region_addresses(node.udp_address, node.peer_urls()),
+        now=now,
+        expires_in_s=CONNECT_TOKEN_TTL_S,
+        timeout_s=CONNECT_TIMEOUT_S,
+    )
 
 
 def _admission_refusal(node: Node, name: str, token: str | None) -> tuple[str, str, str] | None:
