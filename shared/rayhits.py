@@ -33,7 +33,7 @@ from shared.hitbox import (
     RayHit,
     hitbox_arrays,
 )
-from shared.raygeometry import hitbox_entry
+from shared.raygeometry import hitbox_entry, world_entry
 
 __all__ = ["REACH", "first_hit", "warm_up"]
 
@@ -68,44 +68,13 @@ def first_hit(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _world_entry(ox, oy, oz, dx, dy, dz, max_t, box_min, box_max):
-    """Entry into the floor (``z <= 0``) or the nearest box (slab method), or inf."""
-    best = math.inf
-    if dz < 0.0:
-        t = max(-oz / dz, 0.0)
-        if t <= max_t:
-            best = t
-    elif oz <= 0.0:
-        best = 0.0
-    for j in range(box_min.shape[0]):
-        lo = 0.0
-        hi = max_t
-        inside = True
-        for axis in range(3):
-            o = ox if axis == 0 else oy if axis == 1 else oz
-            d = dx if axis == 0 else dy if axis == 1 else dz
-            if d == 0.0:
-                if o < box_min[j, axis] or o > box_max[j, axis]:
-                    inside = False
-                    break
-            else:
-                t1 = (box_min[j, axis] - o) / d
-                t2 = (box_max[j, axis] - o) / d
-                lo = max(lo, min(t1, t2))
-                hi = min(hi, max(t1, t2))
-        if inside and lo <= hi and lo < best:
-            best = lo
-    return best
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _first_hit(
     ox, oy, oz, dx, dy, dz, max_t, feet, present, box_min, box_max,
     bottom, top, radius, centre_height, reach,
 ):  # fmt: skip
     dxy = dx * dx + dy * dy
     dd = dx * dx + dy * dy + dz * dz
-    world = _world_entry(ox, oy, oz, dx, dy, dz, max_t, box_min, box_max)
+    world = world_entry(ox, oy, oz, dx, dy, dz, max_t, box_min, box_max)
     best, victim, hitbox = math.inf, -1, HITBOX_NONE
     for p in range(feet.shape[0]):
         if not present[p]:

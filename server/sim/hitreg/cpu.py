@@ -42,7 +42,7 @@ from shared.hitbox import (
     HITBOX_RADIAL_EXTENT,
     hitbox_arrays,
 )
-from shared.raygeometry import cylinder_entry, hitbox_entry, sphere_entry
+from shared.raygeometry import cylinder_entry, hitbox_entry, sphere_entry, world_entry
 
 __all__ = [
     "DEVICE_FUNCTIONS",
@@ -66,13 +66,12 @@ _GRID_CELL_SCALE = 1.0
 _GRID_MIN_CELL = 2.0
 #: Early-out padding of the bounding sphere, metres.
 _BOUNDING_PAD = 1e-3
-#: Padding of the box pre-check of a segment, metres.
-_BOX_PAD = 1e-6
 
 
 # --------------------------------------------------------------------------------------------
-# Per-shot math shared with cuda.py (the hitbox entry is shared/raygeometry.py, the bots'
-# kernel calls it too). Keep the operation order identical to shared/hitbox.py.
+# Per-shot math shared with cuda.py (the entries into a hitbox and into the map are
+# shared/raygeometry.py's, which the bots' kernel calls too). Keep the operation order
+# identical to shared/hitbox.py.
 # --------------------------------------------------------------------------------------------
 
 
@@ -104,68 +103,6 @@ def _bracket(times, start, count, m, t):
     if t0 == t:
         return before, before, 0.0
     return before, after, (t - t0) / (times[m, after] - t0)
-
-
-@device_function
-def _world_entry(ox, oy, oz, dx, dy, dz, max_t, box_min, box_max):
-    """Entry into the floor or the nearest box (slab method), or inf."""
-    best = math.inf
-    if dz < 0.0:
-        t = max(-oz / dz, 0.0)
-        if t <= max_t:
-            best = t
-    elif oz <= 0.0:
-        best = 0.0
-    # The segment's bounding box lets most boxes be skipped without a slab test.
-    ex = ox + dx * max_t
-    ey = oy + dy * max_t
-    ez = oz + dz * max_t
-    seg_x0 = min(ox, ex) - _BOX_PAD
-    seg_x1 = max(ox, ex) + _BOX_PAD
-    seg_y0 = min(oy, ey) - _BOX_PAD
-    seg_y1 = max(oy, ey) + _BOX_PAD
-    seg_z0 = min(oz, ez) - _BOX_PAD
-    seg_z1 = max(oz, ez) + _BOX_PAD
-    for j in range(box_min.shape[0]):
-        bx0 = box_min[j, 0]
-        bx1 = box_max[j, 0]
-        by0 = box_min[j, 1]
-        by1 = box_max[j, 1]
-        bz0 = box_min[j, 2]
-        bz1 = box_max[j, 2]
-        if seg_x1 < bx0 or seg_x0 > bx1 or seg_y1 < by0 or seg_y0 > by1:
-            continue
-        if seg_z1 < bz0 or seg_z0 > bz1:
-            continue
-        lo = 0.0
-        hi = max_t
-        if dx == 0.0:
-            if ox < bx0 or ox > bx1:
-                continue
-        else:
-            t1 = (bx0 - ox) / dx
-            t2 = (bx1 - ox) / dx
-            lo = max(lo, min(t1, t2))
-            hi = min(hi, max(t1, t2))
-        if dy == 0.0:
-            if oy < by0 or oy > by1:
-                continue
-        else:
-            t1 = (by0 - oy) / dy
-            t2 = (by1 - oy) / dy
-            lo = max(lo, min(t1, t2))
-            hi = min(hi, max(t1, t2))
-        if dz == 0.0:
-            if oz < bz0 or oz > bz1:
-                continue
-        else:
-            t1 = (bz0 - oz) / dz
-            t2 = (bz1 - oz) / dz
-            lo = max(lo, min(t1, t2))
-            hi = min(hi, max(t1, t2))
-        if lo <= hi and lo < best:
-            best = lo
-    return best
 
 
 @device_function
@@ -398,7 +335,7 @@ def _hitscan_one(
     dy = shot_dir[i, 1]
     dz = shot_dir[i, 2]
     max_t = shot_range[i]
-    t_world = _world_entry(ox, oy, oz, dx, dy, dz, max_t, box_min, box_max)
+    t_world = world_entry(ox, oy, oz, dx, dy, dz, max_t, box_min, box_max)
     before, after, weight = _bracket(times, start, count, m, shot_time[i])
     best_d, best_p, best_k, tests = _nearest_player(
         positions, alive, m, before, after, weight, shot_shooter[i],
@@ -510,7 +447,7 @@ def _projectile_one(
         sx = bx - ax
         sy = by - ay
         sz = bz - az
-        t_world = _world_entry(ax, ay, az, sx, sy, sz, 1.0, box_min, box_max)
+        t_world = world_entry(ax, ay, az, sx, sy, sz, 1.0, box_min, box_max)
         before, after, weight = _bracket(times, start, count, m, spawn + tau)
         best_d, best_p, best_k, n_tests = _nearest_player(
             positions, alive, m, before, after, weight, shooter,
@@ -558,7 +495,7 @@ DEVICE_FUNCTIONS = (
     sphere_entry,
     cylinder_entry,
     hitbox_entry,
-    _world_entry,
+    world_entry,
     _exact_player,
     _nearest_player,
     _hitscan_one,
