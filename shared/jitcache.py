@@ -135,7 +135,7 @@ def kernel_sources_digest() -> str:
 
 def _numba_folders(cache: Path) -> set[Path]:
     """The folders numba files this checkout's kernels in (one per source folder, named
-    as numba's ``_UserProvidedCacheLocator`` names them: the folder's name and the SHA-1
+    as numba's ``UserProvidedCacheLocator`` names them: the folder's name and the SHA-1
     of its absolute path)."""
     folders = set()
     for source in KERNEL_SOURCES:
