@@ -34,7 +34,9 @@ def test_fuzzed_datagrams_are_all_refused() -> None:
     waiting = ClientHandshake(token_for(key), NODE, 0.0)
     waiting_address = ("127.0.0.1", 50002)
     (request,) = waiting.datagrams(0.0)
-    waiting.on_datagram(server.on_datagram(request, waiting_address, 0.0).reply, 0.0)
+    challenge = server.on_datagram(request, waiting_address, 0.0).reply
+    assert challenge is not None
+    waiting.on_datagram(challenge, 0.0)
     (response,) = waiting.datagrams(0.0)
     # Genuine traffic of every kind to mutate, replay and cut.
     pair.client_channel.send(b"input", Lane.REDUNDANT)
