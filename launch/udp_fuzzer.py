@@ -77,6 +77,7 @@ class _Source:
 
     sock: socket.socket
     role: str
+    port: int
     sent: int = 0
     sent_bytes: int = 0
     received: int = 0
@@ -111,7 +112,7 @@ class _Source:
 
     def figures(self) -> dict[str, Any]:
         return {
-            "port": self.sock.getsockname()[1],
+            "port": self.port,
             "role": self.role,
             "sent": self.sent,
             "sent_bytes": self.sent_bytes,
@@ -125,7 +126,7 @@ def _new_socket(role: str) -> _Source:
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind(("127.0.0.1", 0))
     sock.setblocking(False)
-    return _Source(sock, role)
+    return _Source(sock, role, int(sock.getsockname()[1]))
 
 
 def fetch_token(base_url: str, name: str) -> ConnectToken:
@@ -208,52 +209,65 @@ class _Honest:
 
 def run_fuzzer(plan: FuzzPlan) -> dict[str, Any]:
     """Send the plan's datagrams (round robin over :data:`FUZZ_KINDS`, each from a source of
-    its kind), paced at its rate; what was sent by kind and what each source got back."""
-    rng = random.Random(plan.seed)
+    its kind), paced at its rate; what was sent by kind and what each source got back. A
+    node that stops answering ``/connect`` ends the run early, its ``failure`` said."""
     started = time.monotonic()
-    deadline = started + plan.within_s
     others = [_new_socket(ANY) for _ in range(plan.sources)]
     honest = _Honest(plan, _new_socket(CONNECTED), _new_socket(CHALLENGED))
-    by_role = {ANY: others, CONNECTED: [honest.capture], CHALLENGED: [honest.challenged]}
     sent = dict.fromkeys(FUZZ_KINDS, 0)
-    material = None
+    sending_s: float | None = None
     try:
-        while material is None and time.monotonic() < deadline:  # the capture connects first
-            honest.service(time.time())
-            material = honest.material()
-            time.sleep(0.002)
-        if material is None:
-            return _result(plan, sent, honest, others, started, "the capture never connected")
-        begun = time.monotonic()
-        for number in range(plan.datagrams):
-            if number % BURST == 0:
-                now = time.time()
-                honest.service(now)
-                material = honest.material() or material
-                for source in others:
-                    source.drain()
-                ahead = begun + number / plan.rate - time.monotonic()
-                if ahead > 0:
-                    time.sleep(ahead)
-                if time.monotonic() > deadline:
-                    break
-            kind = FUZZ_KINDS[number % len(FUZZ_KINDS)]
-            source = rng.choice(by_role[SOURCE_OF[kind]] + (others if kind == "replayed" else []))
-            source.send(fuzz_datagram(kind, rng, material, now), plan.node)
-            sent[kind] += 1
-        sending_s = time.monotonic() - begun
-        end = time.monotonic() + DRAIN_S
-        while time.monotonic() < end:
-            honest.service(time.time())
-            for source in others:
-                source.drain()
-            time.sleep(0.01)
-        result = _result(plan, sent, honest, others, started, None)
-        result["sending_s"] = round(sending_s, 3)
-        return result
+        sending_s = _fuzz(plan, honest, others, sent, started + plan.within_s)
+        failure = None if sending_s is not None else "the capture never connected"
+    except (OSError, ValueError) as error:  # (urllib's errors are OSErrors)
+        failure = f"{type(error).__name__}: {error}"
     finally:
         for source in [*others, honest.capture, honest.challenged]:
             source.sock.close()
+    result = _result(plan, sent, honest, others, started, failure)
+    result["sending_s"] = None if sending_s is None else round(sending_s, 3)
+    return result
+
+
+def _fuzz(
+    plan: FuzzPlan, honest: _Honest, others: list[_Source], sent: dict[str, int], deadline: float
+) -> float | None:
+    """The sending itself, counted into ``sent``: its seconds, or None when the capture
+    client never connected (nothing to spoil)."""
+    rng = random.Random(plan.seed)
+    by_role = {ANY: others, CONNECTED: [honest.capture], CHALLENGED: [honest.challenged]}
+    material = None
+    while material is None and time.monotonic() < deadline:  # the capture connects first
+        honest.service(time.time())
+        material = honest.material()
+        time.sleep(0.002)
+    if material is None:
+        return None
+    begun = time.monotonic()
+    for number in range(plan.datagrams):
+        if number % BURST == 0:
+            now = time.time()
+            honest.service(now)
+            material = honest.material() or material
+            for source in others:
+                source.drain()
+            ahead = begun + number / plan.rate - time.monotonic()
+            if ahead > 0:
+                time.sleep(ahead)
+            if time.monotonic() > deadline:
+                break
+        kind = FUZZ_KINDS[number % len(FUZZ_KINDS)]
+        source = rng.choice(by_role[SOURCE_OF[kind]] + (others if kind == "replayed" else []))
+        source.send(fuzz_datagram(kind, rng, material, now), plan.node)
+        sent[kind] += 1
+    sending_s = time.monotonic() - begun
+    end = time.monotonic() + DRAIN_S
+    while time.monotonic() < end:
+        honest.service(time.time())
+        for source in others:
+            source.drain()
+        time.sleep(0.01)
+    return sending_s
 
 
 def _result(
@@ -283,7 +297,5 @@ def _result(
         "challenged_requests": honest.primers,
         "challenges_received": honest.challenges,
         "accepted_from_fuzz_sources": sum(1 for s in unanswered if s.connections),
-        "amplifying_sources": [
-            s.sock.getsockname()[1] for s in unanswered if s.received_bytes > s.sent_bytes
-        ],
+        "amplifying_sources": [s.port for s in unanswered if s.received_bytes > s.sent_bytes],
     }

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import socket
 import subprocess
 import sys
 import time
@@ -134,3 +135,14 @@ def test_a_short_fuzz_is_all_refused_by_cause_and_never_accepted_or_amplified(
         assert refused.get(cause, 0) > 0, (cause, refused)
     with urllib.request.urlopen(process.admin_url + "/health", timeout=10) as answer:
         assert json.loads(answer.read())["udp_clients"] <= 1  # the fuzzer's own capture client
+
+
+def test_a_node_that_gives_no_token_ends_the_fuzz_with_its_failure_said() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]  # (nothing listens there)
+    result = run_fuzzer(
+        FuzzPlan(("127.0.0.1", port), f"http://127.0.0.1:{port}", 10, RATE, 2, 1, 5.0)
+    )
+    assert result["sent"] == 0 and result["failure"], result
+    assert result["accepted_from_fuzz_sources"] == 0 and len(result["sources"]) == 3
