@@ -32,9 +32,9 @@ from server.net.links import TRY_AGAIN_LATER
 from server.net.sessions import Sessions, reject
 from server.net.state import NodeState
 from server.net.ticker import Ticker
-from server.net.udp.connect import region_connect_token
 from server.net.udp.endpoint import UdpEndpoint
 from server.net.udp.link import UdpLink
+from server.net.udp.tokens import region_connect_token
 from server.net.warmup import WarmUpReport, warm_up_kernels
 from server.net.ws_link import WebSocketLink
 from server.region_key import region_key

@@ -14,9 +14,9 @@ from typing import Any, cast
 import pytest
 
 from server.net.metrics import NodeMetrics
-from server.net.udp.connect import CONNECT_TOKEN_TTL_S, region_connect_token
 from server.net.udp.endpoint import UdpEndpoint
 from server.net.udp.link import RENEW_WITHIN_S, UdpLink
+from server.net.udp.tokens import CONNECT_TOKEN_TTL_S, region_connect_token
 from server.region_key import region_key
 from server.sim.input_budget import input_allowance
 from shared import protocol
