@@ -374,6 +374,37 @@ def websocket_paths(r: dict[str, Any]) -> Table:
     return head, rows
 
 
+def udp_fuzz(r: dict[str, Any]) -> Table:
+    """The honest bots and the node alone and beside the fuzzer, what the fuzzer sent and
+    what came of it. (Not in :data:`BENCHES` until bench/results/udp_fuzz.json is: every
+    bench listed there must have its results file.)"""
+    head = (
+        "window",
+        "honest snapshots / bot / s",
+        "node cores",
+        "load 1m",
+        "bad datagrams",
+        "refused",
+        "accepted",
+        "sources answered with more than they sent",
+    )
+    baseline, fuzzed = r["baseline"], r["fuzzed"]
+    fuzz = fuzzed["fuzz"]
+    alone = ("alone", baseline["snapshots_per_bot_per_s"], baseline["node_cores"],
+             baseline["loadavg_1m_at_end"], None, None, None, None)  # fmt: skip
+    beside = (
+        "beside the fuzzer",
+        fuzzed["snapshots_per_bot_per_s"],
+        fuzzed["node_cores"],
+        fuzzed["loadavg_1m_at_end"],
+        fuzz["sent"],
+        sum(fuzz["refused_by_cause"].values()),
+        fuzz["accepted_from_fuzz_sources"],
+        len(fuzz["amplifying_sources"]),
+    )
+    return head, [alone, beside]
+
+
 @dataclass(frozen=True, slots=True)
 class Bench:
     name: str

@@ -95,7 +95,11 @@ async def measure(
     interest: str = "on",
     hitreg_backend: str | None = None,
     fog: str = "on",
+    light: int = 0,
+    transport: str = "ws",
 ) -> dict[str, Any]:
+    """One node under ``players`` bots, ``light`` of them light players (the rest full
+    bots, the measuring ones), over ``transport``."""
     backend = ("--hitreg-backend", hitreg_backend) if hitreg_backend else ()
     with start_node(
         "--max-players", str(max(players, 300)), "--log-level", "warning",
@@ -114,7 +118,11 @@ async def measure(
                     "--server",
                     node.url,
                     "--count",
-                    str(players),
+                    str(players - light),
+                    "--light",
+                    str(light),
+                    "--transport",
+                    transport,
                     "--duration",
                     str(duration),
                     "--latency",
@@ -158,7 +166,9 @@ async def measure(
     cpu, system = sum(cpu1) - sum(cpu0), cpu1[1] - cpu0[1]
     record: dict[str, Any] = {
         "players": players,
-        "connected": bot_report["bots"]["connected"],
+        "light": light,
+        "transport": transport,
+        "connected": bot_report["bots"]["connected"] + bot_report["bots"]["light"]["connected"],
         "seated_at_start": first["players"],
         "seated_at_end": last["players"],
         "bot_reconnects": bot_report["failover"]["events"],
@@ -179,6 +189,7 @@ async def measure(
         "tick_budget_ms": round(1000 / last["tick_rate"], 2),
         "hitreg_backend": last.get("hitreg_backend"),
         "bot_cpu_us_per_bot_tick": bot_report["bot_process"]["cpu_us_per_bot_tick"],
+        "bot_cpu_us_per_light_bot_tick": bot_report["bot_process"].get("cpu_us_per_light_bot_tick"),
         "bot_ticks_per_s": bot_report["bot_process"]["ticks_per_s"],
         "bot_snapshots_per_s": bot_report["snapshots"]["per_bot_per_s"],
         "prediction_error_p99_m": bot_report["prediction"]["error_p99_m"],

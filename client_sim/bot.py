@@ -33,6 +33,7 @@ import contextlib
 import dataclasses
 import functools
 import itertools
+import json
 import math
 import random
 import time
@@ -47,11 +48,15 @@ from client_sim.latency import BotParams
 from client_sim.link import BotLink, DatagramLink
 from client_sim.pump import DeliveryPump
 from shared import protocol
+from shared.datagram.tokens import ConnectToken
 
 __all__ = ["Bot", "BotHost", "BotSettings", "FailoverEvent", "ProcessBeat"]
 
 STALL_TIMEOUT_S = 0.5  # no snapshot for this long on a live socket: a stall; probe the node
 PROBE_TIMEOUT_S = 1.0  # a probe unanswered this long (plus two round trips): the node is gone
+#: A probe unanswered this long is sent again: over UDP a ping or its pong may be lost (and
+#: is never resent), which must not pass for a dead node.
+PROBE_REPEAT_S = 0.25
 STALL_GIVE_UP_S = 5.0  # answering probes but showing nothing this long: look elsewhere
 SPARE_WAIT_S = 1.0  # after a loss, how long the parked spare gets to be welcomed
 RECONNECT_BACKOFF_S = 0.05  # the first pause between attempts; doubled up to the cap, jittered
@@ -215,6 +220,7 @@ class Bot:
         self._closing: set[asyncio.Task[None]] = set()
         self._loop = asyncio.get_running_loop()
         self._probe_at: float | None = None  # loop time of the stall's probe (a ping)
+        self._probe_sent_at = -math.inf  # loop time the probe's latest ping left
         self._pong_at = -math.inf  # loop time of the last pong
         self._jitter = random.Random(params.index)
         self.stalls = 0  # stalls ridden out with a probe rather than a failover
@@ -387,6 +393,19 @@ class Bot:
             self._retire(self._spare)
             self._spare = None
             self._changed.set()
+
+    def connect_token_renewed(self, message: protocol.ConnectTokenMessage) -> None:
+        """The node sent a fresh connect token (UDP): the next handshake, at this node or at
+        the promoted standby after a failover, uses it and asks no ``/connect``. One that
+        does not parse is counted as an error, and the bot keeps the token it holds."""
+        if self._delivering != self._active:
+            return  # (a connection on its way out: not the node we play on)
+        try:
+            token = ConnectToken.from_json(json.loads(message.token))
+        except (ValueError, RecursionError):  # (RecursionError: JSON nested too deep)
+            self.swarm.note_error("bad_connect_token")
+            return
+        self._tokens.renewed(token)
 
     def token_refused(self) -> None:
         """A node refused the token our join carried (``invalid_token``): it will never be
@@ -593,9 +612,10 @@ class Bot:
         return None
 
     def _stall(self) -> str:
-        """``ok``, ``probe`` (a stall: ask the node whether it is alive before leaving it)
-        or ``lost``. A slow node is not a dead one: the bot leaves only on evidence, a closed
-        socket, a probe unanswered, or nothing shown for :data:`STALL_GIVE_UP_S`; a standby
+        """``ok``, ``probe`` (a stall: ask the node whether it is alive before leaving it),
+        ``reprobe`` (the probe unanswered for a while: ask again) or ``lost``. A slow node
+        is not a dead one: the bot leaves only on evidence, a closed socket, a probe
+        unanswered, or nothing shown for :data:`STALL_GIVE_UP_S`; a standby
         that took over says so itself, by welcoming the spare (:meth:`welcomed`)."""
         active = self._connections.get(self._active) if self._active is not None else None
         if active is None or active.closed:
@@ -614,7 +634,9 @@ class Bot:
             return "probe"
         if self._pong_at >= probe:  # it answered: alive, only slow; ask again in a while
             return "probe" if now - probe > PROBE_TIMEOUT_S else "ok"
-        return "lost" if now - probe > PROBE_TIMEOUT_S + 2 * self.params.rtt else "ok"
+        if now - probe > PROBE_TIMEOUT_S + 2 * self.params.rtt:
+            return "lost"
+        return "reprobe" if now - self._probe_sent_at >= PROBE_REPEAT_S else "ok"
 
     @property
     def _welcomed_at_loop(self) -> float:
@@ -676,8 +698,11 @@ class Bot:
                 self._spare = await self._open(url)
             state = self._stall()
             if state == "probe":
-                self._probe_at = self._loop.time()
+                self._probe_at = self._probe_sent_at = self._loop.time()
                 self.stalls += 1
+                self.ping(self.local_time())
+            elif state == "reprobe":  # the probe's ping, or its pong, may have been lost
+                self._probe_sent_at = self._loop.time()
                 self.ping(self.local_time())
             elif state == "lost":
                 await self._fail_over(stop)

@@ -36,6 +36,7 @@ from shared.datagram import mmsg
 from shared.datagram.channel import Channel, Lane
 from shared.datagram.handshake import ClientHandshake
 from shared.datagram.tokens import ConnectToken
+from shared.protocol.datagram_spec import lane_of_frame
 
 __all__ = [
     "SERVICE_INTERVAL_S",
@@ -66,8 +67,9 @@ _INPUT_PREFIX = protocol.encode_input(
 
 
 def lane_of(frame: bytes) -> Lane:
-    """Which lane a frame the bot sends takes: inputs ``REDUNDANT``, the rest ``RELIABLE``."""
-    return Lane.REDUNDANT if frame[:12] == _INPUT_PREFIX else Lane.RELIABLE
+    """Which lane a frame the bot sends takes: inputs ``REDUNDANT``, pings and probe echoes
+    ``UNRELIABLE`` (a resent one would measure the resend), the rest ``RELIABLE``."""
+    return Lane.REDUNDANT if frame[:12] == _INPUT_PREFIX else lane_of_frame(frame)
 
 
 def connect_url(server_url: str) -> str:
@@ -124,7 +126,8 @@ class DatagramMeter(Protocol):
 class TokenBook:
     """A bot's connect token and where it was used: a token opens a connection once per
     node, so a second connection to a node where it was used (or one not listed in it, or
-    one after it expired) asks that node for a new token."""
+    one after it expired) asks that node for a new token. While the bot plays over UDP its
+    node sends it fresh ones (``connect_token``), each :meth:`renewed` here."""
 
     __slots__ = ("token", "used")
 

@@ -563,7 +563,11 @@ def report_of(tally: Tally, *, workers: int | None = None) -> dict[str, Any]:
         served = int(after["tick"]) - int(before["tick"])
         if "ticks_skipped" in after:
             skipped = int(after["ticks_skipped"]) - int(before.get("ticks_skipped", 0))
-    acked, sent = tally.total("inputs.acked"), tally.total("inputs.sent")
+    # The share of the inputs due an acknowledgement by the end that had one (the run's
+    # last round trip is still in flight); a tally from before that count: of all sent.
+    acked, sent = tally.total("inputs.acked_due"), tally.total("inputs.due")
+    if not sent:
+        acked, sent = tally.total("inputs.acked"), tally.total("inputs.sent")
     processes = len(tally.events.get("processes", []))
     received = _per_bot_per_s(tally, "snapshots")
     down, up = (_per_bot_per_s(tally, name, 8 / 1000) for name in ("bytes_down", "bytes_up"))
@@ -741,7 +745,8 @@ def format_summary(report: dict[str, Any]) -> str:
         f", p95 {show(p['error_p95_m'], ' m')}, p99 {show(p['error_p99_m'], ' m')}",
         f"bandwidth   {show(bw['down_kbps_per_bot'], ' kbit/s')} down, "
         f"{show(bw['up_kbps_per_bot'], ' kbit/s')} up per bot",
-        f"inputs      {inp['acked']}/{inp['sent']} acknowledged, {inp['resent']} sent again, "
+        f"inputs      {inp['acked']}/{inp['sent']} acknowledged (of those due by the end: "
+        f"{show(inp['acked_ratio'])}), {inp['resent']} sent again, "
         f"{inp['recovered_by_redundancy']} recovered by redundancy",
         f"snapshots   over {report.get('transport')}: longest gap per bot p50 "
         f"{show(snaps['longest_gap_ms_p50'], ' ms')}, "

@@ -48,6 +48,9 @@ from shared.timestep import TickSchedule, run_tick_loop
 __all__ = ["ProcessFigures", "Swarm", "SwarmConfig", "SwarmResult", "run_swarm", "warm_up_kernels"]
 
 WATCHDOG_INTERVAL_S = 0.1  # how often the swarm looks for silent primaries and missing spares
+#: Inputs sent this long (plus two of the slowest bot's round trips) before the run's end
+#: are due an acknowledgement by then; the newer ones' acks are still on their way.
+ACK_GRACE_S = 0.5
 PROGRESS_INTERVAL_S = 1.0
 YOUNG_COLLECTION_THRESHOLD = 10_000  # allocations between two young-generation collections
 SAMPLE_INTERVAL_S = 1.0  # the report's time series: one sample a second
@@ -118,6 +121,10 @@ class SwarmResult:
     snapshots: list[int] = field(default_factory=list)
     inputs_sent: list[int] = field(default_factory=list)
     inputs_acked: list[int] = field(default_factory=list)
+    #: Per bot, the inputs sent up to the ack grace before the end, and how many of those
+    #: were acknowledged (``inputs.acked_ratio``: the run's last round trip not counted).
+    inputs_due: list[int] = field(default_factory=list)
+    inputs_acked_due: list[int] = field(default_factory=list)
     inputs_resent: int = 0  # sent again: repeated in later datagrams, resent after failovers
     inputs_recovered: int = 0  # (UDP) first datagram lost, the node had them from a repeat
     longest_gaps: list[float] = field(default_factory=list)  # per bot, seconds
@@ -203,6 +210,9 @@ class Swarm:
         self._ticking: tuple[float, float] | None = None  # loop times of the first, last tick
         self.samples: list[Sample] = []
         self._sampled = _Totals()
+        #: Each bot's inputs sent at the ack grace before the end, by bot index (None: the
+        #: run ended before it).
+        self._inputs_due: dict[int, int] | None = None
         # Each bot's clock as its ticks read it, kept by clock_changed, so that one pass a
         # tick gives every bot's server time (Bot.server_time, bit for bit): its clock
         # offset, its ClockSync's slew once a pong came, else its welcome's server time
@@ -285,6 +295,8 @@ class Swarm:
             bot.standbys_changed(message)
         elif isinstance(message, protocol.TokenMessage):
             bot.token_renewed(message)
+        elif isinstance(message, protocol.ConnectTokenMessage):
+            bot.connect_token_renewed(message)
         elif isinstance(message, protocol.WelcomeMessage):
             self._on_welcome(bot, message)
         elif isinstance(message, protocol.ErrorMessage):
@@ -677,6 +689,8 @@ class Swarm:
         with collector_aside():
             schedule = TickSchedule(self.tick_rate, loop.time())
             end = loop.time() + self.config.duration
+            slowest = max((bot.params.rtt for bot in self.bots), default=0.0)
+            due_at = end - min(ACK_GRACE_S + 2 * slowest, self.config.duration / 2)
             self._ticking = (loop.time(), loop.time())
             self._sampled = self._totals(loop.time())
             ticker = asyncio.create_task(run_tick_loop(schedule, self.tick, loop.time))
@@ -687,6 +701,8 @@ class Swarm:
                     await asyncio.sleep(min(WATCHDOG_INTERVAL_S, max(0.0, end - now)))
                     now = loop.time()
                     self.beat.beat(now)  # (a stall of this process: no bot's silence counts)
+                    if self._inputs_due is None and now >= due_at:
+                        self._inputs_due = {bot.index: bot.inputs_sent for bot in self.bots}
                     for bot in self.bots:
                         if bot.needs_attention(now):
                             bot.wake()
@@ -785,6 +801,11 @@ class Swarm:
         welcomed = [b for b in full if b.welcome is not None]
         lit = [b for b in light if b.welcome is not None]
         first, last = self._ticking or (0.0, 0.0)
+        acked = (
+            [int(predictor.acked[b.index] + 1) for b in welcomed] if predictor is not None else []
+        )
+        due_by_bot = self._inputs_due or {}
+        due = [due_by_bot.get(b.index, b.inputs_sent) for b in welcomed] if acked else []
         return SwarmResult(
             requested=len(full),
             connected=len(welcomed),
@@ -798,11 +819,9 @@ class Swarm:
             bytes_up=[b.bytes_up for b in welcomed],
             snapshots=[b.snapshot_count for b in welcomed],
             inputs_sent=[b.inputs_sent for b in welcomed],
-            inputs_acked=(
-                [int(predictor.acked[b.index] + 1) for b in welcomed]
-                if predictor is not None
-                else []
-            ),
+            inputs_acked=acked,
+            inputs_due=due,
+            inputs_acked_due=[min(a, d) for a, d in zip(acked, due, strict=False)],
             inputs_resent=sum(b.inputs_resent for b in full),
             inputs_recovered=sum(max(0, b.inputs_first_lost - b.inputs_given_up) for b in full),
             longest_gaps=[b.longest_gap for b in welcomed if b.snapshot_count > 1],

@@ -58,6 +58,8 @@ COUNTED: dict[str, str] = {
     "bots.connected": "connected",
     "inputs.sent": "inputs_sent",
     "inputs.acked": "inputs_acked",
+    "inputs.due": "inputs_due",
+    "inputs.acked_due": "inputs_acked_due",
     "snapshots.received": "snapshots",
     "snapshots.interpolation_misses": "interpolation_misses",
     "snapshots.lost": "snapshots_lost",

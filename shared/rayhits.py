@@ -12,9 +12,8 @@ reference does not do that change no answer:
   reference's first-minimum ``argmin`` (lowest slot, then lowest hitbox id).
 
 The reference built a dozen ``(players,)`` arrays per hitbox per ray: some 40 µs a shot.
-The server's own kernels (``server/sim/hitreg/cpu.py``) hold the same per-shot math; they
-cannot share this module's functions, because numba's cache only notices edits to the
-file of the function it compiled.
+The entry into a hitbox is :func:`shared.raygeometry.hitbox_entry`, the function the
+server's kernels (``server/sim/hitreg/cpu.py``) call too.
 """
 
 from __future__ import annotations
@@ -34,6 +33,7 @@ from shared.hitbox import (
     RayHit,
     hitbox_arrays,
 )
+from shared.raygeometry import hitbox_entry, world_entry
 
 __all__ = ["REACH", "first_hit", "warm_up"]
 
@@ -68,91 +68,13 @@ def first_hit(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _sphere_entry(ox, oy, oz, dx, dy, dz, dd, max_t, cx, cy, cz, radius):
-    ex = ox - cx
-    ey = oy - cy
-    ez = oz - cz
-    c = ex * ex + ey * ey + ez * ez - radius * radius
-    if dd == 0.0:  # a degenerate segment: only "already inside" counts
-        return 0.0 if c <= 0.0 else math.inf
-    b = dx * ex + dy * ey + dz * ez
-    h = b * b - dd * c
-    if h < 0.0:
-        return math.inf
-    s = math.sqrt(h)
-    lo = max((-b - s) / dd, 0.0)
-    hi = min((-b + s) / dd, max_t)
-    return lo if lo <= hi else math.inf
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _cylinder_entry(ox, oy, oz, dx, dy, dz, dxy, max_t, px, py, z_bottom, z_top, radius):
-    ex = ox - px
-    ey = oy - py
-    c = ex * ex + ey * ey - radius * radius
-    lo = 0.0
-    hi = max_t
-    if dxy == 0.0:  # parallel to the axis: inside the circle for all t, or never
-        if c > 0.0:
-            return math.inf
-    else:
-        b = dx * ex + dy * ey
-        h = b * b - dxy * c
-        if h < 0.0:
-            return math.inf
-        s = math.sqrt(h)
-        lo = max(lo, (-b - s) / dxy)
-        hi = min(hi, (-b + s) / dxy)
-    if dz == 0.0:
-        if oz < z_bottom or oz > z_top:
-            return math.inf
-    else:
-        t1 = (z_bottom - oz) / dz
-        t2 = (z_top - oz) / dz
-        lo = max(lo, min(t1, t2))
-        hi = min(hi, max(t1, t2))
-    return lo if lo <= hi else math.inf
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _world_entry(ox, oy, oz, dx, dy, dz, max_t, box_min, box_max):
-    """Entry into the floor (``z <= 0``) or the nearest box (slab method), or inf."""
-    best = math.inf
-    if dz < 0.0:
-        t = max(-oz / dz, 0.0)
-        if t <= max_t:
-            best = t
-    elif oz <= 0.0:
-        best = 0.0
-    for j in range(box_min.shape[0]):
-        lo = 0.0
-        hi = max_t
-        inside = True
-        for axis in range(3):
-            o = ox if axis == 0 else oy if axis == 1 else oz
-            d = dx if axis == 0 else dy if axis == 1 else dz
-            if d == 0.0:
-                if o < box_min[j, axis] or o > box_max[j, axis]:
-                    inside = False
-                    break
-            else:
-                t1 = (box_min[j, axis] - o) / d
-                t2 = (box_max[j, axis] - o) / d
-                lo = max(lo, min(t1, t2))
-                hi = min(hi, max(t1, t2))
-        if inside and lo <= hi and lo < best:
-            best = lo
-    return best
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _first_hit(
     ox, oy, oz, dx, dy, dz, max_t, feet, present, box_min, box_max,
     bottom, top, radius, centre_height, reach,
 ):  # fmt: skip
     dxy = dx * dx + dy * dy
     dd = dx * dx + dy * dy + dz * dz
-    world = _world_entry(ox, oy, oz, dx, dy, dz, max_t, box_min, box_max)
+    world = world_entry(ox, oy, oz, dx, dy, dz, max_t, box_min, box_max)
     best, victim, hitbox = math.inf, -1, HITBOX_NONE
     for p in range(feet.shape[0]):
         if not present[p]:
@@ -168,18 +90,9 @@ def _first_hit(
         if gx * gx + gy * gy + gz * gz > reach * reach:
             continue
         for k in range(bottom.shape[0]):
-            r = radius[k]
-            z_bottom = pz + bottom[k]
-            entry = _sphere_entry(ox, oy, oz, dx, dy, dz, dd, max_t, px, py, z_bottom, r)
-            if top[k] > bottom[k]:
-                z_top = pz + top[k]
-                entry = min(
-                    entry, _sphere_entry(ox, oy, oz, dx, dy, dz, dd, max_t, px, py, z_top, r)
-                )
-                entry = min(
-                    entry,
-                    _cylinder_entry(ox, oy, oz, dx, dy, dz, dxy, max_t, px, py, z_bottom, z_top, r),
-                )
+            entry = hitbox_entry(
+                ox, oy, oz, dx, dy, dz, dd, dxy, max_t, px, py, pz, bottom, top, radius, k
+            )
             if entry < best:  # (strict: a tie stays with the lower slot, the lower id)
                 best, victim, hitbox = entry, p, k + 1
     if best < world:  # (the world wins a tie: cover that touches a player covers him)

@@ -11,14 +11,15 @@ packets of two inputs, each acknowledging the newest snapshot read; ``--decode o
 decodes the players on client 0 only (every client reads the snapshot's head for its ack).
 
 ``arena``: Arena's own bots (``client_sim.swarm.Swarm``: prediction, reconciliation,
-interpolation, the ``--behaviour`` they play), over a 1 ms modelled link without jitter.
+interpolation, the ``--behaviour`` they play), over a 1 ms modelled link without jitter;
+``arena-udp``: the same bots over UDP (sealed datagrams, ``client_sim.datagram``).
 
 Either way the process speaks the same line protocol as ``colyseus/clients.js``: stdout
 gets ``{"event":"ready",...}`` once every client joined (or failed), then
 ``{"event":"mark",...}`` with running totals each time ``mark`` arrives on stdin; it ends
 on stdin's EOF (or SIGTERM) with ``{"event":"end",...}``. ``run.py`` takes the deltas.
 
-    python bench/peers/clients.py {naive,arena-wander,arena} --url URL --count N
+    python bench/peers/clients.py {naive,arena-wander,arena,arena-udp} --url URL --count N
                                   [--decode one|all]
 """
 
@@ -348,7 +349,9 @@ class ArenaWanderClients(WanderingClients):
 class ArenaClients:
     """Arena's swarm, in this process, with the line protocol around it."""
 
-    def __init__(self, url: str, count: int, behaviour: str, seed: int = 1) -> None:
+    def __init__(
+        self, url: str, count: int, behaviour: str, seed: int = 1, transport: str = "ws"
+    ) -> None:
         rtt = parse_distribution("1ms")
         profile = LinkProfile(jitter_ms=0.0)
         bots = tuple(draw_bot(i, seed=seed, rtt=rtt, profile=profile) for i in range(count))
@@ -360,6 +363,7 @@ class ArenaClients:
                 seed=seed,
                 behaviour=behaviour,
                 connect_timeout=JOIN_WITHIN_S,
+                transport=transport,
             )
         )
         self.count = count
@@ -398,7 +402,7 @@ class ArenaClients:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("peer", choices=("naive", "arena", "arena-wander"))
+    parser.add_argument("peer", choices=("naive", "arena", "arena-udp", "arena-wander"))
     parser.add_argument("--url", required=True, help="the server's ws:// URL")
     parser.add_argument("--count", type=int, required=True, help="clients in this process")
     parser.add_argument(
@@ -418,7 +422,8 @@ def main(argv: list[str] | None = None) -> int:
     elif args.peer == "arena-wander":
         clients = ArenaWanderClients(args.url, args.count, args.decode)
     else:
-        clients = ArenaClients(args.url, args.count, args.behaviour)
+        transport = "udp" if args.peer == "arena-udp" else "ws"
+        clients = ArenaClients(args.url, args.count, args.behaviour, transport=transport)
     with contextlib.suppress(KeyboardInterrupt):
         eventloop.run(clients.run())
     return 0

@@ -68,7 +68,7 @@ TICK_RATE_HZ = 60
 CLIENT_TICKS_FLOOR = 0.95 * TICK_RATE_HZ
 HERE = Path(__file__).resolve().parent
 COLYSEUS = HERE / "colyseus"
-PEERS = ("arena", "arena-wander", "colyseus", "naive", "ws-floor")
+PEERS = ("arena", "arena-udp", "arena-wander", "colyseus", "naive", "ws-floor")
 #: The servers with no game behind them: the WebSocket code alone under Arena's traffic.
 FLOOR = "ws-floor"
 FLOORS = (FLOOR, f"{FLOOR}-picows")
@@ -232,8 +232,8 @@ class Clients:
         elif kind in ("naive", "arena-wander"):
             command = [sys.executable, str(HERE / "clients.py"), kind, "--url", server.url,
                        "--count", str(count), "--decode", decode]  # fmt: skip
-        else:
-            command = [sys.executable, str(HERE / "clients.py"), "arena", "--url", server.url,
+        else:  # arena, arena-udp: Arena's own bots, over WebSocket or UDP
+            command = [sys.executable, str(HERE / "clients.py"), kind, "--url", server.url,
                        "--count", str(count), "--behaviour", behaviour]  # fmt: skip
         process = await asyncio.create_subprocess_exec(
             *pinned(core), *command,
@@ -296,7 +296,8 @@ async def measure(
         return await measure_floor(name, players, args.window, cores)
     kind, _, decode = name.partition("-decode-")
     decode = decode or "one"
-    peer = "arena" if kind == "arena-wander" else kind  # (Arena's node, the peers' clients)
+    # (Arena's node, whichever clients: its bots over WebSocket or UDP, or the wanderers)
+    peer = "arena" if kind in ("arena-udp", "arena-wander") else kind
     server_core, client_core = cores
     record: dict[str, Any] = {"server": name, "players": players, "decode": decode}
     async with started(peer, players, server_core) as server:
@@ -559,7 +560,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--servers",
         default=",".join(PEERS),
-        help="comma-separated: arena (Arena's bots), arena-wander (Arena's node under "
+        help="comma-separated: arena (Arena's bots), arena-udp (the same bots over UDP), "
+        "arena-wander (Arena's node under "
         "clients that play as the peers' do), colyseus, naive; colyseus-decode-all, "
         "naive-decode-all and arena-wander-decode-all run that peer with every client "
         "decoding every state message (default: one client decodes, the others count bytes); "

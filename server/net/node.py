@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import gc
 import os
 import socket
@@ -33,6 +34,7 @@ from server.net.state import NodeState
 from server.net.ticker import Ticker
 from server.net.udp.endpoint import UdpEndpoint
 from server.net.udp.link import UdpLink
+from server.net.udp.tokens import region_connect_token
 from server.net.warmup import WarmUpReport, warm_up_kernels
 from server.net.ws_link import WebSocketLink
 from server.node_phases import LifecycleEvent, node_status
@@ -127,7 +129,10 @@ class Node(NodeState):
         own = list(dict.fromkeys([self.udp_address, (host, port)]))
         set_buffer_sizes(sock, UDP_BUFFER_BYTES, UDP_BUFFER_BYTES)
         handshake = ServerHandshake(self.udp_key, own)
-        self.udp = UdpEndpoint(sock, handshake, self.metrics, self.udp_session)
+        self.udp = UdpEndpoint(
+            sock, handshake, self.metrics, self.udp_session,
+            issue=functools.partial(region_connect_token, self),
+        )  # fmt: skip
         self.udp.start()
         return self.udp
 

@@ -58,30 +58,7 @@ T = TypeVar("T")
 #: bots started on this machine (the demo's, the tests') load it instead of compiling it.
 GROUPS = ("decoder", "deltas", "projectiles", "hitscan", "grid", "frames", "queues")
 #: Source files whose contents the kernels are compiled from (their globals included).
-_SOURCES = (
-    "server/sim/hitreg/cpu.py",
-    "server/sim/hitreg/jit.py",
-    "server/sim/hitreg/backend.py",
-    "server/sim/hitreg/batches.py",
-    "server/sim/input_frames.py",
-    "server/sim/inputs.py",
-    "server/sim/deltas.py",
-    "server/sim/interest.py",
-    "server/sim/fog/jit.py",
-    "server/sim/fog/kernel.py",
-    "server/sim/fog/state.py",
-    "shared/hitbox.py",
-    "shared/movement.py",
-    "shared/protocol/baselines.py",
-    "shared/protocol/between.py",
-    "shared/protocol/deltas.py",
-    "shared/protocol/fields.py",
-    "shared/protocol/inputs.py",
-    "shared/protocol/reader.py",
-    "shared/protocol/snapshots.py",
-    "shared/rayhits.py",
-    "shared/sightlines.py",
-)
+_SOURCES = jitcache.KERNEL_SOURCES
 _ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -23,6 +23,8 @@ from typing import Any, ClassVar
 
 import msgpack
 
+from shared.schema import MAX_EPOCH, MessageError, integer, text
+
 __all__ = [
     "Ack",
     "Challenge",
@@ -45,18 +47,12 @@ __all__ = [
 ]
 
 
-class MessageError(ValueError):
-    """Not a replication message of this version (the text says what is wrong)."""
-
-
-def _int(name: str, value: object, low: int = 0) -> None:
-    if type(value) is not int or value < low:
-        raise MessageError(f"{name} must be an integer >= {low}, not {value!r}")
-
-
-def _text(name: str, value: object, empty: bool = False) -> None:
-    if not isinstance(value, str) or (not empty and not value):
-        raise MessageError(f"{name} must be a {'' if empty else 'non-empty '}string")
+# The fields' checks, in the vocabulary every message family shares (shared/schema.py).
+_COUNT = integer(0, MAX_EPOCH)  # ticks, epochs, counters: what msgpack's int64 holds
+_SIZE = integer(1, MAX_EPOCH)
+_TICK_OR_NONE = integer(-1, MAX_EPOCH)
+_NAME = text(min_len=1)
+_TEXT = text()
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +69,8 @@ class ConfigFingerprint:
     def __post_init__(self) -> None:
         names = ("matches", "tick_rate", "max_players", "history_snapshots", "snapshot_interval")
         for name in names:
-            _int(f"fingerprint {name}", getattr(self, name), 1)
-        _text("fingerprint map", self.map)
+            _SIZE(f"fingerprint {name}", getattr(self, name))
+        _NAME("fingerprint map", self.map)
 
 
 #: A challenge's nonce: 32 random bytes as hex.
@@ -116,13 +112,13 @@ class Hello:
     promise: float = 0.0
 
     def __post_init__(self) -> None:
-        _text("hello node", self.node)
-        _int("hello epoch", self.epoch)
-        _int("hello tick", self.tick)
+        _NAME("hello node", self.node)
+        _COUNT("hello epoch", self.epoch)
+        _COUNT("hello tick", self.tick)
         if not isinstance(self.fingerprint, ConfigFingerprint):
             raise MessageError("hello fingerprint must be a configuration fingerprint")
-        _text("hello url", self.url, empty=True)
-        _text("hello mac", self.mac)
+        _TEXT("hello url", self.url)
+        _NAME("hello mac", self.mac)
         if not isinstance(self.promise, float) or not 0.0 <= self.promise < 3600.0:
             raise MessageError("hello promise must be a float of seconds")
 
@@ -133,7 +129,7 @@ class StandbyWelcome:
     node: str
 
     def __post_init__(self) -> None:
-        _text("welcome node", self.node)
+        _NAME("welcome node", self.node)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +140,7 @@ class Refused:
     code: str
 
     def __post_init__(self) -> None:
-        _text("refusal code", self.code)
+        _NAME("refusal code", self.code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +149,7 @@ class NotPrimary:
     epoch: int
 
     def __post_init__(self) -> None:
-        _int("not_primary epoch", self.epoch)
+        _COUNT("not_primary epoch", self.epoch)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +158,7 @@ class Ack:
     tick: int
 
     def __post_init__(self) -> None:
-        _int("ack tick", self.tick)
+        _COUNT("ack tick", self.tick)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +174,7 @@ class Fenced:
     epoch: int
 
     def __post_init__(self) -> None:
-        _int("fenced epoch", self.epoch)
+        _COUNT("fenced epoch", self.epoch)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +186,7 @@ class InSync:
     tick: int
 
     def __post_init__(self) -> None:
-        _int("in_sync tick", self.tick)
+        _COUNT("in_sync tick", self.tick)
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +199,7 @@ class OutOfSync:
     tick: int
 
     def __post_init__(self) -> None:
-        _int("out_of_sync tick", self.tick)
+        _COUNT("out_of_sync tick", self.tick)
 
 
 def _seat_row(row: Any) -> bool:
@@ -239,11 +235,11 @@ class MatchState:
     history: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
-        _int("match tick", self.tick)
-        _int("match after", self.after, low=-1)
+        _COUNT("match tick", self.tick)
+        _TICK_OR_NONE("match after", self.after)
         if self.after >= self.tick:
             raise MessageError(f"match tick {self.tick} cannot follow tick {self.after}")
-        _int("match joins", self.joins)
+        _COUNT("match joins", self.joins)
         for name in ("world", "combat") + (("history",) if self.history is not None else ()):
             if not isinstance(getattr(self, name), Mapping):
                 raise MessageError(f"match {name} must be a map")
@@ -254,7 +250,7 @@ class MatchState:
             )
         if not isinstance(self.events, list) or not all(isinstance(e, dict) for e in self.events):
             raise MessageError("match events must be a list of maps")
-        _text("match hash", self.hash)
+        _NAME("match hash", self.hash)
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,8 +260,8 @@ class _NodeRecord:
     matches: tuple[MatchState, ...]
 
     def __post_init__(self) -> None:
-        _int("record epoch", self.epoch)
-        _int("record tick", self.tick)
+        _COUNT("record epoch", self.epoch)
+        _COUNT("record tick", self.tick)
         if not self.matches or not all(isinstance(m, MatchState) for m in self.matches):
             raise MessageError("a record holds one state per match")
 

@@ -46,7 +46,8 @@ REPLAY_WINDOW = 256
 RESEND_INTERVAL_S = 0.1
 
 #: How long a connect token may start a handshake (netcode.io's tokens live seconds): a
-#: failover within it reconnects with the same token; later, the client asks for another.
+#: failover within it reconnects with the same token, and a node sends a seated client a
+#: new one at half of it; a client that holds no live token asks for another.
 TOKEN_EXPIRES_IN_S = 30.0
 
 #: Seconds without an authentic datagram after which either side gives a connection up

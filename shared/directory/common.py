@@ -1,9 +1,11 @@
-"""What every directory message shares: the error a bad one raises, the error answer, the
-limits of the API and the field checks, each stated once.
+"""What every directory message shares: the error answer, the limits of the API and the
+checks of its common fields, each stated once.
 
-The checks return the value they were given (no copies, no coercion) and raise
-:class:`MessageError` with one line that names the field, so a message can check itself in
-``__post_init__`` and a refusal can be sent back to the peer as it is.
+The checks are :mod:`shared.schema`'s, the vocabulary of every message family; a bad
+message raises its :class:`~shared.schema.MessageError` (``code``: ``malformed`` for a
+body that is not a JSON object, ``invalid_field`` with one line that names the field), so
+a message can check itself in ``__post_init__`` and a refusal can be sent back to the peer
+as it is.
 """
 
 from __future__ import annotations
@@ -14,32 +16,48 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from shared.schema import (
+    MAX_JSON_INTEGER,
+    InvalidField,
+    MessageError,
+    flag,
+    integer,
+    matching,
+    number,
+    optional,
+    text,
+    url,
+)
+
 __all__ = [
+    "AMOUNT",
+    "COUNT",
+    "EPOCH",
     "MAX_CLAIMED",
     "MAX_COUNT",
     "MAX_EPOCH",
     "MAX_PLAYER_CHARS",
     "MAX_RTT_ENTRIES",
     "MAX_RTT_MS",
+    "MAX_URL_CHARS",
     "NODE_ID",
+    "OPTIONAL_TEXT",
     "REGION_NAME",
     "RESERVATION_ID",
     "ROLES",
     "STATUSES",
+    "TEXT",
     "ErrorAnswer",
     "MessageError",
     "NodeStatus",
     "Role",
     "directory_urls",
     "flag",
-    "integer",
     "invalid",
     "is_amount",
     "is_count",
-    "number",
+    "matching",
     "object_of",
-    "optional_text",
-    "text",
     "url",
 ]
 
@@ -55,9 +73,9 @@ NODE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 REGION_NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 #: A reservation id (``Reservation.id``): 16 lowercase hex digits.
 RESERVATION_ID = re.compile(r"[0-9a-f]{16}")
-_MAX_URL_CHARS = 256
+MAX_URL_CHARS = 256
 MAX_COUNT = 10_000_000  # players, matches, capacity, reserved seats
-MAX_EPOCH = 2**53  # exact in a float64, so any JSON reader keeps it
+MAX_EPOCH = MAX_JSON_INTEGER  # exact in a float64, so any JSON reader keeps it
 #: The most reservation ids one heartbeat may claim.
 MAX_CLAIMED = 4096
 MAX_PLAYER_CHARS = 32
@@ -65,69 +83,17 @@ MAX_RTT_ENTRIES = 64
 MAX_RTT_MS = 10_000.0
 
 
-class MessageError(ValueError):
-    """A directory message that breaks the schema. ``code``: ``malformed`` (not a JSON
-    object) or ``invalid_field`` (the one-line message names the field). The directory
-    answers a bad request with exactly these (400); a node or bot reading a bad answer
-    reports it."""
-
-    def __init__(self, code: Literal["malformed", "invalid_field"], message: str) -> None:
-        super().__init__(message)
-        self.code = code
+#: The checks of the fields every message here has (the vocabulary is :mod:`shared.schema`).
+COUNT = integer(0, MAX_COUNT)
+EPOCH = integer(0, MAX_EPOCH)
+AMOUNT = number(0.0)  # a finite number >= 0: seconds, milliseconds, a load
+TEXT = text()
+OPTIONAL_TEXT = optional(TEXT)
 
 
 def invalid(message: str) -> MessageError:
-    return MessageError("invalid_field", message)
-
-
-def integer(name: str, value: object, lo: int, hi: int) -> int:
-    """An int (never a bool) in ``[lo, hi]``."""
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise invalid(f"{name}: expected an integer, got {type(value).__name__}")
-    if not lo <= value <= hi:
-        raise invalid(f"{name}: {value} is outside [{lo}, {hi}]")
-    return value
-
-
-def number(name: str, value: object, lo: float = 0.0, hi: float = math.inf) -> float:
-    """A finite int or float (never a bool) in ``[lo, hi]``."""
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        raise invalid(f"{name}: expected a number, got {type(value).__name__}")
-    if not (math.isfinite(value) and lo <= value <= hi):
-        raise invalid(f"{name}: {value} is not a finite number in [{lo:g}, {hi:g}]")
-    return value
-
-
-def flag(name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise invalid(f"{name}: expected true or false, got {type(value).__name__}")
-    return value
-
-
-def text(name: str, value: object, pattern: re.Pattern[str] | None = None, rule: str = "") -> str:
-    """A string; with ``pattern``, one that matches it whole (``rule`` says how)."""
-    if not isinstance(value, str) or (pattern is not None and not pattern.fullmatch(value)):
-        raise invalid(f"{name}: {rule or 'expected a string'}")
-    return value
-
-
-def optional_text(name: str, value: object) -> str | None:
-    return None if value is None else text(name, value)
-
-
-def url(name: str, value: object, schemes: tuple[str, ...]) -> str:
-    """A printable URL of at most :data:`_MAX_URL_CHARS` with one of ``schemes`` and a host."""
-    if (
-        not isinstance(value, str)
-        or len(value) > _MAX_URL_CHARS
-        or not value.startswith(schemes)
-        or not value.split("://", 1)[1].split("/", 1)[0]
-        or any(c.isspace() or not c.isprintable() for c in value)
-    ):
-        raise invalid(
-            f"{name}: expected a {'/'.join(schemes)} URL of at most {_MAX_URL_CHARS} chars"
-        )
-    return value
+    """A refusal of one field (``invalid_field``)."""
+    return InvalidField(message)
 
 
 def object_of(
@@ -140,7 +106,7 @@ def object_of(
     request: decoded strictly), fields outside it are refused; without (an answer), they
     are ignored, so a newer peer may add one."""
     if not isinstance(document, dict):
-        raise MessageError("malformed", f"{what} must be a JSON object")
+        raise MessageError(f"{what} must be a JSON object", code="malformed")
     missing = [name for name in required if name not in document]
     if missing:
         raise invalid(f"missing field(s): {', '.join(missing)}")
@@ -151,12 +117,12 @@ def object_of(
 
 
 def is_count(value: object, hi: int) -> bool:
-    """Fast test: a plain int in ``[0, hi]`` (false is not an answer: ask :func:`integer`)."""
+    """Fast test: a plain int in ``[0, hi]`` (false is not an answer: ask :data:`COUNT`)."""
     return type(value) is int and 0 <= value <= hi
 
 
 def is_amount(value: object) -> bool:
-    """Fast test: a plain finite float or int >= 0 (false: ask :func:`number`)."""
+    """Fast test: a plain finite float or int >= 0 (false: ask :data:`AMOUNT`)."""
     return (type(value) is float or type(value) is int) and 0 <= value < math.inf
 
 
@@ -171,11 +137,11 @@ class ErrorAnswer:
     best_rtt_ms: float | None = None
 
     def __post_init__(self) -> None:
-        text("error", self.error)
-        text("message", self.message)
-        optional_text("best_region", self.best_region)
+        TEXT("error", self.error)
+        TEXT("message", self.message)
+        OPTIONAL_TEXT("best_region", self.best_region)
         if self.best_rtt_ms is not None:
-            number("best_rtt_ms", self.best_rtt_ms)
+            AMOUNT("best_rtt_ms", self.best_rtt_ms)
 
     @classmethod
     def parse(cls, document: object) -> ErrorAnswer:
@@ -198,8 +164,8 @@ def directory_urls(spec: str) -> tuple[str, ...]:
     directories sharing one registry); ValueError with one line when one is not an
     http(s) URL."""
     urls = tuple(part.strip().rstrip("/") for part in spec.split(","))
-    for url in urls:
-        scheme, sep, rest = url.partition("://")
-        if scheme not in ("http", "https") or not sep or not rest or " " in url:
-            raise ValueError(f"--directory: {url!r} is not an http(s):// URL")
+    for base in urls:
+        scheme, sep, rest = base.partition("://")
+        if scheme not in ("http", "https") or not sep or not rest or " " in base:
+            raise ValueError(f"--directory: {base!r} is not an http(s):// URL")
     return urls

@@ -12,31 +12,36 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared.directory.common import (
+    AMOUNT,
+    COUNT,
+    EPOCH,
     MAX_CLAIMED,
     MAX_COUNT,
     MAX_EPOCH,
+    MAX_URL_CHARS,
     NODE_ID,
     REGION_NAME,
     RESERVATION_ID,
     ROLES,
     STATUSES,
+    TEXT,
     NodeStatus,
     Role,
-    integer,
     invalid,
     is_amount,
     is_count,
-    number,
+    matching,
     object_of,
-    text,
     url,
 )
 
 __all__ = ["Heartbeat", "HeartbeatAck"]
 
-_ENDPOINT_SCHEMES = ("ws://", "wss://")
-_PROBE_SCHEMES = ("http://", "https://", "ws://", "wss://")
-_NODE_ID_RULE = "1-64 letters, digits, '.', '_' or '-'"
+_NODE_ID = matching(NODE_ID, "1-64 letters, digits, '.', '_' or '-'")
+_REGION = matching(REGION_NAME, "1-32 lowercase letters, digits, '_' or '-'")
+_RESERVATION_ID = matching(RESERVATION_ID, "ids are 16 lowercase hex digits")
+_ENDPOINT = url(("ws://", "wss://"), MAX_URL_CHARS)
+_PROBE = url(("http://", "https://", "ws://", "wss://"), MAX_URL_CHARS)
 _FIELDS = (
     "node_id",
     "region",
@@ -74,23 +79,23 @@ class Heartbeat:
     claimed: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        text("node_id", self.node_id, NODE_ID, _NODE_ID_RULE)
-        text("region", self.region, REGION_NAME, "1-32 lowercase letters, digits, '_' or '-'")
+        _NODE_ID("node_id", self.node_id)
+        _REGION("region", self.region)
         if self.group:
-            text("group", self.group, NODE_ID, _NODE_ID_RULE)
-        url("endpoint", self.endpoint, _ENDPOINT_SCHEMES)
-        url("probe", self.probe, _PROBE_SCHEMES)
+            _NODE_ID("group", self.group)
+        _ENDPOINT("endpoint", self.endpoint)
+        _PROBE("probe", self.probe)
         if self.role not in ROLES:
             raise invalid(f"role: expected 'primary' or 'standby', got {self.role!r}")
-        integer("epoch", self.epoch, 0, MAX_EPOCH)
-        integer("matches", self.matches, 0, MAX_COUNT)
-        integer("players", self.players, 0, MAX_COUNT)
-        integer("capacity", self.capacity, 0, MAX_COUNT)
+        EPOCH("epoch", self.epoch)
+        COUNT("matches", self.matches)
+        COUNT("players", self.players)
+        COUNT("capacity", self.capacity)
         if self.claimed is not None:
             if not isinstance(self.claimed, tuple) or len(self.claimed) > MAX_CLAIMED:
                 raise invalid(f"claimed: expected a list of at most {MAX_CLAIMED} ids")
             for rid in self.claimed:
-                text("claimed", rid, RESERVATION_ID, "ids are 16 lowercase hex digits")
+                _RESERVATION_ID("claimed", rid)
 
     @classmethod
     def parse(cls, document: object) -> Heartbeat:
@@ -149,12 +154,12 @@ class HeartbeatAck:
             and is_amount(self.heartbeat_timeout_s)
         ):
             return  # the fast path: the directory answers every heartbeat
-        text("node_id", self.node_id)
+        TEXT("node_id", self.node_id)
         if self.status not in STATUSES:
             raise invalid(f"status: expected one of {', '.join(STATUSES)}, got {self.status!r}")
-        integer("group_epoch", self.group_epoch, 0, MAX_EPOCH)
-        integer("reserved", self.reserved, 0, MAX_COUNT)
-        number("heartbeat_timeout_s", self.heartbeat_timeout_s)
+        EPOCH("group_epoch", self.group_epoch)
+        COUNT("reserved", self.reserved)
+        AMOUNT("heartbeat_timeout_s", self.heartbeat_timeout_s)
 
     @classmethod
     def parse(cls, document: object) -> HeartbeatAck:

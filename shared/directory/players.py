@@ -18,21 +18,22 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from shared.directory.common import (
+    AMOUNT,
+    COUNT,
+    EPOCH,
     MAX_COUNT,
     MAX_EPOCH,
     MAX_PLAYER_CHARS,
     MAX_RTT_ENTRIES,
     MAX_RTT_MS,
+    OPTIONAL_TEXT,
+    TEXT,
     MessageError,
     flag,
-    integer,
     invalid,
     is_amount,
     is_count,
-    number,
     object_of,
-    optional_text,
-    text,
 )
 
 __all__ = ["NodeSummary", "RegionListing", "RegionSummary", "Seat", "SeatRequest"]
@@ -123,14 +124,14 @@ class Seat:
         ):
             return  # the fast path: every seat the directory grants
         for name in ("player", "region", "node_id", "endpoint"):
-            text(name, getattr(self, name))
-        integer("epoch", self.epoch, 0, MAX_EPOCH)
-        number("rtt_ms", self.rtt_ms)
-        text("best_region", self.best_region)
-        number("best_rtt_ms", self.best_rtt_ms)
+            TEXT(name, getattr(self, name))
+        EPOCH("epoch", self.epoch)
+        AMOUNT("rtt_ms", self.rtt_ms)
+        TEXT("best_region", self.best_region)
+        AMOUNT("best_rtt_ms", self.best_rtt_ms)
         flag("overflow", self.overflow)
-        text("reservation", self.reservation)
-        number("expires_at", self.expires_at)
+        TEXT("reservation", self.reservation)
+        AMOUNT("expires_at", self.expires_at)
 
     @classmethod
     def parse(cls, document: object) -> Seat:
@@ -184,12 +185,12 @@ class NodeSummary:
         ):
             return  # the fast path
         for name in ("node_id", "endpoint", "probe"):
-            text(name, getattr(self, name))
-        integer("epoch", self.epoch, 0, MAX_EPOCH)
-        text("group", self.group)
-        integer("players", self.players, 0, MAX_COUNT)
-        integer("reserved", self.reserved, 0, MAX_COUNT)
-        integer("capacity", self.capacity, 0, MAX_COUNT)
+            TEXT(name, getattr(self, name))
+        EPOCH("epoch", self.epoch)
+        TEXT("group", self.group)
+        COUNT("players", self.players)
+        COUNT("reserved", self.reserved)
+        COUNT("capacity", self.capacity)
 
     @classmethod
     def parse(cls, document: object) -> NodeSummary:
@@ -238,21 +239,21 @@ class RegionSummary:
             and (self.load is None or is_amount(self.load))
         ):
             return  # the fast path
-        text("region", self.region)
+        TEXT("region", self.region)
         if self.primary is not None and not isinstance(self.primary, NodeSummary):
             raise invalid("primary: expected a node or null")
         for name in ("primaries", "standbys", "fenced"):
             nodes = getattr(self, name)
             if not isinstance(nodes, tuple) or not all(isinstance(n, NodeSummary) for n in nodes):
                 raise invalid(f"{name}: expected a list of nodes")
-        optional_text("probe", self.probe)
+        OPTIONAL_TEXT("probe", self.probe)
         if not isinstance(self.probes, tuple) or not all(isinstance(p, str) for p in self.probes):
             raise invalid("probes: expected a list of URLs")
-        integer("players", self.players, 0, MAX_COUNT)
-        integer("reserved", self.reserved, 0, MAX_COUNT)
-        integer("capacity", self.capacity, 0, MAX_COUNT)
+        COUNT("players", self.players)
+        COUNT("reserved", self.reserved)
+        COUNT("capacity", self.capacity)
         if self.load is not None:
-            number("load", self.load)
+            AMOUNT("load", self.load)
 
     @classmethod
     def parse(cls, document: object) -> RegionSummary:
@@ -317,8 +318,8 @@ class RegionListing:
             isinstance(r, RegionSummary) for r in self.regions
         ):
             raise invalid("regions: expected a list of regions")
-        number("heartbeat_timeout_s", self.heartbeat_timeout_s)
-        number("generated_at", self.generated_at)
+        AMOUNT("heartbeat_timeout_s", self.heartbeat_timeout_s)
+        AMOUNT("generated_at", self.generated_at)
 
     @classmethod
     def parse(cls, document: object) -> RegionListing:
@@ -350,7 +351,7 @@ def _nested(name: str, document: object, parse: Callable[[object], _T]) -> _T:
     try:
         return parse(document)
     except MessageError as error:
-        raise MessageError(error.code, f"{name}: {error}") from None
+        raise MessageError(f"{name}: {error}", code=error.code) from None
 
 
 def _items(name: str, documents: Any, parse: Callable[[object], _T]) -> tuple[_T, ...]:
@@ -364,7 +365,7 @@ def _all_nodes(nodes: object) -> bool:
 
 
 def _probe(document: object) -> str:
-    return text("probe", document)
+    return TEXT("probe", document)
 
 
 def _nodes(name: str, documents: object) -> tuple[NodeSummary, ...]:

@@ -54,7 +54,9 @@ from shared.protocol.fields import (
     U32_MAX,
 )
 from shared.protocol.messages import (
+    MAX_CONNECT_TOKEN_CHARS,
     ClientMessage,
+    ConnectTokenMessage,
     ErrorMessage,
     InputMessage,
     JoinMessage,
@@ -101,6 +103,7 @@ __all__ = [
     "ENTITY_FLAG_ALIVE",
     "JUDGEMENTS",
     "MAX_CLIENT_FRAME_BYTES",
+    "MAX_CONNECT_TOKEN_CHARS",
     "MAX_EPOCH",
     "MAX_SEQ",
     "MAX_SERVER_FRAME_BYTES",
@@ -111,6 +114,7 @@ __all__ = [
     "STATE_DIGEST_BYTES",
     "U32_MAX",
     "ClientMessage",
+    "ConnectTokenMessage",
     "EntityBaselines",
     "EntityCodec",
     "ErrorMessage",

@@ -17,10 +17,40 @@ import numpy as np
 from shared.datagram import channel, constants, handshake, layout, packets, sealing, tokens
 from shared.datagram.layout import Field, Kind
 
-__all__ = ["LANE_MEANINGS", "LANE_OF_MESSAGE", "datagram_examples", "datagram_spec"]
+__all__ = [
+    "LANE_MEANINGS",
+    "LANE_OF_MESSAGE",
+    "datagram_examples",
+    "datagram_spec",
+    "lane_of_frame",
+]
 
-#: The lane of each seat-protocol message that does not travel RELIABLE.
-LANE_OF_MESSAGE = {"snapshot": channel.Lane.UNRELIABLE, "input": channel.Lane.REDUNDANT}
+#: The lane of each seat-protocol message that does not travel RELIABLE. The round-trip
+#: measurements ride UNRELIABLE: a resent ping would measure the resend, and on the ordered
+#: RELIABLE lane every ping behind a lost message would wait for its resend too; a lost
+#: one is a sample missed, and the next is due a moment later.
+LANE_OF_MESSAGE = {
+    "snapshot": channel.Lane.UNRELIABLE,
+    "input": channel.Lane.REDUNDANT,
+    "ping": channel.Lane.UNRELIABLE,
+    "pong": channel.Lane.UNRELIABLE,
+    "probe": channel.Lane.UNRELIABLE,
+    "probe_echo": channel.Lane.UNRELIABLE,
+}
+#: A message's map starts with its ``type`` (shared.protocol.messages encodes it first):
+#: a fixmap, the fixstr "type", then the type's fixstr.
+_TYPE_KEY = b"\xa4type"
+
+
+def lane_of_frame(frame: bytes) -> channel.Lane:
+    """The lane a seat-protocol message travels on over UDP, told from its first bytes."""
+    if len(frame) > 7 and frame[0] & 0xF0 == 0x80 and frame[1:6] == _TYPE_KEY:
+        length = frame[6] - 0xA0
+        if 0 <= length < 32:
+            name = frame[7 : 7 + length].decode("ascii", "replace")
+            return LANE_OF_MESSAGE.get(name, channel.Lane.RELIABLE)
+    return channel.Lane.RELIABLE
+
 
 #: What each lane promises, and the records it travels in.
 LANE_MEANINGS = {

@@ -13,9 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from shared.protocol.errors import InvalidField
-from shared.protocol.fields import (
-    U32_MAX,
+from shared import schema
+from shared.protocol.errors import InvalidField, as_protocol_error
+from shared.protocol.fields import U32_MAX
+from shared.schema import (
     WireType,
     described,
     flag,
@@ -60,7 +61,10 @@ class _Event:
     def __post_init__(self) -> None:
         for name, check in self.FIELDS.items():
             value = getattr(self, name)
-            normalised = check(f"event {self.KIND}.{name}", value)
+            try:
+                normalised = check(f"event {self.KIND}.{name}", value)
+            except schema.InvalidField as error:
+                raise as_protocol_error(error) from None
             if normalised is not value:
                 object.__setattr__(self, name, normalised)
 
@@ -179,7 +183,10 @@ def decode_event(raw: object) -> SnapshotEvent:
     if not isinstance(raw, dict):
         raise InvalidField("snapshot.events: expected a map")
     fields = dict(raw)
-    kind = _KIND_TEXT("event kind", fields.pop("kind", None))
+    try:
+        kind = _KIND_TEXT("event kind", fields.pop("kind", None))
+    except schema.InvalidField as error:
+        raise as_protocol_error(error) from None
     cls = _KINDS.get(kind)
     if cls is None:
         raise InvalidField(f"snapshot.events: unknown kind {kind[:16]!r}")

@@ -16,7 +16,14 @@ from typing import Any, ClassVar
 
 import msgpack
 
-from shared.protocol.errors import FrameTooLarge, InvalidField, MalformedFrame, UnknownMessageType
+from shared import schema
+from shared.protocol.errors import (
+    FrameTooLarge,
+    InvalidField,
+    MalformedFrame,
+    UnknownMessageType,
+    as_protocol_error,
+)
 from shared.protocol.events import SnapshotEvent, decode_event, encode_event
 from shared.protocol.fields import (
     MAX_ARRAY_LEN,
@@ -26,6 +33,10 @@ from shared.protocol.fields import (
     MAX_SERVER_FRAME_BYTES,
     MAX_TICK,
     U32_MAX,
+)
+from shared.protocol.inputs import INPUT_FIELDS
+from shared.protocol.layout import MAP_BOUND_M, MAX_FIELD_BITS, RECORD_FIELDS
+from shared.schema import (
     WireType,
     binary,
     described,
@@ -38,11 +49,11 @@ from shared.protocol.fields import (
     text,
     texts,
 )
-from shared.protocol.inputs import INPUT_FIELDS
-from shared.protocol.layout import MAP_BOUND_M, MAX_FIELD_BITS, RECORD_FIELDS
 
 __all__ = [
+    "MAX_CONNECT_TOKEN_CHARS",
     "ClientMessage",
+    "ConnectTokenMessage",
     "ErrorMessage",
     "InputMessage",
     "JoinMessage",
@@ -85,8 +96,8 @@ class Message:
             value = getattr(self, name)
             try:
                 normalised = check(name, value)
-            except InvalidField as error:
-                raise InvalidField(f"{self.TYPE}.{error}") from None
+            except schema.InvalidField as error:
+                raise as_protocol_error(error, f"{self.TYPE}.") from None
             if normalised is not value:
                 object.__setattr__(self, name, normalised)
 
@@ -283,6 +294,22 @@ class TokenMessage(Message):
     FIELDS = {"token": text(512)}
 
 
+#: The longest connect token's JSON, and room to spare: 8 addresses of 63-byte hosts, the
+#: base64 of its 931-byte private part and of its keys come to about 2,050 characters.
+MAX_CONNECT_TOKEN_CHARS = 2560
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectTokenMessage(Message):
+    """Server -> UDP client, while seated, before its connect token expires: a fresh one
+    (its JSON, as ``POST /connect`` answers it), so a failover long after the client
+    connected still finds a live token for the promoted standby."""
+
+    TYPE = "connect_token"
+    token: str
+    FIELDS = {"token": text(MAX_CONNECT_TOKEN_CHARS)}
+
+
 @dataclass(frozen=True, slots=True)
 class PongMessage(Message):
     """Server -> client, answer to ``ping``: echoes ``t`` and adds the server time."""
@@ -330,6 +357,7 @@ ServerMessage = (
     | ErrorMessage
     | StandbysMessage
     | TokenMessage
+    | ConnectTokenMessage
 )
 
 _CLIENT_TYPES: dict[str, type[Message]] = {
@@ -339,7 +367,7 @@ _SERVER_TYPES: dict[str, type[Message]] = {
     m.TYPE: m
     for m in (
         WelcomeMessage, SnapshotMessage, PongMessage, ProbeMessage, ErrorMessage, StandbysMessage,
-        TokenMessage,
+        TokenMessage, ConnectTokenMessage,
     )
 }  # fmt: skip
 

@@ -24,10 +24,9 @@ from shared.protocol.fields import (
     MAX_MAP_LEN,
     MAX_SERVER_FRAME_BYTES,
     PROTOCOL_VERSION,
-    WireType,
-    wire_type,
 )
 from shared.protocol.messages import _CLIENT_TYPES, _SERVER_TYPES, Message
+from shared.schema import WireType, wire_type
 
 __all__ = ["EVENT_MEANINGS", "MESSAGE_MEANINGS", "entity_spec", "field_spec", "wire_spec"]
 
@@ -95,6 +94,9 @@ MESSAGE_MEANINGS: dict[str, dict[str, str]] = {
         "epoch": "the sender's epoch; a client told of it refuses snapshots of lower epochs from then on",
     },
     "token": {"token": "a new session token for this seat: resume with it from now on"},
+    "connect_token": {
+        "token": "a new connect token, the JSON object `POST /connect` answers with (compact): use it for the next handshake, at this node or another of its `addresses`",
+    },
     "pong": {
         "id": "the ping's id",
         "t": "the ping's `t`, unchanged",

@@ -6,7 +6,14 @@ import asyncio
 import math
 from types import SimpleNamespace
 
-from client_sim.bot import PROBE_TIMEOUT_S, STALL_GIVE_UP_S, STALL_TIMEOUT_S, Bot, ProcessBeat
+from client_sim.bot import (
+    PROBE_REPEAT_S,
+    PROBE_TIMEOUT_S,
+    STALL_GIVE_UP_S,
+    STALL_TIMEOUT_S,
+    Bot,
+    ProcessBeat,
+)
 from client_sim.latency import draw_bot, parse_distribution
 from shared import protocol
 from shared.arena_map import default_map as _default_map
@@ -39,7 +46,21 @@ async def test_a_stall_is_probed_before_anything_else() -> None:
     assert bot._stall() == "ok"
     bot._last_snapshot_at = now - STALL_TIMEOUT_S - 0.1
     assert bot._stall() == "probe" and bot.needs_attention(now)
-    bot._probe_at = now  # probe sent: wait for its answer
+    bot._probe_at = bot._probe_sent_at = now  # probe sent: wait for its answer
+    assert bot._stall() == "ok"
+
+
+async def test_an_unanswered_probe_is_sent_again_before_the_node_is_given_up() -> None:
+    """Over UDP a ping or its pong may be lost and is never resent: one lost must not
+    pass for a dead node, so the probe is repeated while its time-out runs."""
+    bot = seated_bot()
+    now = asyncio.get_running_loop().time()
+    bot._last_snapshot_at = now - STALL_TIMEOUT_S - 0.5
+    bot._probe_at = bot._probe_sent_at = now - PROBE_REPEAT_S - 0.01
+    assert bot._stall() == "reprobe" and bot.needs_attention(now)
+    bot._probe_sent_at = now
+    assert bot._stall() == "ok"
+    bot._pong_at = now  # a repeat was answered: alive
     assert bot._stall() == "ok"
 
 

@@ -129,9 +129,14 @@ async def until(condition: object, seconds: float = 5.0) -> None:
             await asyncio.sleep(0.01)
 
 
-def test_inputs_take_the_redundant_lane_and_everything_else_the_reliable_one() -> None:
+def test_inputs_take_the_redundant_lane_round_trips_the_unreliable_one_the_rest_reliable() -> None:
     assert datagram.lane_of(input_frame(3)) is Lane.REDUNDANT
-    assert datagram.lane_of(protocol.encode(protocol.PingMessage(1, 2.0))) is Lane.RELIABLE
+    assert datagram.lane_of(protocol.encode(protocol.PingMessage(1, 2.0))) is Lane.UNRELIABLE
+    echo = protocol.encode(protocol.ProbeEchoMessage(7))
+    assert datagram.lane_of(echo) is Lane.UNRELIABLE
+    sighting_like = b"\x81\xa4type\xa8sighting"
+    assert datagram.lane_of(sighting_like) is Lane.RELIABLE
+    assert datagram.lane_of(b"\x00not a message") is Lane.RELIABLE
     join = protocol.JoinMessage(protocol.PROTOCOL_VERSION, "bot-0")
     assert datagram.lane_of(protocol.encode(join)) is Lane.RELIABLE
 

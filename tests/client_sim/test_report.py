@@ -133,6 +133,8 @@ def swarm_result(**overrides: Any) -> SwarmResult:
         snapshots=[100, 140],
         inputs_sent=[120, 120],
         inputs_acked=[110, 100],
+        inputs_due=[112, 104],  # (sent up to the ack grace before the end)
+        inputs_acked_due=[110, 100],
         inputs_resent=12,
         inputs_recovered=5,
         longest_gaps=[0.07] * 60 + [0.3] * 40,
@@ -261,8 +263,8 @@ def test_the_report_keeps_its_stable_field_names_with_measured_values() -> None:
     }  # fmt: skip
     assert report["shots"]["server"] == {"kills": 2}
     assert report["inputs"] == {
-        "sent": 240, "acked": 210, "acked_ratio": 0.875, "resent": 12,
-        "recovered_by_redundancy": 5,
+        "sent": 240, "acked": 210, "due": 216, "acked_due": 210, "acked_ratio": 0.9722,
+        "resent": 12, "recovered_by_redundancy": 5,
     }  # fmt: skip
     assert report["transport"] == "udp"
     assert report["snapshots"]["lost"] == 4

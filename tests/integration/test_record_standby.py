@@ -33,7 +33,7 @@ async def _record_region(primary_dir: Path, standby_dir: Path) -> None:
         ):  # fmt: skip
             async with asyncio.timeout(60):
                 while True:
-                    health = await node_health(primary.url) or {}
+                    health = await node_health(primary.admin_url) or {}
                     if any(s["state"] == "in_sync" for s in health.get("standbys", [])):
                         break
                     await asyncio.sleep(0.05)

@@ -51,7 +51,7 @@ async def test_udp_bots_connect_play_and_their_inputs_are_applied(
         bots = udp_swarm(node.url, 10, duration=4.0, loss=0.02)
         async with asyncio.timeout(60):
             result = await bots.run()
-        counters = await metrics(node.base_url)
+        counters = await metrics(node.admin_url)
     assert result.connected == 10
     assert not result.errors, result.errors
     assert result.transports == {"udp": 10}
@@ -74,7 +74,7 @@ async def test_udp_bots_resume_their_seats_on_the_standby_after_a_sigkill(
 
         async def kill_midway() -> dict[str, Any]:
             await asyncio.sleep(2.5)
-            return await kill_primary(primary.url, [standby.url])
+            return await kill_primary(primary.admin_url, [standby.admin_url])
 
         async with asyncio.timeout(90):
             result, kill = await asyncio.gather(bots.run(), kill_midway())

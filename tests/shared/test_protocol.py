@@ -116,6 +116,9 @@ errors = st.builds(
     ErrorMessage, code=st.text(max_size=64), message=st.text(max_size=256), fatal=st.booleans()
 )
 tokens = st.builds(TokenMessage, token=ascii_token)
+connect_tokens = st.builds(
+    protocol.ConnectTokenMessage, token=st.text(max_size=protocol.MAX_CONNECT_TOKEN_CHARS)
+)
 sightings = st.builds(
     protocol.SightingMessage,
     seq=st.integers(0, U32),
@@ -158,7 +161,7 @@ def test_every_client_message_round_trips(message: protocol.Message) -> None:
     assert decode_client(data) == message
 
 
-@given(st.one_of(welcomes, snapshots, pongs, errors, tokens))
+@given(st.one_of(welcomes, snapshots, pongs, errors, tokens, connect_tokens))
 def test_every_server_message_round_trips(message: protocol.Message) -> None:
     assert decode_server(encode(message)) == message
 
@@ -173,6 +176,20 @@ def test_a_token_message_is_its_token_and_nothing_else() -> None:
         decode_server(frame(type="token"))
     with pytest.raises(UnknownMessageType):
         decode_client(encode(message))  # a server's message only
+
+
+def test_a_connect_token_message_carries_a_bounded_string() -> None:
+    message = protocol.ConnectTokenMessage('{"private": "..."}')
+    assert decode_server(encode(message)) == message
+    limit = protocol.MAX_CONNECT_TOKEN_CHARS
+    full = frame(type="connect_token", token="x" * limit)
+    assert decode_server(full) == protocol.ConnectTokenMessage("x" * limit)
+    with pytest.raises(InvalidField, match="token"):
+        decode_server(frame(type="connect_token", token="x" * (limit + 1)))
+    with pytest.raises(InvalidField, match="token"):
+        decode_server(frame(type="connect_token", token=b"{}"))
+    with pytest.raises(UnknownMessageType):
+        decode_client(encode(message))
 
 
 @given(

@@ -17,45 +17,20 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from aiohttp import web
 
 from server.net.registration import check_reservation
+from server.net.udp.tokens import region_connect_token
 from server.tokens import TokenError, verify_token
-from shared.datagram import issue_connect_token
-from shared.datagram.constants import TIMEOUT_S, TOKEN_EXPIRES_IN_S
-from shared.datagram.tokens import MAX_ADDRESSES
 
 if TYPE_CHECKING:
     from server.net.node import Node
 
-__all__ = ["CONNECT_TOKEN_TTL_S", "MAX_CONNECT_BODY", "connect_handler", "region_addresses"]
+__all__ = ["MAX_CONNECT_BODY", "connect_handler"]
 
-#: How long a connect token may start a handshake (netcode.io's tokens live seconds): a
-#: failover within it reconnects with the same token; later, the client asks again.
-CONNECT_TOKEN_TTL_S = TOKEN_EXPIRES_IN_S
-#: A connected client silent this long is gone (the channel's time-out).
-CONNECT_TIMEOUT_S = TIMEOUT_S
 #: The largest request body read (a name and a token are a few hundred bytes).
 MAX_CONNECT_BODY = 4096
-
-Address = tuple[str, int]
-
-
-def region_addresses(own: Address, peer_urls: list[str]) -> list[Address]:
-    """The UDP addresses a token lists: ``own`` first, then each peer's host at its URL's
-    port (a node's UDP port is its TCP port's number unless ``--udp-port`` says
-    otherwise)."""
-    addresses = [own]
-    for url in peer_urls:
-        parts = urlsplit(url)
-        if not parts.hostname:
-            continue
-        port = parts.port or (443 if parts.scheme in ("https", "wss") else 80)
-        if (parts.hostname, port) not in addresses:
-            addresses.append((parts.hostname, port))
-    return addresses[:MAX_ADDRESSES]
 
 
 def _refusal(status: int, code: str, text: str, **headers: str) -> web.Response:
@@ -102,14 +77,7 @@ def connect_handler(node: Node) -> Callable[[web.Request], Awaitable[web.Respons
         if refusal is not None:
             node.metrics.joins_refused.labels(refusal[0]).inc()
             return _refusal(403, refusal[1], refusal[2])
-        issued = issue_connect_token(
-            node.udp_key,
-            user_data=name.encode(),
-            addresses=region_addresses(node.udp_address, node.peer_urls()),
-            now=time.time(),
-            expires_in_s=CONNECT_TOKEN_TTL_S,
-            timeout_s=CONNECT_TIMEOUT_S,
-        )
+        issued = region_connect_token(node, name.encode(), time.time())
         return web.json_response(issued.to_json())
 
     return connect

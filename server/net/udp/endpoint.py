@@ -12,14 +12,16 @@ makes one write per player.
 
 Every :data:`SERVICE_INTERVAL_S` while a client is connected the endpoint also gives each
 channel its keep-alives and resends, ends the links that went silent for their token's
-timeout, and counts the channels' refusals in ``arena_udp_refused_total``; a node with no
-UDP client is not woken for it. Every refused datagram is counted by
-cause, none is answered.
+timeout, sends each seated player whose connect token has half its life or less left a
+fresh one (issued by the node as ``POST /connect`` issues them), and counts the channels'
+refusals in ``arena_udp_refused_total``; a node with no UDP client is not woken for it.
+Every refused datagram is counted by cause, none is answered.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import socket
 import time
 from collections.abc import Awaitable, Callable
@@ -28,7 +30,7 @@ from server.logs import EventLogger
 from server.net.links import GOING_AWAY
 from server.net.metrics import NodeMetrics
 from server.net.udp.link import UdpLink
-from shared.datagram import Channel, ServerHandshake
+from shared.datagram import ConnectToken, Established, ServerHandshake
 from shared.datagram.mmsg import enable_drop_count, kernel_drops, receive_batch, send_batch
 from shared.datagram.packets import Kind
 
@@ -57,12 +59,16 @@ class UdpEndpoint:
         metrics: NodeMetrics,
         serve: Callable[[UdpLink], Awaitable[None]],
         clock: Callable[[], float] = time.time,
+        issue: Callable[[bytes, float], ConnectToken] | None = None,
     ) -> None:
+        """``issue(user_data, now)``: a connect token of the region, for the renewals
+        (None: none are sent)."""
         self.sock = sock
         self.handshake = handshake
         self.clock = clock  # unix seconds: tokens expire in them
         self._metrics = metrics
         self._serve = serve
+        self._issue = issue
         self.links: dict[Address, UdpLink] = {}
         self._replies: list[tuple[bytes, Address]] = []
         self._dirty: dict[UdpLink, None] = {}
@@ -122,10 +128,14 @@ class UdpEndpoint:
         if step.established is not None:
             if link is not None:
                 link.lost()  # the same address connected again: its old channel is over
-            self._connected(address, step.established.channel)
+            self._connected(step.established)
 
-    def _connected(self, address: Address, channel: Channel) -> None:
-        link = UdpLink(address, channel, self, self._metrics)
+    def _connected(self, established: Established) -> None:
+        address, token = established.address, established.token
+        link = UdpLink(
+            address, established.channel, self, self._metrics,
+            token_expires_at=token.expires_at, user_data=token.user_data,
+        )  # fmt: skip
         self.links[address] = link
         if self._service is None and self._loop is not None:
             self._service = self._loop.call_later(SERVICE_INTERVAL_S, self._service_pass)
@@ -182,7 +192,8 @@ class UdpEndpoint:
             metrics.udp_send_failures.inc(len(items) - sent)
 
     def _service_pass(self) -> None:
-        """Keep-alives and resends, links gone silent, the channels' refusals counted."""
+        """Keep-alives and resends, links gone silent, connect tokens renewed, the channels'
+        refusals counted."""
         now = self.clock()
         items, self._replies = self._replies, []
         self._dirty = {}
@@ -192,6 +203,8 @@ class UdpEndpoint:
             if channel.timed_out(now):
                 link.lost()
                 continue
+            if self._issue is not None and link.connect_token_due(now):
+                self._renew_token(link, self._issue, now)
             items.extend((datagram, peer) for datagram in channel.datagrams(now))
             counts = channel.refused
             if counts != link.refusals_counted:
@@ -203,6 +216,18 @@ class UdpEndpoint:
         self._service = None
         if self.links and not self.closed and self._loop is not None:
             self._service = self._loop.call_later(SERVICE_INTERVAL_S, self._service_pass)
+
+    def _renew_token(
+        self, link: UdpLink, issue: Callable[[bytes, float], ConnectToken], now: float
+    ) -> None:
+        try:
+            token = issue(link.user_data, now)
+        except ValueError:  # (an address the token cannot list: /connect refuses it too)
+            log.exception("connect_token_renewal_failed", address=link.peer[0])
+            link.token_expires_at = math.inf  # (not tried again for this client)
+            return
+        link.renew_connect_token(token)
+        self._dirty.pop(link, None)  # (it leaves in this pass's batch)
 
     # -- links ending ----------------------------------------------------------------------
 

@@ -2,8 +2,10 @@
 
 The sessions seat a UDP player exactly as a WebSocket one: the same join, admission,
 budgets, intake, offences and closes. What the link adds is the mapping of the seat
-protocol's frames onto the channel's lanes (:class:`shared.datagram.Lane`): snapshots go
-UNRELIABLE (a lost one is superseded by the next), every other message RELIABLE; from the
+protocol's frames onto the channel's lanes (:class:`shared.datagram.Lane`, by
+:func:`shared.protocol.datagram_spec.lane_of_frame`): snapshots go UNRELIABLE (a lost one
+is superseded by the next), so do the round-trip probes and pongs (a resent one would
+measure the resend), every other message RELIABLE; from the
 client, REDUNDANT payloads are inputs, charged to the input budget, the rest to the
 other frames' budget, each payload once however many datagrams repeated it (the channel
 delivers it once).
@@ -14,6 +16,11 @@ frames, so the link puts the 6-byte header of a masked frame with a zero key in 
 the payload (unmasking with it changes nothing). A payload too long for a 7-bit length
 (no input is) is read the ordinary way, after this player's held inputs.
 
+While its player is seated, the link keeps the client's connect token fresh: the endpoint
+asks it each service pass (:meth:`UdpLink.connect_token_due`) and hands it a new token to
+send (``connect_token``) once the one the client holds has half its life or less left, so a
+failover at any time finds a live token for the promoted standby.
+
 A link that floods (:attr:`~server.sim.input_budget.Budget.flooding`) has its datagrams
 dropped unopened for :data:`~server.net.player_stream.FLOOD_PAUSE_S`, the datagram
 counterpart of a WebSocket's paused reading; its budgets earn nothing meanwhile.
@@ -22,6 +29,8 @@ counterpart of a WebSocket's paused reading; its budgets earn nothing meanwhile.
 from __future__ import annotations
 
 import asyncio
+import json
+import math
 from collections.abc import Callable
 from typing import Protocol
 
@@ -31,9 +40,18 @@ from server.net.player_stream import FLOOD_PAUSE_S
 from server.sim.input_budget import FrameKind, SeatBudgets
 from server.sim.intake import HeldReader, InputIntake
 from server.sim.player_reads import charge
-from shared.datagram import Channel, Lane
+from shared import protocol
+from shared.datagram import Channel, ConnectToken, Lane
+from shared.datagram.constants import TOKEN_EXPIRES_IN_S
+from shared.protocol.datagram_spec import lane_of_frame
 
-__all__ = ["CLOSE_LINGER_CAP_S", "LinkEndpoint", "UdpLink", "as_client_frame"]
+__all__ = [
+    "CLOSE_LINGER_CAP_S",
+    "RENEW_WITHIN_S",
+    "LinkEndpoint",
+    "UdpLink",
+    "as_client_frame",
+]
 
 Address = tuple[str, int]
 
@@ -44,6 +62,9 @@ _INBOX_LIMIT = 4
 #: reach the client before the disconnect packets go: a few round trips, at most this.
 CLOSE_LINGER_CAP_S = 0.5
 _CLOSE_WAIT_S = 1.0
+#: A seated client whose connect token has this little life left is sent a new one: half
+#: the life the node issues tokens with.
+RENEW_WITHIN_S = TOKEN_EXPIRES_IN_S / 2
 _SHORT_FRAME = 126  # a masked client frame's 7-bit length is below this
 _FRAME_HEAD = b"\x82"  # FIN + binary
 _ZERO_KEY = bytes(4)
@@ -84,7 +105,12 @@ class UdpLink:
         channel: Channel,
         endpoint: LinkEndpoint,
         metrics: NodeMetrics,
+        *,
+        token_expires_at: float = math.inf,
+        user_data: bytes = b"",
     ) -> None:
+        """``token_expires_at`` and ``user_data``: those of the connect token the client
+        connected with (a renewal carries the same user data)."""
         self.peer = peer
         self.channel = channel
         self._endpoint = endpoint
@@ -103,6 +129,9 @@ class UdpLink:
         self.gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         #: The channel's refusals already counted in the node's metrics, by cause.
         self.refusals_counted: dict[str, int] = {}
+        #: When the newest connect token the client holds expires (unix seconds).
+        self.token_expires_at = token_expires_at
+        self.user_data = user_data
 
     # -- PlayerLink: identity --------------------------------------------------------------
 
@@ -220,7 +249,7 @@ class UdpLink:
     def send(self, message: bytes) -> bool:
         if self._closing:
             return False
-        self.channel.send(message, Lane.RELIABLE)
+        self.channel.send(message, lane_of_frame(message))
         self._metrics.tally_bytes_out += len(message)
         self._endpoint.wake(self)
         return True
@@ -234,11 +263,25 @@ class UdpLink:
             return False  # (larger than a datagram's 255 fragments: not sent)
         sent = len(head) + len(body)
         if probe:
-            self.channel.send(probe, Lane.RELIABLE)
+            self.channel.send(probe, Lane.UNRELIABLE)  # (a round trip: never resent)
             sent += len(probe)
         self._metrics.tally_bytes_out += sent
         self._endpoint.wake(self)
         return True
+
+    # -- the connect token ---------------------------------------------------------------
+
+    def connect_token_due(self, now: float) -> bool:
+        """Whether the client is seated and its connect token has :data:`RENEW_WITHIN_S`
+        or less left at unix time ``now``."""
+        return now >= self.token_expires_at - RENEW_WITHIN_S and self.reading()
+
+    def renew_connect_token(self, token: ConnectToken) -> None:
+        """Send the client ``token`` (``connect_token``, on the reliable lane, resent until
+        acknowledged): the one it holds from now on."""
+        text = json.dumps(token.to_json(), separators=(",", ":"))
+        if self.send(protocol.encode(protocol.ConnectTokenMessage(text))):
+            self.token_expires_at = token.expires_at
 
     # -- the end ---------------------------------------------------------------------------
 

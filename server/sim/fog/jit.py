@@ -12,8 +12,8 @@
 * ``nogil=True``: a node that runs it from a thread does not hold the others up.
 * The sight-line math is :func:`shared.sightlines.segment_blocked`, inlined (one slab
   test for the node and the bots): numba's cache notices an edit of ``kernel.py`` only,
-  so after an edit of that function alone, clear the cache (``NUMBA_CACHE_DIR``) or a
-  stale fog kernel is loaded.
+  and ``shared.jitcache`` forgets the compiled kernels when any kernel source changes, so
+  an edit of that function recompiles the fog kernel too.
 * Serial, not ``parallel``: one call per snapshot tick tests only the pairs interest
   management selected, most of them decided by one clear line. Measured on the 2-core
   machine (random players over the default map, every pair interest selects): 0.3 ms a

@@ -42,6 +42,7 @@ from shared.hitbox import (
     HITBOX_RADIAL_EXTENT,
     hitbox_arrays,
 )
+from shared.raygeometry import cylinder_entry, hitbox_entry, sphere_entry, world_entry
 
 __all__ = [
     "DEVICE_FUNCTIONS",
@@ -65,12 +66,12 @@ _GRID_CELL_SCALE = 1.0
 _GRID_MIN_CELL = 2.0
 #: Early-out padding of the bounding sphere, metres.
 _BOUNDING_PAD = 1e-3
-#: Padding of the box pre-check of a segment, metres.
-_BOX_PAD = 1e-6
 
 
 # --------------------------------------------------------------------------------------------
-# Per-shot math shared with cuda.py. Keep the operation order identical to shared/hitbox.py.
+# Per-shot math shared with cuda.py (the entries into a hitbox and into the map are
+# shared/raygeometry.py's, which the bots' kernel calls too). Keep the operation order
+# identical to shared/hitbox.py.
 # --------------------------------------------------------------------------------------------
 
 
@@ -105,129 +106,6 @@ def _bracket(times, start, count, m, t):
 
 
 @device_function
-def _sphere_entry(ox, oy, oz, dx, dy, dz, dd, max_t, cx, cy, cz, radius):
-    ex = ox - cx
-    ey = oy - cy
-    ez = oz - cz
-    c = ex * ex + ey * ey + ez * ez - radius * radius
-    if dd == 0.0:
-        return 0.0 if c <= 0.0 else math.inf
-    b = dx * ex + dy * ey + dz * ez
-    h = b * b - dd * c
-    if h < 0.0:
-        return math.inf
-    s = math.sqrt(h)
-    lo = max((-b - s) / dd, 0.0)
-    hi = min((-b + s) / dd, max_t)
-    return lo if lo <= hi else math.inf
-
-
-@device_function
-def _cylinder_entry(ox, oy, oz, dx, dy, dz, dxy, max_t, px, py, z_bottom, z_top, radius):
-    ex = ox - px
-    ey = oy - py
-    c = ex * ex + ey * ey - radius * radius
-    lo = 0.0
-    hi = max_t
-    if dxy == 0.0:
-        if c > 0.0:
-            return math.inf
-    else:
-        b = dx * ex + dy * ey
-        h = b * b - dxy * c
-        if h < 0.0:
-            return math.inf
-        s = math.sqrt(h)
-        lo = max(lo, (-b - s) / dxy)
-        hi = min(hi, (-b + s) / dxy)
-    if dz == 0.0:
-        if oz < z_bottom or oz > z_top:
-            return math.inf
-    else:
-        t1 = (z_bottom - oz) / dz
-        t2 = (z_top - oz) / dz
-        lo = max(lo, min(t1, t2))
-        hi = min(hi, max(t1, t2))
-    return lo if lo <= hi else math.inf
-
-
-@device_function
-def _hitbox_entry(ox, oy, oz, dx, dy, dz, dd, dxy, max_t, px, py, pz, bottom, top, radius, k):
-    r = radius[k]
-    z_bottom = pz + bottom[k]
-    best = _sphere_entry(ox, oy, oz, dx, dy, dz, dd, max_t, px, py, z_bottom, r)
-    if top[k] > bottom[k]:
-        z_top = pz + top[k]
-        best = min(best, _sphere_entry(ox, oy, oz, dx, dy, dz, dd, max_t, px, py, z_top, r))
-        best = min(
-            best, _cylinder_entry(ox, oy, oz, dx, dy, dz, dxy, max_t, px, py, z_bottom, z_top, r)
-        )
-    return best
-
-
-@device_function
-def _world_entry(ox, oy, oz, dx, dy, dz, max_t, box_min, box_max):
-    """Entry into the floor or the nearest box (slab method), or inf."""
-    best = math.inf
-    if dz < 0.0:
-        t = max(-oz / dz, 0.0)
-        if t <= max_t:
-            best = t
-    elif oz <= 0.0:
-        best = 0.0
-    # The segment's bounding box lets most boxes be skipped without a slab test.
-    ex = ox + dx * max_t
-    ey = oy + dy * max_t
-    ez = oz + dz * max_t
-    seg_x0 = min(ox, ex) - _BOX_PAD
-    seg_x1 = max(ox, ex) + _BOX_PAD
-    seg_y0 = min(oy, ey) - _BOX_PAD
-    seg_y1 = max(oy, ey) + _BOX_PAD
-    seg_z0 = min(oz, ez) - _BOX_PAD
-    seg_z1 = max(oz, ez) + _BOX_PAD
-    for j in range(box_min.shape[0]):
-        bx0 = box_min[j, 0]
-        bx1 = box_max[j, 0]
-        by0 = box_min[j, 1]
-        by1 = box_max[j, 1]
-        bz0 = box_min[j, 2]
-        bz1 = box_max[j, 2]
-        if seg_x1 < bx0 or seg_x0 > bx1 or seg_y1 < by0 or seg_y0 > by1:
-            continue
-        if seg_z1 < bz0 or seg_z0 > bz1:
-            continue
-        lo = 0.0
-        hi = max_t
-        if dx == 0.0:
-            if ox < bx0 or ox > bx1:
-                continue
-        else:
-            t1 = (bx0 - ox) / dx
-            t2 = (bx1 - ox) / dx
-            lo = max(lo, min(t1, t2))
-            hi = min(hi, max(t1, t2))
-        if dy == 0.0:
-            if oy < by0 or oy > by1:
-                continue
-        else:
-            t1 = (by0 - oy) / dy
-            t2 = (by1 - oy) / dy
-            lo = max(lo, min(t1, t2))
-            hi = min(hi, max(t1, t2))
-        if dz == 0.0:
-            if oz < bz0 or oz > bz1:
-                continue
-        else:
-            t1 = (bz0 - oz) / dz
-            t2 = (bz1 - oz) / dz
-            lo = max(lo, min(t1, t2))
-            hi = min(hi, max(t1, t2))
-        if lo <= hi and lo < best:
-            best = lo
-    return best
-
-
-@device_function
 def _exact_player(
     ox, oy, oz, dx, dy, dz, dd, dxy, max_t, p, px, py, pz, bottom, top, radius,
     best_d, best_p, best_k,
@@ -238,9 +116,7 @@ def _exact_player(
     on the order in which candidates arrive (the grid hands them out in ray order).
     """
     for k in range(bottom.shape[0]):
-        e = _hitbox_entry(
-            ox, oy, oz, dx, dy, dz, dd, dxy, max_t, px, py, pz, bottom, top, radius, k
-        )
+        e = hitbox_entry(ox, oy, oz, dx, dy, dz, dd, dxy, max_t, px, py, pz, bottom, top, radius, k)
         if e < best_d or (
             e == best_d and e < math.inf and (p < best_p or (p == best_p and k + 1 < best_k))
         ):
@@ -459,7 +335,7 @@ def _hitscan_one(
     dy = shot_dir[i, 1]
     dz = shot_dir[i, 2]
     max_t = shot_range[i]
-    t_world = _world_entry(ox, oy, oz, dx, dy, dz, max_t, box_min, box_max)
+    t_world = world_entry(ox, oy, oz, dx, dy, dz, max_t, box_min, box_max)
     before, after, weight = _bracket(times, start, count, m, shot_time[i])
     best_d, best_p, best_k, tests = _nearest_player(
         positions, alive, m, before, after, weight, shot_shooter[i],
@@ -571,7 +447,7 @@ def _projectile_one(
         sx = bx - ax
         sy = by - ay
         sz = bz - az
-        t_world = _world_entry(ax, ay, az, sx, sy, sz, 1.0, box_min, box_max)
+        t_world = world_entry(ax, ay, az, sx, sy, sz, 1.0, box_min, box_max)
         before, after, weight = _bracket(times, start, count, m, spawn + tau)
         best_d, best_p, best_k, n_tests = _nearest_player(
             positions, alive, m, before, after, weight, shooter,
@@ -616,10 +492,10 @@ def _projectile_one(
 #: The device functions, in dependency order, for cuda.py to register for the GPU target.
 DEVICE_FUNCTIONS = (
     _bracket,
-    _sphere_entry,
-    _cylinder_entry,
-    _hitbox_entry,
-    _world_entry,
+    sphere_entry,
+    cylinder_entry,
+    hitbox_entry,
+    world_entry,
     _exact_player,
     _nearest_player,
     _hitscan_one,

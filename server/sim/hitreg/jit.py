@@ -10,9 +10,11 @@
   functions registered with :func:`numba.extending.register_jitable`: the CPU kernels compile
   them inline, ``cuda.py`` registers the very same function objects for the GPU target, and
   the CUDA simulator simply runs them as Python.
-* All device functions and CPU kernels live in ``cpu.py``. numba's on-disk cache is
-  invalidated by changes to the source file of the cached function only, so splitting the
-  math into another module would let a stale kernel survive an edit of that module.
+* The device functions and CPU kernels live in ``cpu.py``, but for the entry into a
+  hitbox, which is ``shared/raygeometry.py`` (the bots' kernel calls it too). numba's
+  on-disk cache notices edits of the cached function's own file only; ``shared.jitcache``
+  forgets a checkout's compiled kernels when any kernel source changes
+  (``KERNEL_SOURCES``), so an edit of a shared helper recompiles every kernel that uses it.
 """
 
 from __future__ import annotations

@@ -1,37 +1,27 @@
-"""20,000 random, mutated, replayed and truncated datagrams against a node's handshake and a
-connected channel: not one is accepted, delivered or answered, each is counted by cause, and
-the honest connection still works afterwards. Seeded, and bounded to a few seconds."""
+"""100,000 datagrams of every kind :mod:`launch.datagram_fuzz` makes (random, mutated,
+replayed, truncated, forged) against a node's handshake and a connected channel: not one is
+accepted, delivered or answered, each is counted by cause, and the honest connection still
+works afterwards. Seeded, and bounded to a few seconds."""
 
 from __future__ import annotations
 
 import random
 import time
 
+from launch.datagram_fuzz import (
+    CHALLENGED,
+    CONNECTED,
+    FUZZ_KINDS,
+    SOURCE_OF,
+    Material,
+    fuzz_datagram,
+)
 from shared.datagram import CAUSES, ClientHandshake, Lane
-from shared.datagram.constants import REQUEST_SIZE
 
 from .links import CLIENT, NODE, connect, region_key, token_for
 
-DATAGRAMS = 20_000
-SECONDS = 20.0  # a bound on a busy machine; it takes about one
-
-
-def mutate(rng: random.Random, datagram: bytes) -> bytes:
-    """A changed copy: bit flips, a truncation, an insertion or a new kind byte (never the
-    same bytes: an exact copy is a replay, tried on its own)."""
-    data = bytearray(datagram)
-    how = rng.randrange(4)
-    if how == 0 or len(data) < 2:
-        for _ in range(rng.randrange(1, 4)):
-            index = rng.randrange(len(data))
-            data[index] ^= 1 << rng.randrange(8)
-    elif how == 1:
-        del data[rng.randrange(len(data)) :]
-    elif how == 2:
-        data.insert(rng.randrange(len(data)), rng.randrange(256))
-    else:
-        data[0] = (data[0] + rng.randrange(1, 256)) % 256
-    return bytes(data)
+DATAGRAMS = 100_000
+SECONDS = 30.0  # a bound on a busy machine; it takes about one
 
 
 def test_fuzzed_datagrams_are_all_refused() -> None:
@@ -44,7 +34,9 @@ def test_fuzzed_datagrams_are_all_refused() -> None:
     waiting = ClientHandshake(token_for(key), NODE, 0.0)
     waiting_address = ("127.0.0.1", 50002)
     (request,) = waiting.datagrams(0.0)
-    waiting.on_datagram(server.on_datagram(request, waiting_address, 0.0).reply, 0.0)
+    challenge = server.on_datagram(request, waiting_address, 0.0).reply
+    assert challenge is not None
+    waiting.on_datagram(challenge, 0.0)
     (response,) = waiting.datagrams(0.0)
     # Genuine traffic of every kind to mutate, replay and cut.
     pair.client_channel.send(b"input", Lane.REDUNDANT)
@@ -53,30 +45,30 @@ def test_fuzzed_datagrams_are_all_refused() -> None:
     payloads = pair.client_channel.datagrams(0.2)
     for datagram in payloads:
         channel.receive(datagram, 0.2)
-    expired = token_for(key, now=-60.0, expires_in_s=1.0)
-    expired_request = ClientHandshake(expired, NODE, -60.0).datagrams(-60.0)[0]
-    foreign = ClientHandshake(token_for(region_key()), NODE, 0.0).datagrams(0.0)[0]
-    genuine = [d for _, d in pair.wire] + payloads + [request, response]
-    replays = [d for _, d in pair.wire] + payloads + [expired_request, foreign]
-    addresses = [CLIENT, waiting_address, ("127.0.0.1", 50003), ("10.1.2.3", 9)]
+    material = Material(
+        genuine=(*[d for _, d in pair.wire], *payloads, request, response),
+        replays=(*[d for _, d in pair.wire], *payloads),
+        request=request,
+        challenged=waiting.token,
+        node=NODE,
+        region_key=key,
+    )
+    sources = {CONNECTED: [CLIENT], CHALLENGED: [waiting_address]}
+    others = [("127.0.0.1", 50003), ("10.1.2.3", 9)]
 
     received_before = channel.stats["received"]
     refused_by_server = refused_by_channel = 0
+    sent = dict.fromkeys(FUZZ_KINDS, 0)
     started = time.monotonic()
     for number in range(DATAGRAMS):
-        choice = rng.random()
-        if choice < 0.3:
-            datagram = rng.randbytes(
-                rng.choice([0, 1, 9, 40, 105, 121, REQUEST_SIZE, rng.randrange(1300)])
-            )
-        elif choice < 0.9:
-            datagram = mutate(rng, rng.choice(genuine))
-        else:
-            datagram = rng.choice(replays)
+        kind = FUZZ_KINDS[number % len(FUZZ_KINDS)]
+        now = 0.3 + number * 1e-5
+        datagram = fuzz_datagram(kind, rng, material, now)
+        sent[kind] += 1
         if datagram == response:  # the one datagram that is genuine and not yet used
             continue
-        now = 0.3 + number * 1e-5
-        step = server.on_datagram(datagram, rng.choice(addresses), now)
+        address = rng.choice(sources.get(SOURCE_OF[kind], []) + others)
+        step = server.on_datagram(datagram, address, now)
         assert step.established is None
         assert step.reply is None, f"answered a fuzzed datagram: {datagram[:16].hex()}"
         assert step.refused in CAUSES
@@ -85,9 +77,13 @@ def test_fuzzed_datagrams_are_all_refused() -> None:
         refused_by_channel += 1
         assert time.monotonic() - started < SECONDS
     assert refused_by_server + refused_by_channel > 2 * 0.99 * DATAGRAMS
+    assert min(sent.values()) > 0.99 * DATAGRAMS / len(FUZZ_KINDS)
     assert channel.stats["received"] == received_before
     assert sum(channel.refused.values()) == refused_by_channel
-    assert len(server.refused) >= 6  # many causes met, each counted
+    # Many causes met, each counted: the forged tokens, padding and challenges included.
+    assert len(server.refused) >= 6
+    for cause in ("expired", "bad_token", "bad_packet", "bad_challenge", "replayed", "bad_size"):
+        assert server.refused.get(cause, 0) > 0, cause
     # The honest peers are untouched: the waiting client still connects, the channel works.
     assert server.on_datagram(response, waiting_address, 0.5).established is not None
     pair.client_channel.send(b"still here", Lane.RELIABLE)

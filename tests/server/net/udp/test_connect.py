@@ -8,7 +8,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from server.directory.reservations import issue
-from server.net.udp.connect import _admission_refusal, region_addresses
+from server.net.udp.connect import _admission_refusal
+from server.net.udp.tokens import region_addresses
 from server.region_key import region_key
 from server.tokens import issue_token
 

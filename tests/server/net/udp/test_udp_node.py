@@ -20,12 +20,12 @@ from typing import Any
 import aiohttp
 import pytest
 
+from launch.datagram_fuzz import forged_response, request_datagram
 from server.region_key import region_key
 from shared import protocol
 from shared.datagram import ConnectToken, Lane, issue_connect_token
-from shared.datagram.constants import PROTOCOL_ID, PROTOCOL_VERSION, REQUEST_SIZE
-from shared.datagram.packets import CHALLENGE_TOKEN_BYTES, REQUEST_HEADER, RESPONSE_SIZE, Kind
-from shared.datagram.sealing import xseal
+from shared.datagram.constants import PROTOCOL_VERSION, REQUEST_SIZE
+from shared.datagram.packets import RESPONSE_SIZE, Kind
 from tests.processes import Session, start_session
 from tests.server.net.udp.client import UdpPlayer, connect_token
 
@@ -154,11 +154,6 @@ def test_a_websocket_player_and_a_udp_player_share_a_match(node: Node) -> None:
     assert players >= 2
 
 
-def _request(private: bytes, version: int = PROTOCOL_VERSION) -> bytes:
-    head = REQUEST_HEADER.pack(Kind.REQUEST, version, PROTOCOL_ID) + private
-    return head + bytes(REQUEST_SIZE - len(head))
-
-
 def _exchange(node: Node, datagram: bytes, sock: socket.socket | None = None) -> list[bytes]:
     """Send ``datagram`` from a socket of its own (or ``sock``): what came back in 0.15 s."""
     own = sock is None
@@ -192,11 +187,11 @@ def test_forged_spoofed_and_garbage_datagrams_are_refused_by_cause_never_amplifi
 
     refused = {
         "bad_size": [b"", bytes([Kind.REQUEST]) * 999, bytes([Kind.RESPONSE]) * 10],
-        "bad_packet": [bytes([9]) + os.urandom(60), _request(sealed())[:-1] + b"\x01"],
-        "bad_version": [_request(sealed(), version=PROTOCOL_VERSION + 1)],
-        "bad_token": [_request(sealed(under=os.urandom(32)))],
-        "expired": [_request(sealed(at=now - 100))],
-        "not_listed": [_request(sealed(addresses=[("127.0.0.1", 1)]))],
+        "bad_packet": [bytes([9]) + os.urandom(60), request_datagram(sealed(), padding=1)],
+        "bad_version": [request_datagram(sealed(), version=PROTOCOL_VERSION + 1)],
+        "bad_token": [request_datagram(sealed(under=os.urandom(32)))],
+        "expired": [request_datagram(sealed(at=now - 100))],
+        "not_listed": [request_datagram(sealed(addresses=[("127.0.0.1", 1)]))],
         "unknown_address": [
             bytes([Kind.PAYLOAD]) + os.urandom(40),
             bytes([Kind.RESPONSE]) + os.urandom(RESPONSE_SIZE - 1),
@@ -210,18 +205,16 @@ def test_forged_spoofed_and_garbage_datagrams_are_refused_by_cause_never_amplifi
     _, body = connect_token(node.base_url, {"name": "forger"})
     token = ConnectToken.from_json(body)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        (challenge,) = _exchange(node, _request(token.private), sock)
+        (challenge,) = _exchange(node, request_datagram(token.private), sock)
         assert len(challenge) < REQUEST_SIZE
-        forged = bytes([Kind.RESPONSE]) + xseal(
-            token.client_to_server_key, os.urandom(CHALLENGE_TOKEN_BYTES), bytes([Kind.RESPONSE])
-        )
+        forged = forged_response(token.client_to_server_key, random.Random(3))
         assert len(forged) == RESPONSE_SIZE
         assert _exchange(node, forged, sock) == []
     honest = player(node, "honest")
     try:
         honest.connect()
         connected = node.health()["udp_clients"]
-        assert _exchange(node, _request(honest.token.private)) == []  # replayed
+        assert _exchange(node, request_datagram(honest.token.private)) == []  # replayed
         # Fuzz: random kinds and sizes; nothing gets a connection, and no reply is larger
         # than the datagram that drew it (every tenth is waited on for a reply).
         rng = random.Random(5)
