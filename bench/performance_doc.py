@@ -374,10 +374,61 @@ def websocket_paths(r: dict[str, Any]) -> Table:
     return head, rows
 
 
+def transport_loss(r: dict[str, Any]) -> Table:
+    head = (
+        "condition",
+        "transport",
+        "longest gap p99 ms",
+        "RTT p90 ms",
+        "inputs acked",
+        "fair agreement",
+        "beyond the cap",
+        "snapshots lost",
+    )
+    rows = []
+    for key, cell in r["cells"].items():
+        condition, transport = key.split("/")
+        m = cell.get("median", {})
+        rows.append((
+            condition.replace("_", " "), transport, m.get("longest_gap_ms_p99"),
+            m.get("rtt_p90_ms"), m.get("acked_ratio"), m.get("fair_agreement"),
+            m.get("beyond_cap"), m.get("snapshots_lost"),
+        ))  # fmt: skip
+    return head, rows
+
+
+def scale(r: dict[str, Any]) -> Table:
+    head = (
+        "run",
+        "players (full + light)",
+        "node CPU µs / player-tick",
+        "tick p50 ms",
+        "tick p99 ms",
+        "overruns",
+        "fair agreement",
+        "load 1m",
+        "valid",
+    )
+    rows = [
+        (
+            label,
+            f"{run['players']} ({run['players'] - run['light']} + {run['light']})",
+            run["server_cpu_us_per_player_tick"],
+            run["tick_p50_ms"],
+            run["tick_p99_ms"],
+            run["tick_overruns"],
+            run["fair_agreement"],
+            run["loadavg_1m"],
+            run["valid"],
+        )
+        for label, run in r["runs"].items()
+    ]
+    return head, rows
+
+
 def udp_fuzz(r: dict[str, Any]) -> Table:
     """The honest bots and the node alone and beside the fuzzer, what the fuzzer sent and
-    what came of it. (Not in :data:`BENCHES` until bench/results/udp_fuzz.json is: every
-    bench listed there must have its results file.)"""
+    what came of it."""
     head = (
         "window",
         "honest snapshots / bot / s",
@@ -443,6 +494,11 @@ BENCHES = (
     Bench("bot_kernels", "bench/bot_kernels.py", "The bots' kernels", bot_kernels),
     Bench("bot_receive", "bench/bot_receive.py", "A frame's cost to a bot", bot_receive),
     Bench("socket_floor", "bench/socket_floor.py", "The loopback floor", socket_floor),
+    Bench(
+        "transport_loss", "bench/transport_loss.py", "Loss over UDP and WebSocket", transport_loss
+    ),
+    Bench("udp_fuzz", "bench/udp_fuzz.py", "Hostile datagrams", udp_fuzz),
+    Bench("scale", "bench/scale.py", "A node at a region's scale", scale),
     Bench("aead", "bench/aead.py", "Sealing a datagram", aead),
     Bench("websocket_paths", "bench/websocket_paths.py", "WebSocket libraries", websocket_paths),
     Bench(
@@ -554,10 +610,16 @@ def figures_table(results: Path) -> str:
     rows.append(
         (f"tick p99, {top['players']} bots (budget 16.7 ms)", f"{number(top['tick_p99_ms'])} ms")
     )
+    # Arena's node under the clients the peer bench ran: light players over WebSocket and
+    # over UDP, or (in an older run) clients that only wander.
+    arenas = {"arena-light": "WebSocket", "arena-light-udp": "UDP", "arena-wander": "WebSocket"}
     for size, ratios in peer["ratios"].items():
-        ratio = ratios.get("arena-wander/colyseus", {}).get("server_cpu_us_per_player_tick")
-        if ratio is not None:
-            rows.append((f"server CPU against Colyseus, {size} players", f"{number(ratio)}{TIMES}"))
+        for arena, transport in arenas.items():
+            pair = ratios.get(f"{arena}/colyseus", {})
+            ratio = pair.get("server_cpu_us_per_player_tick")
+            if ratio is not None:
+                label = f"server CPU against Colyseus, {size} players, {transport}"
+                rows.append((label, f"{number(ratio)}{TIMES}"))
     return markdown_table((("figure", "measured"), rows))
 
 

@@ -12,15 +12,18 @@ decodes the players on client 0 only (every client reads the snapshot's head for
 
 ``arena``: Arena's own bots (``client_sim.swarm.Swarm``: prediction, reconciliation,
 interpolation, the ``--behaviour`` they play), over a 1 ms modelled link without jitter;
-``arena-udp``: the same bots over UDP (sealed datagrams, ``client_sim.datagram``).
+``arena-udp``: the same bots over UDP (sealed datagrams, ``client_sim.datagram``);
+``arena-light`` and ``arena-light-udp``: light players (``client_sim.light``: the same
+traffic to the node as a bot, a fraction of the bot's CPU), so the clients' core holds
+hundreds of them.
 
 Either way the process speaks the same line protocol as ``colyseus/clients.js``: stdout
 gets ``{"event":"ready",...}`` once every client joined (or failed), then
 ``{"event":"mark",...}`` with running totals each time ``mark`` arrives on stdin; it ends
 on stdin's EOF (or SIGTERM) with ``{"event":"end",...}``. ``run.py`` takes the deltas.
 
-    python bench/peers/clients.py {naive,arena-wander,arena,arena-udp} --url URL --count N
-                                  [--decode one|all]
+    python bench/peers/clients.py {naive,arena-wander,arena,arena-udp,arena-light,
+                                   arena-light-udp} --url URL --count N [--decode one|all]
 """
 
 from __future__ import annotations
@@ -345,12 +348,21 @@ class ArenaWanderClients(WanderingClients):
 
 # -- arena: the project's own bots ------------------------------------------------------------
 
+#: Arena's own bots: full or light, over WebSocket or UDP.
+ARENA_KINDS = ("arena", "arena-udp", "arena-light", "arena-light-udp")
+
 
 class ArenaClients:
     """Arena's swarm, in this process, with the line protocol around it."""
 
     def __init__(
-        self, url: str, count: int, behaviour: str, seed: int = 1, transport: str = "ws"
+        self,
+        url: str,
+        count: int,
+        behaviour: str,
+        seed: int = 1,
+        transport: str = "ws",
+        light: bool = False,
     ) -> None:
         rtt = parse_distribution("1ms")
         profile = LinkProfile(jitter_ms=0.0)
@@ -364,6 +376,7 @@ class ArenaClients:
                 behaviour=behaviour,
                 connect_timeout=JOIN_WITHIN_S,
                 transport=transport,
+                light=(True,) * count if light else (),
             )
         )
         self.count = count
@@ -402,7 +415,7 @@ class ArenaClients:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("peer", choices=("naive", "arena", "arena-udp", "arena-wander"))
+    parser.add_argument("peer", choices=ARENA_KINDS + ("naive", "arena-wander"))
     parser.add_argument("--url", required=True, help="the server's ws:// URL")
     parser.add_argument("--count", type=int, required=True, help="clients in this process")
     parser.add_argument(
@@ -422,8 +435,11 @@ def main(argv: list[str] | None = None) -> int:
     elif args.peer == "arena-wander":
         clients = ArenaWanderClients(args.url, args.count, args.decode)
     else:
-        transport = "udp" if args.peer == "arena-udp" else "ws"
-        clients = ArenaClients(args.url, args.count, args.behaviour, transport=transport)
+        transport = "udp" if args.peer.endswith("-udp") else "ws"
+        clients = ArenaClients(
+            args.url, args.count, args.behaviour, transport=transport,
+            light=args.peer.startswith("arena-light"),
+        )  # fmt: skip
     with contextlib.suppress(KeyboardInterrupt):
         eventloop.run(clients.run())
     return 0

@@ -68,7 +68,10 @@ TICK_RATE_HZ = 60
 CLIENT_TICKS_FLOOR = 0.95 * TICK_RATE_HZ
 HERE = Path(__file__).resolve().parent
 COLYSEUS = HERE / "colyseus"
-PEERS = ("arena", "arena-udp", "arena-wander", "colyseus", "naive", "ws-floor")
+PEERS = (
+    "arena", "arena-udp", "arena-light", "arena-light-udp", "arena-wander", "colyseus",
+    "naive", "ws-floor",
+)  # fmt: skip
 #: The servers with no game behind them: the WebSocket code alone under Arena's traffic.
 FLOOR = "ws-floor"
 FLOORS = (FLOOR, f"{FLOOR}-picows")
@@ -297,7 +300,7 @@ async def measure(
     kind, _, decode = name.partition("-decode-")
     decode = decode or "one"
     # (Arena's node, whichever clients: its bots over WebSocket or UDP, or the wanderers)
-    peer = "arena" if kind in ("arena-udp", "arena-wander") else kind
+    peer = "arena" if kind.startswith("arena") else kind
     server_core, client_core = cores
     record: dict[str, Any] = {"server": name, "players": players, "decode": decode}
     async with started(peer, players, server_core) as server:
@@ -559,8 +562,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--window", type=float, default=15.0, help="seconds measured")
     parser.add_argument(
         "--servers",
-        default=",".join(PEERS),
+        default="arena,arena-wander,colyseus,naive,ws-floor",
         help="comma-separated: arena (Arena's bots), arena-udp (the same bots over UDP), "
+        "arena-light and arena-light-udp (light players: the bots' traffic, little CPU), "
         "arena-wander (Arena's node under "
         "clients that play as the peers' do), colyseus, naive; colyseus-decode-all, "
         "naive-decode-all and arena-wander-decode-all run that peer with every client "
