@@ -56,7 +56,7 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.report import Start, add_json_option, emit
+from bench.report import Start, add_json_option, emit, targets_status
 from client_sim.cli import check_writable
 from client_sim.latency import LinkProfile, draw_bot, parse_distribution
 from client_sim.swarm import Swarm, SwarmConfig
@@ -610,13 +610,7 @@ def main(argv: list[str] | None = None) -> int:
     start = Start.now("adversary", "bench/adversary.py", argv)
     report = asyncio.run(run(args))
     emit(report, args.json, start)
-    if not report["valid"]:
-        log("INVALID run: " + "; ".join(report["invalid_reasons"]))
-        return 2
-    for name in report["missed"]:
-        log(f"target missed: {name}")
-    log("every target met" if report["targets_met"] else f"{len(report['missed'])} targets missed")
-    return 0 if report["targets_met"] else 1
+    return targets_status(report, log)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import os
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,18 @@ def emit(report: dict[str, Any], path: str | Path | None, start: Start | None = 
     print(text)
     if path and str(path) != STDOUT_ONLY:
         Path(path).write_text(text + "\n", encoding="utf-8")
+
+
+def targets_status(report: dict[str, Any], log: Callable[[str], None]) -> int:
+    """A bench with targets ends so: 2 for an invalid run (its reasons said), 1 when a
+    target was missed (each named), 0 when every one was met."""
+    if not report["valid"]:
+        log("INVALID run: " + "; ".join(report["invalid_reasons"]))
+        return 2
+    for name in report["missed"]:
+        log(f"target missed: {name}")
+    log("every target met" if report["targets_met"] else f"{len(report['missed'])} targets missed")
+    return 0 if report["targets_met"] else 1
 
 
 def main(argv: list[str] | None = None) -> int:

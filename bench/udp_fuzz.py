@@ -49,7 +49,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.report import Start, add_json_option, emit
+from bench.report import Start, add_json_option, emit, targets_status
 from client_sim.cli import check_writable
 from launch.datagram_fuzz import FUZZ_KINDS
 from launch.nodes import NodeProcess, start_node
@@ -339,13 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     start = Start.now("udp_fuzz", "bench/udp_fuzz.py", argv)
     report = run(args)
     emit(report, args.json, start)
-    if not report["valid"]:
-        log("INVALID run: " + "; ".join(report["invalid_reasons"]))
-        return 2
-    for name in report["missed"]:
-        log(f"target missed: {name}")
-    log("every target met" if report["targets_met"] else f"{len(report['missed'])} targets missed")
-    return 0 if report["targets_met"] else 1
+    return targets_status(report, log)
 
 
 if __name__ == "__main__":
