@@ -153,8 +153,10 @@ def fairness(r: dict[str, Any]) -> Table:
 def failover(r: dict[str, Any]) -> Table:
     head = (
         "coordinator",
+        "transport",
         "replication",
         "CPU hog",
+        "bots lost",
         "promotions",
         "acked ticks lost",
         "longest without primary ms",
@@ -163,8 +165,10 @@ def failover(r: dict[str, Any]) -> Table:
     rows = [
         (
             run["coordinator"],
+            run.get("transport", "ws"),
             run["replication"],
             run["hog"],
+            run["audit"]["bots_lost"],
             run["audit"]["promotions"],
             run["audit"]["acked_ticks_lost"],
             run["audit"]["longest_without_primary_ms"],

@@ -62,6 +62,10 @@ SPARE_WAIT_S = 1.0  # after a loss, how long the parked spare gets to be welcome
 RECONNECT_BACKOFF_S = 0.05  # the first pause between attempts; doubled up to the cap, jittered
 RECONNECT_BACKOFF_MAX_S = 2.0
 SPARE_RETRY_S = 0.5
+#: Over UDP, a parked spare that heard nothing (not even the node's keep-alives, ten a
+#: second) this long is gone: its standby died or restarted (see
+#: :meth:`client_sim.datagram.DatagramConnection.watch_silence`).
+SPARE_SILENCE_S = 1.0
 #: A join's answer takes a round trip (more on a busy node): one not answered in two round
 #: trips plus this was parked by a standby.
 JOIN_ANSWER_RTTS = 2
@@ -346,6 +350,7 @@ class Bot:
             self._active = source  # inputs go to whoever welcomed us last
             if source == self._spare:
                 self._spare = None
+                self._watch_spare(source, None)  # (active: the stall probes watch it)
             if old is not None and old in self._connections:
                 self._retire(old)
         if self.welcome is not None and self.failovers and self.failovers[-1].epoch_after < 0:
@@ -600,6 +605,17 @@ class Bot:
             meter=self,
         )
 
+    def _park(self, connection_id: int | None) -> None:
+        """Keep ``connection_id`` (None: the attempt failed) as the spare."""
+        self._spare = connection_id
+        if connection_id is not None:
+            self._watch_spare(connection_id, SPARE_SILENCE_S)
+
+    def _watch_spare(self, connection_id: int, limit_s: float | None) -> None:
+        connection = self._connections.get(connection_id)
+        if connection is not None and isinstance(connection.ws, datagram.DatagramConnection):
+            connection.ws.watch_silence(limit_s)
+
     def _standby_url(self) -> str | None:
         """Where to park a spare; None without a token (a standby parks only a join that
         carries one)."""
@@ -695,7 +711,7 @@ class Bot:
                 self._spare, spare = None, None
             if spare is None and now >= self._next_spare_at and (url := self._standby_url()):
                 self._next_spare_at = now + SPARE_RETRY_S
-                self._spare = await self._open(url)
+                self._park(await self._open(url))
             state = self._stall()
             if state == "probe":
                 self._probe_at = self._probe_sent_at = self._loop.time()
@@ -772,7 +788,7 @@ class Bot:
                         # No answer: a standby parked the join. Kept as the spare, it is
                         # welcomed the moment that standby leads; the next node is tried
                         # at once (this one answered: the region is up, nothing to spread).
-                        self._spare = attempt
+                        self._park(attempt)
                         continue
                     self._retire(attempt)
             # Capped exponential backoff with jitter: a region's bots do not come back as one.

@@ -184,6 +184,9 @@ class DatagramConnection:
         self._closed = False
         self._outgoing: list[tuple[bytes, tuple[str, int]]] = []
         self._counted = (0, 0)  # the channel's repeats and give-ups already metered
+        #: Seconds of silence after which this connection counts as gone, when shorter
+        #: than the channel's time-out (None: the time-out alone). See :meth:`watch_silence`.
+        self.silence_limit_s: float | None = None
         self._loop.add_reader(self._sock.fileno(), self._readable)
         self._timer: asyncio.TimerHandle | None = None
         self._service()
@@ -208,6 +211,18 @@ class DatagramConnection:
         if inputs and not first_arrives:
             self._meter.inputs_first_lost += inputs  # (the channel packs new inputs first)
         return True
+
+    def watch_silence(self, limit_s: float | None) -> None:
+        """End the connection (as a close) once nothing authentic came for ``limit_s``.
+
+        A node sends every connection a keep-alive at least every ``RESEND_INTERVAL_S``, so
+        a long silence means it is gone. The close a dead node's closed port would send
+        (ICMP port unreachable) cannot be relied on: Linux sends one per peer address a
+        second (``net.ipv4.icmp_ratelimit``), outside loopback, so of many clients behind
+        one address most never hear it; and a node restarted on the same port ignores the
+        old connection's datagrams. A parked spare needs this: without it, it passes for
+        alive until the channel's time-out, and a failover waits for it in vain."""
+        self.silence_limit_s = limit_s
 
     def abort(self) -> None:
         """Drop the connection at once, telling the node nothing."""
@@ -333,13 +348,17 @@ class DatagramConnection:
             if self.handshake.state != "connecting":
                 self._end(notify=True)
                 return
-        elif self.channel.timed_out(now) or self.channel.closed:
+        elif self.channel.timed_out(now) or self.channel.closed or self._gone_silent(now):
             self._end(notify=True)
             return
         else:
             datagrams = self.channel.datagrams(now)
         self._send_due(datagrams)
         self._timer = self._loop.call_later(SERVICE_INTERVAL_S, self._service)
+
+    def _gone_silent(self, now: float) -> bool:
+        limit, channel = self.silence_limit_s, self.channel
+        return limit is not None and channel is not None and now - channel.last_received_at > limit
 
     def _end(self, *, notify: bool) -> None:
         if self._closed:

@@ -197,6 +197,35 @@ async def test_a_node_that_goes_away_ends_the_connection(node: ScriptedNode) -> 
     assert connection.closed
 
 
+async def test_a_watched_connection_ends_when_its_node_falls_silent_with_its_port_open(
+    node: ScriptedNode,
+) -> None:
+    """A node restarted on the same port ignores the old connection's datagrams and no
+    port-unreachable comes back: only silence tells. The channel's time-out is seconds;
+    a spare watched for silence ends after its limit, and a live one does not."""
+    closes: list[bool] = []
+    connection = await open_connection(node, [], closes, link(), Meter())
+    connection.watch_silence(0.3)
+    await asyncio.sleep(0.6)  # (the node answers every keep-alive: never silent this long)
+    assert not closes
+    node.loop.remove_reader(node.sock.fileno())  # deaf, its port still bound
+    began = time.monotonic()
+    await until(lambda: bool(closes), 2.0)
+    assert connection.closed and time.monotonic() - began < 1.0
+    assert connection.channel is not None and connection.channel.timeout_s > 1.0
+
+
+async def test_an_unwatched_connection_outlasts_a_short_silence(node: ScriptedNode) -> None:
+    closes: list[bool] = []
+    connection = await open_connection(node, [], closes, link(), Meter())
+    connection.watch_silence(0.3)
+    connection.watch_silence(None)  # (a spare that became the active connection)
+    node.loop.remove_reader(node.sock.fileno())
+    await asyncio.sleep(0.6)
+    assert not closes and not connection.closed
+    connection.abort()
+
+
 async def test_a_handshake_nobody_answers_fails_within_the_callers_bound() -> None:
     silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     silent.bind(("127.0.0.1", 0))  # bound, never read: no answer, no refusal
