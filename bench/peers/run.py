@@ -576,12 +576,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--arena-behaviour", default="play", help="what Arena's bots play (default: play)"
     )
     parser.add_argument(
-        "--quick", action="store_true", help="a smoke: 20 players, one repeat, 5 s windows"
+        "--quick", action="store_true", help="a smoke: 20 players, one repeat, 3 s windows"
     )
     add_json_option(parser, "peers")
     args = parser.parse_args(argv)
     if args.quick:
-        args.sizes, args.repeats, args.window, args.warmup = "20", 1, 5.0, 2.0
+        args.sizes, args.repeats, args.window, args.warmup = "20", 1, 3.0, 1.0
     try:
         args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     except ValueError:

@@ -26,11 +26,15 @@ def test_a_small_torture_loses_nothing(
     if coordinator == "etcd":
         etcd_binary()  # skipped without one (failed in CI)
     report_path = tmp_path / "report.json"
+    # Checkpoint recovery (both nodes killed) and the calm phase under a hog (no promotion
+    # without a fault) do not depend on what carries the players: tried over WebSocket.
+    calm = transport == "ws"
+    whole = calm and coordinator == "static"
     code = main(
         [
             "torture", "--coordinator", coordinator, "--bots", "6", "--kills", "2",
             "--pauses", "1", "--pause-min", "1", "--pause-max", "1.5", "--standby-kills", "1",
-            "--both-kills", "1" if coordinator == "static" else "0", "--hog-phase", "2",
+            "--both-kills", "1" if whole else "0", "--hog-phase", "2" if calm else "0",
             "--partitions", "0", "--out", str(tmp_path / "run"), "--json", str(report_path),
             "--transport", transport,
         ]
@@ -52,11 +56,12 @@ def test_a_small_torture_loses_nothing(
     assert f"snapshots   over {transport}:" in (tmp_path / "run" / "bots.log").read_text()
     # No node was restarted by hand: the supervisor brought every killed node back, and
     # every bot came back to its own seat each time.
-    assert report["supervisor"]["restarts"] >= 3
+    assert report["supervisor"]["restarts"] >= (3 if whole else 2)
     assert report["supervisor"]["standby_back_in_sync_s_max"] is not None
     assert figures["seats_lost"] == 0 and figures["seats_resumed"] >= 6 * 2
-    assert figures["calm_phase"]["seconds"] >= 2.0
-    if coordinator == "static":  # every node killed once: resumed from a checkpoint
+    if calm:
+        assert figures["calm_phase"]["seconds"] >= 2.0
+    if whole:  # every node killed once: resumed from a checkpoint
         (recovery,) = figures["checkpoint_recoveries"]
         assert recovery["epoch"] > recovery["from_epoch"]
         assert recovery["first_tick_s_after_node_start"] is not None
