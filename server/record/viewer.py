@@ -255,7 +255,8 @@ class ReplayViewer:
             "truncated": self.truncated,
             "exact": outcome.exact,
             "mismatches": [m.line() for m in outcome.mismatches],
-            "problems": outcome.problems + outcome.notes,
+            "problems": outcome.problems,
+            "notes": outcome.notes,
         }
         message["shots"] = [self.shot_line(shot) for shot in self.shots]
         return message
