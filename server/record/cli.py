@@ -14,6 +14,7 @@ import json
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from server.record.entries import LogEntryError, config_from_entry
 from server.record.replay import ReplayOutcome, replay_match
 from server.record.serve import create_app
 from server.record.timeline import Recording, read_recording
-from server.record.viewer import ReplayViewer, ViewerError
+from server.record.viewer import ReplayViewer, ViewerError, read_sightings
 from server.sim.hitreg.backend import BackendUnavailable, HitValidator, make_validator
 from server.sim.match import MatchConfig
 from shared.commandline import OneLineParser
@@ -81,6 +82,11 @@ def build_parser() -> OneLineParser:
     parser.add_argument(
         "--match", type=int, default=0, metavar="M", help="--serve: the match (default: 0)"
     )
+    parser.add_argument(
+        "--sightings", metavar="BOTS_DIR",
+        help="--serve: the folder of arena-bots --record, to show beside each shot what its "
+        "shooter drew of its target",
+    )  # fmt: skip
     return parser
 
 
@@ -140,13 +146,24 @@ def _prepare(args: Any) -> tuple[Recording, MatchConfig, HitValidator]:
     return recording, config, validator
 
 
+def _bot_lines(folder: str) -> Iterator[str]:
+    """Every line of the bots' records in ``folder`` (``bot-*.jsonl``)."""
+    files = sorted(Path(folder).glob("bot-*.jsonl"))
+    if not files:
+        raise FileNotFoundError(f"--sightings {folder}: no bot-*.jsonl files (arena-bots --record)")
+    for path in files:
+        with path.open(encoding="utf-8", errors="replace") as lines:
+            yield from lines
+
+
 def _serve(args: Any) -> int:
     recording, config, validator = _prepare(args)
     assert recording.config is not None
+    sightings = read_sightings(_bot_lines(args.sightings)) if args.sightings else None
     viewer = ReplayViewer(
         recording, config, validator, args.match, args.start, args.stop,
         region=str(recording.config.get("region", "")),
-        node=str(recording.config.get("node", "")),
+        node=str(recording.config.get("node", "")), sightings=sightings,
     )  # fmt: skip
     for problem in recording.damaged + viewer.outcome.problems:
         print(f"{PROG}: {problem}", file=sys.stderr)

@@ -11,13 +11,19 @@ ring at the tick that judged it, with the interpolation the hit kernels rewind b
   estimate when it clamped or capped the claim).
 
 The target is the victim of a hit; for any other verdict, the player nearest to the aim
-ray at the claim. A frame keeps only what the page draws (slot, position, yaw, health,
-alive: about 20 bytes a player); :data:`MAX_TICKS` bounds a replay's memory, and
-``--from``/``--to`` pick the window of a longer recording.
+ray at the claim. Where the bots recorded their shots (``arena-bots --record DIR``), a shot
+also has its shooter's *sighting*: the target it aimed at and where it drew it, found by
+the shooter's slot, the input's sequence number and the claimed view time.
+
+A frame keeps only what the page draws (slot, position, yaw, health, alive: about 20 bytes
+a player); :data:`MAX_TICKS` bounds a replay's memory, and ``--from``/``--to`` pick the
+window of a longer recording.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +40,15 @@ from server.view.frames import NodeView
 from shared.hitbox import HITBOX_NAMES, HITBOXES
 from shared.weapons import WEAPONS
 
-__all__ = ["MAX_TICKS", "ReplayViewer", "ViewedTick", "ViewerError", "cause_of"]
+__all__ = [
+    "MAX_TICKS",
+    "ReplayViewer",
+    "Sightings",
+    "ViewedTick",
+    "ViewerError",
+    "cause_of",
+    "read_sightings",
+]
 
 #: Ticks one viewer keeps at most (ten minutes at 60 Hz; 300 players take ~60 kB a tick).
 MAX_TICKS = 36_000
@@ -43,6 +57,34 @@ _AIM_RADIUS_M = 1.5
 _TORSO_HEIGHT_M = 1.2
 #: Ticks a fired input's claim is remembered for (a projectile is judged later).
 _CLAIM_TICKS = 600
+#: A sighting belongs to a shot whose claimed view time is this close to its own (seconds;
+#: the same input claims the same time, so this only tells a slot's next player apart).
+_SIGHTING_MATCH_S = 0.01
+
+#: (shooter slot, seq) -> the bots' sightings of that pair (a slot reused: several).
+Sightings = dict[tuple[int, int], list[dict[str, Any]]]
+
+
+def read_sightings(lines: Iterable[str]) -> Sightings:
+    """The ``sighting`` lines of bots' records (``arena-bots --record``); their other lines,
+    and torn or foreign ones, are skipped."""
+    found: Sightings = {}
+    for line in lines:
+        try:
+            entry = json.loads(line)
+            if entry.get("event") != "sighting":
+                continue
+            sighting = {
+                "bot": int(entry["bot"]),
+                "target": int(entry["target"]),
+                "seen_feet": [round(float(v), 3) for v in entry["seen"]][:3],
+                "view_time": float(entry["view_time"]),
+            }
+            key = (int(entry["player"]), int(entry["seq"]))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+        found.setdefault(key, []).append(sighting)
+    return found
 
 
 class ViewerError(ValueError):
@@ -127,6 +169,7 @@ class ReplayViewer:
         max_ticks: int = MAX_TICKS,
         region: str = "",
         node: str = "",
+        sightings: Sightings | None = None,
     ) -> None:
         if match not in recording.matches:
             have = ", ".join(str(m) for m in sorted(recording.matches)) or "none"
@@ -138,6 +181,7 @@ class ReplayViewer:
         self.ticks: list[ViewedTick] = []
         self.shots: list[dict[str, Any]] = []
         self.truncated = False
+        self.sightings = sightings or {}
         self._claims: dict[tuple[int, int], tuple[int, float]] = {}  # (slot, seq) -> tick, claim
         names: dict[int, str] = {}
         for replayed in replay_ticks(recording, config, validator, self.outcome, start, stop):
@@ -224,8 +268,23 @@ class ReplayViewer:
             else round(float(np.linalg.norm(sent - rewound)) * 100.0, 1),
         }
         shot["cause"] = cause_of(shot)
+        sighting = self._sighting(event.shooter, event.seq, claim)
+        shot["sighting"] = sighting
+        shot["seen_vs_sent_cm"] = (
+            None
+            if sighting is None or sent is None or sighting["target"] != target
+            else round(float(np.linalg.norm(np.array(sighting["seen_feet"]) - sent)) * 100.0, 1)
+        )
         self.shots.append(shot)
         return int(shot["id"])
+
+    def _sighting(self, shooter: int, seq: int, claim: float) -> dict[str, Any] | None:
+        near = [
+            s
+            for s in self.sightings.get((shooter, seq), [])
+            if abs(s["view_time"] - claim) <= _SIGHTING_MATCH_S
+        ]
+        return min(near, key=lambda s: abs(s["view_time"] - claim)) if near else None
 
     # -- reading --------------------------------------------------------------------------
 
@@ -257,6 +316,7 @@ class ReplayViewer:
             "mismatches": [m.line() for m in outcome.mismatches],
             "problems": outcome.problems,
             "notes": outcome.notes,
+            "sightings": sum(len(found) for found in self.sightings.values()),
         }
         message["shots"] = [self.shot_line(shot) for shot in self.shots]
         return message

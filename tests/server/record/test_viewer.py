@@ -3,6 +3,7 @@ both worlds), its endpoints, and ``arena-replay DIR --serve``'s bad input."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from server.record import cli
 from server.record.entries import config_from_entry
 from server.record.serve import create_app
 from server.record.timeline import Recording, read_recording
-from server.record.viewer import ReplayViewer, ViewerError, cause_of
+from server.record.viewer import ReplayViewer, ViewerError, cause_of, read_sightings
 from server.sim.hitreg.backend import make_validator
 from server.sim.matchset import MatchSet
 from tests.server.record.scenes import log_file
@@ -131,6 +132,39 @@ def test_a_viewer_keeps_at_most_its_ticks_and_starts_where_asked(recorded: Recor
     assert window.nearest_tick(10).tick == 92 and window.nearest_tick(151).tick == 150
 
 
+def _sighting_line(shot: dict[str, Any], view_time: float, seen: list[float]) -> str:
+    return json.dumps({
+        "bot": 9, "event": "sighting", "player": shot["shooter"], "seq": shot["seq"],
+        "view_time": view_time, "target": shot["target"], "seen": seen, "t": 1.0,
+    })  # fmt: skip
+
+
+def test_a_bot_s_sighting_is_shown_beside_its_shot(
+    recorded: Recorded, viewer: ReplayViewer
+) -> None:
+    shot = next(s for s in viewer.shots if s["sent_feet"] is not None)
+    drawn = [shot["sent_feet"][0] + 0.3, shot["sent_feet"][1] + 0.4, shot["sent_feet"][2]]
+    lines = [
+        json.dumps({"bot": 9, "epoch": 1, "tick": 5, "hash": "ab", "ack": 2, "t": 1.1}),
+        _sighting_line(shot, shot["claim_time"], drawn),
+        # the slot's next player, counting its inputs afresh: another claim
+        _sighting_line(shot, shot["claim_time"] + 3.0, [0.0, 0.0, 0.0]),
+        '{"bot": 9, "event": "sighting", "play',
+    ]
+    sightings = read_sightings(lines)
+    assert [len(found) for found in sightings.values()] == [2]
+    seen = _viewer(_recording(recorded), sightings=sightings)
+    (with_sighting,) = [s for s in seen.shots if s["sighting"] is not None]
+    assert with_sighting["id"] == shot["id"]
+    assert with_sighting["sighting"] == {
+        "bot": 9, "target": shot["target"], "seen_feet": [round(v, 3) for v in drawn],
+        "view_time": shot["claim_time"],
+    }  # fmt: skip
+    assert with_sighting["seen_vs_sent_cm"] == pytest.approx(50.0, abs=0.2)
+    assert seen.hello()["replay"]["sightings"] == 2
+    assert viewer.shots[shot["id"]]["sighting"] is None
+
+
 def test_a_match_not_in_the_recording_is_a_viewer_error(recorded: Recorded) -> None:
     with pytest.raises(ViewerError, match="no match 3 in the recording"):
         _viewer(_recording(recorded), match=3)
@@ -164,6 +198,8 @@ def test_serve_with_bad_input_says_so_in_one_line(
     assert cli.main([str(tmp_path), "--serve", "--match", "4"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == "arena-replay: no match 4 in the recording (it holds 0)"
+    assert cli.main([str(tmp_path), "--serve", "--sightings", str(tmp_path)]) == 2
+    assert "no bot-*.jsonl files" in capsys.readouterr().err
     with pytest.raises(SystemExit) as stopped:
         cli.main([str(tmp_path), "--serve", "--port", "70000"])
     assert stopped.value.code == 2
