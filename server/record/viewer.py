@@ -10,10 +10,11 @@ ring at the tick that judged it, with the interpolation the hit kernels rewind b
 * *rewound*: at the view time the server judged the shot at (the claim, or the server's own
   estimate when it clamped or capped the claim).
 
-The target is the victim of a hit; for any other verdict, the player nearest to the aim
-ray at the claim. Where the bots recorded their shots (``arena-bots --record DIR``), a shot
-also has its shooter's *sighting*: the target it aimed at and where it drew it, found by
-the shooter's slot, the input's sequence number and the claimed view time.
+The target is the victim of a hit; for any other verdict, the player its shooter says it
+aimed at (its sighting, below), else the player nearest to the aim ray at the claim. Where
+the bots recorded their shots (``arena-bots --record DIR``), a shot also has its shooter's
+*sighting*: the target it aimed at and where it drew it, found by the shooter's slot, the
+input's sequence number and the claimed view time.
 
 A frame keeps only what the page draws (slot, position, yaw, health, alive: about 20 bytes
 a player); :data:`MAX_TICKS` bounds a replay's memory, and ``--from``/``--to`` pick the
@@ -234,7 +235,11 @@ class ReplayViewer:
         history = replayed.match.history_view()
         remembered = self._claims.get((event.shooter, event.seq))
         claim = event.view_time if remembered is None else remembered[1]
-        target = event.victim if event.result == "hit" else _aimed_at(history, trace, claim)
+        sighting = self._sighting(event.shooter, event.seq, claim)
+        if event.result == "hit":
+            target = event.victim
+        else:  # the player the bot says it aimed at, else the one nearest to the ray
+            target = sighting["target"] if sighting else _aimed_at(history, trace, claim)
         sent = None if target < 0 else rewound_feet(history, 0, claim, target)
         rewound = None if target < 0 else rewound_feet(history, 0, event.view_time, target)
         shot: dict[str, Any] = {
@@ -268,7 +273,6 @@ class ReplayViewer:
             else round(float(np.linalg.norm(sent - rewound)) * 100.0, 1),
         }
         shot["cause"] = cause_of(shot)
-        sighting = self._sighting(event.shooter, event.seq, claim)
         shot["sighting"] = sighting
         shot["seen_vs_sent_cm"] = (
             None

@@ -165,6 +165,18 @@ def test_a_bot_s_sighting_is_shown_beside_its_shot(
     assert viewer.shots[shot["id"]]["sighting"] is None
 
 
+def test_a_miss_s_target_is_the_one_its_bot_says_it_aimed_at(
+    recorded: Recorded, viewer: ReplayViewer
+) -> None:
+    miss = next(s for s in viewer.shots if s["result"] != "hit" and s["target"] >= 0)
+    players = [p["id"] for p in viewer.frame(miss["tick"])["players"]]
+    other = next(p for p in players if p not in (miss["target"], miss["shooter"]))
+    line = _sighting_line({**miss, "target": other}, miss["claim_time"], [0.0, 0.0, 0.0])
+    seen = _viewer(_recording(recorded), sightings=read_sightings([line]))
+    assert seen.shots[miss["id"]]["target"] == other
+    assert seen.shots[miss["id"]]["sighting"]["target"] == other
+
+
 def test_a_match_not_in_the_recording_is_a_viewer_error(recorded: Recorded) -> None:
     with pytest.raises(ViewerError, match="no match 3 in the recording"):
         _viewer(_recording(recorded), match=3)
