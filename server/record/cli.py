@@ -174,10 +174,7 @@ def _serve(args: Any) -> int:
         f"{PROG}: match {viewer.match}: ticks {viewer.first_tick}..{viewer.last_tick}, "
         f"{len(viewer.shots)} shots, replayed {how}"
     )
-    try:
-        asyncio.run(_run_server(create_app(viewer), args.host, args.port))
-    except KeyboardInterrupt:  # a second Ctrl-C during shutdown
-        return 130
+    asyncio.run(_run_server(create_app(viewer), args.host, args.port))
     return 0
 
 
@@ -265,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, KeyError, TypeError, IndexError) as error:  # damage the CRC missed
         print(f"{PROG}: the log does not replay: {error!r}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C while replaying (a served one stops on its own)
+        return 130
 
 
 if __name__ == "__main__":

@@ -4,6 +4,10 @@ both worlds), its endpoints, and ``arena-replay DIR --serve``'s bad input."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +203,29 @@ async def test_the_endpoints_answer_from_the_viewer(viewer: ReplayViewer) -> Non
         assert (await client.get("/view/shots?id=100000")).status == 404
         bad = await client.get("/view/frame?tick=soon")
         assert bad.status == 400 and "not a whole number" in await bad.text()
+
+
+def test_serve_prints_its_url_and_stops_cleanly_on_ctrl_c(
+    tmp_path: Path, recorded: Recorded
+) -> None:
+    (tmp_path / "a.arenalog").write_bytes(log_file(recorded[1]))
+    command = [sys.executable, "-m", "server.record.cli", str(tmp_path), "--serve",
+               "--port", "0", "--backend", "reference"]  # fmt: skip
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as served:
+        try:
+            assert served.stdout is not None
+            lines = [served.stdout.readline().decode(), served.stdout.readline().decode()]
+            last = recorded[0].tick_number
+            assert lines[0].startswith(f"arena-replay: match 0: ticks 1..{last}, ")
+            url = lines[1].split("serving the replay at ")[1].strip()
+            with urllib.request.urlopen(f"{url}/hello", timeout=10) as answer:
+                assert json.load(answer)["replay"]["last_tick"] == last
+            served.send_signal(signal.SIGINT)
+            assert served.wait(10) == 0
+            assert served.stderr is not None and served.stderr.read() == b""
+        finally:
+            if served.poll() is None:
+                served.kill()
 
 
 def test_serve_with_bad_input_says_so_in_one_line(
