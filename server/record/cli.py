@@ -1,10 +1,12 @@
-"""``arena-replay``: re-run a recorded match and check every tick, or compare two recordings.
+"""``arena-replay``: re-run a recorded match and check every tick, compare two recordings,
+or (``--serve``) serve the view on a replayed match.
 
-Reading the files and timing the run are this module's; the replay and the comparison are
-:mod:`server.record.replay` and :mod:`server.record.compare`. Exit 0: every tick the same;
-1: a tick differs (the first is printed with what differs); 2: the log cannot be read (a
-damaged block, another version, nothing to replay), one line each, after replaying what
-could be read.
+Reading the files, timing the run and serving are this module's; the replay, the
+comparison and what the view shows are :mod:`server.record.replay`,
+:mod:`server.record.compare` and :mod:`server.record.viewer`. Exit 0: every tick the same
+(or the server stopped); 1: a tick differs (the first is printed with what differs); 2: the
+log cannot be read (a damaged block, another version, nothing to replay), one line each,
+after replaying what could be read.
 """
 
 from __future__ import annotations
