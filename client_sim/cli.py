@@ -564,6 +564,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also write report.html (self-contained: the summary and every picture), "
         "the pictures as PNGs and report.json into this folder (created if missing)",
     )
+    add_replay_url(parser)
     add_fail_if(parser)
     parser.add_argument(
         "--record",
@@ -787,7 +788,19 @@ def verdict(report: dict[str, Any], thresholds: list[Threshold], prog: str) -> b
     return not breached
 
 
-def publish(report: dict[str, Any], json_path: str | None, report_dir: str, prog: str) -> int:
+def add_replay_url(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--replay-url",
+        default="",
+        metavar="BASE",
+        help="in report.html, link each disputed shot to its place in the replay served by "
+        "'arena-replay DIR --serve' at BASE (e.g. http://127.0.0.1:8780)",
+    )
+
+
+def publish(
+    report: dict[str, Any], json_path: str | None, report_dir: str, prog: str, replay_url: str = ""
+) -> int:
     """Print the summary and write the report where asked: 0, or 1 when it cannot be."""
     summary = format_summary(report)
     print(summary)
@@ -797,7 +810,7 @@ def publish(report: dict[str, Any], json_path: str | None, report_dir: str, prog
             folder = Path(report_dir)
             folder.mkdir(parents=True, exist_ok=True)
             write_report(report, str(folder / "report.json"))
-            write_html_report(report, summary, folder / "report.html", folder)
+            write_html_report(report, summary, folder / "report.html", folder, replay_url)
     except OSError as error:
         print(f"{prog}: cannot write the report: {error}", file=sys.stderr)
         return 1
@@ -821,6 +834,7 @@ def build_merge_parser() -> argparse.ArgumentParser:
         help="also write report.html, the pictures and report.json of the merged report "
         "into this folder (created if missing)",
     )
+    add_replay_url(parser)
     add_fail_if(parser)
     return parser
 
@@ -876,7 +890,7 @@ def merge_main(argv: list[str]) -> int:
         print(f"arena-bots merge: {error}", file=sys.stderr)
         return 2
     report = report_of(tally)
-    failed = publish(report, args.json, args.report_dir, "arena-bots merge")
+    failed = publish(report, args.json, args.report_dir, "arena-bots merge", args.replay_url)
     if failed:
         return failed
     passed = verdict(report, thresholds, "arena-bots merge")
@@ -920,7 +934,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as error:
         print(f"arena-bots: cannot write the part: {error}", file=sys.stderr)
         return 1
-    failed = publish(report, args.json, args.report_dir, "arena-bots")
+    failed = publish(report, args.json, args.report_dir, "arena-bots", args.replay_url)
     if failed:
         return failed
     passed = verdict(report, thresholds, "arena-bots")

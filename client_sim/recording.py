@@ -10,6 +10,13 @@ at acceptance. Every welcome is a line too (the first, and each one after a reco
 failover: the same ``player`` is a seat resumed, another one a seat lost):
 
     {"bot": 7, "event": "welcome", "epoch": 3, "player": 12, "ack": 118, "t": 1764…}
+
+and so is every shot the bot fired, with what it drew of its target (``player``: the bot's
+slot; ``seq``: the input that fired; ``view_time``: the view time it claimed; ``seen``: the
+target's feet where the bot drew them), for ``arena-replay DIR --serve --sightings``:
+
+    {"bot": 7, "event": "sighting", "player": 12, "seq": 345, "view_time": 41.2875,
+     "target": 4, "seen": [1.25, -3.5, 0.0], "t": 1764…}
  ``arena-chaos torture`` checks every line against the lineage the surviving
 primary continued: a tick a bot was shown and the region then lost is a broken promise.
 """
@@ -40,6 +47,22 @@ class SnapshotRecorder:
         self._file(bot).write(
             f'{{"bot":{bot},"event":"welcome","epoch":{epoch},"player":{player},'
             f'"ack":{ack},"t":{time.time():.4f}}}\n'
+        )
+
+    def sighted(
+        self,
+        bot: int,
+        player: int,
+        seq: int,
+        view_time: float,
+        target: int,
+        seen: tuple[float, float, float],
+    ) -> None:
+        x, y, z = seen
+        self._file(bot).write(
+            f'{{"bot":{bot},"event":"sighting","player":{player},"seq":{seq},'
+            f'"view_time":{view_time:.6f},"target":{target},'
+            f'"seen":[{x:.4f},{y:.4f},{z:.4f}],"t":{time.time():.4f}}}\n'
         )
 
     def _file(self, bot: int) -> IO[str]:

@@ -152,6 +152,10 @@ class SwarmShooting:
         self.awaiting[index][(seq, weapon.id)] = record
         return yaw, pitch, weapon.button, view.shown_time
 
+    def sighted(self, index: int) -> tuple[int, tuple[float, float, float]] | None:
+        """The target bot ``index`` last fired at and its feet where the bot drew them."""
+        return self._sighted[index]
+
     def sighting(self, index: int, seq: int, local: float) -> bytes | None:
         """The ``sighting`` of the shot bot ``index`` just fired with input ``seq`` (where
         it drew its target, for the node's live view), at most one every

@@ -519,6 +519,7 @@ class Swarm:
                     yaw, pitch, trigger, render_time = fired
                     buttons |= trigger
                     sighting = self.shooting.sighting(index, seq, local)
+                    self._record_sighting(bot, seq, render_time)
             frame = protocol.encode_input(
                 seq=seq,
                 tick=max(0, int(server_now * rate)),
@@ -576,6 +577,12 @@ class Swarm:
                 bot.flush(bot.ping_frame(local_t))
             elif send_tick:
                 bot.flush()
+
+    def _record_sighting(self, bot: Bot, seq: int, view_time: float) -> None:
+        """With ``--record``: what this bot drew of the target of the shot it just fired."""
+        sighted = self.shooting.sighted(bot.index)
+        if self.recorder is not None and sighted is not None and bot.welcome is not None:
+            self.recorder.sighted(bot.params.index, bot.welcome.player_id, seq, view_time, *sighted)
 
     def _shoot(
         self, bot: Bot, seq: int, render_time: float

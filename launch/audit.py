@@ -131,7 +131,8 @@ def read_journal(lines: Iterable[str]) -> tuple[list[Published], list[Promotion]
 
 def read_record(lines: Iterable[str]) -> tuple[list[Accepted], list[Welcome]]:
     """A bot's record (``arena-bots --record``): the snapshots it accepted and its
-    welcomes; a torn last line is skipped."""
+    welcomes; a torn last line is skipped, and so are the shots' sightings (for the replay
+    viewer, not the audit)."""
     accepted, welcomes = [], []
     for line in lines:
         try:
@@ -140,7 +141,7 @@ def read_record(lines: Iterable[str]) -> tuple[list[Accepted], list[Welcome]]:
             continue
         if e.get("event") == "welcome":
             welcomes.append(Welcome(e["bot"], e["epoch"], e["player"], e["ack"], e["t"]))
-        else:
+        elif "event" not in e:
             accepted.append(Accepted(e["bot"], e["epoch"], e["tick"], e["hash"], e["ack"], e["t"]))
     return accepted, welcomes
 

@@ -1,26 +1,36 @@
-"""``arena-replay``: re-run a recorded match and check every tick, or compare two recordings.
+"""``arena-replay``: re-run a recorded match and check every tick, compare two recordings,
+or (``--serve``) serve the view on a replayed match.
 
-Reading the files and timing the run are this module's; the replay and the comparison are
-:mod:`server.record.replay` and :mod:`server.record.compare`. Exit 0: every tick the same;
-1: a tick differs (the first is printed with what differs); 2: the log cannot be read (a
-damaged block, another version, nothing to replay), one line each, after replaying what
-could be read.
+Reading the files, timing the run and serving are this module's; the replay, the
+comparison and what the view shows are :mod:`server.record.replay`,
+:mod:`server.record.compare` and :mod:`server.record.viewer`. Exit 0: every tick the same
+(or the server stopped); 1: a tick differs (the first is printed with what differs); 2: the
+log cannot be read (a damaged block, another version, nothing to replay), one line each,
+after replaying what could be read.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from aiohttp import web
 
 from server.record.blocks import LogIncompatible
 from server.record.compare import compare_recordings
 from server.record.entries import LogEntryError, config_from_entry
 from server.record.replay import ReplayOutcome, replay_match
+from server.record.serve import create_app
 from server.record.timeline import Recording, read_recording
-from server.sim.hitreg.backend import BackendUnavailable, make_validator
+from server.record.viewer import ReplayViewer, ViewerError, read_sightings
+from server.sim.hitreg.backend import BackendUnavailable, HitValidator, make_validator
+from server.sim.match import MatchConfig
 from shared.commandline import OneLineParser
 
 __all__ = ["main"]
@@ -59,6 +69,25 @@ def build_parser() -> OneLineParser:
         "--backend", choices=("cpu", "reference"), default="cpu",
         help="the hit kernels to judge the shots with (all give the same verdicts; "
         "default: cpu)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--serve", action="store_true",
+        help="instead of checking, serve the view on the replay: open the printed URL "
+        "(/view) to play, pause, step and look at any shot (docs/replay.md)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="--serve: the address (default: 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=8780, help="--serve: the port (default: 8780; 0: any)"
+    )
+    parser.add_argument(
+        "--match", type=int, default=0, metavar="M", help="--serve: the match (default: 0)"
+    )
+    parser.add_argument(
+        "--sightings", metavar="BOTS_DIR",
+        help="--serve: the folder of arena-bots --record, to show beside each shot what its "
+        "shooter drew of its target",
     )  # fmt: skip
     return parser
 
@@ -108,7 +137,7 @@ def _summary(outcomes: list[ReplayOutcome], seconds: float, tick_rate: int) -> d
     }  # fmt: skip
 
 
-def _replay(args: Any) -> int:
+def _prepare(args: Any) -> tuple[Recording, MatchConfig, HitValidator]:
     recording = _load(args.dirs)
     if recording.config is None:
         raise LogEntryError("no configuration entry in the log (its first block is lost)")
@@ -116,6 +145,61 @@ def _replay(args: Any) -> int:
     validator = make_validator(
         args.backend, box_min=config.arena.box_min, box_max=config.arena.box_max
     )
+    return recording, config, validator
+
+
+def _bot_lines(folder: str) -> Iterator[str]:
+    """Every line of the bots' records in ``folder`` (``bot-*.jsonl``)."""
+    files = sorted(Path(folder).glob("bot-*.jsonl"))
+    if not files:
+        raise FileNotFoundError(f"--sightings {folder}: no bot-*.jsonl files (arena-bots --record)")
+    for path in files:
+        with path.open(encoding="utf-8", errors="replace") as lines:
+            yield from lines
+
+
+def _serve(args: Any) -> int:
+    recording, config, validator = _prepare(args)
+    assert recording.config is not None
+    sightings = read_sightings(_bot_lines(args.sightings)) if args.sightings else None
+    viewer = ReplayViewer(
+        recording, config, validator, args.match, args.start, args.stop,
+        region=str(recording.config.get("region", "")),
+        node=str(recording.config.get("node", "")), sightings=sightings,
+    )  # fmt: skip
+    for problem in recording.damaged + viewer.outcome.problems:
+        print(f"{PROG}: {problem}", file=sys.stderr)
+    if viewer.truncated:
+        print(f"{PROG}: kept the first {len(viewer.ticks)} ticks (pick others with --from/--to)")
+    how = "exactly" if viewer.outcome.exact else "with differences (see arena-replay DIR)"
+    print(
+        f"{PROG}: match {viewer.match}: ticks {viewer.first_tick}..{viewer.last_tick}, "
+        f"{len(viewer.shots)} shots, replayed {how}"
+    )
+    asyncio.run(_run_server(create_app(viewer), args.host, args.port))
+    return 0
+
+
+async def _run_server(app: web.Application, host: str, port: int) -> None:
+    """Serve ``app`` until SIGINT or SIGTERM."""
+    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1.0, access_log=None)
+    await runner.setup()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await web.TCPSite(runner, host, port).start()
+        bound = runner.addresses[0][1] if runner.addresses else port
+        shown = f"[{host}]" if ":" in host else host
+        print(f"{PROG}: serving the replay at http://{shown}:{bound}/view", flush=True)
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+
+
+def _replay(args: Any) -> int:
+    recording, config, validator = _prepare(args)
     validator.warm_up()  # (compiling the kernels is no part of the replay's speed)
     began = time.perf_counter()
     outcomes = [
@@ -168,14 +252,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if bool(args.dirs) == bool(args.compare):
         parser.error("give the log's DIR, or --compare DIR_A DIR_B")
+    if not 0 <= args.port <= 65535:
+        parser.error(f"--port: {args.port} is outside 0-65535")
     try:
-        return _compare(args) if args.compare else _replay(args)
-    except (OSError, LogIncompatible, LogEntryError, BackendUnavailable) as error:
+        if args.compare:
+            return _compare(args)
+        return _serve(args) if args.serve else _replay(args)
+    except (OSError, LogIncompatible, LogEntryError, BackendUnavailable, ViewerError) as error:
         print(f"{PROG}: {error}", file=sys.stderr)
         return 2
     except (ValueError, KeyError, TypeError, IndexError) as error:  # damage the CRC missed
         print(f"{PROG}: the log does not replay: {error!r}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C while replaying (a served one stops on its own)
+        return 130
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ drifted.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,13 +21,13 @@ from server.record import entries
 from server.record.capture import state_from_keyframe
 from server.record.timeline import Recording
 from server.replication.state import HashMismatch, ReplicationGap, install_match
-from server.sim.combat import judge
+from server.sim.combat import ShotTrace, judge
 from server.sim.hitreg.backend import HitValidator
 from server.sim.lagcomp import LinkEstimate
 from server.sim.match import SEAT_JOIN, SEAT_LEAVE, Match, MatchConfig, MatchFull
 from shared.protocol import ShotEvent, encode_event
 
-__all__ = ["Mismatch", "ReplayOutcome", "replay_match"]
+__all__ = ["Mismatch", "ReplayOutcome", "ReplayedTick", "replay_match", "replay_ticks"]
 
 _SHOT_KEYS = ("shooter", "seq", "result", "victim", "hitbox", "damage", "judged")
 
@@ -98,28 +99,40 @@ def _start_key(
     return chosen, recording.keys[match][chosen]
 
 
-def replay_match(
+@dataclass(frozen=True, slots=True)
+class ReplayedTick:
+    """One tick just replayed: its log entry, the match after it and the shots it judged,
+    traced (their lines: what a viewer draws; tracing costs one record a shot)."""
+
+    entry: entries.TickEntry
+    match: Match
+    traces: list[ShotTrace]
+
+
+def replay_ticks(
     recording: Recording,
     config: MatchConfig,
     validator: HitValidator,
-    match_index: int = 0,
+    outcome: ReplayOutcome,
     start: int | None = None,
     stop: int | None = None,
-) -> ReplayOutcome:
-    """Replay one match of ``recording`` from ``start`` to ``stop`` (ticks, inclusive)."""
-    outcome = ReplayOutcome(match_index)
+) -> Iterator[ReplayedTick]:
+    """Replay match ``outcome.match`` of ``recording`` from ``start`` to ``stop`` (ticks,
+    inclusive), yielding after each tick; what differs from the log goes into ``outcome``.
+    The match yielded is the replay's own: read it before the next step."""
+    match_index = outcome.match
     lineage = recording.lineage(match_index)
     found = _start_key(recording, match_index, lineage, start)
     if found is None:
         outcome.problems.append(f"match {match_index}: no keyframe to start from")
-        return outcome
+        return
     (key_epoch, key_tick), key = found
     match = Match(config, epoch=key_epoch, validator=validator)
     try:
         install_match(match, state_from_keyframe(key), key_epoch)
     except (ReplicationGap, HashMismatch) as error:
         outcome.problems.append(f"match {match_index}: keyframe of tick {key_tick}: {error}")
-        return outcome
+        return
     keys = recording.keys.get(match_index, {})
     for tick in lineage:
         if tick.tick <= key_tick:
@@ -130,10 +143,26 @@ def replay_match(
             if not _bridge(recording, match, tick, outcome):
                 break
             continue
+        match.combat.traces = []
         _replay_tick(match, tick, validator, outcome)
         passed = keys.get((tick.epoch, tick.tick))
         if passed is not None:
             _compare_world(match, state_from_keyframe(passed).world, tick.tick, outcome)
+        yield ReplayedTick(tick, match, match.combat.traces)
+
+
+def replay_match(
+    recording: Recording,
+    config: MatchConfig,
+    validator: HitValidator,
+    match_index: int = 0,
+    start: int | None = None,
+    stop: int | None = None,
+) -> ReplayOutcome:
+    """Replay one match of ``recording`` from ``start`` to ``stop`` (ticks, inclusive)."""
+    outcome = ReplayOutcome(match_index)
+    for _ in replay_ticks(recording, config, validator, outcome, start, stop):
+        pass
     return outcome
 
 

@@ -21,7 +21,7 @@ from shared.arena_map import ArenaMap
 from shared.hitbox import HITBOX_NAMES, HITBOXES
 from shared.weapons import EYE_HEIGHT, WEAPONS
 
-__all__ = ["NodeView", "frame", "hello", "shot_record"]
+__all__ = ["NodeView", "frame", "hello", "player_rows", "shot_record"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,14 +72,30 @@ def hello(arena: ArenaMap, tick_rate: int, feed_rate: float, view: NodeView) -> 
 
 def _players(match: int, world: World, names: dict[int, str]) -> list[dict[str, Any]]:
     slots = np.flatnonzero(world.active)
-    pos = np.round(world.pos[slots], 2).tolist()
-    yaw = np.round(world.yaw[slots], 3).tolist()
-    health = world.health[slots].tolist()
-    alive = world.alive[slots].tolist()
+    return player_rows(
+        match, slots, world.pos[slots], world.yaw[slots], world.health[slots],
+        world.alive[slots], names,
+    )  # fmt: skip
+
+
+def player_rows(
+    match: int,
+    slots: np.ndarray,
+    pos: np.ndarray,
+    yaw: np.ndarray,
+    health: np.ndarray,
+    alive: np.ndarray,
+    names: dict[int, str],
+) -> list[dict[str, Any]]:
+    """The players of a frame, one row each (the live world's or a replay's kept copy)."""
+    rows = zip(
+        slots.tolist(), np.round(pos, 2).tolist(), np.round(yaw, 3).tolist(),
+        health.tolist(), alive.tolist(), strict=True,
+    )  # fmt: skip
     return [
         {"m": match, "id": slot, "name": names.get(slot, ""), "pos": p, "yaw": y, "hp": hp,
          "alive": a}
-        for slot, p, y, hp, a in zip(slots.tolist(), pos, yaw, health, alive, strict=True)
+        for slot, p, y, hp, a in rows
     ]  # fmt: skip
 
 

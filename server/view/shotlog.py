@@ -19,9 +19,9 @@ import numpy as np
 
 from server.sim.combat import ShotTrace
 from server.sim.hitreg.backend import History
-from server.sim.hitreg.reference import interpolate_positions
+from server.sim.hitreg.reference import rewound_feet
 
-__all__ = ["SIGHTING_WAIT_S", "ShotLog", "ViewedShot", "rewound_feet"]
+__all__ = ["SIGHTING_WAIT_S", "ShotLog", "ViewedShot"]
 
 #: Server seconds a judged shot waits for its shooter's sighting before it is shown.
 SIGHTING_WAIT_S = 0.25
@@ -51,23 +51,6 @@ class ViewedShot:
         if self.server_feet is None or self.seen_feet is None:
             return None
         return float(np.linalg.norm(self.server_feet - self.seen_feet))
-
-
-def rewound_feet(history: History, match: int, time: float, player: int) -> np.ndarray | None:
-    """``player``'s feet in ``match`` at ``time`` as the hit kernels rewind them (the same
-    interpolation, :func:`~server.sim.hitreg.reference.interpolate_positions`); None when
-    the ring no longer (or not yet) covers ``time`` or the player was not there."""
-    count = int(history.count[match])
-    if count == 0 or not 0 <= player < history.players:
-        return None
-    capacity = history.times.shape[1]
-    start = int(history.start[match])
-    oldest = history.times[match, start]
-    newest = history.times[match, (start + count - 1) % capacity]
-    if not oldest <= time <= newest:
-        return None
-    feet, present = interpolate_positions(history, match, time)
-    return feet[player].copy() if present[player] else None
 
 
 class ShotLog:

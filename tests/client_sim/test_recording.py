@@ -31,6 +31,17 @@ def test_each_bot_gets_a_file_of_json_lines(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "bot-0002.jsonl").read_text())["ack"] == -1
 
 
+def test_a_shot_s_sighting_is_a_line_of_its_bot_s_file(tmp_path: Path) -> None:
+    recorder = SnapshotRecorder(str(tmp_path))
+    recorder.sighted(7, 12, 345, 41.28751234, 4, (1.25, -3.5, 0.0))
+    recorder.close()
+    line = json.loads((tmp_path / "bot-0007.jsonl").read_text())
+    assert {k: v for k, v in line.items() if k != "t"} == {
+        "bot": 7, "event": "sighting", "player": 12, "seq": 345, "view_time": 41.287512,
+        "target": 4, "seen": [1.25, -3.5, 0.0],
+    }  # fmt: skip
+
+
 async def test_a_bot_told_of_a_newer_epoch_refuses_the_older_one() -> None:
     params = draw_bot(0, seed=1, rtt=parse_distribution("40ms"))
     host = SimpleNamespace(

@@ -117,3 +117,27 @@ def test_a_partial_or_invalid_run_says_so_at_the_top() -> None:
     page = render_html(invalid, "s", {})
     assert "INVALID" in page and "too &lt;busy&gt;" in page
     assert format_summary(partial).startswith("PARTIAL")
+
+
+def _disputed(tick: int, shooter: int, seq: int, cause: str) -> dict[str, Any]:
+    """A row as client_sim.fairness.disputed_shot writes it."""
+    return {
+        "tick": tick, "shooter": shooter, "seq": seq, "victim": {"client": 3, "server": -1},
+        "verdict": {"client": "hit", "server": "miss"}, "server_damage": 0, "cause": cause,
+        "rtt_ms": {"client": 80.5, "server": 81.0},
+    }  # fmt: skip
+
+
+def test_the_disputed_shots_link_to_their_place_in_the_replay() -> None:
+    report = synthetic_report()
+    report["shots"]["disputed"] = [_disputed(120, 4, 17, "claim_clamped"),
+                                   _disputed(300, 2, 9, "<odd>")]  # fmt: skip
+    page = render_html(report, "s", {}, replay_url="http://127.0.0.1:8780/")
+    assert '<table id="disputed">' in page
+    assert '<a href="http://127.0.0.1:8780/view#tick=120&amp;shot=4:17">replay</a>' in page
+    assert '<a href="http://127.0.0.1:8780/view#tick=300&amp;shot=2:9">replay</a>' in page
+    assert "&lt;odd&gt;" in page and "claim_clamped" in page
+    unlinked = render_html(report, "s", {})
+    assert '<table id="disputed">' in unlinked and "<a href" not in unlinked
+    report["shots"]["disputed"] = []
+    assert "No disputed shots." in render_html(report, "s", {}, replay_url="http://x")

@@ -128,6 +128,18 @@ def test_journals_and_records_read_back_and_a_torn_last_line_is_skipped() -> Non
     record = [
         json.dumps({"bot": 3, "event": "welcome", "epoch": 1, "player": 7, "ack": -1, "t": 1.0}),
         json.dumps({"bot": 3, "epoch": 1, "tick": 5, "hash": "ab", "ack": 2, "t": 1.1}),
+        json.dumps(
+            {
+                "bot": 3,
+                "event": "sighting",
+                "player": 7,
+                "seq": 9,
+                "view_time": 1.0,
+                "target": 2,
+                "seen": [1.0, 2.0, 0.0],
+                "t": 1.2,
+            }
+        ),
     ]
     assert read_record([*record, '{"bot"']) == (
         [Accepted(3, 1, 5, "ab", 2, 1.1)],

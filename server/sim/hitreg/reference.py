@@ -38,6 +38,7 @@ __all__ = [
     "interpolate_positions",
     "resolve_hitscan",
     "resolve_projectiles",
+    "rewound_feet",
     "snapshot_bracket",
 ]
 
@@ -93,6 +94,24 @@ def interpolate_positions(history: History, m: int, t: float) -> tuple[np.ndarra
     rewound = p0 + (p1 - p0) * weight
     present = (history.alive[m, before] != 0) & (history.alive[m, after] != 0)
     return rewound, present
+
+
+def rewound_feet(history: History, match: int, time: float, player: int) -> np.ndarray | None:
+    """``player``'s feet in ``match`` at ``time`` as the hit kernels rewind them (the same
+    interpolation, :func:`interpolate_positions`: what the live view and the replay viewer
+    draw); None when the ring no longer (or not yet) covers ``time`` or the player was not
+    there."""
+    count = int(history.count[match])
+    if count == 0 or not 0 <= player < history.players:
+        return None
+    capacity = history.times.shape[1]
+    start = int(history.start[match])
+    oldest = history.times[match, start]
+    newest = history.times[match, (start + count - 1) % capacity]
+    if not oldest <= time <= newest:
+        return None
+    feet, present = interpolate_positions(history, match, time)
+    return feet[player].copy() if present[player] else None
 
 
 def resolve_hitscan(

@@ -29,7 +29,7 @@ from server.net.state import NodeState
 from server.view import frames
 from server.view.frames import NodeView
 
-__all__ = ["MAX_VIEWERS", "ViewFeed", "add_view_routes"]
+__all__ = ["MAX_VIEWERS", "ViewFeed", "add_view_routes", "page"]
 
 #: Viewers of one node at once (each costs a send per frame).
 MAX_VIEWERS = 8
@@ -162,7 +162,8 @@ class ViewFeed:
 FEED = web.AppKey("view_feed", ViewFeed)
 
 
-async def _page(request: web.Request) -> web.Response:
+async def page(request: web.Request) -> web.Response:
+    """The view's page (the live view and the replay viewer serve the same one)."""
     return web.Response(body=_PAGE.read_bytes(), content_type="text/html", charset="utf-8")
 
 
@@ -192,6 +193,6 @@ def add_view_routes(app: web.Application, node: NodeState, rate: float) -> None:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
 
-    app.router.add_get("/view", _page)
+    app.router.add_get("/view", page)
     app.router.add_get("/view/feed", _feed)
     app.cleanup_ctx.append(frames_task)

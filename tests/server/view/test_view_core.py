@@ -11,10 +11,11 @@ import pytest
 from server.sim.combat import ShotTrace
 from server.sim.hitreg import make_validator
 from server.sim.hitreg.backend import History
+from server.sim.hitreg.reference import rewound_feet
 from server.sim.match import MatchConfig
 from server.sim.matchset import MatchSet
 from server.view import frames
-from server.view.shotlog import SIGHTING_WAIT_S, ShotLog, rewound_feet
+from server.view.shotlog import SIGHTING_WAIT_S, ShotLog
 from server.view.tap import ViewTap
 from shared.hitbox import HITBOX_HEAD
 from shared.movement import BUTTON_FIRE
