@@ -1,8 +1,9 @@
 """``--record DIR``: the node's match log on disk (the edge of :mod:`server.record`).
 
-The tick appends its entries to memory (:class:`~server.record.capture.MatchLog`); every
-block's worth (a second of ticks, or a megabyte) is handed to one writer thread that
-compresses it, writes it and rotates the file past ``--record-max-mb``. The tick never
+The tick appends its entries to memory (:class:`~server.record.capture.MatchLog`: references
+to the tick's arrays, nothing coded); every block's worth (a second of ticks, or a few
+megabytes) is handed to one writer thread that codes it into planes, compresses them, writes
+the block and rotates the file past ``--record-max-mb``. The tick never
 waits on the disk: a block is written while the next second of ticks runs. A SIGKILL loses
 the block being written (its torn tail is recognised on reading) and the ticks held in
 memory; a SIGTERM writes them.
@@ -20,8 +21,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import IO
 
 from server.logs import EventLogger
-from server.record.blocks import FILE_HEADER, Block, BlockWriter, seal_block
-from server.record.capture import MatchLog
+from server.record.blocks import FILE_HEADER, Block, BlockWriter, Pending, seal_block
+from server.record.capture import MatchLog, block_of
+from server.record.entries import encode_block
 from server.replication.messages import FullState, TickRecord
 from server.sim.match import TickResult
 from server.sim.matchset import MatchSet
@@ -86,17 +88,17 @@ class Recorder:
             self._hand_over()
 
     def _hand_over(self) -> None:
-        block = self.log.take_block()
-        if block is None or self._closed:
+        taken = self.log.take_block()
+        if taken is None or self._closed:
             return
         self._pending = [f for f in self._pending if not f.done()]
-        self._pending.append(self._writer.submit(self._write, block))
+        self._pending.append(self._writer.submit(self._write, taken))
 
     # -- the writer thread ---------------------------------------------------------------
 
-    def _write(self, block: Block) -> None:
+    def _write(self, pending: Pending) -> None:
         try:
-            sealed = seal_block(block)
+            sealed = seal_block(block_of(pending))
             if self._file is None or self._written + len(sealed) > self.max_bytes:
                 self._open_next()
             assert self._file is not None
@@ -115,7 +117,7 @@ class Recorder:
             self._rotated.set()  # (the next tick keyframes: this file replays alone)
         self._sequence += 1
         self._file = open(f"{self._stem}.{self._sequence:05d}{SUFFIX}", "xb")
-        header = FILE_HEADER + seal_block(Block(0, 0, self.log.config))
+        header = FILE_HEADER + seal_block(Block(0, 0, encode_block([self.log.config])))
         self._file.write(header)
         self._written = len(header)
         if not first:

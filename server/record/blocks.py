@@ -1,15 +1,25 @@
-"""The match log's framing: a file header, then compressed, checksummed blocks (sans-I/O).
+"""The match log's framing: a file header, then checksummed blocks of planes (sans-I/O).
 
 A log file is ``MAGIC`` and the format version, then blocks, each::
 
     "BLK1" | u32 stored bytes | u32 raw bytes | u32 CRC-32 | i64 first tick | i64 last tick
            | u8 codec | stored bytes
 
+and a block's stored bytes (codec ``CODEC_PLANES``) are its planes::
+
+    u16 planes | per plane: u8 method, u32 stored bytes, u32 raw bytes | the planes' bytes
+
+A plane is one stream of bytes the block's coder (:mod:`server.record.blockcode`) made: its
+entries, or one byte of one column of its inputs. Each is deflated on its own (``DEFLATE``,
+raw deflate: the CRC already guards it) or kept as it is (``RAW``) when deflate does not
+pay, as for the low bytes of a float that changes every tick: trying them costs time and
+wins nothing.
+
 The CRC covers everything after itself (the tick range, the codec and the stored bytes), so
 one flipped byte anywhere in a block refuses that block, and a block cut short by a SIGKILL
 mid-write is recognised as torn: every block before it still reads. A block holds a whole
-number of entries (:mod:`server.record.entries`), so nothing spans two blocks. zlib is the
-codec (no zstandard on our index); the byte says which, so another can be added.
+number of entries, so nothing spans two blocks. zlib is the compressor (no zstandard on our
+index); the codec byte says how a block is laid out, so another can be added.
 """
 
 from __future__ import annotations
@@ -18,6 +28,7 @@ import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "FILE_HEADER",
@@ -25,21 +36,32 @@ __all__ = [
     "Block",
     "BlockWriter",
     "LogCorrupt",
+    "Pending",
     "LogIncompatible",
     "read_blocks",
     "seal_block",
 ]
 
 MAGIC = b"ARENALOG"
-#: Raised when an entry's meaning changes: a reader refuses other versions in one line.
-FORMAT_VERSION = 1
+#: Raised when an entry's or a block's meaning changes: a reader refuses other versions in
+#: one line (format 1 stored each block as one zlib stream of msgpack entries).
+FORMAT_VERSION = 2
 FILE_HEADER = MAGIC + struct.pack("<H", FORMAT_VERSION)
 _BLOCK_MARK = b"BLK1"
 _HEAD = struct.Struct("<4sIIIqqB")
 _CHECKED = struct.Struct("<qqB")  # the part of the head the CRC covers
-CODEC_ZLIB = 1
+_COUNT = struct.Struct("<H")
+_PLANE = struct.Struct("<BII")
+CODEC_PLANES = 2
+RAW, DEFLATE = 0, 1
 #: The most one block may hold, raw: a larger length is corruption, not a block to allocate.
 MAX_BLOCK_BYTES = 64 << 20
+#: Planes shorter than this are kept raw: deflate's own framing would eat what it saves.
+_SHORT = 16
+#: A plane is deflated only when that saves at least this share of it.
+_WORTH = 0.97
+#: How much of a plane is tried first: one that does not shrink is kept raw untried.
+_PROBE = 2048
 
 
 class LogCorrupt(ValueError):
@@ -60,24 +82,77 @@ class LogIncompatible(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Block:
-    """One block's entries (packed, back to back) and the ticks they cover."""
+    """One block's planes (as its coder made them) and the ticks they cover."""
 
     first_tick: int
     last_tick: int
-    payload: bytes
+    planes: tuple[bytes, ...]
+
+
+def _deflated(plane: bytes, level: int) -> bytes | None:
+    """``plane`` deflated, or None when that does not pay (a probe of its start says so
+    first: a plane of noise is not worth compressing whole)."""
+    if len(plane) < _SHORT:
+        return None
+    if len(plane) > 2 * _PROBE:
+        probe = zlib.compressobj(level, zlib.DEFLATED, -15)
+        tried = probe.compress(plane[:_PROBE]) + probe.flush()
+        if len(tried) > _WORTH * _PROBE:
+            return None
+    squeezer = zlib.compressobj(level, zlib.DEFLATED, -15)
+    stored = squeezer.compress(plane) + squeezer.flush()
+    return stored if len(stored) <= _WORTH * len(plane) else None
 
 
 def seal_block(block: Block, level: int = 6) -> bytes:
-    """The block as it is written: compressed, headed and checksummed. Pure and GIL-free
-    for most of its time (zlib), so the node's edge runs it off the tick's thread."""
-    stored = zlib.compress(block.payload, level)
-    checked = _CHECKED.pack(block.first_tick, block.last_tick, CODEC_ZLIB)
+    """The block as it is written: each plane deflated where that pays, headed and
+    checksummed. Pure and GIL-free for most of its time (zlib), so the node's edge runs it
+    off the tick's thread."""
+    heads, bodies = [_COUNT.pack(len(block.planes))], []
+    for plane in block.planes:
+        deflated = _deflated(plane, level)
+        method, body = (RAW, plane) if deflated is None else (DEFLATE, deflated)
+        heads.append(_PLANE.pack(method, len(body), len(plane)))
+        bodies.append(body)
+    stored = b"".join(heads + bodies)
+    raw = sum(len(plane) for plane in block.planes)
+    checked = _CHECKED.pack(block.first_tick, block.last_tick, CODEC_PLANES)
     crc = zlib.crc32(stored, zlib.crc32(checked))
     head = _HEAD.pack(
-        _BLOCK_MARK, len(stored), len(block.payload), crc, block.first_tick, block.last_tick,
-        CODEC_ZLIB,
-    )  # fmt: skip
+        _BLOCK_MARK, len(stored), raw, crc, block.first_tick, block.last_tick, CODEC_PLANES
+    )
     return head + stored
+
+
+def _planes(body: bytes) -> tuple[list[bytes], int]:
+    """A block's stored bytes as its planes, and their raw length; ValueError: not so."""
+    (count,) = _COUNT.unpack_from(body, 0)
+    at = _COUNT.size + count * _PLANE.size
+    if at > len(body):
+        raise ValueError("its plane table is cut short")
+    planes, raw = [], 0
+    for index in range(count):
+        method, stored, length = _PLANE.unpack_from(body, _COUNT.size + index * _PLANE.size)
+        part = body[at : at + stored]
+        if len(part) < stored:
+            raise ValueError("a plane runs past the block")
+        if method == RAW:
+            plane = part
+        elif method == DEFLATE:
+            try:
+                plane = zlib.decompress(part, -15)
+            except zlib.error:
+                raise ValueError("a plane does not decompress") from None
+        else:
+            raise ValueError(f"a plane of unknown method {method}")
+        if len(plane) != length:
+            raise ValueError("a plane's length differs from its table's")
+        planes.append(plane)
+        raw += length
+        at += stored
+    if at != len(body):
+        raise ValueError("bytes after its last plane")
+    return planes, raw
 
 
 def read_blocks(data: bytes) -> Iterator[Block]:
@@ -92,6 +167,7 @@ def read_blocks(data: bytes) -> Iterator[Block]:
     if version != FORMAT_VERSION:
         raise LogIncompatible(
             f"match log format {version}, this arena-replay reads format {FORMAT_VERSION}"
+            + (" (record it again with this version)" if version < FORMAT_VERSION else "")
         )
     at, index = len(FILE_HEADER), 0
     while at < len(data):
@@ -109,39 +185,50 @@ def read_blocks(data: bytes) -> Iterator[Block]:
         checked = _CHECKED.pack(first, last, codec)
         if zlib.crc32(body, zlib.crc32(checked)) != crc:
             raise LogCorrupt("checksum mismatch (the block is damaged)", index, ticks)
-        if codec != CODEC_ZLIB:
+        if codec != CODEC_PLANES:
             raise LogCorrupt(f"unknown codec {codec}", index, ticks)
         try:
-            payload = zlib.decompress(body)
-        except zlib.error:
-            raise LogCorrupt("does not decompress", index, ticks) from None
-        if len(payload) != raw:
-            raise LogCorrupt("decompressed length differs from its head's", index, ticks)
-        yield Block(first, last, payload)
+            planes, length = _planes(body)
+        except (ValueError, struct.error) as error:
+            raise LogCorrupt(f"its planes do not read: {error}", index, ticks) from None
+        if length != raw:
+            raise LogCorrupt("its planes' length differs from its head's", index, ticks)
+        yield Block(first, last, tuple(planes))
         at += _HEAD.size + stored
         index += 1
 
 
-class BlockWriter:
-    """Gathers packed entries into blocks: one is due every ``ticks_per_block`` ticks or
-    once ``max_bytes`` are held, whichever comes first. The tick only appends bytes to a
-    list; sealing and writing a block is the edge's, off the tick."""
 
-    def __init__(self, ticks_per_block: int = 60, max_bytes: int = 1 << 20) -> None:
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A block's entries as the tick left them (not yet coded), and the ticks they cover."""
+
+    first_tick: int
+    last_tick: int
+    entries: list[Any]
+
+
+class BlockWriter:
+    """Gathers entries into blocks: one is due every ``ticks_per_block`` ticks or once
+    about ``max_bytes`` are held, whichever comes first. The tick only appends references
+    to a list (``size``: roughly what the entry will take, coded but not compressed);
+    coding, compressing and writing a block is the edge's, off the tick."""
+
+    def __init__(self, ticks_per_block: int = 60, max_bytes: int = 4 << 20) -> None:
         if ticks_per_block < 1 or max_bytes < 1:
             raise ValueError("a block holds at least one tick and one byte")
         self.ticks_per_block = ticks_per_block
         self.max_bytes = max_bytes
-        self._entries: list[bytes] = []
+        self._entries: list[Any] = []
         self._held = 0
         self._ticks: set[int] = set()
         self._first: int | None = None
         self._last = 0
 
-    def add(self, entry: bytes, tick: int) -> None:
-        """Hold one packed entry of tick ``tick``."""
+    def add(self, entry: Any, tick: int, size: int) -> None:
+        """Hold one entry of tick ``tick``."""
         self._entries.append(entry)
-        self._held += len(entry)
+        self._held += size
         self._ticks.add(tick)
         self._first = tick if self._first is None else min(self._first, tick)
         self._last = max(self._last, tick)
@@ -150,14 +237,11 @@ class BlockWriter:
     def due(self) -> bool:
         return len(self._ticks) >= self.ticks_per_block or self._held >= self.max_bytes
 
-    @property
-    def held_bytes(self) -> int:
-        return self._held
-
-    def take(self) -> Block | None:
-        """The held entries as one block (None when nothing is held), and hold none."""
+    def take(self) -> Pending | None:
+        """The held entries as one pending block (None when nothing is held), and hold
+        none."""
         if self._first is None:
             return None
-        block = Block(self._first, self._last, b"".join(self._entries))
+        pending = Pending(self._first, self._last, self._entries)
         self._entries, self._held, self._ticks, self._first, self._last = [], 0, set(), None, 0
-        return block
+        return pending

@@ -4,7 +4,11 @@ The node's edge calls :meth:`MatchLog.before_tick` right before the tick (the se
 and the round-trip estimates of that moment are what the tick will use: both change between
 ticks, as players join and echo probes) and :meth:`MatchLog.after_tick` with the tick's
 results; a standby calls :meth:`MatchLog.followed` with each record it applied. Entries
-go to a :class:`~server.record.blocks.BlockWriter`; the edge seals and writes its blocks.
+go to a :class:`~server.record.blocks.BlockWriter` as they are: a tick entry refers to the
+tick's released input arrays (each tick's are new; nothing writes to them later) and its
+shots, a keyframe to the copy of the state it took. Packing, coding the inputs' columns and
+compressing is :func:`block_of`'s, which the edge runs on its writer thread with the block's
+sealing, so the tick pays for little more than a few appends.
 """
 
 from __future__ import annotations
@@ -15,14 +19,18 @@ from typing import Any
 import numpy as np
 
 from server.record import entries
-from server.record.blocks import Block, BlockWriter
+from server.record.blocks import Block, BlockWriter, Pending
 from server.replication.messages import FullState, MatchState, TickRecord
 from server.replication.state import capture_match
 from server.sim.match import SEAT_JOIN, SEAT_LEAVE, Match, TickResult
 from server.sim.matchset import MatchSet
 from shared.protocol import ShotEvent, encode_event
 
-__all__ = ["MatchLog", "keyframe_entry", "state_from_keyframe"]
+__all__ = ["MatchLog", "block_of", "keyframe_entry", "state_from_keyframe"]
+
+#: What a logged input row and a seat's per-tick counts take, coded and not yet compressed
+#: (ten 64-bit columns and a few narrow ones; three counts): a block's size before coding.
+_ROW_BYTES, _SEAT_BYTES, _ENTRY_BYTES = 96, 24, 128
 
 
 def keyframe_entry(index: int, epoch: int, state: MatchState) -> dict[str, Any]:
@@ -31,6 +39,16 @@ def keyframe_entry(index: int, epoch: int, state: MatchState) -> dict[str, Any]:
         "k": entries.KIND_KEY, "m": index, "e": epoch, "t": state.tick,
         "state": {f.name: getattr(state, f.name) for f in fields(state)},
     }  # fmt: skip
+
+
+def _keyframe_size(state: MatchState) -> int:
+    blobs = [*state.world.values(), *(state.history or {}).values()]
+    return _ENTRY_BYTES + sum(len(blob) for blob in blobs if isinstance(blob, bytes))
+
+
+def block_of(pending: Pending) -> Block:
+    """A pending block's entries coded into its planes (the writer thread's work)."""
+    return Block(pending.first_tick, pending.last_tick, entries.encode_block(pending.entries))
 
 
 def state_from_keyframe(entry: dict[str, Any]) -> MatchState:
@@ -57,14 +75,13 @@ class MatchLog:
         self.matches = matches
         self.blocks = blocks or BlockWriter()
         self.keyframe_ticks = keyframe_ticks
-        self.config = entries.pack(
-            entries.config_entry(matches.config, len(matches), backend, region, node, started)
+        self.config = entries.config_entry(
+            matches.config, len(matches), backend, region, node, started
         )
         capacity = matches.config.max_players
         count = len(matches)
         for match in matches.matches:
             match.seat_log = []
-        self._coders = [entries.InputCoder(capacity) for _ in range(count)]
         self._all_slots = np.arange(capacity)
         self._rtt_told = np.full((count, capacity, 2), np.nan)
         self._rtt: list[list[list[float]]] = [[] for _ in range(count)]
@@ -125,7 +142,7 @@ class MatchLog:
                 hash=result.state_hash or match.world.state_hash(),
                 source="p",
             )
-            self.blocks.add(entries.pack(entry.to_entry(self._coders[k])), match.tick_number)
+            self.blocks.add(entry, match.tick_number, _tick_size(entry))
             self._seats[k], self._rtt[k] = [], []
             self._keyframe_if_due(match)
 
@@ -138,7 +155,9 @@ class MatchLog:
     def _keyframe(self, match: Match) -> None:
         k = match.index
         state = capture_match(match, [], full=True)
-        self.blocks.add(entries.pack(keyframe_entry(k, match.epoch, state)), match.tick_number)
+        self.blocks.add(
+            keyframe_entry(k, match.epoch, state), match.tick_number, _keyframe_size(state)
+        )
         self._key_after[k] = match.tick_number + self.keyframe_ticks
         self._epoch[k] = match.epoch
 
@@ -163,19 +182,25 @@ class MatchLog:
             ]
             self._followed[k] = seated
             if isinstance(record, FullState):
-                self.blocks.add(entries.pack(keyframe_entry(k, record.epoch, state)), state.tick)
+                entry = keyframe_entry(k, record.epoch, state)
+                self.blocks.add(entry, state.tick, _keyframe_size(state))
                 continue
-            entry = entries.TickEntry(
+            followed = entries.TickEntry(
                 match=k, epoch=record.epoch, tick=state.tick, after=state.after, seats=changes,
                 rtt=[], inputs=None, shots=[e for e in state.events if e.get("kind") == "shot"],
                 hash=state.hash, source="s",
             )  # fmt: skip
-            self.blocks.add(entries.pack(entry.to_entry(self._coders[k])), state.tick)
+            self.blocks.add(followed, state.tick, _tick_size(followed))
             self._keyframe_if_due(match)
 
-    def take_block(self) -> Block | None:
-        """The entries held, as a block; the next entry starts the next block (whose
-        inputs' chains start afresh)."""
-        for coder in self._coders:
-            coder.reset()
+    def take_block(self) -> Pending | None:
+        """The entries held, as a pending block (:func:`block_of` codes it); the next
+        entry starts the next block."""
         return self.blocks.take()
+
+
+def _tick_size(entry: entries.TickEntry) -> int:
+    released = entry.inputs
+    if released is None:
+        return _ENTRY_BYTES
+    return _ENTRY_BYTES + _ROW_BYTES * len(released.slot) + _SEAT_BYTES * len(released.guess)

@@ -15,39 +15,36 @@ Four kinds, each a map whose ``k`` names it:
   the node computed it (``p``) or received it from its primary (``s``, no inputs).
 - nothing else: a reader refuses unknown kinds as from an incompatible version.
 
-Arrays are stored as their shape, type and bytes, small integers narrowed; a tick's inputs as
-each seat's difference from its previous one (:class:`InputCoder`), which is what lets a
-block's zlib shrink them.
+A block's entries are packed back to back in its first plane; its ticks' inputs are not in
+them (an entry says how many rows and seats it holds) but in columns of byte planes after
+them (:mod:`server.record.columns`), which is what lets each plane's deflate shrink them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import msgpack
-import numpy as np
 
-from server.record.seatdeltas import SeatDeltas
-from server.sim.inputs import ARRIVAL, ReleasedInputs
+from server.record import columns
+from server.sim.inputs import ReleasedInputs
 from server.sim.interest import InterestConfig
 from server.sim.lagcomp import LagCompensation
 from server.sim.match import MatchConfig
 from shared.arena_map import ArenaMap, MapError, parse_map
 from shared.movement import MovementParams
-from shared.protocol.inputs import INT_COLUMNS
 
 __all__ = [
-    "InputCoder",
     "LogEntryError",
     "TickEntry",
-    "array_from_wire",
-    "array_to_wire",
     "as_logged",
     "config_entry",
     "config_from_entry",
+    "decode_block",
+    "encode_block",
     "pack",
-    "unpack_entries",
 ]
 
 KIND_CONFIG, KIND_KEY, KIND_TICK = "config", "key", "tick"
@@ -56,16 +53,6 @@ _NESTED: dict[str, type[Any]] = {
     "lag_compensation": LagCompensation,
     "interest": InterestConfig,
 }
-_RELEASED = {
-    "slot": np.int64, "depth": np.int64, "ints": np.int64, "floats": np.float64,
-    "guess": np.int64, "guessed": np.int64, "dropped": np.int64,
-}  # fmt: skip
-#: How each is stored: slots and depths fit 16 bits (a match's seats, an input buffer),
-#: the counts 32 (ticks); rows are 64-bit words (:class:`SeatDeltas`).
-_STORED = {
-    "slot": np.uint16, "depth": np.int16, "ints": None, "floats": None,
-    "guess": np.int8, "guessed": np.int32, "dropped": np.int32,
-}  # fmt: skip
 
 
 class LogEntryError(ValueError):
@@ -82,17 +69,58 @@ def as_logged(value: Any) -> Any:
     return msgpack.unpackb(pack(value), raw=False, strict_map_key=False)
 
 
-def unpack_entries(payload: bytes) -> list[dict[str, Any]]:
-    """A block's entries, in order."""
+def encode_block(items: Sequence[dict[str, Any] | TickEntry]) -> tuple[bytes, ...]:
+    """A block's planes: its entries (a tick's inputs replaced by how many rows and seats
+    they hold), the widths of its inputs' columns per match, then those columns' byte
+    planes (:mod:`server.record.columns`), match by match. The writer thread's work: the
+    tick only hands over the entries and the arrays they refer to."""
+    packed, inputs = [], {}
+    for item in items:
+        entry = item.to_entry() if isinstance(item, TickEntry) else item
+        released = entry.get("in") if entry["k"] == KIND_TICK else None
+        if released is not None:
+            inputs.setdefault(entry["m"], []).append(released)
+            entry = {**entry, "in": [len(released.slot), len(released.guess)]}
+        packed.append(pack(entry))
+    directory, planes = [], []
+    for match, ticks in inputs.items():
+        widths, match_planes = columns.encode_inputs(ticks)
+        directory.append([match, widths])
+        planes += match_planes
+    return (b"".join(packed), pack(directory), *planes)
+
+
+def decode_block(planes: Sequence[bytes]) -> list[dict[str, Any]]:
+    """A block's entries, in order, each tick's ``in`` its inputs again
+    (:class:`~server.sim.inputs.ReleasedInputs`, or None)."""
+    if len(planes) < 2:
+        raise LogEntryError("a block without its entries and columns")
     unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
-    unpacker.feed(payload)
+    unpacker.feed(planes[0])
     try:
         entries = list(unpacker)
+        directory = msgpack.unpackb(planes[1], raw=False, strict_map_key=False)
     except Exception as error:  # (msgpack raises several kinds)
         raise LogEntryError(f"an entry does not decode: {error}") from None
     for entry in entries:
         if not isinstance(entry, dict) or entry.get("k") not in (KIND_CONFIG, KIND_KEY, KIND_TICK):
             raise LogEntryError("an entry of a kind this version does not know")
+    at = 2
+    try:
+        for match, widths in directory:
+            ticks = [e for e in entries if e["k"] == KIND_TICK and e["m"] == match and e["in"]]
+            rows, seats = zip(*(e["in"] for e in ticks), strict=True) if ticks else ((), ())
+            count = sum(widths)
+            decoded = columns.decode_inputs(rows, seats, widths, planes[at : at + count])
+            at += count
+            for entry, released in zip(ticks, decoded, strict=True):
+                entry["in"] = released
+    except (KeyError, TypeError, ValueError) as error:
+        raise LogEntryError(f"a tick's inputs do not decode: {error}") from None
+    if at != len(planes) or any(
+        e["k"] == KIND_TICK and isinstance(e.get("in"), list) for e in entries
+    ):
+        raise LogEntryError("a block's inputs and its columns do not match")
     return entries
 
 
@@ -139,54 +167,6 @@ def config_from_entry(entry: dict[str, Any]) -> MatchConfig:
         raise LogEntryError(f"the recorded configuration does not build: {error}") from None
 
 
-def array_to_wire(array: np.ndarray, dtype: type[Any] | None = None) -> list[Any]:
-    """``[shape, dtype, bytes]``, in ``dtype`` when given (one that holds the values)."""
-    if dtype is not None:
-        array = array.astype(dtype)
-    return [list(array.shape), array.dtype.str, np.ascontiguousarray(array).tobytes()]
-
-
-def array_from_wire(wire: Any, dtype: type[Any]) -> np.ndarray:
-    shape, stored, raw = wire
-    kind = np.dtype(stored)
-    if kind.kind not in "iuf" or kind.itemsize > 8:
-        raise ValueError(f"an array of type {stored!r}")
-    return np.frombuffer(raw, dtype=kind).reshape(shape).astype(dtype)
-
-
-class InputCoder:
-    """A match's tick inputs to and from the wire, each row as its difference from its
-    seat's previous one in the block (:class:`SeatDeltas`); :meth:`reset` at every block."""
-
-    def __init__(self, capacity: int) -> None:
-        self._ints = SeatDeltas(capacity, len(INT_COLUMNS))
-        self._floats = SeatDeltas(capacity, ARRIVAL + 1)
-
-    def reset(self) -> None:
-        self._ints.reset()
-        self._floats.reset()
-
-    def to_wire(self, released: ReleasedInputs) -> dict[str, Any]:
-        wire = {name: array_to_wire(getattr(released, name), _STORED[name]) for name in _RELEASED}
-        wire["ints"] = array_to_wire(self._ints.encode(released.slot, released.ints))
-        wire["floats"] = array_to_wire(self._floats.encode(released.slot, released.floats))
-        return wire
-
-    def from_wire(self, wire: dict[str, Any]) -> ReleasedInputs:
-        arrays = {}
-        try:
-            for name, dtype in _RELEASED.items():
-                arrays[name] = array_from_wire(wire[name], dtype)
-            slots = arrays["slot"]
-            if slots.min(initial=0) < 0 or slots.max(initial=0) >= len(self._ints._last):
-                raise ValueError("a slot beyond the match")
-            arrays["ints"] = self._ints.decode(slots, arrays["ints"])
-            arrays["floats"] = self._floats.decode(slots, arrays["floats"])
-        except (KeyError, TypeError, ValueError, IndexError) as error:
-            raise LogEntryError(f"a tick's inputs do not decode: {error}") from None
-        return ReleasedInputs(**arrays)
-
-
 @dataclass(frozen=True, slots=True)
 class TickEntry:
     """One match's tick as logged (``inputs`` None: a follower's, or an empty match's)."""
@@ -202,24 +182,21 @@ class TickEntry:
     hash: str
     source: str  # "p": computed here; "s": received from the primary
 
-    def to_entry(self, coder: InputCoder) -> dict[str, Any]:
-        """The entry to pack (``coder``: its match's, in the block it goes to)."""
-        inputs = None if self.inputs is None else coder.to_wire(self.inputs)
+    def to_entry(self) -> dict[str, Any]:
+        """The entry as :func:`encode_block` takes it (``in``: the inputs themselves)."""
         return {
             "k": KIND_TICK, "m": self.match, "e": self.epoch, "t": self.tick, "a": self.after,
-            "seats": self.seats, "rtt": self.rtt, "in": inputs, "shots": self.shots,
+            "seats": self.seats, "rtt": self.rtt, "in": self.inputs, "shots": self.shots,
             "h": self.hash, "src": self.source,
         }  # fmt: skip
 
     @classmethod
-    def from_entry(cls, entry: dict[str, Any], coder: InputCoder) -> TickEntry:
-        """``coder``: the match's, in the block the entry was read from."""
+    def from_entry(cls, entry: dict[str, Any]) -> TickEntry:
+        """A tick entry as :func:`decode_block` gives it."""
         try:
-            wire = entry["in"]
             return cls(
                 int(entry["m"]), int(entry["e"]), int(entry["t"]), int(entry["a"]),
-                list(entry["seats"]), list(entry["rtt"]),
-                None if wire is None else coder.from_wire(wire), list(entry["shots"]),
+                list(entry["seats"]), list(entry["rtt"]), entry["in"], list(entry["shots"]),
                 str(entry["h"]), str(entry["src"]),
             )  # fmt: skip
         except (KeyError, TypeError, ValueError) as error:

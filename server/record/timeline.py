@@ -32,8 +32,8 @@ class Recording:
     #: Blocks that could not be read: one line each (file, block, ticks, why).
     damaged: list[str] = field(default_factory=list)
 
-    def add(self, entry: dict[str, Any], coders: dict[int, entries.InputCoder]) -> None:
-        """One entry of a block (``coders``: the block's, per match, as it is read)."""
+    def add(self, entry: dict[str, Any]) -> None:
+        """One entry of a block, as :func:`~server.record.entries.decode_block` gives it."""
         kind = entry["k"]
         if kind == entries.KIND_CONFIG:
             if self.config is None:
@@ -51,8 +51,7 @@ class Recording:
             return
         if self.config is None:
             raise entries.LogEntryError("a tick before the log's configuration")
-        capacity = int(self.config["settings"]["max_players"])
-        tick = TickEntry.from_entry(entry, coders.setdefault(match, entries.InputCoder(capacity)))
+        tick = TickEntry.from_entry(entry)
         book = self.computed if tick.source == "p" else self.received
         book.setdefault(match, {})[where] = tick
 
@@ -87,9 +86,8 @@ def read_recording(files: Iterable[tuple[str, bytes]]) -> Recording:
     for name, data in files:
         try:
             for block in read_blocks(data):
-                coders: dict[int, entries.InputCoder] = {}
-                for entry in entries.unpack_entries(block.payload):
-                    recording.add(entry, coders)
+                for entry in entries.decode_block(block.planes):
+                    recording.add(entry)
         except LogCorrupt as damage:
             recording.damaged.append(f"{name}: {damage}")
         except entries.LogEntryError as error:

@@ -10,7 +10,7 @@ import numpy as np
 
 from server.record import entries
 from server.record.blocks import FILE_HEADER, Block, BlockWriter, read_blocks, seal_block
-from server.record.capture import MatchLog
+from server.record.capture import MatchLog, block_of
 from server.sim.hitreg.backend import make_validator
 from server.sim.lagcomp import LinkEstimate
 from server.sim.match import MatchConfig
@@ -38,7 +38,7 @@ def recorded_match(
     )  # fmt: skip
     match = matches[0]
     seqs: dict[int, int] = {}
-    sealed = [seal_block_of(log.config)]
+    sealed = [seal_entries([log.config])]
     for _ in range(players):
         seat = match.join(f"bot{len(seqs)}", 0.1)
         seqs[seat.slot] = 0
@@ -72,17 +72,17 @@ def recorded_match(
         results = matches.tick(tick)
         log.after_tick(results)
         if log.blocks.due:
-            block = log.take_block()
-            assert block is not None
-            sealed.append(seal_block(block))
-    block = log.take_block()
-    if block is not None:
-        sealed.append(seal_block(block))
+            pending = log.take_block()
+            assert pending is not None
+            sealed.append(seal_block(block_of(pending)))
+    pending = log.take_block()
+    if pending is not None:
+        sealed.append(seal_block(block_of(pending)))
     return matches, sealed
 
 
-def seal_block_of(payload: bytes, first: int = 0, last: int = 0) -> bytes:
-    return seal_block(Block(first, last, payload))
+def seal_entries(items: list[dict[str, Any]], first: int = 0, last: int = 0) -> bytes:
+    return seal_block(Block(first, last, entries.encode_block(items)))
 
 
 def log_file(blocks: list[bytes]) -> bytes:
@@ -93,25 +93,9 @@ def rewrite_log(data: bytes, change: Callable[[dict[str, Any]], None]) -> bytes:
     """A log file with ``change`` applied to every entry (a doctored copy; a tick's
     ``in``, when it has inputs, is given to ``change`` as its ReleasedInputs)."""
     sealed = []
-    capacity = 0
     for block in read_blocks(data):
-        changed = []
-        readers: dict[int, entries.InputCoder] = {}
-        writers: dict[int, entries.InputCoder] = {}
-        for entry in entries.unpack_entries(block.payload):
-            if entry["k"] == "config":
-                capacity = entry["settings"]["max_players"]
-            if entry["k"] == "tick" and entry["in"] is not None:
-                match = entry["m"]
-                entry["in"] = readers.setdefault(match, entries.InputCoder(capacity)).from_wire(
-                    entry["in"]
-                )
-                change(entry)
-                entry["in"] = writers.setdefault(match, entries.InputCoder(capacity)).to_wire(
-                    entry["in"]
-                )
-            else:
-                change(entry)
-            changed.append(entries.pack(entry))
-        sealed.append(seal_block_of(b"".join(changed), block.first_tick, block.last_tick))
+        items = entries.decode_block(block.planes)
+        for entry in items:
+            change(entry)
+        sealed.append(seal_entries(items, block.first_tick, block.last_tick))
     return log_file(sealed)

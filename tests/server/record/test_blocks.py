@@ -14,6 +14,7 @@ from server.record.blocks import (
     BlockWriter,
     LogCorrupt,
     LogIncompatible,
+    Pending,
     read_blocks,
     seal_block,
 )
@@ -25,13 +26,21 @@ from tests.server.record.scenes import log_file, recorded_match
 
 
 def _blocks(n: int) -> list[bytes]:
-    return [seal_block(Block(10 * i, 10 * i + 9, os.urandom(50) * 20)) for i in range(n)]
+    return [seal_block(Block(10 * i, 10 * i + 9, (os.urandom(50) * 20,))) for i in range(n)]
 
 
-def test_blocks_read_back_with_their_ticks() -> None:
-    blocks = [Block(10 * i, 10 * i + 9, bytes([i]) * 1000) for i in range(3)]
+def test_blocks_read_back_with_their_ticks_and_planes() -> None:
+    noise = os.urandom(3000)
+    blocks = [Block(10 * i, 10 * i + 9, (bytes([i]) * 1000, noise, b"", b"ab")) for i in range(3)]
     data = FILE_HEADER + b"".join(seal_block(b) for b in blocks)
     assert list(read_blocks(data)) == blocks
+
+
+def test_a_plane_is_deflated_only_where_that_pays() -> None:
+    runs, noise = bytes(5000), os.urandom(5000)
+    both = len(seal_block(Block(0, 0, (runs, noise))))
+    assert both < len(noise) + 200  # the zeros shrank to almost nothing
+    assert both > len(noise)  # the noise is kept as it is: deflate cannot shrink it
 
 
 @pytest.mark.parametrize("kept", [0.01, 0.1, 0.5, 0.99])
@@ -71,8 +80,11 @@ def test_a_flipped_byte_in_a_blocks_tick_range_is_caught_too() -> None:
 
 def test_another_version_or_another_file_is_refused_in_one_line() -> None:
     newer = b"ARENALOG" + (99).to_bytes(2, "little")
-    with pytest.raises(LogIncompatible, match="format 99, this arena-replay reads format 1"):
+    with pytest.raises(LogIncompatible, match="format 99, this arena-replay reads format 2$"):
         list(read_blocks(newer))
+    older = b"ARENALOG" + (1).to_bytes(2, "little")
+    with pytest.raises(LogIncompatible, match="format 1, .* format 2 .record it again"):
+        list(read_blocks(older))
     with pytest.raises(LogIncompatible, match="not an arena match log"):
         list(read_blocks(b"{'json': true}"))
 
@@ -80,13 +92,12 @@ def test_another_version_or_another_file_is_refused_in_one_line() -> None:
 def test_the_writer_makes_a_block_per_ticks_or_bytes() -> None:
     writer = BlockWriter(ticks_per_block=3, max_bytes=100)
     for tick in (1, 1, 2):
-        writer.add(b"x", tick)
+        writer.add("x", tick, 1)
     assert not writer.due
-    writer.add(b"y", 3)
+    writer.add("y", 3, 1)
     assert writer.due
-    block = writer.take()
-    assert block == Block(1, 3, b"xxxy") and writer.take() is None
-    writer.add(b"z" * 100, 4)
+    assert writer.take() == Pending(1, 3, ["x", "x", "x", "y"]) and writer.take() is None
+    writer.add("z", 4, 100)
     assert writer.due
 
 
