@@ -39,6 +39,7 @@ _XOR_FLOATS = (MOVE_X, MOVE_Y, YAW, PITCH)
 _TIMES = (VIEW_TIME, ARRIVAL)
 _FLOATS = ARRIVAL + 1
 _MICRO = 1e6
+_TIME_MAX = 2.0**32  # seconds: far beyond any match, its microseconds far within 2**53
 _U64 = np.dtype("<u8")
 _ONE = np.uint64(1)
 
@@ -148,11 +149,11 @@ def encode_inputs(ticks: Sequence[ReleasedInputs]) -> tuple[list[int], list[byte
         out.put(_xor(floats[:, column].view(np.uint64), first))
     for column in _TIMES:
         values = np.ascontiguousarray(floats[:, column])
-        micro = np.rint(values * _MICRO)
-        exact = np.isfinite(micro) & (np.abs(micro) < 2.0**53)
-        exact &= (micro / _MICRO).view(np.uint64) == values.view(np.uint64)
+        finite = np.isfinite(values) & (np.abs(values) < _TIME_MAX)
+        micro = np.rint(np.where(finite, values, 0.0) * _MICRO).astype(np.int64)
+        exact = finite & ((micro / _MICRO).view(np.uint64) == values.view(np.uint64))
         out.put(exact.astype(np.uint64))
-        out.put(_zigzag(_delta(micro[exact].astype(np.int64), _starts(seats[exact]))))
+        out.put(_zigzag(_delta(micro[exact], _starts(seats[exact]))))
         out.put(_xor(values[~exact].view(np.uint64), _starts(seats[~exact])))
     return out.widths, out.planes
 
@@ -184,7 +185,7 @@ def decode_inputs(
         micro = _undelta(_unzigzag(read.take(count)), _starts(seats_sorted[exact]))
         bits = _unxor(read.take(n - count), _starts(seats_sorted[~exact]))
         values = np.empty(n, dtype=np.float64)
-        values[exact] = micro.astype(np.float64) / _MICRO
+        values[exact] = micro / _MICRO
         values[~exact] = bits.view(np.float64)
         floats[order, column] = values
     read.done()
