@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, Protocol
 
 import msgpack
 
@@ -38,6 +38,7 @@ from shared.movement import MovementParams
 
 __all__ = [
     "LogEntryError",
+    "Loggable",
     "TickEntry",
     "as_logged",
     "config_entry",
@@ -60,7 +61,7 @@ class LogEntryError(ValueError):
     or another version's log)."""
 
 
-def pack(entry: dict[str, Any]) -> bytes:
+def pack(entry: Any) -> bytes:
     return msgpack.packb(entry, use_bin_type=True)
 
 
@@ -69,14 +70,21 @@ def as_logged(value: Any) -> Any:
     return msgpack.unpackb(pack(value), raw=False, strict_map_key=False)
 
 
-def encode_block(items: Sequence[dict[str, Any] | TickEntry]) -> tuple[bytes, ...]:
+class Loggable(Protocol):
+    """An entry held as the tick left it, made into its map on the writer thread."""
+
+    def to_entry(self) -> dict[str, Any]: ...
+
+
+def encode_block(items: Sequence[dict[str, Any] | Loggable]) -> tuple[bytes, ...]:
     """A block's planes: its entries (a tick's inputs replaced by how many rows and seats
     they hold), the widths of its inputs' columns per match, then those columns' byte
     planes (:mod:`server.record.columns`), match by match. The writer thread's work: the
     tick only hands over the entries and the arrays they refer to."""
-    packed, inputs = [], {}
+    packed: list[bytes] = []
+    inputs: dict[int, list[ReleasedInputs]] = {}
     for item in items:
-        entry = item.to_entry() if isinstance(item, TickEntry) else item
+        entry = item if isinstance(item, dict) else item.to_entry()
         released = entry.get("in") if entry["k"] == KIND_TICK else None
         if released is not None:
             inputs.setdefault(entry["m"], []).append(released)

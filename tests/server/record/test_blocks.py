@@ -80,10 +80,10 @@ def test_a_flipped_byte_in_a_blocks_tick_range_is_caught_too() -> None:
 
 def test_another_version_or_another_file_is_refused_in_one_line() -> None:
     newer = b"ARENALOG" + (99).to_bytes(2, "little")
-    with pytest.raises(LogIncompatible, match="format 99, this arena-replay reads format 2$"):
+    with pytest.raises(LogIncompatible, match=r"format 99, this arena-replay reads format 2$"):
         list(read_blocks(newer))
     older = b"ARENALOG" + (1).to_bytes(2, "little")
-    with pytest.raises(LogIncompatible, match="format 1, .* format 2 .record it again"):
+    with pytest.raises(LogIncompatible, match=r"format 1, .* format 2 \(record it again"):
         list(read_blocks(older))
     with pytest.raises(LogIncompatible, match="not an arena match log"):
         list(read_blocks(b"{'json': true}"))

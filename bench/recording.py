@@ -1,0 +1,321 @@
+"""What recording a match costs the node: CPU on the tick and on the writer thread, and bytes.
+
+In-process, per size, two identical seeded matches on the default map (one node's match of
+``N`` players, a snapshot every other tick) are driven tick by tick with the same inputs,
+as a node's intake queues them (``Match.receive_decoded``): each player walks, holding a
+direction for a while, aims at another (its yaw changes every tick), fires now and then,
+loses an input in fifty; its view time is its own clock's estimate of server time less the
+interpolation delay, and its arrival the node's clock, both full-precision doubles as a
+real node logs them. Match A only ticks; match B also records (``MatchLog.before_tick``
+and ``after_tick`` around the tick, as the node's edge calls them, and the block handed
+over when due). They run in alternate rounds, and per size the bench reports, in process
+CPU per player-tick (medians of the rounds):
+
+* ``tick_us``: the tick alone (A), what the node's simulation spends;
+* ``record_tick_us``: the recording's part of B's tick (what the tick thread pays);
+* ``record_writer_us``: coding and sealing B's blocks (the writer thread's work);
+* ``ab_ratio``: B's whole tick over A's, less one (the A/B the target is about), and
+  ``record_ratio``: the recording's tick and writer CPU over A's tick;
+
+and the log's size: bytes per input and MB per minute of match. A run is refused (exit 2,
+``"valid": false``) when a block does not decode to the inputs logged or the two matches'
+worlds differ; exit 1 when a target is missed (recording within 3 % of the tick's CPU at
+the largest size, at most 2 MB a minute at 60 players). ``--quick``: a smoke run.
+
+    python bench/recording.py [--sizes 60,300] [--ticks 1200] [--rounds 6] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.report import Start, add_json_option, emit, targets_status
+from server.record import entries
+from server.record.blocks import (
+    FILE_HEADER,
+    Block,
+    BlockWriter,
+    Pending,
+    read_blocks,
+    seal_block,
+)
+from server.record.capture import MatchLog, block_of
+from server.sim.hitreg.backend import make_validator
+from server.sim.inputs import ReleasedInputs
+from server.sim.lagcomp import LinkEstimate
+from server.sim.match import MatchConfig
+from server.sim.matchset import MatchSet
+from shared.arena_map import default_map
+from shared.commandline import OneLineParser
+from shared.protocol.inputs import FLOAT_COLUMNS, INT_COLUMNS
+from shared.weapons import RIFLE
+
+__all__ = ["Scene", "main"]
+
+TICK_RATE = 60
+CPU_RATIO_MAX = 0.03
+MB_PER_MINUTE_MAX = 2.0
+SIZE_TARGET_PLAYERS = 60
+INTERP_DELAY = 0.1
+
+
+def log(line: str) -> None:
+    print(f"bench/recording: {line}", file=sys.stderr, flush=True)
+
+
+class Scene:
+    """``players`` clients of one match, their inputs drawn from ``seed`` (two scenes of
+    the same seed are sent the same inputs, tick for tick)."""
+
+    def __init__(self, players: int, seed: int, record: bool) -> None:
+        self.rng = np.random.default_rng(seed)
+        arena = default_map()
+        config = MatchConfig(
+            arena=arena, tick_rate=TICK_RATE, max_players=players, snapshot_interval=2
+        )
+        validator = make_validator("cpu", box_min=arena.box_min, box_max=arena.box_max)
+        self.matches = MatchSet(config, 1, validator)
+        self.log: MatchLog | None = None
+        if record:
+            self.log = MatchLog(
+                self.matches, backend="cpu", region="bench", node="a", started=0.0,
+                blocks=BlockWriter(TICK_RATE),
+            )  # fmt: skip
+        self.pending: list[Pending] = []
+        match = self.matches[0]
+        self.slots = np.array([match.join(f"bot{i}", INTERP_DELAY).slot for i in range(players)])
+        n = players
+        self.seq = np.zeros(n, dtype=np.int64)
+        self.heading = self.rng.uniform(-np.pi, np.pi, n)
+        self.target = self.rng.integers(0, n, n)
+        self.latency = self.rng.uniform(0.01, 0.04, n)  # one way, seconds
+        self.clock_error = self.rng.normal(0.0, 0.002, n)  # each client's sync error
+        self.inputs = 0
+
+    def offer(self, tick: int) -> None:
+        """This tick's inputs, as the intake queues them."""
+        rng, n = self.rng, len(self.slots)
+        match = self.matches[0]
+        now = tick / TICK_RATE
+        turn = rng.random(n) < 0.05
+        self.heading[turn] = rng.uniform(-np.pi, np.pi, int(turn.sum()))
+        retarget = rng.random(n) < 0.01
+        self.target[retarget] = rng.integers(0, n, int(retarget.sum()))
+        me, them = match.world.pos[self.slots], match.world.pos[self.slots[self.target]]
+        yaw = np.arctan2(them[:, 1] - me[:, 1], them[:, 0] - me[:, 0]) + rng.normal(0, 0.01, n)
+        fire = rng.random(n) < 0.1
+        sent = rng.random(n) >= 0.02
+        self.seq += sent
+        rows = np.flatnonzero(sent)
+        ints = np.zeros((len(rows), len(INT_COLUMNS)), dtype=np.int64)
+        ints[:, 0] = self.seq[rows]
+        ints[:, 1] = tick
+        ints[:, 2] = tick - 6
+        ints[:, 3] = np.where(fire[rows], RIFLE.button, 0)
+        floats = np.zeros((len(rows), len(FLOAT_COLUMNS)), dtype=np.float64)
+        floats[:, 0] = np.cos(self.heading[rows])
+        floats[:, 1] = np.sin(self.heading[rows])
+        floats[:, 2] = yaw[rows]
+        floats[:, 3] = np.where(fire[rows], rng.normal(0, 0.05, len(rows)), 0.0)
+        estimate = now + self.clock_error[rows] + rng.normal(0, 2e-4, len(rows))
+        floats[:, 4] = estimate - self.latency[rows] - INTERP_DELAY
+        arrivals = now - 0.004 + rng.uniform(0, 0.004, len(rows))
+        order = np.argsort(arrivals)
+        match.receive_decoded(self.slots[rows][order], ints[order], floats[order], arrivals[order])
+        self.inputs += len(rows)
+        if tick % 15 == 0:
+            for slot, one_way in zip(self.slots.tolist(), self.latency.tolist(), strict=True):
+                match.probes.assume(slot, LinkEstimate(2 * one_way, 0.004))
+
+    def tick(self, tick: int) -> tuple[float, float]:
+        """One tick: its whole CPU seconds, and the recording's share of them."""
+        record = self.log
+        if record is None:
+            began = time.process_time()
+            self.matches.tick(tick)
+            return time.process_time() - began, 0.0
+        began = time.process_time()
+        record.before_tick()
+        ticking = time.process_time()
+        results = self.matches.tick(tick)
+        ticked = time.process_time()
+        record.after_tick(results)
+        if record.blocks.due:
+            taken = record.take_block()
+            if taken is not None:
+                self.pending.append(taken)
+        ended = time.process_time()
+        return ended - began, (ticking - began) + (ended - ticked)
+
+
+def _same_inputs(a: ReleasedInputs, b: ReleasedInputs) -> bool:
+    return all(
+        np.array_equal(
+            np.ascontiguousarray(getattr(a, name)).view(np.uint64),
+            np.ascontiguousarray(getattr(b, name)).view(np.uint64),
+        )
+        for name in ("slot", "depth", "ints", "floats", "guess", "guessed", "dropped")
+    )
+
+
+def _write(pending: list[Pending], problems: list[str]) -> tuple[float, int]:
+    """Code and seal the blocks as the writer thread does: its CPU seconds and the bytes;
+    then read each back and check it holds what was logged (not timed)."""
+    began = time.process_time()
+    sealed = [seal_block(block_of(taken)) for taken in pending]
+    spent = time.process_time() - began
+    for taken, data in zip(pending, sealed, strict=True):
+        logged = [e.to_entry()["in"] for e in taken.entries if not isinstance(e, dict)]
+        (block,) = read_blocks(FILE_HEADER + data)
+        read = [e["in"] for e in entries.decode_block(block.planes) if e["k"] == "tick"]
+        if len(read) != len(logged) or not all(
+            (x is None and y is None) or (x is not None and y is not None and _same_inputs(x, y))
+            for x, y in zip(logged, read, strict=True)
+        ):
+            problems.append(f"a block of ticks {taken.first_tick}..{taken.last_tick} does "
+                            "not decode to the inputs logged")  # fmt: skip
+    return spent, sum(len(data) for data in sealed)
+
+
+def run_size(players: int, ticks: int, rounds: int, seed: int) -> dict[str, Any]:
+    log(f"{players} players, {ticks} ticks in {rounds} rounds ...")
+    plain, recorded = Scene(players, seed, False), Scene(players, seed, True)
+    assert recorded.log is not None
+    config_bytes = len(FILE_HEADER) + len(
+        seal_block(Block(0, 0, entries.encode_block([recorded.log.config])))
+    )
+    per_round = max(1, ticks // rounds)
+    a_us, b_us, record_us, writer_us = [], [], [], []
+    problems: list[str] = []
+    stored, tick = config_bytes, 0
+    for _ in range(rounds):
+        timed: dict[str, list[float]] = {"a": [], "b": [], "rec": []}
+        for scene, key in ((plain, "a"), (recorded, "b")):
+            for step in range(per_round):
+                scene.offer(tick + step + 1)
+                whole, share = scene.tick(tick + step + 1)
+                timed[key].append(whole)
+                if key == "b":
+                    timed["rec"].append(share)
+        tick += per_round
+        writer_s, written = _write(recorded.pending, problems)
+        blocks_ticks = sum(p.last_tick - p.first_tick + 1 for p in recorded.pending)
+        recorded.pending = []
+        stored += written
+        scale = 1e6 / players
+        a_us.append(statistics.fmean(timed["a"]) * scale)
+        b_us.append(statistics.fmean(timed["b"]) * scale)
+        record_us.append(statistics.fmean(timed["rec"]) * scale)
+        if blocks_ticks:
+            writer_us.append(writer_s / blocks_ticks * scale)
+    assert recorded.log is not None
+    last = recorded.log.take_block()
+    if last is not None:
+        stored += _write([last], problems)[1]
+    if plain.matches[0].world.state_hash() != recorded.matches[0].world.state_hash():
+        problems.append(f"{players} players: recording changed the match (hashes differ)")
+    seconds = tick / TICK_RATE
+    tick_us, record_tick_us = statistics.median(a_us), statistics.median(record_us)
+    writer = statistics.median(writer_us) if writer_us else 0.0
+    row = {
+        "players": players,
+        "ticks": tick,
+        "inputs": recorded.inputs,
+        "tick_us": round(tick_us, 3),
+        "tick_with_recording_us": round(statistics.median(b_us), 3),
+        "record_tick_us": round(record_tick_us, 3),
+        "record_writer_us": round(writer, 3),
+        "ab_ratio": round(statistics.median(b / a for a, b in zip(a_us, b_us, strict=True)) - 1, 4),
+        "record_tick_ratio": round(record_tick_us / tick_us, 4),
+        "record_ratio": round((record_tick_us + writer) / tick_us, 4),
+        "bytes": stored,
+        "bytes_per_input": round(stored / max(1, recorded.inputs), 2),
+        "mb_per_minute": round(stored / seconds * 60 / 1e6, 3),
+        "tick_us_rounds": [round(v, 3) for v in a_us],
+        "record_tick_us_rounds": [round(v, 3) for v in record_us],
+        "record_writer_us_rounds": [round(v, 3) for v in writer_us],
+    }
+    log(
+        f"{players} players: tick {row['tick_us']} us/player-tick, recording "
+        f"{row['record_tick_us']} on the tick + {row['record_writer_us']} on the writer "
+        f"({row['record_ratio']:.1%}); {row['bytes_per_input']} B/input, "
+        f"{row['mb_per_minute']} MB/min"
+    )
+    return {"row": row, "problems": problems}
+
+
+def run(sizes: list[int], ticks: int, rounds: int, seed: int) -> dict[str, Any]:
+    results, invalid = [], []
+    for players in sizes:
+        done = run_size(players, ticks, rounds, seed)
+        results.append(done["row"])
+        invalid += done["problems"]
+    largest = results[-1]
+    targets: dict[str, dict[str, Any]] = {
+        f"record_ratio_{largest['players']}": {
+            "value": largest["record_ratio"], "limit": CPU_RATIO_MAX,
+            "met": largest["record_ratio"] <= CPU_RATIO_MAX,
+        },
+    }  # fmt: skip
+    sized = [row for row in results if row["players"] == SIZE_TARGET_PLAYERS]
+    if sized:
+        targets[f"mb_per_minute_{SIZE_TARGET_PLAYERS}"] = {
+            "value": sized[0]["mb_per_minute"], "limit": MB_PER_MINUTE_MAX,
+            "met": sized[0]["mb_per_minute"] <= MB_PER_MINUTE_MAX,
+        }  # fmt: skip
+    missed = [name for name, target in targets.items() if not target["met"]]
+    return {
+        "bench": "recording",
+        "timing": "process_cpu, rounds alternate A (tick) and B (tick + recording), medians",
+        "tick_rate": TICK_RATE,
+        "valid": not invalid,
+        "invalid_reasons": invalid,
+        "targets": targets,
+        "targets_met": not missed,
+        "missed": missed,
+        "results": results,
+        "how": "in-process, one thread (the writer's work timed apart, as its thread runs "
+        "it); the node's whole CPU per player-tick (bench/server_load.py) is several times "
+        "the simulated tick's, so `record_ratio` over the tick alone is the harsher figure",
+    }
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = OneLineParser(prog="bench/recording.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="60,300", help="comma-separated players")
+    parser.add_argument("--ticks", type=int, default=1200, help="ticks each match runs")
+    parser.add_argument("--rounds", type=int, default=6, help="alternate rounds (medians)")
+    parser.add_argument("--seed", type=int, default=11, help="the scenes' seed")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 8 and 20 players")
+    add_json_option(parser, "recording")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.sizes, args.ticks, args.rounds = "8,20", 120, 2
+    try:
+        args.sizes = [int(size) for size in args.sizes.split(",")]
+    except ValueError:
+        parser.error(f"--sizes takes whole numbers separated by commas, not {args.sizes!r}")
+    if any(size < 2 for size in args.sizes) or args.rounds < 1 or args.ticks < args.rounds:
+        parser.error("--sizes must be at least 2 players, --rounds at least 1 and --ticks "
+                     "at least --rounds")  # fmt: skip
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    start = Start.now("recording", "bench/recording.py", argv)
+    report = run(args.sizes, args.ticks, args.rounds, args.seed)
+    emit(report, args.json, start)
+    return targets_status(report, log)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
