@@ -28,6 +28,7 @@ the largest size, at most 2 MB a minute at 60 players). ``--quick``: a smoke run
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -37,7 +38,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.report import Start, add_json_option, emit, targets_status
+from bench.report import Start, add_json_option, emit, results_path, targets_status
 from server.record import entries
 from server.record.blocks import (
     FILE_HEADER,
@@ -252,11 +253,33 @@ def run_size(players: int, ticks: int, rounds: int, seed: int) -> dict[str, Any]
     return {"row": row, "problems": problems}
 
 
+def node_cost() -> dict[int, float]:
+    """A whole node's CPU per player-tick under bots, by players, from the committed
+    ``bench/server_load.py`` results (sockets and fan-out included; another run)."""
+    try:
+        report = json.loads(results_path("server_load").read_text(encoding="utf-8"))
+        return {
+            int(row["players"]): float(row["server_cpu_us_per_player_tick"])
+            for row in report["results"]
+        }
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
 def run(sizes: list[int], ticks: int, rounds: int, seed: int) -> dict[str, Any]:
     results, invalid = [], []
+    nodes = node_cost()
     for players in sizes:
         done = run_size(players, ticks, rounds, seed)
-        results.append(done["row"])
+        row = done["row"]
+        node = nodes.get(players)
+        row["node_us_server_load"] = node
+        row["record_ratio_of_node"] = (
+            None
+            if node is None
+            else round((row["record_tick_us"] + row["record_writer_us"]) / node, 4)
+        )
+        results.append(row)
         invalid += done["problems"]
     largest = results[-1]
     targets: dict[str, dict[str, Any]] = {
@@ -283,8 +306,10 @@ def run(sizes: list[int], ticks: int, rounds: int, seed: int) -> dict[str, Any]:
         "missed": missed,
         "results": results,
         "how": "in-process, one thread (the writer's work timed apart, as its thread runs "
-        "it); the node's whole CPU per player-tick (bench/server_load.py) is several times "
-        "the simulated tick's, so `record_ratio` over the tick alone is the harsher figure",
+        "it); `record_ratio` is the recording's CPU over the simulated tick's of the same "
+        "run, the target's figure; a node's whole CPU per player-tick (bench/server_load.py, "
+        "another run: `node_us_server_load`) is several times that tick's, and "
+        "`record_ratio_of_node` is the recording's share of it",
     }
 
 

@@ -53,14 +53,14 @@ async def _failover(folder: Path) -> None:
     ):  # fmt: skip
         async with asyncio.timeout(60):
             while not any(
-                s["state"] == "in_sync" for s in (await node_health(primary.url) or {}).get(
+                s["state"] == "in_sync" for s in (await node_health(primary.admin_url) or {}).get(
                     "standbys", [])
             ):  # fmt: skip
                 await asyncio.sleep(0.05)
 
         async def kill_midway() -> None:
             await asyncio.sleep(2.0)
-            await kill_primary(primary.url, [standby.url])
+            await kill_primary(primary.admin_url, [standby.admin_url])
 
         await asyncio.gather(_swarm(primary.url, 6, 4.0).run(), kill_midway())
 

@@ -1,0 +1,60 @@
+"""bench/recording: a quick run is valid, reports each size's CPU and bytes, and its blocks
+hold what the tick logged; bad sizes are refused in one line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.recording import Scene, run_size
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "bench/recording.py"
+
+
+def test_a_quick_run_is_valid_and_reports_every_size(tmp_path: Path) -> None:
+    report = tmp_path / "recording.json"
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--quick", "--json", str(report)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr[-2000:]  # 2: an invalid run
+    record = json.loads(report.read_text())
+    assert record["valid"] and not record["invalid_reasons"]
+    assert [row["players"] for row in record["results"]] == [8, 20]
+    for row in record["results"]:
+        assert row["tick_us"] > 0 and row["record_tick_us"] > 0 and row["record_writer_us"] > 0
+        assert row["tick_with_recording_us"] > row["record_tick_us"]
+        assert 0 < row["bytes_per_input"] < 200 and row["inputs"] > 100 * row["players"]
+    assert set(record["targets"]) == {"record_ratio_20"}
+    assert record["provenance"]["command"].startswith("python bench/recording.py --quick")
+
+
+def test_the_recording_scene_changes_nothing_and_its_log_decodes() -> None:
+    done = run_size(players=6, ticks=90, rounds=2, seed=3)
+    assert done["problems"] == []
+    assert done["row"]["ticks"] == 90 and done["row"]["bytes"] > 0
+
+
+def test_two_scenes_of_one_seed_are_sent_the_same_inputs() -> None:
+    a, b = Scene(5, 9, record=False), Scene(5, 9, record=True)
+    for tick in range(1, 65):
+        a.offer(tick)
+        b.offer(tick)
+        a.tick(tick)
+        b.tick(tick)
+    assert a.inputs == b.inputs > 0
+    assert a.matches[0].world.state_hash() == b.matches[0].world.state_hash()
+    assert b.pending, "the recorded scene handed over a block"
+
+
+def test_sizes_that_are_not_numbers_are_refused_in_one_line() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--sizes", "60,lots"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "not '60,lots'" in done.stderr.strip().splitlines()[-1]
