@@ -321,6 +321,31 @@ def snapshot_coding(r: dict[str, Any]) -> Table:
     return head, rows
 
 
+def recording(r: dict[str, Any]) -> Table:
+    head = (
+        "players",
+        "tick µs / player-tick",
+        "recording on the tick µs",
+        "on the writer µs",
+        "recording / tick",
+        "bytes / input",
+        "MB / minute",
+    )
+    rows = [
+        (
+            row["players"],
+            row["tick_us"],
+            row["record_tick_us"],
+            row["record_writer_us"],
+            f"{100 * row['record_ratio']:.1f} %",
+            row["bytes_per_input"],
+            row["mb_per_minute"],
+        )
+        for row in r["results"]
+    ]
+    return head, rows
+
+
 def idle_node(r: dict[str, Any]) -> Table:
     head = (
         "CPU a second, ms (runs)",
@@ -488,6 +513,7 @@ BENCHES = (
     Bench("snapshot_coding", "bench/snapshot_coding.py", "Coding a snapshot", snapshot_coding),
     Bench("node_kernels", "bench/node_kernels.py", "The node's per-tick kernels", node_kernels),
     Bench("idle_node", "bench/idle_node.py", "An idle node", idle_node),
+    Bench("recording", "bench/recording.py", "Recording a match", recording),
     Bench("fairness", "bench/fairness.py", "Fairness of lag compensation", fairness),
     Bench("adversary", "bench/adversary.py", "Hostile clients", adversary),
     Bench("view_cost", "bench/view_cost.py", "The live view's cost", view_cost),
