@@ -115,12 +115,12 @@ class _Reader:
         self._planes: Iterator[bytes] = iter(planes)
 
     def take(self, length: int) -> np.ndarray:
-        width = next(self._widths)
-        if not 0 <= width <= 8:
+        width = next(self._widths, None)
+        if not isinstance(width, int) or not 0 <= width <= 8:
             raise ValueError(f"a column {width} bytes wide")
         octets = np.zeros((length, 8), dtype=np.uint8)
         for b in range(width):
-            plane = np.frombuffer(next(self._planes), dtype=np.uint8)
+            plane = np.frombuffer(next(self._planes, b""), dtype=np.uint8)
             if len(plane) != length:
                 raise ValueError(f"a column of {len(plane)} values, not {length}")
             octets[:, b] = plane

@@ -126,7 +126,8 @@ def decode_block(planes: Sequence[bytes]) -> list[dict[str, Any]]:
     except (KeyError, TypeError, ValueError) as error:
         raise LogEntryError(f"a tick's inputs do not decode: {error}") from None
     if at != len(planes) or any(
-        e["k"] == KIND_TICK and isinstance(e.get("in"), list) for e in entries
+        e["k"] == KIND_TICK and not (e.get("in") is None or isinstance(e["in"], ReleasedInputs))
+        for e in entries
     ):
         raise LogEntryError("a block's inputs and its columns do not match")
     return entries

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from server.record.columns import decode_inputs, encode_inputs
+from server.record.entries import LogEntryError, decode_block, encode_block
 from server.sim.inputs import ReleasedInputs
 
 
@@ -75,3 +77,15 @@ def test_a_repeated_input_costs_zero_bytes_and_whole_microseconds_two() -> None:
     move = planes[sum(widths[:9]) : sum(widths[:10])]  # move x's byte planes
     firsts = {0, 30, 60, 90}  # seat by seat: only each seat's first row is not zeros
     assert all(set(np.flatnonzero(np.frombuffer(p, np.uint8)).tolist()) <= firsts for p in move)
+
+
+def test_a_block_whose_columns_do_not_fit_its_entries_is_refused() -> None:
+    rng = np.random.default_rng(5)
+    tick = {"k": "tick", "m": 0, "e": 0, "t": 1, "a": 0, "seats": [], "rtt": [],
+            "in": _tick(rng, 4), "shots": [], "h": "0" * 32, "src": "p"}  # fmt: skip
+    planes = encode_block([tick])
+    (entry,) = decode_block(planes)
+    assert _same(entry["in"], tick["in"])
+    for broken in (planes[:-1], (*planes, b"x"), (planes[0], planes[1][:-1], *planes[2:])):
+        with pytest.raises(LogEntryError):
+            decode_block(broken)
