@@ -9,8 +9,9 @@ and a block's stored bytes (codec ``CODEC_PLANES``) are its planes::
 
     u16 planes | per plane: u8 method, u32 stored bytes, u32 raw bytes | the planes' bytes
 
-A plane is one stream of bytes the block's coder (:mod:`server.record.blockcode`) made: its
-entries, or one byte of one column of its inputs. Each is deflated on its own (``DEFLATE``,
+A plane is one stream of bytes the block's coder made
+(:func:`server.record.entries.encode_block`): its entries, their inputs' column widths, or
+one byte of one column of its inputs (:mod:`server.record.columns`). Each is deflated on its own (``DEFLATE``,
 raw deflate: the CRC already guards it) or kept as it is (``RAW``) when deflate does not
 pay, as for the low bytes of a float that changes every tick: trying them costs time and
 wins nothing.
