@@ -11,10 +11,10 @@ and a block's stored bytes (codec ``CODEC_PLANES``) are its planes::
 
 A plane is one stream of bytes the block's coder made
 (:func:`server.record.entries.encode_block`): its entries, their inputs' column widths, or
-one byte of one column of its inputs (:mod:`server.record.columns`). Each is deflated on its own (``DEFLATE``,
-raw deflate: the CRC already guards it) or kept as it is (``RAW``) when deflate does not
-pay, as for the low bytes of a float that changes every tick: trying them costs time and
-wins nothing.
+one byte of one column of its inputs (:mod:`server.record.columns`). Each is deflated on
+its own (``DEFLATE``, raw deflate: the CRC already guards it) or kept as it is (``RAW``)
+when deflate does not pay, as for the low bytes of a float that changes every tick: trying
+them costs time and wins nothing.
 
 The CRC covers everything after itself (the tick range, the codec and the stored bytes), so
 one flipped byte anywhere in a block refuses that block, and a block cut short by a SIGKILL
