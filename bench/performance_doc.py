@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -345,6 +346,20 @@ def recording(r: dict[str, Any]) -> Table:
         )
         for row in r["results"]
     ]
+    node = r.get("node")
+    if node:  # the real node's A/B: its whole CPU, so only the ratio and size compare
+        rows.append(
+            (
+                f"{node['players']}, a node under bots",
+                node["cpu_us_per_player_tick"],
+                "—",
+                "—",
+                f"{100 * node['node_ab_ratio']:+.1f} %",
+                "—",
+                "—",
+                node["mb_per_minute"],
+            )
+        )
     return head, rows
 
 
@@ -631,13 +646,21 @@ def figures_table(results: Path) -> str:
     server = load(results, "server_load")
     peer = load(results, "peers")
     rows: list[Row] = []
-    for row in server["results"]:
-        rows.append(
-            (
-                f"node CPU per player-tick, {row['players']} bots",
-                f"{number(row['server_cpu_us_per_player_tick'])} µs",
+    # The node's own cost from the peer bench, where it has a core to itself beside a nearly
+    # idle client core (bench/server_load's bots keep the other core busy, which slows it).
+    for size in peer["config"]["sizes"]:
+        costs = [
+            run["server_cpu_us_per_player_tick"]
+            for run in peer["runs"]
+            if run["server"] == "arena-light" and run["players"] == size and run["valid"]
+        ]
+        if costs:
+            rows.append(
+                (
+                    f"node CPU per player-tick, {size} players over WebSocket",
+                    f"{number(statistics.median(costs))} µs",
+                )
             )
-        )
     top = server["results"][-1]
     rows.append(
         (f"tick p99, {top['players']} bots (budget 16.7 ms)", f"{number(top['tick_p99_ms'])} ms")

@@ -22,15 +22,23 @@ and the log's size: bytes per input and MB per minute of match. A run is refused
 worlds differ; exit 1 when a target is missed (recording within 3 % of the tick's CPU at
 the largest size, at most 2 MB a minute at 60 players). ``--quick``: a smoke run.
 
-    python bench/recording.py [--sizes 60,300] [--ticks 1200] [--rounds 6] [--json PATH]
+``--node-rounds N`` also measures a real node under bots at the largest size (what
+``bench/server_load.py`` measures: the node process's CPU, sockets, fan-out and the writer
+thread included), N rounds alternately without and with ``--record``: the node's A/B, the
+target's figure when it is measured, its tick p99 either way and the log's size.
+
+    python bench/recording.py [--sizes 60,300] [--ticks 1200] [--rounds 6]
+                              [--node-rounds 3] [--node-seconds 20] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -39,6 +47,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.report import Start, add_json_option, emit, results_path, targets_status
+from bench.server_load import measure
 from server.record import entries
 from server.record.blocks import (
     FILE_HEADER,
@@ -66,6 +75,10 @@ CPU_RATIO_MAX = 0.03
 MB_PER_MINUTE_MAX = 2.0
 SIZE_TARGET_PLAYERS = 60
 INTERP_DELAY = 0.1
+NODE_WARMUP_S = 2.0
+#: Full bots in the node's A/B, the rest light players: with the node and its writer thread
+#: on the same two cores, more full bots keep their process under the tick rate.
+NODE_FULL_BOTS = 20
 
 
 def log(line: str) -> None:
@@ -254,26 +267,84 @@ def run_size(players: int, ticks: int, rounds: int, seed: int) -> dict[str, Any]
 
 
 def node_cost() -> dict[int, float]:
-    """A whole node's CPU per player-tick under bots, by players, from the committed
-    ``bench/server_load.py`` results (sockets and fan-out included; another run)."""
+    """A whole node's CPU per player-tick by players, from the committed ``bench/peers``
+    results (Arena under light players over WebSocket, on a core of its own: sockets and
+    fan-out included; another run), the median of its valid repeats."""
     try:
-        report = json.loads(results_path("server_load").read_text(encoding="utf-8"))
-        return {
-            int(row["players"]): float(row["server_cpu_us_per_player_tick"])
-            for row in report["results"]
-        }
+        report = json.loads(results_path("peers").read_text(encoding="utf-8"))
+        costs: dict[int, list[float]] = {}
+        for run in report["runs"]:
+            if run["server"] == "arena-light" and run["valid"]:
+                costs.setdefault(int(run["players"]), []).append(
+                    float(run["server_cpu_us_per_player_tick"])
+                )
+        return {players: statistics.median(values) for players, values in costs.items()}
     except (OSError, ValueError, KeyError, TypeError):
         return {}
 
 
-def run(sizes: list[int], ticks: int, rounds: int, seed: int) -> dict[str, Any]:
+def _log_bytes(folder: str) -> int:
+    return sum(path.stat().st_size for path in Path(folder).rglob("*") if path.is_file())
+
+
+def node_ab(players: int, rounds: int, seconds: float) -> dict[str, Any]:
+    """A real node under ``players`` bots (at most :data:`NODE_FULL_BOTS` of them full
+    bots, the rest light players), alternately without (A) and with ``--record``
+    (B): medians of the node's CPU per player-tick and tick p99, and the log's size over
+    the bots' time (the node's first seconds, before every bot is seated, included)."""
+    plain: list[dict[str, Any]] = []
+    recorded: list[dict[str, Any]] = []
+    sizes: list[int] = []
+    for round_ in range(1, rounds + 1):
+        log(f"node A/B at {players} players, round {round_} of {rounds} ...")
+        light = max(0, players - NODE_FULL_BOTS)
+        plain.append(asyncio.run(measure(players, seconds, NODE_WARMUP_S, light=light)))
+        with tempfile.TemporaryDirectory() as folder:
+            recorded.append(
+                asyncio.run(
+                    measure(
+                        players, seconds, NODE_WARMUP_S, light=light,
+                        node_args=("--record", folder),
+                    )
+                )
+            )  # fmt: skip
+            sizes.append(_log_bytes(folder))
+
+    def median(runs: list[dict[str, Any]], key: str) -> float:
+        return float(statistics.median(run[key] for run in runs))
+
+    cpu_a = median(plain, "server_cpu_us_per_player_tick")
+    cpu_b = median(recorded, "server_cpu_us_per_player_tick")
+    return {
+        "players": players,
+        "rounds": rounds,
+        "seconds": seconds,
+        "cpu_us_per_player_tick": cpu_a,
+        "cpu_us_per_player_tick_recording": cpu_b,
+        "node_ab_ratio": round(cpu_b / cpu_a - 1, 4),
+        "cpu_us_a": [run["server_cpu_us_per_player_tick"] for run in plain],
+        "cpu_us_b": [run["server_cpu_us_per_player_tick"] for run in recorded],
+        "tick_p99_ms": median(plain, "tick_p99_ms"),
+        "tick_p99_ms_recording": median(recorded, "tick_p99_ms"),
+        "loadavg_1m": [run["loadavg_1m"] for run in plain + recorded],
+        "mb_per_minute": round(statistics.median(sizes) / 1e6 / (seconds / 60), 2),
+        "invalid_reasons": [
+            reason for run in plain + recorded for reason in run["invalid_reasons"]
+        ],
+    }
+
+
+def run(
+    sizes: list[int], ticks: int, rounds: int, seed: int, node_rounds: int = 0,
+    node_seconds: float = 20.0,
+) -> dict[str, Any]:  # fmt: skip
     results, invalid = [], []
     nodes = node_cost()
     for players in sizes:
         done = run_size(players, ticks, rounds, seed)
         row = done["row"]
         node = nodes.get(players)
-        row["node_us_server_load"] = node
+        row["node_us_peers"] = node
         row["record_ratio_of_node"] = (
             None
             if node is None
@@ -294,6 +365,13 @@ def run(sizes: list[int], ticks: int, rounds: int, seed: int) -> dict[str, Any]:
             "value": sized[0]["mb_per_minute"], "limit": MB_PER_MINUTE_MAX,
             "met": sized[0]["mb_per_minute"] <= MB_PER_MINUTE_MAX,
         }  # fmt: skip
+    node = node_ab(largest["players"], node_rounds, node_seconds) if node_rounds else None
+    if node is not None:
+        invalid += node["invalid_reasons"]
+        targets[f"node_ab_ratio_{node['players']}"] = {
+            "value": node["node_ab_ratio"], "limit": CPU_RATIO_MAX,
+            "met": node["node_ab_ratio"] <= CPU_RATIO_MAX,
+        }  # fmt: skip
     missed = [name for name, target in targets.items() if not target["met"]]
     return {
         "bench": "recording",
@@ -305,10 +383,11 @@ def run(sizes: list[int], ticks: int, rounds: int, seed: int) -> dict[str, Any]:
         "targets_met": not missed,
         "missed": missed,
         "results": results,
+        "node": node,
         "how": "in-process, one thread (the writer's work timed apart, as its thread runs "
         "it); `record_ratio` is the recording's CPU over the simulated tick's of the same "
-        "run, the target's figure; a node's whole CPU per player-tick (bench/server_load.py, "
-        "another run: `node_us_server_load`) is several times that tick's, and "
+        "run, the target's figure; a node's whole CPU per player-tick (bench/peers, another "
+        "run: `node_us_peers`) is several times that tick's, and "
         "`record_ratio_of_node` is the recording's share of it",
     }
 
@@ -320,6 +399,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=6, help="alternate rounds (medians)")
     parser.add_argument("--seed", type=int, default=11, help="the scenes' seed")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 8 and 20 players")
+    parser.add_argument(
+        "--node-rounds", type=int, default=0,
+        help="also A/B a real node under bots at the largest size, this many rounds "
+        "(default 0: not measured)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--node-seconds", type=float, default=20.0, help="the bots' seconds per node run"
+    )
     add_json_option(parser, "recording")
     args = parser.parse_args(argv)
     if args.quick:
@@ -328,6 +415,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.sizes = [int(size) for size in args.sizes.split(",")]
     except ValueError:
         parser.error(f"--sizes takes whole numbers separated by commas, not {args.sizes!r}")
+    if args.node_rounds < 0 or args.node_seconds < 10:
+        parser.error("--node-rounds must be at least 0 and --node-seconds at least 10")
     if any(size < 2 for size in args.sizes) or args.rounds < 1 or args.ticks < args.rounds:
         parser.error("--sizes must be at least 2 players, --rounds at least 1 and --ticks "
                      "at least --rounds")  # fmt: skip
@@ -337,7 +426,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     start = Start.now("recording", "bench/recording.py", argv)
-    report = run(args.sizes, args.ticks, args.rounds, args.seed)
+    report = run(
+        args.sizes, args.ticks, args.rounds, args.seed, args.node_rounds, args.node_seconds
+    )
     emit(report, args.json, start)
     return targets_status(report, log)
 

@@ -8,6 +8,11 @@ ticks are the window's alone (not the bots' joining before it). The bot process 
 own CPU per bot-tick and the tick rate it kept. Figures vary with the machine: compare
 within one run.
 
+At most ``--full-bots`` (40) of a population are full bots, the measuring ones (prediction,
+interpolation, sight lines for the fog's pop-ins: about 170 µs of their process's CPU a
+tick each, so 300 of them would need three cores); the rest are light players, who send the
+same inputs at the same rate and are served the same snapshots (``docs/load-testing.md``).
+
 A run is refused (``"valid": false`` with ``invalid_reasons``) when it did not measure the
 server under every requested bot at the field's pace: the bot process kept under 95 % of the
 tick rate (fewer inputs per second make each tick lighter), a bot reconnected (the bench kills
@@ -16,8 +21,9 @@ were seated or connected. The median is taken over valid runs only; when a popul
 none, its record is marked invalid and the script exits 1 after printing the JSON.
 
     python bench/server_load.py [--players 60,150,300] [--duration 20] [--repeat 1]
-                                [--bot-workers 1] [--interest on|off] [--fog on|off]
-                                [--hitreg-backend auto|cpu|cuda|reference] [--json PATH]
+                                [--bot-workers 1] [--full-bots 40] [--interest on|off]
+                                [--fog on|off] [--hitreg-backend auto|cpu|cuda|reference]
+                                [--json PATH]
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, get_args
 
@@ -60,6 +67,10 @@ def process_cpu_times(pid: int) -> tuple[float, float]:
 def process_cpu_seconds(pid: int) -> float:
     """User + system CPU of one process (the node runs as a child)."""
     return sum(process_cpu_times(pid))
+
+
+#: Full bots at most per population (the rest light players: the docstring says why).
+FULL_BOTS = 40
 
 
 async def health(admin_url: str) -> dict[str, Any]:
@@ -97,13 +108,15 @@ async def measure(
     fog: str = "on",
     light: int = 0,
     transport: str = "ws",
+    node_args: Sequence[str] = (),
 ) -> dict[str, Any]:
     """One node under ``players`` bots, ``light`` of them light players (the rest full
-    bots, the measuring ones), over ``transport``."""
+    bots, the measuring ones), over ``transport``; ``node_args`` go to the node as they are
+    (an A/B of a node flag, e.g. ``--record DIR``)."""
     backend = ("--hitreg-backend", hitreg_backend) if hitreg_backend else ()
     with start_node(
         "--max-players", str(max(players, 300)), "--log-level", "warning",
-        "--interest", interest, "--fog", fog, *backend,
+        "--interest", interest, "--fog", fog, *backend, *node_args,
     ) as node:  # fmt: skip
         with tempfile.TemporaryDirectory() as folder:
             report_path = Path(folder) / "bots.json"
@@ -292,6 +305,7 @@ async def run(
     interest: str = "on",
     hitreg_backend: str | None = None,
     fog: str = "on",
+    full_bots: int = FULL_BOTS,
 ) -> dict[str, Any]:
     loadavg_1m_at_start = os.getloadavg()[0]
     results = []
@@ -305,7 +319,16 @@ async def run(
                 flush=True,
             )
             runs.append(
-                await measure(players, duration, warmup, bot_workers, interest, hitreg_backend, fog)
+                await measure(
+                    players,
+                    duration,
+                    warmup,
+                    bot_workers,
+                    interest,
+                    hitreg_backend,
+                    fog,
+                    light=max(0, players - full_bots),
+                )
             )
             print(f"server_load: {json.dumps(runs[-1])}", file=sys.stderr, flush=True)
             print(run_summary(runs[-1]), file=sys.stderr, flush=True)
@@ -314,6 +337,7 @@ async def run(
         "bench": "server_load",
         "tick_rate_hz": TICK_RATE_HZ,
         "bot_workers": bot_workers,
+        "full_bots_max": full_bots,
         "interest": interest,
         "fog": fog,
         "valid": all(result["valid"] for result in results),
@@ -329,6 +353,11 @@ async def run(
             "bot_ticks_per_s_min_at_300": BOT_TICKS_PER_S_FLOOR,
         },
         "results": results,
+        "how": f"the node and its bots share the machine's cores; at most {full_bots} full "
+        "bots (each about 200 µs of its process's CPU a tick), the rest light players. "
+        "With the bots' process busy beside it, the node's CPU per player-tick on the 2-core "
+        "development machine is 2-3 times what bench/peers measures with the node and a "
+        "nearly idle client on cores of their own: compare within one run",
     }
 
 
@@ -348,6 +377,11 @@ def main() -> int:
     parser.add_argument(
         "--bot-workers", type=int, default=1, help="arena-bots --workers (processes)"
     )
+    parser.add_argument(
+        "--full-bots", type=int, default=FULL_BOTS,
+        help="at most this many full (measuring) bots; the rest of each population are "
+        f"light players (default {FULL_BOTS})",
+    )  # fmt: skip
     parser.add_argument(
         "--interest", choices=("on", "off"), default="on", help="the node's --interest"
     )
@@ -370,6 +404,8 @@ def main() -> int:
         parser.error("--repeat: at least 1")
     if args.bot_workers < 1:
         parser.error("--bot-workers: at least 1")
+    if args.full_bots < 1:
+        parser.error("--full-bots: at least 1")
     report = asyncio.run(
         run(
             populations,
@@ -380,6 +416,7 @@ def main() -> int:
             args.interest,
             args.hitreg_backend,
             args.fog,
+            args.full_bots,
         )
     )
     emit(report, args.json, start)
