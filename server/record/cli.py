@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
+from server.http_site import serving, stop_on_signals
 from server.record.blocks import LogIncompatible
 from server.record.compare import compare_recordings
 from server.record.entries import LogEntryError, config_from_entry
@@ -182,20 +182,10 @@ def _serve(args: Any) -> int:
 
 async def _run_server(app: web.Application, host: str, port: int) -> None:
     """Serve ``app`` until SIGINT or SIGTERM."""
-    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1.0, access_log=None)
-    await runner.setup()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        await web.TCPSite(runner, host, port).start()
-        bound = runner.addresses[0][1] if runner.addresses else port
-        shown = f"[{host}]" if ":" in host else host
-        print(f"{PROG}: serving the replay at http://{shown}:{bound}/view", flush=True)
+    stop = stop_on_signals()
+    async with serving(app, host, port, shutdown_timeout=1.0) as url:
+        print(f"{PROG}: serving the replay at {url}/view", flush=True)
         await stop.wait()
-    finally:
-        await runner.cleanup()
 
 
 def _replay(args: Any) -> int:

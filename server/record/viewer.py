@@ -38,8 +38,7 @@ from server.sim.hitreg.reference import interpolate_positions, rewound_feet
 from server.sim.match import MatchConfig
 from server.view import frames
 from server.view.frames import NodeView
-from shared.hitbox import HITBOX_NAMES, HITBOXES
-from shared.weapons import WEAPONS
+from shared.hitbox import HITBOXES
 
 __all__ = [
     "MAX_TICKS",
@@ -246,24 +245,10 @@ class ReplayViewer:
             "id": len(self.shots),
             "key": f"{event.shooter}:{event.seq}",
             "m": self.match,
+            **frames.traced_shot_fields(trace),
             "tick": replayed.entry.tick,
-            "shooter": event.shooter,
-            "seq": event.seq,
-            "weapon": WEAPONS[event.weapon].name if event.weapon < len(WEAPONS) else event.weapon,
-            "result": event.result,
-            "victim": event.victim,
-            "hitbox": HITBOX_NAMES[event.hitbox] if event.hitbox < len(HITBOX_NAMES) else "",
-            "damage": event.damage,
-            "kill": event.kill,
             "traded": event.traded,
-            "judged": event.judged,
-            "origin": _xyz(event.origin),
-            "direction": [round(float(v), 4) for v in trace.direction],
-            "end": _xyz(trace.end),
             "claim_time": round(claim, 6),
-            "view_time": round(event.view_time, 6),
-            "rewind_ms": round((trace.time - event.view_time) * 1000.0, 1),
-            "shooter_rtt_ms": None if event.shooter_rtt < 0 else round(event.shooter_rtt * 1e3, 1),
             "target": target,
             "sent_feet": _xyz(sent),
             "server_feet": _xyz(rewound),

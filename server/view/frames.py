@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from server.sim.combat import ShotTrace
 from server.sim.world import World
 from server.view.shotlog import ViewedShot
 from shared.arena_map import ArenaMap
@@ -99,13 +100,11 @@ def player_rows(
     ]  # fmt: skip
 
 
-def shot_record(shot: ViewedShot) -> dict[str, Any]:
-    """One shot for the page: its line, verdict, moment and the two boxes of its target."""
-    event, trace = shot.trace.event, shot.trace
-    offset = shot.offset
+def traced_shot_fields(trace: ShotTrace) -> dict[str, Any]:
+    """What the live view and the replay's viewer both show of a judged shot: who, the
+    verdict, its line and when it was judged against."""
+    event = trace.event
     return {
-        "id": shot.id,
-        "m": shot.match,
         "tick": trace.tick,
         "shooter": event.shooter,
         "seq": event.seq,
@@ -122,6 +121,16 @@ def shot_record(shot: ViewedShot) -> dict[str, Any]:
         "rewind_ms": round((trace.time - event.view_time) * 1000.0, 1),
         "judged": event.judged,
         "shooter_rtt_ms": None if event.shooter_rtt < 0 else round(event.shooter_rtt * 1000.0, 1),
+    }
+
+
+def shot_record(shot: ViewedShot) -> dict[str, Any]:
+    """One shot for the page: its line, verdict, moment and the two boxes of its target."""
+    offset = shot.offset
+    return {
+        "id": shot.id,
+        "m": shot.match,
+        **traced_shot_fields(shot.trace),
         "target": shot.target,
         "server_feet": None if shot.server_feet is None else _xyz(shot.server_feet),
         "seen_feet": None if shot.seen_feet is None else _xyz(shot.seen_feet),

@@ -11,10 +11,7 @@ import argparse
 import asyncio
 import os
 import re
-import signal
 import sys
-
-from aiohttp import web
 
 from server.coordination.base import CoordinatorError
 from server.coordination.etcd_config import EtcdCluster, parse_etcd_address
@@ -26,6 +23,7 @@ from server.coordination.net.etcd_options import (
 from server.directory.auth import DEV_SECRET
 from server.directory.net.app import create_app
 from server.directory.service import DirectoryConfig
+from server.http_site import serving, stop_on_signals
 from server.logs import (
     EventLogger,
     add_log_arguments,
@@ -149,28 +147,17 @@ def _registry(args: argparse.Namespace) -> EtcdCluster | None:
 
 async def _serve(config: DirectoryConfig, host: str, port: int, etcd: EtcdCluster | None) -> None:
     app = create_app(config, etcd=etcd)
-    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=2.0, access_log=None)
-    await runner.setup()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        site = web.TCPSite(runner, host, port)
-        await site.start()
-        bound = runner.addresses[0][1] if runner.addresses else port
-        shown = f"[{host}]" if ":" in host else host
+    stop = stop_on_signals()
+    async with serving(app, host, port, shutdown_timeout=2.0) as url:
         announce(
             "listening",
-            url=f"http://{shown}:{bound}",
+            url=url,
             heartbeat_timeout_s=config.heartbeat_timeout,
             reservation_ttl_s=config.reservation_ttl,
             overflow_slack_ms=config.overflow_slack_ms,
         )
         await stop.wait()
         announce("stopping")
-    finally:
-        await runner.cleanup()
 
 
 def main(argv: list[str] | None = None) -> int:
