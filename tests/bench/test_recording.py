@@ -58,3 +58,13 @@ def test_sizes_that_are_not_numbers_are_refused_in_one_line() -> None:
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert "not '60,lots'" in done.stderr.strip().splitlines()[-1]
+
+
+def test_a_node_run_too_short_to_measure_is_refused_in_one_line() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--node-rounds", "1", "--node-seconds", "5"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "--node-seconds at least 10" in done.stderr.strip().splitlines()[-1]
