@@ -647,7 +647,7 @@ def figures_table(results: Path) -> str:
     peer = load(results, "peers")
     rows: list[Row] = []
     # The node's own cost from the peer bench, where it has a core to itself beside a nearly
-    # idle client core (bench/server_load's bots keep the other core busy, which slows it).
+    # idle client core (bench/server_load's node shares both cores with its bots).
     for size in peer["config"]["sizes"]:
         costs = [
             run["server_cpu_us_per_player_tick"]

@@ -9,9 +9,10 @@ own CPU per bot-tick and the tick rate it kept. Figures vary with the machine: c
 within one run.
 
 At most ``--full-bots`` (40) of a population are full bots, the measuring ones (prediction,
-interpolation, sight lines for the fog's pop-ins: about 170 µs of their process's CPU a
-tick each, so 300 of them would need three cores); the rest are light players, who send the
-same inputs at the same rate and are served the same snapshots (``docs/load-testing.md``).
+interpolation, sight lines for the fog's pop-ins: 120 to 200 µs of their process's CPU a tick
+each on the 2-core development machine, so 300 of them need more than its two cores); the
+rest are light players, who send the same inputs at the same rate and are served the same
+snapshots (``docs/load-testing.md``).
 
 A run is refused (``"valid": false`` with ``invalid_reasons``) when it did not measure the
 server under every requested bot at the field's pace: the bot process kept under 95 % of the
@@ -354,10 +355,10 @@ async def run(
         },
         "results": results,
         "how": f"the node and its bots share the machine's cores; at most {full_bots} full "
-        "bots (each about 200 µs of its process's CPU a tick), the rest light players. "
-        "With the bots' process busy beside it, the node's CPU per player-tick on the 2-core "
-        "development machine is 2-3 times what bench/peers measures with the node and a "
-        "nearly idle client on cores of their own: compare within one run",
+        "bots, the rest light players. The figures move with the machine: one commit's code "
+        "measured 2.7 times dearer for node and bots alike on the 2-core development machine "
+        "on a slow day than on a quick one, so compare within one run (bench/peers measures "
+        "the node on a core of its own)",
     }
 
 
