@@ -25,7 +25,7 @@ from server.http_site import serving, stop_on_signals
 from server.record.blocks import LogIncompatible
 from server.record.compare import compare_recordings
 from server.record.entries import LogEntryError, config_from_entry
-from server.record.replay import ReplayOutcome, replay_match
+from server.record.replay import ReplayOutcome, replay_match, warm_up
 from server.record.serve import create_app
 from server.record.timeline import Recording, read_recording
 from server.record.viewer import ReplayViewer, ViewerError, read_sightings
@@ -190,7 +190,7 @@ async def _run_server(app: web.Application, host: str, port: int) -> None:
 
 def _replay(args: Any) -> int:
     recording, config, validator = _prepare(args)
-    validator.warm_up()  # (compiling the kernels is no part of the replay's speed)
+    warm_up(config, validator)  # (compiling the kernels is no part of the replay's speed)
     began = time.perf_counter()
     outcomes = [
         replay_match(recording, config, validator, index, args.start, args.stop)

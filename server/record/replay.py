@@ -22,12 +22,21 @@ from server.record.capture import state_from_keyframe
 from server.record.timeline import Recording
 from server.replication.state import HashMismatch, ReplicationGap, install_match
 from server.sim.combat import ShotTrace, judge
+from server.sim import inputs
 from server.sim.hitreg.backend import HitValidator
 from server.sim.lagcomp import LinkEstimate
 from server.sim.match import SEAT_JOIN, SEAT_LEAVE, Match, MatchConfig, MatchFull
+from shared import movement
 from shared.protocol import ShotEvent, encode_event
 
-__all__ = ["Mismatch", "ReplayOutcome", "ReplayedTick", "replay_match", "replay_ticks"]
+__all__ = [
+    "Mismatch",
+    "ReplayOutcome",
+    "ReplayedTick",
+    "replay_match",
+    "replay_ticks",
+    "warm_up",
+]
 
 _SHOT_KEYS = ("shooter", "seq", "result", "victim", "hitbox", "damage", "judged")
 
@@ -166,6 +175,15 @@ def replay_match(
     return outcome
 
 
+def warm_up(config: MatchConfig, validator: HitValidator) -> None:
+    """Compile (or load from numba's cache) every kernel a replay runs: its speed is then
+    the replay's, with no compiling in it (a cold cache takes many seconds)."""
+    validator.warm_up()
+    inputs.warm_up()
+    movement.warm_up()
+    Match(config, validator=validator).codec.shown_positions(np.zeros((1, 3)))
+
+
 def _bridge(
     recording: Recording, match: Match, tick: entries.TickEntry, outcome: ReplayOutcome
 ) -> bool:
@@ -205,7 +223,7 @@ def _replay_tick(
     batch = match.advance(tick.tick, tick.inputs)
     if not batch.empty:
         judge([batch], match.history_view(), validator)
-    result = match.finish(batch)
+    result = match.finish(batch, publish=False)
     outcome.ticks += 1
     outcome.first_tick = tick.tick if outcome.first_tick < 0 else outcome.first_tick
     outcome.last_tick = tick.tick

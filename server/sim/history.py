@@ -62,12 +62,17 @@ class HistoryRing(ArrayState):
         if not (0 <= start < self.capacity and 0 <= count <= self.capacity):
             raise StateMismatch(f"history ring start {start} / count {count} out of range")
         self.restore_arrays(arrays)
+        if not (np.isfinite(self.times).all() and np.isfinite(self.positions).all()):
+            raise StateMismatch("history ring holds a time or position that is not finite")
         self.start, self.count = start, count
 
     def append(self, tick: int, time: float, positions: np.ndarray, alive: np.ndarray) -> None:
         """Record the world after ``tick``; the oldest snapshot goes when the ring is full."""
         if self.count and tick <= self.newest_tick:
             raise ValueError(f"tick {tick} is not after the newest snapshot {self.newest_tick}")
+        # Checked here, once a snapshot, the kernels' reads need not scan every ring again.
+        if not (np.isfinite(time) and np.isfinite(positions).all()):
+            raise ValueError(f"tick {tick}: a snapshot's time and positions must be finite")
         if self.count < self.capacity:
             index = (self.start + self.count) % self.capacity
             self.count += 1

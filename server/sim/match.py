@@ -520,9 +520,10 @@ class Match:
                 world.active & world.alive,
             )
 
-    def finish(self, batch: ShotBatch) -> TickResult:
+    def finish(self, batch: ShotBatch, *, publish: bool = True) -> TickResult:
         """Apply the judged shots and, on a snapshot tick, encode the snapshot everyone
-        shares (with the events of the ticks since the last one)."""
+        shares (with the events of the ticks since the last one). ``publish=False`` (a
+        replay: no client) leaves the snapshot out and keeps only its hash."""
         world = self.world
         server_time = self.server_time
         if not batch.empty or batch.events:
@@ -535,6 +536,10 @@ class Match:
             self.unsent_events.extend(events)
             return TickResult(self.tick_number, server_time, b"", events, dict(self.seats))
         shown, self.unsent_events = self.unsent_events + events, []
+        if not publish:
+            return TickResult(
+                self.tick_number, server_time, b"", events, dict(self.seats), world.state_hash()
+            )
         quantised = self.codec.quantise(
             world.pos, world.vel, world.yaw, world.pitch, world.health, world.alive
         )
@@ -569,6 +574,7 @@ class Match:
             alive=ring.alive[None],
             start=np.array([ring.start], dtype=np.int64),
             count=np.array([ring.count], dtype=np.int64),
+            values_checked=True,
         )
 
     def snapshot_head(self, result: TickResult, slot: int) -> bytes | None:

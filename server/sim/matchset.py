@@ -76,6 +76,7 @@ class MatchSet:
             alive=self.store.alive,
             start=np.array([ring.start for ring in rings], dtype=np.int64),
             count=np.array([ring.count for ring in rings], dtype=np.int64),
+            values_checked=True,
         )
 
     def tick(self, tick: int) -> list[TickResult]:

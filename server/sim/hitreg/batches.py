@@ -45,7 +45,7 @@ def _array(
 
 
 def _finite(array: np.ndarray, name: str) -> None:
-    if not np.all(np.isfinite(array)):
+    if not np.isfinite(array).all():
         raise ValueError(f"{name}: values must be finite")
 
 
@@ -66,7 +66,7 @@ class World:
     def __init__(self, *, box_min: npt.ArrayLike, box_max: npt.ArrayLike) -> None:
         low = _array(box_min, np.float64, "box_min", (None, 3))
         high = _array(box_max, np.float64, "box_max", (low.shape[0], 3))
-        if np.any(low > high):
+        if (low > high).any():
             raise ValueError("box_min/box_max: every box needs min <= max on each axis")
         object.__setattr__(self, "box_min", low)
         object.__setattr__(self, "box_max", high)
@@ -90,7 +90,11 @@ class History:
         alive: npt.ArrayLike,
         start: npt.ArrayLike,
         count: npt.ArrayLike,
+        values_checked: bool = False,
     ) -> None:
+        """``values_checked``: the rings' times and positions were checked finite as they
+        were written (a node's own rings, :meth:`server.sim.history.HistoryRing.append`), so
+        judging a tick's shots does not scan every snapshot again."""
         times = _array(times, np.float64, "history.times", (None, None))
         matches, capacity = times.shape
         positions = _array(positions, np.float64, "history.positions", (matches, capacity, None, 3))
@@ -98,12 +102,13 @@ class History:
         alive = _array(alive, np.uint8, "history.alive", (matches, capacity, players))
         start = _array(start, np.int64, "history.start", (matches,))
         count = _array(count, np.int64, "history.count", (matches,))
-        if np.any((start < 0) | (start >= max(capacity, 1))):
+        if ((start < 0) | (start >= max(capacity, 1))).any():
             raise ValueError(f"history.start: indices must lie in [0, {capacity})")
-        if np.any((count < 0) | (count > capacity)):
+        if ((count < 0) | (count > capacity)).any():
             raise ValueError(f"history.count: counts must lie in [0, {capacity}]")
-        _finite(times, "history.times")
-        _finite(positions, "history.positions")
+        if not values_checked:
+            _finite(times, "history.times")
+            _finite(positions, "history.positions")
         for name, value in (("times", times), ("positions", positions), ("alive", alive)):
             object.__setattr__(self, name, value)
         object.__setattr__(self, "start", start)
@@ -168,9 +173,9 @@ class HitscanShots:
         for name in ("origin", "direction", "max_range", "view_time"):
             _finite(values[name], f"shots.{name}")
         length = np.sqrt(np.sum(values["direction"] ** 2, axis=1))
-        if np.any(np.abs(length - 1.0) > _UNIT_TOLERANCE):
+        if (np.abs(length - 1.0) > _UNIT_TOLERANCE).any():
             raise ValueError("shots.direction: every direction must be a unit vector")
-        if np.any(values["max_range"] < 0.0):
+        if (values["max_range"] < 0.0).any():
             raise ValueError("shots.max_range: ranges must not be negative")
         for name, value in values.items():
             object.__setattr__(self, name, value)

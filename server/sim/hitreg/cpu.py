@@ -18,6 +18,7 @@ kernels; ``cuda.py`` compiles the same function objects for the GPU, one thread 
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -649,6 +650,7 @@ def _build_player_grid(
     return (*per_match, *cells)
 
 
+@functools.cache  # (read-only to the kernels: one per match count, not one per call)
 def _empty_player_grid(matches: int) -> tuple[np.ndarray, ...]:
     """A grid with no cells, of the kernels' argument types, for ``broad_phase=False``."""
     return (
@@ -669,6 +671,7 @@ def player_grid(history: History, broad_phase: bool) -> tuple[np.ndarray, ...]:
     return _build_player_grid(history, _GRID_PAD, _GRID_CELL_SCALE, _GRID_MIN_CELL)
 
 
+@functools.cache  # (constants, read-only to the kernels: built once, not every call)
 def hitbox_kernel_args() -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
     """Hitbox axis bottoms, tops, radii, bounding-sphere height and padded radius."""
     bottom, top, radius = hitbox_arrays()
