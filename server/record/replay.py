@@ -21,8 +21,8 @@ from server.record import entries
 from server.record.capture import state_from_keyframe
 from server.record.timeline import Recording
 from server.replication.state import HashMismatch, ReplicationGap, install_match
-from server.sim.combat import ShotTrace, judge
 from server.sim import inputs
+from server.sim.combat import ShotTrace, judge
 from server.sim.hitreg.backend import HitValidator
 from server.sim.lagcomp import LinkEstimate
 from server.sim.match import SEAT_JOIN, SEAT_LEAVE, Match, MatchConfig, MatchFull

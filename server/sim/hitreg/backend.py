@@ -339,8 +339,8 @@ def make_validator(
     (``(M, 3)``; the embedded default map when omitted).
 
     ``broad_phase`` allows the grid for calls that do not say; on the CPU they use it for
-    batches big enough to pay for building it (``_GRID_MIN_SHOTS``). ``max_substeps`` caps the chords one call flies a
-    projectile (the rest of its flight waits for the next call).
+    batches big enough to pay for building it (``_GRID_MIN_SHOTS``). ``max_substeps`` caps
+    the chords one call flies a projectile (the rest of its flight waits for the next call).
     Raises :class:`BackendUnavailable` when ``cuda`` is asked for and cannot run.
     """
     name, module = _select(backend)

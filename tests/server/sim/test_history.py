@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from server.sim.history import HistoryRing
 from server.sim.hitreg import History
+from server.sim.replica import StateMismatch
 
 RATE = 64  # a power of two: tick / RATE and the blends below are exact in float64
 PLAYERS = 3
@@ -74,6 +75,25 @@ def test_appending_a_tick_that_is_not_after_the_newest_raises(tick: int) -> None
     assert np.array_equal(ring.ticks, before[0])
     assert np.array_equal(ring.positions, before[1])
     assert (ring.start, len(ring)) == before[2:]
+
+
+@pytest.mark.parametrize("bad", ["time", "position"])
+def test_a_snapshot_that_is_not_finite_is_refused_as_it_is_written(bad: str) -> None:
+    """The kernels trust the node's rings without scanning them each call: a NaN never
+    gets in, by append or by a standby's import."""
+    ring = filled(4, range(3))
+    positions = positions_of(3)
+    if bad == "position":
+        positions[1, 2] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        ring.append(3, np.inf if bad == "time" else 3 / RATE, positions, np.ones(PLAYERS, bool))
+    assert logical_ticks(ring) == [0, 1, 2]
+    state = filled(4, range(3)).export_state()
+    positions = np.frombuffer(state["positions"]).copy()
+    positions[0] = np.nan
+    state["positions"] = positions.tobytes()
+    with pytest.raises(StateMismatch, match="finite"):
+        HistoryRing(4, PLAYERS).import_state(state)
 
 
 def test_the_ring_copies_what_it_is_given() -> None:

@@ -8,6 +8,7 @@ snapshots), and the comparison is bit for bit, with and without the broad phase.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -94,3 +95,25 @@ def test_broad_phase_changes_no_verdict_in_large_scenes(seed, spread):
         cpu.resolve_projectiles(history, flights, broad_phase=True),
         same_work=False,
     )
+
+
+@pytest.mark.parametrize(("hitscan", "flights", "grid"), [(1, 1, False), (96, 8, True)])
+def test_calls_that_do_not_say_build_the_grid_only_for_batches_that_pay_for_it(
+    hitscan: int, flights: int, grid: bool
+) -> None:
+    """A tick's single bullet is tested against every player (cheaper than building the
+    grid); a batch big enough for it takes the grid. Which path ran shows in the work."""
+    rng = np.random.default_rng(7)
+    cpu = make_validator("cpu")
+    history = random_history(rng, 1, 8, 300, half_width=400.0, speed=8.0)
+    shots = random_hitscan(rng, history, hitscan)
+    chosen = cpu.resolve_hitscan(history, shots)
+    assert_same(cpu.resolve_hitscan(history, shots, broad_phase=grid), chosen, same_work=True)
+    projectiles = random_projectiles(rng, history, flights, max_speed=300.0)
+    chosen_flights = cpu.resolve_projectiles(history, projectiles)
+    asked = cpu.resolve_projectiles(history, projectiles, broad_phase=grid)
+    assert_same(asked, chosen_flights, same_work=True)
+    without = cpu.resolve_hitscan(history, shots, broad_phase=False)
+    assert bool(without.hitbox_tests.sum() > chosen.hitbox_tests.sum()) is grid
+    never = make_validator("cpu", broad_phase=False).resolve_hitscan(history, shots)
+    assert_same(without, never, same_work=True)

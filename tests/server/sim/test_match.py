@@ -266,6 +266,35 @@ def test_a_burst_of_inputs_is_caught_up_within_one_tick() -> None:
     assert match.world.move[seat.slot].tolist() == list(moves[2])
 
 
+def test_a_tick_finished_without_publishing_leaves_the_same_world() -> None:
+    """A replay finishes its ticks with ``publish=False``: no snapshot is coded for
+    clients, and the world, its hash and the events are those of a published tick."""
+    from server.sim.combat import judge
+
+    match, twin = new_match(), new_match()
+    shots = 0
+    for m in (match, twin):
+        for name in ("a", "b"):
+            m.join(name, 0.1)
+    for seq in range(12):
+        for m in (match, twin):
+            for slot in (0, 1):
+                buttons = BUTTON_FIRE if seq % 3 == slot else 0
+                m.receive_input(slot, msg(seq, move=(1.0, 0.5 * slot), buttons=buttons), 0.0)
+        published = match.tick()
+        batch = twin.advance()
+        if not batch.empty:
+            judge([batch], twin.history_view(), twin.validator)
+        quiet = twin.finish(batch, publish=False)
+        assert quiet.body == b"" and quiet.shown is None
+        assert quiet.state_hash == published.state_hash != ""
+        assert quiet.events == published.events
+        assert world_state(twin) == world_state(match)
+        shots += sum(isinstance(e, ShotEvent) for e in quiet.events)
+    assert shots >= 4
+    assert twin.snapshot_parts(quiet, quiet.seats) == {}
+
+
 def shot_origins(match: Match) -> list[tuple[float, ...]]:
     """Tick once; the eyes of the shots it judged."""
     return [e.origin for e in match.tick().events if isinstance(e, ShotEvent)]
