@@ -347,15 +347,17 @@ def recording(r: dict[str, Any]) -> Table:
         for row in r["results"]
     ]
     node = r.get("node")
-    if node:  # the real node's A/B: its whole CPU, so only the ratio and size compare
+    if node:  # the real node's A/B: its whole CPU, so only the ratios and size compare
+        share = node.get("record_share_in_node")
+        refused = " (runs refused)" if node.get("invalid_reasons") else ""
         rows.append(
             (
-                f"{node['players']}, a node under bots",
+                f"{node['players']}, a node under bots{refused}",
                 node["cpu_us_per_player_tick"],
                 "—",
                 "—",
                 f"{100 * node['node_ab_ratio']:+.1f} %",
-                "—",
+                "—" if share is None else f"{100 * share:.1f} % of the node, its own count",
                 "—",
                 node["mb_per_minute"],
             )

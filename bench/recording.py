@@ -25,7 +25,9 @@ the largest size, at most 2 MB a minute at 60 players). ``--quick``: a smoke run
 ``--node-rounds N`` also measures a real node under bots at the largest size (what
 ``bench/server_load.py`` measures: the node process's CPU, sockets, fan-out and the writer
 thread included), N rounds alternately without and with ``--record``: the node's A/B, the
-target's figure when it is measured, its tick p99 either way and the log's size.
+target's figure when it is measured, its tick p99 either way and the log's size; and, in
+each recording run, the share of the node's CPU its log took as the node itself counts it
+(``arena_record_cpu_seconds_total`` over the node's CPU less it: one run, no A/B noise).
 
     python bench/recording.py [--sizes 60,300] [--ticks 1200] [--rounds 6]
                               [--node-rounds 3] [--node-seconds 20] [--json PATH]
@@ -76,9 +78,9 @@ MB_PER_MINUTE_MAX = 2.0
 SIZE_TARGET_PLAYERS = 60
 INTERP_DELAY = 0.1
 NODE_WARMUP_S = 2.0
-#: Full bots in the node's A/B, the rest light players: with the node and its writer thread
-#: on the same two cores, more full bots keep their process under the tick rate.
-NODE_FULL_BOTS = 20
+#: Full bots in the node's A/B by default, the rest light players: with the node and its
+#: writer thread on the same two cores, 20 left their process under the tick rate.
+NODE_FULL_BOTS = 10
 
 
 def log(line: str) -> None:
@@ -287,41 +289,59 @@ def _log_bytes(folder: str) -> int:
     return sum(path.stat().st_size for path in Path(folder).rglob("*") if path.is_file())
 
 
-def node_ab(players: int, rounds: int, seconds: float) -> dict[str, Any]:
-    """A real node under ``players`` bots (at most :data:`NODE_FULL_BOTS` of them full
-    bots, the rest light players), alternately without (A) and with ``--record``
-    (B): medians of the node's CPU per player-tick and tick p99, and the log's size over
-    the bots' time (the node's first seconds, before every bot is seated, included)."""
+def node_ab(
+    players: int, rounds: int, seconds: float, full_bots: int = NODE_FULL_BOTS
+) -> dict[str, Any]:
+    """A real node under ``players`` bots (at most ``full_bots`` of them full bots, the
+    rest light players), alternately without (A) and with ``--record`` (B), in the order
+    A B, B A, A B... (a machine that gets busier through a round would otherwise count
+    against B every time): medians of the node's CPU per player-tick and tick p99, and the
+    log's size over the bots' time (the node's first seconds, before every bot is seated,
+    included)."""
     plain: list[dict[str, Any]] = []
     recorded: list[dict[str, Any]] = []
     sizes: list[int] = []
+    light = max(0, players - full_bots)
     for round_ in range(1, rounds + 1):
         log(f"node A/B at {players} players, round {round_} of {rounds} ...")
-        light = max(0, players - NODE_FULL_BOTS)
-        plain.append(asyncio.run(measure(players, seconds, NODE_WARMUP_S, light=light)))
-        with tempfile.TemporaryDirectory() as folder:
-            recorded.append(
-                asyncio.run(
-                    measure(
-                        players, seconds, NODE_WARMUP_S, light=light,
-                        node_args=("--record", folder),
+        for recording in (False, True) if round_ % 2 else (True, False):
+            if not recording:
+                plain.append(asyncio.run(measure(players, seconds, NODE_WARMUP_S, light=light)))
+                continue
+            with tempfile.TemporaryDirectory() as folder:
+                recorded.append(
+                    asyncio.run(
+                        measure(
+                            players, seconds, NODE_WARMUP_S, light=light,
+                            node_args=("--record", folder),
+                        )
                     )
-                )
-            )  # fmt: skip
-            sizes.append(_log_bytes(folder))
+                )  # fmt: skip
+                sizes.append(_log_bytes(folder))
 
     def median(runs: list[dict[str, Any]], key: str) -> float:
         return float(statistics.median(run[key] for run in runs))
 
     cpu_a = median(plain, "server_cpu_us_per_player_tick")
     cpu_b = median(recorded, "server_cpu_us_per_player_tick")
+    # Inside each recording run, what the node counted its log took of its own CPU: the
+    # share the A/B looks for, without two runs' noise between it.
+    shares = [
+        run["record_cpu_us_per_player_tick"]
+        / (run["server_cpu_us_per_player_tick"] - run["record_cpu_us_per_player_tick"])
+        for run in recorded
+    ]
     return {
         "players": players,
+        "full_bots": players - max(0, players - full_bots),
         "rounds": rounds,
         "seconds": seconds,
         "cpu_us_per_player_tick": cpu_a,
         "cpu_us_per_player_tick_recording": cpu_b,
         "node_ab_ratio": round(cpu_b / cpu_a - 1, 4),
+        "record_cpu_us_per_player_tick": median(recorded, "record_cpu_us_per_player_tick"),
+        "record_share_in_node": round(statistics.median(shares), 4),
+        "record_shares_in_node": [round(share, 4) for share in shares],
         "cpu_us_a": [run["server_cpu_us_per_player_tick"] for run in plain],
         "cpu_us_b": [run["server_cpu_us_per_player_tick"] for run in recorded],
         "tick_p99_ms": median(plain, "tick_p99_ms"),
@@ -336,7 +356,7 @@ def node_ab(players: int, rounds: int, seconds: float) -> dict[str, Any]:
 
 def run(
     sizes: list[int], ticks: int, rounds: int, seed: int, node_rounds: int = 0,
-    node_seconds: float = 20.0,
+    node_seconds: float = 20.0, node_full_bots: int = NODE_FULL_BOTS,
 ) -> dict[str, Any]:  # fmt: skip
     results, invalid = [], []
     nodes = node_cost()
@@ -365,12 +385,20 @@ def run(
             "value": sized[0]["mb_per_minute"], "limit": MB_PER_MINUTE_MAX,
             "met": sized[0]["mb_per_minute"] <= MB_PER_MINUTE_MAX,
         }  # fmt: skip
-    node = node_ab(largest["players"], node_rounds, node_seconds) if node_rounds else None
+    node = (
+        node_ab(largest["players"], node_rounds, node_seconds, node_full_bots)
+        if node_rounds
+        else None
+    )
     if node is not None:
         invalid += node["invalid_reasons"]
         targets[f"node_ab_ratio_{node['players']}"] = {
             "value": node["node_ab_ratio"], "limit": CPU_RATIO_MAX,
             "met": node["node_ab_ratio"] <= CPU_RATIO_MAX,
+        }  # fmt: skip
+        targets[f"record_share_in_node_{node['players']}"] = {
+            "value": node["record_share_in_node"], "limit": CPU_RATIO_MAX,
+            "met": node["record_share_in_node"] <= CPU_RATIO_MAX,
         }  # fmt: skip
     missed = [name for name, target in targets.items() if not target["met"]]
     return {
@@ -407,6 +435,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--node-seconds", type=float, default=20.0, help="the bots' seconds per node run"
     )
+    parser.add_argument(
+        "--node-full-bots", type=int, default=NODE_FULL_BOTS,
+        help=f"full bots among the node's players, the rest light (default {NODE_FULL_BOTS})",
+    )  # fmt: skip
     add_json_option(parser, "recording")
     args = parser.parse_args(argv)
     if args.quick:
@@ -415,8 +447,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.sizes = [int(size) for size in args.sizes.split(",")]
     except ValueError:
         parser.error(f"--sizes takes whole numbers separated by commas, not {args.sizes!r}")
-    if args.node_rounds < 0 or args.node_seconds < 10:
-        parser.error("--node-rounds must be at least 0 and --node-seconds at least 10")
+    if args.node_rounds < 0 or args.node_seconds < 10 or args.node_full_bots < 0:
+        parser.error("--node-rounds and --node-full-bots must be at least 0 and "
+                     "--node-seconds at least 10")  # fmt: skip
     if any(size < 2 for size in args.sizes) or args.rounds < 1 or args.ticks < args.rounds:
         parser.error("--sizes must be at least 2 players, --rounds at least 1 and --ticks "
                      "at least --rounds")  # fmt: skip
@@ -427,8 +460,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     start = Start.now("recording", "bench/recording.py", argv)
     report = run(
-        args.sizes, args.ticks, args.rounds, args.seed, args.node_rounds, args.node_seconds
-    )
+        args.sizes, args.ticks, args.rounds, args.seed, args.node_rounds, args.node_seconds,
+        args.node_full_bots,
+    )  # fmt: skip
     emit(report, args.json, start)
     return targets_status(report, log)
 

@@ -86,6 +86,16 @@ def counted(start: Metrics, end: Metrics, name: str) -> int:
     return int(end.get((name, ()), 0.0) - start.get((name, ()), 0.0))
 
 
+def recording_cpu_s(start: Metrics, end: Metrics) -> float | None:
+    """The match log's CPU between two readings, as the node counts it on its tick's thread
+    and its writer's (``arena_record_cpu_seconds_total``); None for a node not recording."""
+    parts = [(("part", "tick"),), (("part", "writer"),)]
+    key = "arena_record_cpu_seconds_total"
+    if any((key, part) not in end for part in parts):
+        return None
+    return sum(end[key, part] - start.get((key, part), 0.0) for part in parts)
+
+
 def window_ticks(start: Metrics, end: Metrics) -> dict[str, Any]:
     """The tick times of the window alone (the node's histogram between two readings): its
     /health percentiles cover its last 3,600 ticks, which in a short run take in the bots'
@@ -178,6 +188,7 @@ async def measure(
     seated = min(first["players"], last["players"])
     player_ticks = seated * ticks
     cpu, system = sum(cpu1) - sum(cpu0), cpu1[1] - cpu0[1]
+    recorded = recording_cpu_s(metrics0, metrics1)
     record: dict[str, Any] = {
         "players": players,
         "light": light,
@@ -197,6 +208,12 @@ async def measure(
             round(system / player_ticks * 1e6, 2) if player_ticks > 0 else None
         ),
         "server_cpu_share": round(cpu / window, 3),
+        # A node with --record: what the node counts its match log took of that CPU.
+        "record_cpu_us_per_player_tick": (
+            round(recorded / player_ticks * 1e6, 3)
+            if recorded is not None and player_ticks > 0
+            else None
+        ),
         **window_ticks(metrics0, metrics1),
         # /health's p99, over the node's last 3,600 ticks: in a short run, the joins too.
         "tick_p99_ms_last_3600_ticks": last["tick_ms_p99"],

@@ -10,9 +10,13 @@ event and an alert on it never waits for a series to appear.
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Protocol
 
 from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 from server.exposition import Registry
 from server.replication.commit import Verdict
@@ -301,6 +305,11 @@ class NodeMetrics:
             self.role.labels(region, each.value).set_function(_is(role, each))
         self.epoch.labels(region).set_function(epoch)
 
+    def watch_recording(self, recording: RecordingCounts) -> None:
+        """The match log's counters (``--record``), read from its recorder at each scrape:
+        its CPU on the tick's thread and the writer's, blocks and bytes written."""
+        self.registry.register(_RecordingCollector(recording))
+
     def count_inputs(self, verdicts: collections.Counter[InputVerdict], payload_bytes: int) -> None:
         """The intake's tally: inputs applied (clamped among them) or rejected by reason."""
         self.tally_bytes_in += payload_bytes
@@ -325,6 +334,37 @@ class NodeMetrics:
             self._inputs_over_budget.inc(self.tally_inputs_over_budget)
             self._pings_over_budget.inc(self.tally_pings_over_budget)
             self.tally_inputs_over_budget = self.tally_pings_over_budget = 0
+
+
+class RecordingCounts(Protocol):
+    """What a recorder counts (:class:`server.net.recording.Recorder`)."""
+
+    tick_cpu_s: float
+    writer_cpu_s: float
+    blocks_written: int
+    bytes_written: int
+
+
+class _RecordingCollector(Collector):
+    def __init__(self, recording: RecordingCounts) -> None:
+        self.recording = recording
+
+    def collect(self) -> Iterator[Metric]:
+        recording = self.recording
+        cpu = CounterMetricFamily(
+            "arena_record_cpu_seconds",
+            "CPU the match log took: on the tick's thread, and coding and writing blocks",
+            labels=["part"],
+        )
+        cpu.add_metric(["tick"], recording.tick_cpu_s)
+        cpu.add_metric(["writer"], recording.writer_cpu_s)
+        yield cpu
+        yield CounterMetricFamily(
+            "arena_record_blocks", "Match log blocks written", value=recording.blocks_written
+        )
+        yield CounterMetricFamily(
+            "arena_record_bytes", "Match log bytes written", value=recording.bytes_written
+        )
 
 
 def _is(role: Callable[[], Role], value: Role) -> Callable[[], float]:

@@ -66,22 +66,32 @@ class Recorder:
         self._closed = False
         self.blocks_written = 0
         self.bytes_written = 0
+        #: CPU seconds the recording took, on the tick's thread and on the writer's (what
+        #: ``arena_record_cpu_seconds_total`` shows: its share of the node, measured in it).
+        self.tick_cpu_s = 0.0
+        self.writer_cpu_s = 0.0
 
     # -- the tick's side: memory only ----------------------------------------------------
 
     def before_tick(self) -> None:
+        began = time.thread_time()
         self.log.before_tick()
+        self.tick_cpu_s += time.thread_time() - began
 
     def after_tick(self, results: list[TickResult]) -> None:
+        began = time.thread_time()
         if self._rotated.is_set():
             self._rotated.clear()
             self.log.want_keyframes()
         self.log.after_tick(results)
         self._hand_over_if_due()
+        self.tick_cpu_s += time.thread_time() - began
 
     def followed(self, record: TickRecord | FullState) -> None:
+        began = time.thread_time()
         self.log.followed(record)
         self._hand_over_if_due()
+        self.tick_cpu_s += time.thread_time() - began
 
     def _hand_over_if_due(self) -> None:
         if self.log.blocks.due:
@@ -97,6 +107,7 @@ class Recorder:
     # -- the writer thread ---------------------------------------------------------------
 
     def _write(self, pending: Pending) -> None:
+        began = time.thread_time()
         try:
             sealed = seal_block(block_of(pending))
             if self._file is None or self._written + len(sealed) > self.max_bytes:
@@ -109,6 +120,8 @@ class Recorder:
             self.bytes_written += len(sealed)
         except OSError as error:
             log.error("record_write_failed", directory=self.directory, error=str(error))
+        finally:
+            self.writer_cpu_s += time.thread_time() - began
 
     def _open_next(self) -> None:
         first = self._file is None

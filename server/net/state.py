@@ -133,6 +133,7 @@ class NodeState:
         self.follower.public_url = config.public_url
         if self.recorder is not None:
             self.follower.applied = self.recorder.followed
+            self.metrics.watch_recording(self.recorder)
         self.claims = ClaimLedger()  # reservations admitted, for the directory's accounting
         self.learned_peers: dict[str, str] = {}  # standbys that connected: node id -> URL
         self.started_at = time.time()

@@ -11,16 +11,17 @@ and a block's stored bytes (codec ``CODEC_PLANES``) are its planes::
 
 A plane is one stream of bytes the block's coder made
 (:func:`server.record.entries.encode_block`): its entries, their inputs' column widths, or
-one byte of one column of its inputs (:mod:`server.record.columns`). Each is deflated on
-its own (``DEFLATE``, raw deflate: the CRC already guards it) or kept as it is (``RAW``)
-when deflate does not pay, as for the low bytes of a float that changes every tick: trying
-them costs time and wins nothing.
+one byte of one column of its inputs (:mod:`server.record.columns`). Each is compressed on
+its own with Zstandard (``ZSTD``, level 1: a quarter of deflate's CPU for a log a few per
+cent smaller, ``bench/recording.py``) or kept as it is (``RAW``) when that does not pay, as
+for the low bytes of a float that changes every tick. Planes deflated (``DEFLATE``, raw
+deflate), as the first writers of this format did, still read.
 
 The CRC covers everything after itself (the tick range, the codec and the stored bytes), so
 one flipped byte anywhere in a block refuses that block, and a block cut short by a SIGKILL
 mid-write is recognised as torn: every block before it still reads. A block holds a whole
-number of entries, so nothing spans two blocks. zlib is the compressor (no zstandard on our
-index); the codec byte says how a block is laid out, so another can be added.
+number of entries, so nothing spans two blocks. The codec byte says how a block is laid
+out, so another can be added.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+import zstandard
 
 __all__ = [
     "FILE_HEADER",
@@ -54,15 +57,15 @@ _CHECKED = struct.Struct("<qqB")  # the part of the head the CRC covers
 _COUNT = struct.Struct("<H")
 _PLANE = struct.Struct("<BII")
 CODEC_PLANES = 2
-RAW, DEFLATE = 0, 1
+RAW, DEFLATE, ZSTD = 0, 1, 2
 #: The most one block may hold, raw: a larger length is corruption, not a block to allocate.
 MAX_BLOCK_BYTES = 64 << 20
-#: Planes shorter than this are kept raw: deflate's own framing would eat what it saves.
+#: Planes shorter than this are kept raw: a frame's own header would eat what it saves.
 _SHORT = 16
-#: A plane is deflated only when that saves at least this share of it.
+#: A plane is compressed only when that saves at least this share of it.
 _WORTH = 0.97
-#: How much of a plane is tried first: one that does not shrink is kept raw untried.
-_PROBE = 2048
+#: Zstandard's level: 1 costs the writer least, and higher levels shrank the log by 0-2 %.
+ZSTD_LEVEL = 1
 
 
 class LogCorrupt(ValueError):
@@ -90,30 +93,24 @@ class Block:
     planes: tuple[bytes, ...]
 
 
-def _deflated(plane: bytes, level: int) -> bytes | None:
-    """``plane`` deflated, or None when that does not pay (a probe of its start says so
-    first: a plane of noise is not worth compressing whole)."""
+def _compressed(plane: bytes, squeezer: zstandard.ZstdCompressor) -> bytes | None:
+    """``plane`` compressed, or None when that does not pay (Zstandard passes noise
+    through at memory speed, so no probe is needed first)."""
     if len(plane) < _SHORT:
         return None
-    if len(plane) > 2 * _PROBE:
-        probe = zlib.compressobj(level, zlib.DEFLATED, -15)
-        tried = probe.compress(plane[:_PROBE]) + probe.flush()
-        if len(tried) > _WORTH * _PROBE:
-            return None
-    squeezer = zlib.compressobj(level, zlib.DEFLATED, -15)
-    stored = squeezer.compress(plane) + squeezer.flush()
+    stored = squeezer.compress(plane)
     return stored if len(stored) <= _WORTH * len(plane) else None
 
 
-def seal_block(block: Block, level: int = 1) -> bytes:
-    """The block as it is written: each plane deflated where that pays, headed and
-    checksummed. Pure and GIL-free for most of its time (zlib), so the node's edge runs it
-    off the tick's thread. Level 1 by default: on a 300-player block, level 6 made the log
-    6 % smaller for three times the CPU (``bench/recording.py``)."""
+def seal_block(block: Block, level: int = ZSTD_LEVEL) -> bytes:
+    """The block as it is written: each plane compressed where that pays, headed and
+    checksummed. Pure and GIL-free for most of its time (Zstandard), so the node's edge
+    runs it off the tick's thread."""
+    squeezer = zstandard.ZstdCompressor(level=level, write_checksum=False)
     heads, bodies = [_COUNT.pack(len(block.planes))], []
     for plane in block.planes:
-        deflated = _deflated(plane, level)
-        method, body = (RAW, plane) if deflated is None else (DEFLATE, deflated)
+        compressed = _compressed(plane, squeezer)
+        method, body = (RAW, plane) if compressed is None else (ZSTD, compressed)
         heads.append(_PLANE.pack(method, len(body), len(plane)))
         bodies.append(body)
     stored = b"".join(heads + bodies)
@@ -124,6 +121,20 @@ def seal_block(block: Block, level: int = 1) -> bytes:
         _BLOCK_MARK, len(stored), raw, crc, block.first_tick, block.last_tick, CODEC_PLANES
     )
     return head + stored
+
+
+def _expanded(method: int, part: bytes, length: int) -> bytes:
+    """A plane's bytes as its coder made them; ValueError: they do not decompress."""
+    if method == RAW:
+        return part
+    try:
+        if method == ZSTD:
+            return zstandard.ZstdDecompressor().decompress(part, max_output_size=length)
+        if method == DEFLATE:
+            return zlib.decompress(part, -15)
+    except (zstandard.ZstdError, zlib.error):
+        raise ValueError("a plane does not decompress") from None
+    raise ValueError(f"a plane of unknown method {method}")
 
 
 def _planes(body: bytes) -> tuple[list[bytes], int]:
@@ -138,15 +149,7 @@ def _planes(body: bytes) -> tuple[list[bytes], int]:
         part = body[at : at + stored]
         if len(part) < stored:
             raise ValueError("a plane runs past the block")
-        if method == RAW:
-            plane = part
-        elif method == DEFLATE:
-            try:
-                plane = zlib.decompress(part, -15)
-            except zlib.error:
-                raise ValueError("a plane does not decompress") from None
-        else:
-            raise ValueError(f"a plane of unknown method {method}")
+        plane = _expanded(method, part, length)
         if len(plane) != length:
             raise ValueError("a plane's length differs from its table's")
         planes.append(plane)

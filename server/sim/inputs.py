@@ -71,6 +71,7 @@ __all__ = [
     "ReleasedInputs",
     "SeatInputs",
     "sanitize",
+    "to_microseconds",
     "warm_up",
 ]
 
@@ -453,6 +454,8 @@ class InputQueues:
         buffer released it). Returns each row's verdict code (an index into
         :data:`VERDICTS`)."""
         verdicts = np.empty(len(slots), dtype=np.int64)
+        floats = np.array(floats, dtype=np.float64, order="C")  # (a copy: rounded below)
+        floats[:, VIEW_TIME] = to_microseconds(floats[:, VIEW_TIME])
         _offer(
             self._state,
             self._pending_ints,
@@ -460,8 +463,8 @@ class InputQueues:
             self.future_window,
             np.ascontiguousarray(slots, dtype=np.int64),
             np.ascontiguousarray(ints, dtype=np.int64),
-            np.ascontiguousarray(floats, dtype=np.float64),
-            np.ascontiguousarray(arrivals, dtype=np.float64),
+            floats,
+            to_microseconds(np.asarray(arrivals, dtype=np.float64)),
             verdicts,
         )
         return verdicts
@@ -536,6 +539,17 @@ def _told(
             for c in range(3):
                 states[i, c] = pos[s, c]
                 states[i, 3 + c] = vel[s, c]
+
+
+#: Times beyond this many seconds are left as they are (far outside any window: refused).
+_ROUNDED_UP_TO_S = 2.0**32
+
+
+def to_microseconds(seconds: np.ndarray) -> np.ndarray:
+    """Times as the queues keep them, to the whole microsecond: finer means nothing to a
+    tick of milliseconds, and a whole microsecond is two bytes in a match log
+    (:mod:`server.record.columns`) where a full double's noisy low bits took six."""
+    return np.where(np.abs(seconds) < _ROUNDED_UP_TO_S, np.rint(seconds * 1e6) / 1e6, seconds)
 
 
 def warm_up() -> None:

@@ -8,6 +8,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from client_sim.latency import LinkProfile, draw_bot, parse_distribution
@@ -15,6 +16,7 @@ from client_sim.swarm import Swarm, SwarmConfig
 from launch.chaos import node_health
 from launch.nodes import running_node
 from server.record import cli
+from tests.server.net.test_metrics import samples
 from tests.server.record.scenes import rewrite_log
 
 pytestmark = pytest.mark.integration
@@ -30,7 +32,7 @@ async def _record_region(primary_dir: Path, standby_dir: Path) -> None:
         async with running_node(
             *COMMON, "--node-id", "b", "--role", "standby", "--primary", primary.base_url,
             "--record", str(standby_dir), env=env,
-        ):  # fmt: skip
+        ) as standby:  # fmt: skip
             async with asyncio.timeout(60):
                 while True:
                     health = await node_health(primary.admin_url) or {}
@@ -42,6 +44,26 @@ async def _record_region(primary_dir: Path, standby_dir: Path) -> None:
                 for i in range(4)
             )
             await Swarm(SwarmConfig(url=primary.url, bots=bots, duration=2.5, seed=3)).run()
+            await asyncio.sleep(1.2)  # (a block is written every second of ticks)
+            for node in (primary, standby):
+                _assert_recording_counted(await _scrape(node.admin_url))
+
+
+async def _scrape(admin_url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"{admin_url}/metrics", timeout=aiohttp.ClientTimeout(10)) as r:
+            return samples(await r.text())
+
+
+def _assert_recording_counted(found: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> None:
+    """What the node's own metrics say the log cost it: some CPU on each thread, blocks
+    and bytes written, and less than the process's CPU."""
+    tick = found["arena_record_cpu_seconds_total", (("part", "tick"),)]
+    writer = found["arena_record_cpu_seconds_total", (("part", "writer"),)]
+    assert tick > 0 and writer > 0
+    assert found["arena_record_blocks_total", ()] >= 2
+    assert found["arena_record_bytes_total", ()] > 1000
+    assert tick + writer < found["process_cpu_seconds_total", ()]
 
 
 async def test_a_primarys_and_its_standbys_logs_agree_and_a_doctored_one_does_not(

@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import os
+import zlib
 from pathlib import Path
 
 import pytest
+import zstandard
 
 from server.net.recording import SUFFIX, Recorder
 from server.record.blocks import (
+    DEFLATE,
     FILE_HEADER,
+    RAW,
+    ZSTD,
     Block,
     BlockWriter,
     LogCorrupt,
     LogIncompatible,
     Pending,
+    _expanded,
     read_blocks,
     seal_block,
 )
@@ -36,11 +42,26 @@ def test_blocks_read_back_with_their_ticks_and_planes() -> None:
     assert list(read_blocks(data)) == blocks
 
 
-def test_a_plane_is_deflated_only_where_that_pays() -> None:
+def test_a_plane_is_compressed_only_where_that_pays() -> None:
     runs, noise = bytes(5000), os.urandom(5000)
     both = len(seal_block(Block(0, 0, (runs, noise))))
     assert both < len(noise) + 200  # the zeros shrank to almost nothing
-    assert both > len(noise)  # the noise is kept as it is: deflate cannot shrink it
+    assert both > len(noise)  # the noise is kept as it is: nothing can shrink it
+
+
+def test_planes_of_every_method_read_and_an_unknown_one_is_refused() -> None:
+    """Zstandard is written; raw deflate, as the format's first writers stored planes,
+    still reads."""
+    plane = bytes(range(256)) * 20
+    squeezer = zlib.compressobj(1, zlib.DEFLATED, -15)
+    deflated = squeezer.compress(plane) + squeezer.flush()
+    assert _expanded(DEFLATE, deflated, len(plane)) == plane
+    assert _expanded(ZSTD, zstandard.ZstdCompressor().compress(plane), len(plane)) == plane
+    assert _expanded(RAW, plane, len(plane)) == plane
+    with pytest.raises(ValueError, match="does not decompress"):
+        _expanded(ZSTD, b"\x28\xb5\x2f\xfd" + bytes(12), len(plane))
+    with pytest.raises(ValueError, match="unknown method 9"):
+        _expanded(9, plane, len(plane))
 
 
 @pytest.mark.parametrize("kept", [0.01, 0.1, 0.5, 0.99])

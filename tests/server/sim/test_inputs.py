@@ -19,6 +19,7 @@ from server.sim.inputs import (
     VERDICTS,
     InputQueues,
     InputVerdict,
+    to_microseconds,
 )
 from server.sim.world import World
 from shared.protocol import InputMessage
@@ -181,6 +182,28 @@ def test_only_accepted_and_clamped_are_usable() -> None:
 
 
 # -- the jitter buffer --------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(seconds=st.floats(-1e12, 1e12) | st.sampled_from([math.inf, -math.inf, math.nan, -0.0]))
+def test_times_are_kept_to_the_microsecond_and_far_ones_as_they_are(seconds: float) -> None:
+    (kept,) = to_microseconds(np.array([seconds])).tolist()
+    if not math.isfinite(seconds) or abs(seconds) >= 2.0**32:
+        assert kept == seconds or (math.isnan(kept) and math.isnan(seconds))
+        return
+    assert abs(kept - seconds) <= 0.5e-6 + 1e-9
+    micro = round(kept * 1e6)
+    assert micro / 1e6 == kept  # whole microseconds: what the match log stores in two bytes
+
+
+def test_the_queues_keep_view_and_arrival_times_to_the_microsecond_not_the_callers() -> None:
+    queues = InputQueues(1)
+    floats = np.array([[0.0, 0.0, 0.0, 0.0, 1 / 3]])
+    arrivals = np.array([12.345678912])
+    queues.offer(np.array([0]), np.array([[0, 0, -1, 0]]), floats, arrivals)
+    released = queues.release(np.array([0]))
+    assert released.floats[0, 4] == 0.333333 and released.floats[0, 5] == 12.345679
+    assert floats[0, 4] == 1 / 3 and arrivals[0] == 12.345678912  # the caller's untouched
 
 
 def test_one_input_is_released_per_tick_in_order() -> None:
