@@ -107,6 +107,18 @@ class ViewedTick:
     shots: tuple[int, ...]  # ids of the shots this tick judged
 
 
+#: The most shot lines ``/view/hello`` lists: a ten-minute match of 300 players judges about
+#: 100,000 shots, megabytes the page would load and list before showing anything. The shots
+#: decided by a rule rather than taken as claimed come first (:func:`is_notable`), then the
+#: rest, by tick; every shot is still in its tick's frame and at ``/view/shots``.
+LISTED_SHOTS_MAX = 2000
+
+
+def is_notable(shot: dict[str, Any]) -> bool:
+    """Whether a rule, not the claim alone, decided the shot (what players dispute)."""
+    return not cause_of(shot).startswith("the claim was taken")
+
+
 def cause_of(shot: dict[str, Any]) -> str:
     """Why the server judged a shot as it did, in words: the rule that decided it, or the
     geometry at the view time it judged (the server's side of the report's causes)."""
@@ -307,8 +319,17 @@ class ReplayViewer:
             "notes": outcome.notes,
             "sightings": sum(len(found) for found in self.sightings.values()),
         }
-        message["shots"] = [self.shot_line(shot) for shot in self.shots]
+        message["replay"]["shots"] = len(self.shots)
+        message["shots"] = [self.shot_line(shot) for shot in self.listed_shots()]
         return message
+
+    def listed_shots(self) -> list[dict[str, Any]]:
+        """The shots ``/view/hello`` lists, in tick order: every one, or the first
+        :data:`LISTED_SHOTS_MAX` of the notable ones, then of the rest."""
+        if len(self.shots) <= LISTED_SHOTS_MAX:
+            return self.shots
+        ranked = sorted(self.shots, key=lambda shot: (not is_notable(shot), shot["id"]))
+        return sorted(ranked[:LISTED_SHOTS_MAX], key=lambda shot: shot["id"])
 
     @staticmethod
     def shot_line(shot: dict[str, Any]) -> dict[str, Any]:

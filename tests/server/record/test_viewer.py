@@ -16,10 +16,11 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from server.record import cli
+from server.record import viewer as viewer_module
 from server.record.entries import config_from_entry
 from server.record.serve import create_app
 from server.record.timeline import Recording, read_recording
-from server.record.viewer import ReplayViewer, ViewerError, cause_of, read_sightings
+from server.record.viewer import ReplayViewer, ViewerError, cause_of, is_notable, read_sightings
 from server.sim.hitreg.backend import make_validator
 from server.sim.matchset import MatchSet
 from tests.server.record.scenes import log_file
@@ -61,6 +62,29 @@ def test_every_tick_is_kept_and_the_last_frame_is_the_match_s_end(
     # The late joiner is in no frame before it joined.
     late = next(slot for slot, name in names.items() if name == "late")
     assert late not in [p["id"] for p in viewer.frame(2)["players"]]
+
+
+def test_a_long_match_lists_the_shots_a_rule_decided_first_up_to_the_cap(
+    viewer: ReplayViewer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page's list is capped (a long match judges far more shots than it can show);
+    every shot is still in its tick's frame and found by its key."""
+    assert len(viewer.hello()["shots"]) == len(viewer.shots) == viewer.hello()["replay"]["shots"]
+    notable = [shot["id"] for shot in viewer.shots if is_notable(shot)]
+    cap = len(notable) + 3
+    assert notable and cap < len(viewer.shots)
+    monkeypatch.setattr(viewer_module, "LISTED_SHOTS_MAX", cap)
+    hello = viewer.hello()
+    listed = [line["id"] for line in hello["shots"]]
+    assert hello["replay"]["shots"] == len(viewer.shots) and len(listed) == cap
+    assert set(notable) <= set(listed) and listed == sorted(listed)
+    ordinary = sorted(set(listed) - set(notable))
+    assert ordinary == [s["id"] for s in viewer.shots if not is_notable(s)][:3]  # the first ones
+    left_out = next(shot for shot in viewer.shots if shot["id"] not in listed)
+    assert left_out in viewer.frame(left_out["tick"])["shots"]
+    monkeypatch.setattr(viewer_module, "LISTED_SHOTS_MAX", len(notable) - 1)
+    assert len(viewer.hello()["shots"]) == len(notable) - 1
+    assert all(is_notable(viewer.shots[line["id"]]) for line in viewer.hello()["shots"])
 
 
 def test_the_shots_are_the_logged_ones_each_in_its_tick_s_frame(
