@@ -128,7 +128,10 @@ async def test_a_flood_that_reconnects_at_once_is_closed_each_time_and_gains_not
         url, lambda: adversary.input_flood(url, 6.0, reconnecting=True), 6.0
     )
     assert outcome["seats"] >= 1 and outcome["closed_with"] == 1008, outcome
-    assert outcome["closes"].get("1008", 0) >= outcome["seats"] - 1, outcome  # (all but the last)
+    # Every seat but the last closed by the node: with 1008, or reset before the flooder,
+    # busy writing, read the close frame (the node's kernel resets a socket it left unread).
+    closed = outcome["closes"].get("1008", 0) + outcome["closes"].get("dropped", 0)
+    assert closed >= outcome["seats"] - 1, outcome
 
 
 async def test_a_compact_honest_client_plays_without_an_error_or_a_close(url: str) -> None:
