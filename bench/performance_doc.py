@@ -362,6 +362,17 @@ def recording(r: dict[str, Any]) -> Table:
                 node["mb_per_minute"],
             )
         )
+    on_disk = r.get("node_size")
+    if on_disk and on_disk.get("mb_per_minute") is not None:
+        refused = " (runs refused)" if on_disk.get("invalid_reasons") else ""
+        runs = ", ".join(number(rate) for rate in on_disk["mb_per_minute_runs"])
+        rows.append(
+            (
+                f"{on_disk['players']}, a node under its full bots{refused}",
+                "—", "—", "—", "—", "—", "—",
+                f"{on_disk['mb_per_minute']} (runs {runs})",
+            )
+        )  # fmt: skip
     return head, rows
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from client_sim.bot_random import Streams, as_streams
 from shared.arena_map import ArenaMap
 from shared.movement import BUTTON_JUMP, PLAYER_RADIUS
+from shared.protocol.inputs import quantize_angles, quantize_moves
 from shared.sightlines import first_in_sight, sight_blocked, spot_drawn
 from shared.weapons import EYE_HEIGHT
 
@@ -261,12 +262,14 @@ class Brain:
         # Scale just inside the unit circle: dividing by the norm can land a hair above 1,
         # and the server would clamp that input, costing the prediction its last bit.
         scale = np.where(length > 1.0, (1.0 - 1e-12) / np.maximum(length, 1e-12), 1.0)
-        self._move[:] = move * scale[:, None]
+        # Kept to the steps the node keeps them to, so prediction and aim are exact.
+        self._move[:] = quantize_moves(move * scale[:, None])
 
         look = np.where(self.has_threat[:, None], to_threat, heading)
-        self._yaw[:] = np.arctan2(look[:, 1], look[:, 0])
+        self._yaw[:] = quantize_angles(np.arctan2(look[:, 1], look[:, 0]), math.pi)
         rise = self.threat[:, 2] - pos[:, 2]
-        self._pitch[:] = np.where(self.has_threat, np.arctan2(rise, threat_distance), 0.0)
+        pitch = np.where(self.has_threat, np.arctan2(rise, threat_distance), 0.0)
+        self._pitch[:] = quantize_angles(pitch, math.pi / 2)
         jumping = (self.rng.random(np.arange(self.count)) < 0.005) & (self.behaviour == "play")
         self._buttons[:] = np.where(jumping, BUTTON_JUMP, 0)
         return BotIntent(self._move, self._yaw, self._pitch, self._buttons)

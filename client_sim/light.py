@@ -21,6 +21,7 @@ from client_sim.bot_random import Streams
 from client_sim.marksman import AimSkill
 from shared.arena_map import ArenaMap
 from shared.movement import BUTTON_JUMP
+from shared.protocol.inputs import quantize_angles, quantize_moves
 from shared.weapons import LAUNCHER, RIFLE
 
 __all__ = ["DEFAULT_ENGAGED_SHARE", "LightInputs", "LightPlayers"]
@@ -66,7 +67,8 @@ class LightPlayers:
         self.pitch = np.zeros(count)
         self.pos[rows] = streams.uniform(self._lo, self._hi, rows, width=2)
         self.goal[rows] = streams.uniform(self._lo, self._hi, rows, width=2)
-        self.pitch[rows] = (streams.random(rows) - 0.5) * 0.2  # a little off level
+        off_level = (streams.random(rows) - 0.5) * 0.2  # a little off level
+        self.pitch[rows] = quantize_angles(off_level, math.pi / 2)
         self.goal_until = np.zeros(count)
         self.last_fired = np.full((count, 2), -(10**9), dtype=np.int64)  # per weapon, inputs
         self.engaged_share = DEFAULT_ENGAGED_SHARE
@@ -80,9 +82,9 @@ class LightPlayers:
             self.goal_until[expired] = now + self.streams.uniform(low, high, expired)
         to = self.goal[rows] - self.pos[rows]
         length = np.maximum(np.hypot(to[:, 0], to[:, 1]), 1e-9)
-        move = to / length[:, None]
+        move = quantize_moves(to / length[:, None])
         self.pos[rows] += move * (6.0 / tick_rate)  # roughly where its inputs take it
-        yaw = np.arctan2(move[:, 1], move[:, 0])
+        yaw = quantize_angles(np.arctan2(move[:, 1], move[:, 0]), math.pi)
         draws = self.streams.random(rows, 3)
         buttons = np.where(draws[:, 0] < JUMP_CHANCE, BUTTON_JUMP, 0).astype(np.int64)
         chance = self.skill.fire_rate_hz * self.engaged_share / tick_rate

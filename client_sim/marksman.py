@@ -25,6 +25,7 @@ from client_sim.sight import segments_within_reach
 from shared.arena_map import ArenaMap
 from shared.hitbox import HIT_NONE, HIT_PLAYER
 from shared.protocol import ENTITY_FLAG_ALIVE
+from shared.protocol.inputs import quantize_angle
 from shared.rayhits import first_hit
 from shared.sightlines import sight_blocked
 from shared.weapons import EYE_HEIGHT, LAUNCHER, RIFLE, Weapon, aim_direction
@@ -107,12 +108,14 @@ class ShotRecord:
 def aim_at(
     eye: np.ndarray, target_feet: np.ndarray, error_rad: float, rng: OneBot
 ) -> tuple[float, float]:
-    """Yaw and pitch towards the target's chest, off by a Gaussian angular error."""
+    """Yaw and pitch towards the target's chest, off by a Gaussian angular error, kept to
+    the node's step (so the ray this bot judges is the one the node judges)."""
     to = target_feet + (0.0, 0.0, CHEST_HEIGHT) - eye
     yaw = math.atan2(to[1], to[0]) + rng.normal(0.0, error_rad)
     pitch = math.atan2(to[2], math.hypot(to[0], to[1])) + rng.normal(0.0, error_rad)
     yaw = (yaw + math.pi) % (2.0 * math.pi) - math.pi
-    return yaw, max(-math.pi / 2, min(math.pi / 2, pitch))
+    pitch = max(-math.pi / 2, min(math.pi / 2, pitch))
+    return quantize_angle(yaw, math.pi), quantize_angle(pitch, math.pi / 2)
 
 
 def choose_weapon(skill: AimSkill, rng: OneBot) -> Weapon:

@@ -14,8 +14,8 @@ A plane is one stream of bytes the block's coder made
 one byte of one column of its inputs (:mod:`server.record.columns`). Each is compressed on
 its own with Zstandard (``ZSTD``, level 1: a quarter of deflate's CPU for a log a few per
 cent smaller, ``bench/recording.py``) or kept as it is (``RAW``) when that does not pay, as
-for the low bytes of a float that changes every tick. Planes deflated (``DEFLATE``, raw
-deflate), as the first writers of this format did, still read.
+for bytes that are noise. (Method 1 was raw deflate, which format 2's first writers
+used.)
 
 The CRC covers everything after itself (the tick range, the codec and the stored bytes), so
 one flipped byte anywhere in a block refuses that block, and a block cut short by a SIGKILL
@@ -48,8 +48,9 @@ __all__ = [
 
 MAGIC = b"ARENALOG"
 #: Raised when an entry's or a block's meaning changes: a reader refuses other versions in
-#: one line (format 1 stored each block as one zlib stream of msgpack entries).
-FORMAT_VERSION = 2
+#: one line (format 1 stored each block as one zlib stream of msgpack entries; format 2
+#: moves and angles only as the XOR of their bits, before the node kept them to steps).
+FORMAT_VERSION = 3
 FILE_HEADER = MAGIC + struct.pack("<H", FORMAT_VERSION)
 _BLOCK_MARK = b"BLK1"
 _HEAD = struct.Struct("<4sIIIqqB")
@@ -57,7 +58,7 @@ _CHECKED = struct.Struct("<qqB")  # the part of the head the CRC covers
 _COUNT = struct.Struct("<H")
 _PLANE = struct.Struct("<BII")
 CODEC_PLANES = 2
-RAW, DEFLATE, ZSTD = 0, 1, 2
+RAW, ZSTD = 0, 2
 #: The most one block may hold, raw: a larger length is corruption, not a block to allocate.
 MAX_BLOCK_BYTES = 64 << 20
 #: Planes shorter than this are kept raw: a frame's own header would eat what it saves.
@@ -130,9 +131,7 @@ def _expanded(method: int, part: bytes, length: int) -> bytes:
     try:
         if method == ZSTD:
             return zstandard.ZstdDecompressor().decompress(part, max_output_size=length)
-        if method == DEFLATE:
-            return zlib.decompress(part, -15)
-    except (zstandard.ZstdError, zlib.error):
+    except zstandard.ZstdError:
         raise ValueError("a plane does not decompress") from None
     raise ValueError(f"a plane of unknown method {method}")
 

@@ -10,12 +10,12 @@ deflates one by one, or keeps raw where that does not pay (:mod:`server.record.b
 - integers (seq, tick, ack tick, buttons) as their difference from the seat's previous
   row, zig-zagged and narrowed to the bytes the block's largest needs; a seat's sequence
   numbers and ticks step by one, so most differences are one byte that repeats;
-- move and angles as the XOR of their 64 bits with the seat's previous row's: a repeated
-  value is eight zero bytes, a small turn leaves sign and exponent zero, and the low bytes
-  that change every tick go raw instead of through a deflate that cannot shrink them;
-- view and arrival times as whole microseconds (their difference from the seat's previous,
-  two bytes) where the microsecond gives back the identical float64, the other rows'
-  by XOR as above (a flag stream says which);
+- move, angles, view and arrival times as whole steps (the protocol's steps of a move
+  component and an angle, the microsecond of a time: :mod:`shared.protocol.inputs`), each
+  as its difference from the seat's previous, where the step gives back the identical
+  float64 (the node keeps every input it queues so); the other rows (a standby's log of a
+  primary that kept finer values) as the XOR of their 64 bits with the seat's previous such
+  row's: a repeated value is eight zero bytes. A flag stream says which is which;
 - slots, depths and the per-seat guess counts as they are, in tick order (small numbers
   that repeat tick after tick).
 
@@ -31,15 +31,30 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from server.sim.inputs import ARRIVAL, ReleasedInputs
-from shared.protocol.inputs import INT_COLUMNS, MOVE_X, MOVE_Y, PITCH, VIEW_TIME, YAW
+from shared.protocol.inputs import (
+    ANGLE_STEP,
+    INT_COLUMNS,
+    MOVE_STEP,
+    MOVE_X,
+    MOVE_Y,
+    PITCH,
+    VIEW_TIME,
+    YAW,
+)
 
 __all__ = ["decode_inputs", "encode_inputs"]
 
-_XOR_FLOATS = (MOVE_X, MOVE_Y, YAW, PITCH)
-_TIMES = (VIEW_TIME, ARRIVAL)
+#: Each float column and how many of its steps make one (a step's reciprocal).
+_STEPS_PER_UNIT = (
+    (MOVE_X, 1.0 / MOVE_STEP),
+    (MOVE_Y, 1.0 / MOVE_STEP),
+    (YAW, 1.0 / ANGLE_STEP),
+    (PITCH, 1.0 / ANGLE_STEP),
+    (VIEW_TIME, 1e6),
+    (ARRIVAL, 1e6),
+)
 _FLOATS = ARRIVAL + 1
-_MICRO = 1e6
-_TIME_MAX = 2.0**32  # seconds: far beyond any match, its microseconds far within 2**53
+_VALUE_MAX = 2.0**32  # far beyond any value, its steps (at most 2**20 a unit) within 2**53
 _U64 = np.dtype("<u8")
 _ONE = np.uint64(1)
 
@@ -145,15 +160,13 @@ def encode_inputs(ticks: Sequence[ReleasedInputs]) -> tuple[list[int], list[byte
     for column in range(len(INT_COLUMNS)):
         out.put(_zigzag(_delta(ints[:, column], first)))
     floats = np.concatenate([t.floats for t in ticks]).astype(np.float64, copy=False)[order]
-    for column in _XOR_FLOATS:
-        out.put(_xor(floats[:, column].view(np.uint64), first))
-    for column in _TIMES:
+    for column, per_unit in _STEPS_PER_UNIT:
         values = np.ascontiguousarray(floats[:, column])
-        finite = np.isfinite(values) & (np.abs(values) < _TIME_MAX)
-        micro = np.rint(np.where(finite, values, 0.0) * _MICRO).astype(np.int64)
-        exact = finite & ((micro / _MICRO).view(np.uint64) == values.view(np.uint64))
+        finite = np.isfinite(values) & (np.abs(values) < _VALUE_MAX)
+        steps = np.rint(np.where(finite, values, 0.0) * per_unit).astype(np.int64)
+        exact = finite & ((steps / per_unit).view(np.uint64) == values.view(np.uint64))
         out.put(exact.astype(np.uint64))
-        out.put(_zigzag(_delta(micro[exact], _starts(seats[exact]))))
+        out.put(_zigzag(_delta(steps[exact], _starts(seats[exact]))))
         out.put(_xor(values[~exact].view(np.uint64), _starts(seats[~exact])))
     return out.widths, out.planes
 
@@ -177,15 +190,13 @@ def decode_inputs(
     floats = np.empty((n, _FLOATS), dtype=np.float64)
     for column in range(len(INT_COLUMNS)):
         ints[order, column] = _undelta(_unzigzag(read.take(n)), first)
-    for column in _XOR_FLOATS:
-        floats[order, column] = _unxor(read.take(n), first).view(np.float64)
-    for column in _TIMES:
+    for column, per_unit in _STEPS_PER_UNIT:
         exact = read.take(n).astype(bool)
         count = int(exact.sum())
-        micro = _undelta(_unzigzag(read.take(count)), _starts(seats_sorted[exact]))
+        steps = _undelta(_unzigzag(read.take(count)), _starts(seats_sorted[exact]))
         bits = _unxor(read.take(n - count), _starts(seats_sorted[~exact]))
         values = np.empty(n, dtype=np.float64)
-        values[exact] = micro / _MICRO
+        values[exact] = steps / per_unit
         values[~exact] = bits.view(np.float64)
         floats[order, column] = values
     read.done()

@@ -5,7 +5,8 @@ say is what it pressed; this module decides which of those claims are usable:
 
 * :func:`sanitize` clamps a move vector longer than 1 back onto the unit circle and
   rejects view angles outside their range (the codec has already rejected NaN and wrong
-  types).
+  types); a queued input keeps its move and angles to the protocol's whole steps
+  (:func:`~shared.protocol.inputs.quantize_move`, :func:`~shared.protocol.inputs.quantize_angle`).
 * :class:`InputQueues` holds every seat's jitter buffer: it orders a player's inputs by
   sequence number and releases one per tick, so network jitter does not turn into jerky
   movement. When a player's inputs stop arriving the last one repeats, for at most
@@ -62,6 +63,8 @@ from shared.protocol.inputs import (
     TICK,
     VIEW_TIME,
     YAW,
+    quantize_angle,
+    quantize_move,
 )
 
 __all__ = [
@@ -172,8 +175,10 @@ def _offer(
                 pending_ints[s, at, c] = ints[i, c]
             for c in range(floats.shape[1]):
                 pending_floats[s, at, c] = floats[i, c]
-            pending_floats[s, at, MOVE_X] = move_x
-            pending_floats[s, at, MOVE_Y] = move_y
+            pending_floats[s, at, MOVE_X] = quantize_move(move_x)
+            pending_floats[s, at, MOVE_Y] = quantize_move(move_y)
+            pending_floats[s, at, YAW] = quantize_angle(floats[i, YAW], math.pi)
+            pending_floats[s, at, PITCH] = quantize_angle(floats[i, PITCH], HALF_PI)
             pending_floats[s, at, ARRIVAL] = arrivals[i]
             verdicts[i] = _CLAMPED if clamped else _ACCEPTED
 

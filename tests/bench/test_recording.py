@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.recording import Scene, run_size
+from bench.recording import Scene, _logged_minutes, run_size
+from server.record.blocks import FILE_HEADER, Block, seal_block
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench/recording.py"
@@ -48,6 +49,17 @@ def test_two_scenes_of_one_seed_are_sent_the_same_inputs() -> None:
     assert a.inputs == b.inputs > 0
     assert a.matches[0].world.state_hash() == b.matches[0].world.state_hash()
     assert b.pending, "the recorded scene handed over a block"
+
+
+def test_a_node_log_s_minutes_are_the_ticks_its_blocks_cover(tmp_path: Path) -> None:
+    """The size a minute is of the match the log holds: first to last tick logged, across
+    files (60 ticks a second)."""
+    assert _logged_minutes(str(tmp_path)) == 0.0
+    blocks = (Block(120, 179, (b"entries",)), Block(180, 1919, (b"entries",)))
+    (tmp_path / "a.00001.arenalog").write_bytes(FILE_HEADER + seal_block(blocks[0]))
+    (tmp_path / "a.00002.arenalog").write_bytes(FILE_HEADER + seal_block(blocks[1]))
+    (tmp_path / "notes.txt").write_text("not a log")
+    assert _logged_minutes(str(tmp_path)) == (1919 - 120 + 1) / 60 / 60
 
 
 def test_sizes_that_are_not_numbers_are_refused_in_one_line() -> None:

@@ -27,6 +27,7 @@ from shared.arena_map import default_map, parse_map
 from shared.hitbox import HIT_PLAYER, HITBOX_TORSO, ray_hit_player
 from shared.movement import BUTTON_FIRE
 from shared.protocol import ENTITY_FLAG_ALIVE, RespawnEvent, ShotEvent
+from shared.protocol.inputs import ANGLE_STEP, quantize_angle
 from shared.weapons import BUTTON_ALT_FIRE, EYE_HEIGHT, LAUNCHER, RIFLE, aim_direction
 from tests.records import entity_records as records_of
 
@@ -66,8 +67,11 @@ def test_aim_without_error_points_exactly_at_the_chest(
     yaw, pitch = aim_at(eye, feet, 0.0, np.random.default_rng(0))
     assert -math.pi <= yaw < math.pi
     assert -math.pi / 2 <= pitch <= math.pi / 2
+    assert (yaw / ANGLE_STEP).is_integer() and (pitch / ANGLE_STEP).is_integer()
     reached = eye + aim_direction(yaw, pitch) * distance
-    assert np.allclose(reached, feet + (0.0, 0.0, CHEST_HEIGHT), atol=1e-9 * max(distance, 1))
+    # Off the chest by the angles' steps at most (one at the ranges' ends), no more.
+    off = float(np.linalg.norm(reached - feet - (0.0, 0.0, CHEST_HEIGHT)))
+    assert off <= 2 * ANGLE_STEP * distance + 1e-9 * max(distance, 1)
 
 
 def test_aim_straight_behind_wraps_the_yaw_to_minus_pi() -> None:
@@ -77,7 +81,7 @@ def test_aim_straight_behind_wraps_the_yaw_to_minus_pi() -> None:
         0.0,
         np.random.default_rng(0),
     )
-    assert (yaw, pitch) == (-math.pi, 0.0)
+    assert (yaw, pitch) == (quantize_angle(-math.pi, math.pi), 0.0)  # one step inside
 
 
 def test_aim_error_adds_one_gaussian_draw_to_yaw_and_then_to_pitch() -> None:
@@ -86,8 +90,15 @@ def test_aim_error_adds_one_gaussian_draw_to_yaw_and_then_to_pitch() -> None:
     draws = np.random.default_rng(42)
     d_yaw, d_pitch = draws.normal(0.0, 0.05), draws.normal(0.0, 0.05)
     yaw, pitch = aim_at(eye, feet, 0.05, np.random.default_rng(42))
-    assert yaw == pytest.approx(yaw0 + d_yaw, abs=1e-15)
-    assert pitch == pytest.approx(pitch0 + d_pitch, abs=1e-15)
+    to = feet + (0.0, 0.0, CHEST_HEIGHT) - eye
+    yaw_exact, pitch_exact = math.atan2(to[1], to[0]), math.atan2(to[2], math.hypot(*to[:2]))
+    assert (yaw0, pitch0) == (
+        quantize_angle(yaw_exact, math.pi),
+        quantize_angle(pitch_exact, math.pi / 2),
+    )
+    # Each draw is added to the exact angle; the sum is kept to the step.
+    assert yaw == quantize_angle(yaw_exact + d_yaw, math.pi)
+    assert pitch == quantize_angle(pitch_exact + d_pitch, math.pi / 2)
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -337,8 +348,8 @@ def test_fire_aims_at_the_target_and_claims_the_time_it_drew() -> None:
     assert fired is not None
     yaw, pitch, buttons, view_time = fired
     assert buttons == BUTTON_FIRE and view_time == 1.0
-    assert yaw == pytest.approx(math.pi / 2)
-    assert pitch == pytest.approx(math.atan2(CHEST_HEIGHT - EYE_HEIGHT, 10.0))
+    assert yaw == quantize_angle(math.pi / 2, math.pi)
+    assert pitch == quantize_angle(math.atan2(CHEST_HEIGHT - EYE_HEIGHT, 10.0), math.pi / 2)
     record = shooting.awaiting[0][(12, RIFLE.id)]
     assert (record.client_victim, record.client_hitbox, record.rtt_ms) == (
         TARGET,

@@ -23,6 +23,7 @@ from shared.movement import (
     step_reference,
 )
 from shared.protocol import InputMessage, decode_server
+from shared.protocol.inputs import quantize_move
 from tests.server.frames import snapshot_for
 
 ARENA = default_map()
@@ -327,6 +328,8 @@ def test_fire_button_does_not_affect_movement() -> None:
 unit_moves = st.tuples(
     st.floats(-1.0, 1.0, allow_nan=False), st.floats(-1.0, 1.0, allow_nan=False)
 ).filter(lambda m: math.sqrt(m[0] * m[0] + m[1] * m[1]) <= 1.0)
+# What a client that keeps its moves to the protocol's steps sends (the bots do).
+unit_moves = unit_moves.map(lambda m: (quantize_move(m[0]), quantize_move(m[1])))
 commands = st.lists(
     st.tuples(
         st.one_of(unit_moves, st.sampled_from([(1.0, 0.0), (0.0, -1.0), (0.0, 0.0)])),

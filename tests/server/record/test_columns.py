@@ -53,9 +53,10 @@ def test_every_value_decodes_to_its_identical_bits(seed: int, ticks: int, seats:
     assert all(_same(a, b) for a, b in zip(logged, decoded, strict=True))
 
 
-def test_a_repeated_input_costs_zero_bytes_and_whole_microseconds_two() -> None:
-    """Columns of repeats are zeros (which deflate to nothing); a time on the microsecond
-    grid a tick after the last is a two-byte difference, not eight bytes of bits."""
+def test_a_repeated_input_costs_zero_bytes_and_whole_steps_two() -> None:
+    """Columns of repeats are zeros (which compress to nothing); a move, an angle or a time
+    on its step is a difference of whole steps from the seat's last, not eight bytes of
+    bits; a value off its step (an arrival here) goes by its bits."""
     slot = np.arange(4, dtype=np.int64)
     rows = np.tile([0.25, -1.0, 1.5, 0.0, 0.0, 0.0], (4, 1))
     ticks = []
@@ -67,16 +68,19 @@ def test_a_repeated_input_costs_zero_bytes_and_whole_microseconds_two() -> None:
         zeros = np.zeros(4, dtype=np.int64)
         ticks.append(ReleasedInputs(slot, zeros, ints, floats, zeros, zeros, zeros))
     widths, planes = encode_inputs(ticks)
-    #  slot depth guess guessed dropped | seq tick ack buttons | move x y, yaw, pitch
-    #  | view: exact, micro, bits | arrival: exact, micro, bits
-    assert widths[:13] == [1, 0, 0, 0, 0, 1, 1, 1, 0, 8, 8, 8, 0]
-    assert widths[13:16] == [1, 3, 0]  # (a seat's first view time: 3 bytes; then 2)
-    assert widths[16] == 0 and widths[18] == 8
+    #  slot depth guess guessed dropped | seq tick ack buttons
+    assert widths[:9] == [1, 0, 0, 0, 0, 1, 1, 1, 0]
+    #  per float column: on its step?, the steps' differences, the bits of the others
+    move_x, move_y, yaw, pitch, view, arrival = (widths[i : i + 3] for i in range(9, 27, 3))
+    assert move_x == move_y == yaw == [1, 2, 0]  # 256, -1024 and 24576 steps, then 0s
+    assert pitch == [1, 0, 0]
+    assert view == [1, 3, 0]  # (a seat's first view time: 3 bytes; then 2)
+    assert arrival == [0, 0, 8]
     decoded = decode_inputs([4] * 30, [4] * 30, widths, planes)
     assert all(_same(a, b) for a, b in zip(ticks, decoded, strict=True))
-    move = planes[sum(widths[:9]) : sum(widths[:10])]  # move x's byte planes
+    steps = planes[sum(widths[:10]) : sum(widths[:11])]  # move x's steps' byte planes
     firsts = {0, 30, 60, 90}  # seat by seat: only each seat's first row is not zeros
-    assert all(set(np.flatnonzero(np.frombuffer(p, np.uint8)).tolist()) <= firsts for p in move)
+    assert all(set(np.flatnonzero(np.frombuffer(p, np.uint8)).tolist()) <= firsts for p in steps)
 
 
 def test_a_block_whose_columns_do_not_fit_its_entries_is_refused() -> None:

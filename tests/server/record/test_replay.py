@@ -145,10 +145,10 @@ def test_a_damaged_log_replays_its_earlier_blocks_and_exits_2(
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (b"ARENALOG\x07\x00", "match log format 7, this arena-replay reads format 2\n"),
+        (b"ARENALOG\x07\x00", "match log format 7, this arena-replay reads format 3\n"),
         (  # a log of the first format (each block one zlib stream of entries)
             b"ARENALOG\x01\x00BLK1" + bytes(40),
-            "match log format 1, this arena-replay reads format 2 (record it again with "
+            "match log format 1, this arena-replay reads format 3 (record it again with "
             "this version)\n",
         ),
         (b"hello", "not an arena match log"),

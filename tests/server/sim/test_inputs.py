@@ -23,6 +23,7 @@ from server.sim.inputs import (
 )
 from server.sim.world import World
 from shared.protocol import InputMessage
+from shared.protocol.inputs import ANGLE_STEP, MOVE_STEP, quantize_move
 
 
 def msg(
@@ -113,8 +114,12 @@ finite = st.floats(allow_nan=False, allow_infinity=False)
 # -- sanitize -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("move", [(0.0, 0.0), (1.0, 0.0), (0.0, -1.0), (0.6, -0.8), (0.3, 0.2)])
-def test_moves_within_the_unit_circle_are_accepted_unchanged(move: tuple[float, float]) -> None:
+@pytest.mark.parametrize(
+    "move", [(0.0, 0.0), (1.0, 0.0), (0.0, -1.0), (0.59375, -0.796875), (0.3125, 0.1875)]
+)
+def test_moves_on_their_steps_within_the_unit_circle_are_accepted_unchanged(
+    move: tuple[float, float],
+) -> None:
     assert sanitize(msg(move=move, yaw=math.pi, pitch=-math.pi / 2)) == (
         InputVerdict.ACCEPTED,
         move,
@@ -126,12 +131,13 @@ def test_a_move_longer_than_one_is_clamped_onto_the_unit_circle(mx: float, my: f
     length = math.sqrt(mx * mx + my * my)
     verdict, move = sanitize(msg(seq=3, move=(mx, my), yaw=0.5, pitch=0.25, buttons=2))
     if length <= 1.0 + MOVE_ROUNDING:
-        assert (verdict, move) == (InputVerdict.ACCEPTED, (mx, my))
+        assert (verdict, move) == (InputVerdict.ACCEPTED, (quantize_move(mx), quantize_move(my)))
         return
     assert verdict is InputVerdict.CLAMPED and move is not None
     cx, cy = move
-    assert math.hypot(cx, cy) == pytest.approx(1.0, abs=1e-12)
-    assert (cx, cy) == (mx / length, my / length)  # same direction, Python's arithmetic
+    assert 1.0 - 2 * MOVE_STEP <= math.hypot(cx, cy) <= 1.0
+    # Same direction (Python's arithmetic), then kept to whole steps towards zero.
+    assert (cx, cy) == (quantize_move(mx / length), quantize_move(my / length))
     # Nothing else about the input changes.
     seat = OneSeat()
     seat.offer(msg(seq=3, move=(mx, my), yaw=0.5, pitch=0.25, buttons=2))
@@ -146,7 +152,24 @@ def test_a_clamped_move_offered_again_is_kept_bit_for_bit(mx: float, my: float) 
 
 
 def test_clamping_a_concrete_move() -> None:
-    assert sanitize(msg(move=(3.0, 4.0))) == (InputVerdict.CLAMPED, (0.6, 0.8))
+    assert sanitize(msg(move=(3.0, 4.0))) == (InputVerdict.CLAMPED, (614 / 1024, 819 / 1024))
+
+
+@given(st.floats(-math.pi, math.pi), st.floats(-math.pi / 2, math.pi / 2))
+def test_angles_are_kept_to_the_nearest_step_within_their_range(yaw: float, pitch: float) -> None:
+    """A finer angle is kept to the nearest whole step (one step inside at the range's
+    ends), and a kept angle offered again (a standby taking over) is kept bit for bit."""
+    seat = OneSeat()
+    seat.offer(msg(seq=1, yaw=yaw, pitch=pitch))
+    (kept,) = seat.take()
+    for value, held, limit in ((yaw, kept.yaw, math.pi), (pitch, kept.pitch, math.pi / 2)):
+        assert (held / ANGLE_STEP).is_integer() and abs(held) <= limit
+        assert abs(held - value) <= (
+            ANGLE_STEP if abs(value) > limit - ANGLE_STEP else ANGLE_STEP / 2
+        )
+    again = OneSeat()
+    again.offer(msg(seq=1, yaw=kept.yaw, pitch=kept.pitch))
+    assert again.take() == [kept]
 
 
 @given(finite, finite)

@@ -21,6 +21,7 @@ from shared.protocol import (
     ShotEvent,
     decode_server,
 )
+from shared.protocol.inputs import quantize_angle
 from shared.weapons import (
     BUTTON_ALT_FIRE,
     EYE_HEIGHT,
@@ -36,7 +37,11 @@ DT = 1.0 / RATE
 SHOOTER, VICTIM = 0, 1
 # Joins spawn round-robin: the shooter at (-26, -26), the victim 52 m north at (-26, 26),
 # with nothing between them. Aim along +y at the centre of the head.
-HEAD_SHOT = (math.pi / 2, math.atan2(1.62 - EYE_HEIGHT, 52.0))
+# Kept to the protocol's steps, as the node keeps an input's angles (a bot aims so).
+HEAD_SHOT = (
+    quantize_angle(math.pi / 2, math.pi),
+    quantize_angle(math.atan2(1.62 - EYE_HEIGHT, 52.0), math.pi / 2),
+)
 
 
 class SpyValidator:
