@@ -25,7 +25,7 @@ from server.sim import inputs
 from server.sim.combat import ShotTrace, judge
 from server.sim.hitreg.backend import HitValidator
 from server.sim.lagcomp import LinkEstimate
-from server.sim.match import SEAT_JOIN, SEAT_LEAVE, Match, MatchConfig, MatchFull
+from server.sim.match import SEAT_JOIN, SEAT_LEAVE, Match, MatchConfig, MatchFull, TickResult
 from shared import movement
 from shared.protocol import ShotEvent, encode_event
 
@@ -116,6 +116,9 @@ class ReplayedTick:
     entry: entries.TickEntry
     match: Match
     traces: list[ShotTrace]
+    #: The tick's result (with ``publish``: its shown world, from which its snapshot's
+    #: parts can be coded, as the node coded them).
+    result: TickResult
 
 
 def replay_ticks(
@@ -125,10 +128,13 @@ def replay_ticks(
     outcome: ReplayOutcome,
     start: int | None = None,
     stop: int | None = None,
+    publish: bool = False,
 ) -> Iterator[ReplayedTick]:
     """Replay match ``outcome.match`` of ``recording`` from ``start`` to ``stop`` (ticks,
     inclusive), yielding after each tick; what differs from the log goes into ``outcome``.
-    The match yielded is the replay's own: read it before the next step."""
+    The match yielded is the replay's own: read it before the next step. ``publish``: make
+    each snapshot tick's shown world, as the node did (slower; what a viewer needs to code
+    what each client was sent)."""
     match_index = outcome.match
     lineage = recording.lineage(match_index)
     found = _start_key(recording, match_index, lineage, start)
@@ -153,11 +159,11 @@ def replay_ticks(
                 break
             continue
         match.combat.traces = []
-        _replay_tick(match, tick, validator, outcome)
+        result = _replay_tick(match, tick, validator, outcome, publish)
         passed = keys.get((tick.epoch, tick.tick))
         if passed is not None:
             _compare_world(match, state_from_keyframe(passed).world, tick.tick, outcome)
-        yield ReplayedTick(tick, match, match.combat.traces)
+        yield ReplayedTick(tick, match, match.combat.traces, result)
 
 
 def replay_match(
@@ -214,8 +220,12 @@ def _bridge(
 
 
 def _replay_tick(
-    match: Match, tick: entries.TickEntry, validator: HitValidator, outcome: ReplayOutcome
-) -> None:
+    match: Match,
+    tick: entries.TickEntry,
+    validator: HitValidator,
+    outcome: ReplayOutcome,
+    publish: bool = False,
+) -> TickResult:
     match.epoch = tick.epoch
     _apply_seats(match, tick, outcome)
     for slot, rtt, spread in tick.rtt:
@@ -223,7 +233,7 @@ def _replay_tick(
     batch = match.advance(tick.tick, tick.inputs)
     if not batch.empty:
         judge([batch], match.history_view(), validator)
-    result = match.finish(batch, publish=False)
+    result = match.finish(batch, publish=publish)
     outcome.ticks += 1
     outcome.first_tick = tick.tick if outcome.first_tick < 0 else outcome.first_tick
     outcome.last_tick = tick.tick
@@ -238,6 +248,7 @@ def _replay_tick(
         if replayed != logged:
             outcome.verdict_mismatches += 1
             outcome.note(Mismatch(tick.tick, "verdict", _describe_shot(replayed, logged)))
+    return result
 
 
 def _pairs(replayed: list[Any], logged: list[Any]) -> list[tuple[Any, Any]]:

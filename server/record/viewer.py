@@ -6,7 +6,9 @@ ring at the tick that judged it, with the interpolation the hit kernels rewind b
 (:func:`~server.sim.hitreg.reference.rewound_feet`):
 
 * *as sent*: at the shooter's claimed view time, i.e. between the two snapshots the shooter
-  interpolated (what it was sent, interest management aside);
+  interpolated; and whether those snapshots held the target at all (``target_sent``): the
+  replay codes every snapshot's players as the node did, interest management and fog of
+  war included, and keeps who was sent whom for :data:`_CLAIM_TICKS`;
 * *rewound*: at the view time the server judged the shot at (the claim, or the server's own
   estimate when it clamped or capped the claim).
 
@@ -24,6 +26,7 @@ window of a longer recording.
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -57,6 +60,9 @@ _AIM_RADIUS_M = 1.5
 _TORSO_HEIGHT_M = 1.2
 #: Ticks a fired input's claim is remembered for (a projectile is judged later).
 _CLAIM_TICKS = 600
+#: A claimed view time this close to a snapshot's tick (in ticks) is that snapshot's time:
+#: the log keeps view times to the microsecond.
+_SAME_TICK = 1e-3
 #: A sighting belongs to a shot whose claimed view time is this close to its own (seconds;
 #: the same input claims the same time, so this only tells a slot's next player apart).
 _SIGHTING_MATCH_S = 0.01
@@ -195,13 +201,20 @@ class ReplayViewer:
         self.truncated = False
         self.sightings = sightings or {}
         self._claims: dict[tuple[int, int], tuple[int, float]] = {}  # (slot, seq) -> tick, claim
+        # Snapshot tick -> (each client's row, the players each was sent: (C, size) bool).
+        self._sent: dict[int, tuple[dict[int, int], np.ndarray]] = {}
+        self._sent_ticks: list[int] = []
         names: dict[int, str] = {}
-        for replayed in replay_ticks(recording, config, validator, self.outcome, start, stop):
+        replayed_ticks = replay_ticks(
+            recording, config, validator, self.outcome, start, stop, publish=True
+        )
+        for replayed in replayed_ticks:
             if len(self.ticks) >= max_ticks:
                 self.truncated = True
                 break
             names = self._seat_names(replayed, names)
             self._remember_claims(replayed)
+            self._remember_sent(replayed)
             ids = tuple(self._add_shot(replayed, trace) for trace in replayed.traces)
             world = replayed.match.world
             slots = np.flatnonzero(world.active)
@@ -241,6 +254,43 @@ class ReplayViewer:
         if tick % _CLAIM_TICKS == 0:
             self._claims = {k: v for k, v in self._claims.items() if tick - v[0] <= _CLAIM_TICKS}
 
+    def _remember_sent(self, replayed: ReplayedTick) -> None:
+        """A snapshot tick: every seat's players coded as the node coded them (its
+        interest and fog), and who was sent whom kept for :data:`_CLAIM_TICKS`."""
+        result, match = replayed.result, replayed.match
+        if result.shown is None:
+            return
+        match.last_sent = None
+        match.snapshot_parts(result, sorted(result.seats))
+        if match.last_sent is None:
+            return
+        slots, selected = match.last_sent
+        tick = replayed.entry.tick
+        self._sent[tick] = ({slot: row for row, slot in enumerate(slots.tolist())}, selected)
+        self._sent_ticks.append(tick)
+        while self._sent_ticks and self._sent_ticks[0] < tick - _CLAIM_TICKS:
+            del self._sent[self._sent_ticks.pop(0)]
+
+    def _target_sent(self, shooter: int, target: int, claim: float) -> str | None:
+        """Whether the snapshots the shooter drew at ``claim`` held ``target``: ``"yes"``
+        (the one at that time, or both it interpolated between), ``"partly"`` (one of the
+        two), ``"no"``, or None (those snapshots are not kept, or did not go to it)."""
+        ticks = self._sent_ticks
+        at = claim * self.config.tick_rate
+        i = bisect_right(ticks, at + _SAME_TICK) - 1
+        if i < 0 or target < 0:
+            return None
+        drawn = ticks[i : i + 1] if abs(at - ticks[i]) <= _SAME_TICK else ticks[i : i + 2]
+        held = []
+        for tick in drawn:
+            rows, selected = self._sent[tick]
+            row = rows.get(shooter)
+            if row is not None:
+                held.append(target < selected.shape[1] and bool(selected[row, target]))
+        if not held:
+            return None
+        return "yes" if all(held) else "partly" if any(held) else "no"
+
     def _add_shot(self, replayed: ReplayedTick, trace: ShotTrace) -> int:
         event = trace.event
         history = replayed.match.history_view()
@@ -263,6 +313,7 @@ class ReplayViewer:
             "claim_time": round(claim, 6),
             "target": target,
             "sent_feet": _xyz(sent),
+            "target_sent": self._target_sent(event.shooter, target, claim),
             "server_feet": _xyz(rewound),
             "server_hitboxes": _hitboxes(rewound),
             "offset_cm": None

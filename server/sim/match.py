@@ -232,6 +232,9 @@ class Match:
         self._parts_of: TickResult | None = None
         self._heads: dict[int, bytes] = {}
         self._parts: dict[int, bytes] = {}
+        #: The clients coded last and the players each was sent (``(C,)`` slots, ``(C,
+        #: size)`` bool by slot): what a replay viewer reads of what a shooter was shown.
+        self.last_sent: tuple[np.ndarray, np.ndarray] | None = None
         #: The inputs the last tick applied (what a match log keeps of it).
         self.released: ReleasedInputs | None = None
         #: Seat changes since a match log last took them (``None``: nobody records, so
@@ -644,6 +647,7 @@ class Match:
             result.tick, result.server_time, slots, seat_ids, shown.present, shown.pos,
             shown.yaw, shown.quantised, margins,
         )  # fmt: skip
+        self.last_sent = (slots, selected)
         told = _events_told(shown, selected)
         heads, part = self._heads, protocol.entities_part
         return {

@@ -130,6 +130,8 @@ def test_the_replay_view_opens_a_shot_s_link_and_draws_both_worlds(
         assert _reported(browser, "rayDrawn") == "1"
         assert _reported(browser, "verdict") == shot["result"]
         assert _reported(browser, "cause") == shot["cause"]
+        # The bot drew its target: the snapshots the replay says it was sent held it.
+        assert _reported(browser, "targetSent") == shot["target_sent"] in ("yes", "partly")
         detail = browser.find_element(By.ID, "detail-text").text
         assert "as sent to the shooter" in detail and "where the server rewound it" in detail
         assert f"the bot (1) drew target {shot['target']}" in detail

@@ -19,13 +19,21 @@ from shared.arena_map import default_map
 from shared.protocol import InputMessage
 from shared.weapons import RIFLE
 
+#: Snapshot tick -> the clients coded (slots) and the players each was sent (by slot).
+Sent = dict[int, tuple[np.ndarray, np.ndarray]]
+
 
 def recorded_match(
-    ticks: int = 240, players: int = 6, seed: int = 7, ticks_per_block: int = 30
+    ticks: int = 240,
+    players: int = 6,
+    seed: int = 7,
+    ticks_per_block: int = 30,
+    sent: Sent | None = None,
 ) -> tuple[MatchSet, list[bytes]]:
     """Run a match of ``players`` who walk, turn to the nearest other and fire now and then,
     with jittered arrivals, a late joiner and a leaver; return it and its sealed blocks
-    (the first holds the configuration, as a log file's does)."""
+    (the first holds the configuration, as a log file's does). With ``sent``: every
+    snapshot is coded for every seat, as a node does, and who was sent whom kept there."""
     rng = np.random.default_rng(seed)
     config = MatchConfig(
         arena=default_map(), tick_rate=60, max_players=max(16, players + 2), snapshot_interval=2
@@ -71,6 +79,11 @@ def recorded_match(
         log.before_tick()
         results = matches.tick(tick)
         log.after_tick(results)
+        if sent is not None and results[0].shown is not None:
+            match.snapshot_parts(results[0], sorted(results[0].seats))
+            assert match.last_sent is not None
+            slots, selected = match.last_sent
+            sent[tick] = (slots.copy(), selected.copy())
         if log.blocks.due:
             pending = log.take_block()
             assert pending is not None

@@ -23,7 +23,7 @@ from server.record.timeline import Recording, read_recording
 from server.record.viewer import ReplayViewer, ViewerError, cause_of, is_notable, read_sightings
 from server.sim.hitreg.backend import make_validator
 from server.sim.matchset import MatchSet
-from tests.server.record.scenes import log_file
+from tests.server.record.scenes import Sent, log_file, recorded_match
 
 Recorded = tuple[MatchSet, list[bytes]]
 
@@ -134,6 +134,39 @@ def test_a_claim_taken_shows_the_target_where_it_was_sent(viewer: ReplayViewer) 
         assert shot["sent_feet"] == shot["server_feet"] and shot["offset_cm"] == 0.0
     for shot in viewer.shots:
         assert shot["rewind_ms"] >= 0.0 and shot["cause"] == cause_of(shot)
+
+
+def test_whether_a_shooter_was_sent_its_target_is_what_the_node_coded() -> None:
+    """The node (here the scene, coding every snapshot for every seat) leaves some players
+    out of a client's snapshots (fog of war: the scene's players aim at others behind walls
+    too); the viewer, coding the replay's snapshots again, says of each shot whether the
+    snapshots its shooter drew at its view time held the target, exactly as coded."""
+    sent: Sent = {}
+    recording = _recording(recorded_match(sent=sent))
+    viewer = _viewer(recording)
+    rate = viewer.config.tick_rate
+    snapshots = sorted(sent)
+    seen: dict[str, int] = {}
+    for shot in viewer.shots:
+        if shot["target"] < 0:
+            assert shot["target_sent"] is None
+            continue
+        at = shot["claim_time"] * rate
+        before, after = [t for t in snapshots if t < at], [t for t in snapshots if t > at]
+        exact = [t for t in snapshots if abs(t - at) <= 1e-3]
+        if not (exact or before):  # a view time before the first snapshot: nothing drawn
+            assert shot["target_sent"] is None
+            continue
+        drawn = exact or [max(before), *after[:1]]
+        held = []
+        for tick in drawn:
+            slots, selected = sent[tick]
+            row = slots.tolist().index(shot["shooter"])
+            held.append(bool(selected[row, shot["target"]]))
+        expected = "yes" if all(held) else "partly" if any(held) else "no"
+        assert shot["target_sent"] == expected, shot
+        seen[expected] = seen.get(expected, 0) + 1
+    assert seen.get("yes", 0) > 0 and seen.get("no", 0) > 0, seen
 
 
 @pytest.mark.parametrize(
