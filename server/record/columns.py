@@ -13,9 +13,10 @@ deflates one by one, or keeps raw where that does not pay (:mod:`server.record.b
 - move, angles, view and arrival times as whole steps (the protocol's steps of a move
   component and an angle, the microsecond of a time: :mod:`shared.protocol.inputs`), each
   as its difference from the seat's previous, where the step gives back the identical
-  float64 (the node keeps every input it queues so); the other rows (a standby's log of a
-  primary that kept finer values) as the XOR of their 64 bits with the seat's previous such
-  row's: a repeated value is eight zero bytes. A flag stream says which is which;
+  float64 (the node keeps every input it queues so); the other rows (a value no step
+  gives back: an arrival time of 2**32 s or more, say) as the XOR of their 64 bits with the
+  seat's previous such row's: a repeated value is eight zero bytes. A flag stream says
+  which is which;
 - slots, depths and the per-seat guess counts as they are, in tick order (small numbers
   that repeat tick after tick).
 
