@@ -201,9 +201,9 @@ class ReplayViewer:
         self.truncated = False
         self.sightings = sightings or {}
         self._claims: dict[tuple[int, int], tuple[int, float]] = {}  # (slot, seq) -> tick, claim
-        # Snapshot tick -> (each client's row, the players each was sent: (C, size) bool).
-        self._sent: dict[int, tuple[dict[int, int], np.ndarray]] = {}
-        self._sent_ticks: list[int] = []
+        # Per snapshot kept, in tick order: (its tick, each client's row, the players each
+        # was sent: (C, size) bool).
+        self._sent: list[tuple[int, dict[int, int], np.ndarray]] = []
         names: dict[int, str] = {}
         replayed_ticks = replay_ticks(
             recording, config, validator, self.outcome, start, stop, publish=True
@@ -266,24 +266,22 @@ class ReplayViewer:
             return
         slots, selected = match.last_sent
         tick = replayed.entry.tick
-        self._sent[tick] = ({slot: row for row, slot in enumerate(slots.tolist())}, selected)
-        self._sent_ticks.append(tick)
-        while self._sent_ticks and self._sent_ticks[0] < tick - _CLAIM_TICKS:
-            del self._sent[self._sent_ticks.pop(0)]
+        self._sent.append((tick, {slot: row for row, slot in enumerate(slots.tolist())}, selected))
+        if self._sent[0][0] < tick - _CLAIM_TICKS:
+            self._sent = [kept for kept in self._sent if kept[0] >= tick - _CLAIM_TICKS]
 
     def _target_sent(self, shooter: int, target: int, claim: float) -> str | None:
         """Whether the snapshots the shooter drew at ``claim`` held ``target``: ``"yes"``
         (the one at that time, or both it interpolated between), ``"partly"`` (one of the
         two), ``"no"``, or None (those snapshots are not kept, or did not go to it)."""
-        ticks = self._sent_ticks
+        kept = self._sent
         at = claim * self.config.tick_rate
-        i = bisect_right(ticks, at + _SAME_TICK) - 1
+        i = bisect_right(kept, at + _SAME_TICK, key=lambda snapshot: snapshot[0]) - 1
         if i < 0 or target < 0:
             return None
-        drawn = ticks[i : i + 1] if abs(at - ticks[i]) <= _SAME_TICK else ticks[i : i + 2]
+        drawn = kept[i : i + 1] if abs(at - kept[i][0]) <= _SAME_TICK else kept[i : i + 2]
         held = []
-        for tick in drawn:
-            rows, selected = self._sent[tick]
+        for _, rows, selected in drawn:
             row = rows.get(shooter)
             if row is not None:
                 held.append(target < selected.shape[1] and bool(selected[row, target]))

@@ -5,7 +5,10 @@ from __future__ import annotations
 import math
 
 import msgpack
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from shared.protocol import InputMessage, InvalidField, decode_client, encode, encode_input
 from shared.protocol.inputs import (
@@ -16,6 +19,10 @@ from shared.protocol.inputs import (
     YAW,
     InputField,
     input_columns,
+    quantize_angle,
+    quantize_angles,
+    quantize_move,
+    quantize_moves,
 )
 
 MESSAGE = InputMessage(7, 9, (0.5, -0.25), 1.0, -0.5, 3, 12.5, 8)
@@ -54,3 +61,17 @@ def test_the_column_order_is_the_one_the_names_say() -> None:
     assert dict(zip(FLOAT_COLUMNS, floats, strict=True)) == {
         "move_x": 0.5, "move_y": -0.25, "yaw": 1.0, "pitch": -0.5, "view_time": 12.5}  # fmt: skip
     assert floats[YAW] == MESSAGE.yaw and floats[VIEW_TIME] == MESSAGE.view_time
+
+
+@given(st.lists(st.floats(-math.pi, math.pi), min_size=1, max_size=50))
+def test_the_bots_array_rounding_gives_the_node_s_bits(values: list[float]) -> None:
+    """The bots round whole arrays (NumPy), the node one value at a time (its kernel): the
+    same bits either way, or a bot would predict and aim off the node's by a step."""
+    array = np.array(values)
+    for limit in (math.pi, math.pi / 2):
+        inside = np.clip(array, -limit, limit)
+        assert quantize_angles(inside, limit).tolist() == [
+            quantize_angle(v, limit) for v in inside.tolist()
+        ]
+    moves = array / math.pi
+    assert quantize_moves(moves).tolist() == [quantize_move(v) for v in moves.tolist()]
