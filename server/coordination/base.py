@@ -61,6 +61,11 @@ class Coordinator(Protocol):
 
     kind: str  # "static" | "etcd"
 
+    @property
+    def foresight(self) -> float:
+        """How long before a primary's silence counts :meth:`foresee_campaign` wants to
+        hear of it (seconds; 0: never)."""
+
     async def start(self) -> None:
         """Acquire resources (HTTP session; etcd: a lease and its keep-alive task)."""
 
@@ -75,6 +80,10 @@ class Coordinator(Protocol):
         Return the new fencing epoch (``> known_epoch``) when this node won, ``None`` when
         another node should lead. Callers retry while no leader emerges.
         """
+
+    def foresee_campaign(self) -> None:
+        """The primary may count as silent in :attr:`foresight` seconds: start asking what
+        a campaign needs to know, so that the campaign need not wait for the answers."""
 
     @property
     def leading(self) -> bool:

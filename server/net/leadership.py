@@ -50,6 +50,9 @@ class Leadership:
         self.ticker = ticker
         self._follow_first = ""  # a claim found this primary: follow it first
         self._next_claim_at = 0.0
+        # What the coordinator's campaign asks is asked while the last of the silence runs.
+        node.follower.foresee = node.coordinator.foresee_campaign
+        node.follower.foresight = node.coordinator.foresight
 
     async def run(self, became_ready: asyncio.Event) -> None:
         """Claim or follow, then lead or follow for as long as the app runs."""

@@ -70,6 +70,7 @@ class EtcdCoordinator:
     """Leadership of one region through an etcd 3.4+ cluster's JSON gateway."""
 
     kind = "etcd"
+    foresight = 0.0  # a campaign asks etcd only: nothing to ask ahead of it
 
     def __init__(
         self,
@@ -207,6 +208,9 @@ class EtcdCoordinator:
             claimed_epoch=epoch,
         )
         return epoch
+
+    def foresee_campaign(self) -> None:
+        return None
 
     @property
     def leading(self) -> bool:

@@ -19,6 +19,7 @@ while it campaigned simply follows it again.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import ssl
 from collections.abc import Iterable, Sequence
@@ -152,6 +153,15 @@ class StaticCoordinator:
         self.tls = tls  # how an https:// peer's certificate is checked (True: system CAs)
         self._session: aiohttp.ClientSession | None = None
         self._leading: tuple[str, int] | None = None  # (url, epoch) once this node won
+        #: The round of questions started ahead of a campaign (:meth:`foresee_campaign`),
+        #: with the loop time it started.
+        self._foreseen: tuple[float, asyncio.Task[PeerPoll]] | None = None
+
+    @property
+    def foresight(self) -> float:
+        """One round of ``/peer`` questions: started that long before the primary's silence
+        counts, its answers are in when the campaign needs them."""
+        return self.timeout
 
     @property
     def leading(self) -> bool:
@@ -171,14 +181,36 @@ class StaticCoordinator:
 
     async def close(self) -> None:
         self._leading = None
+        self._drop_foreseen()
         session, self._session = self._session, None
         if session is not None:
             await session.close()
 
+    def foresee_campaign(self) -> None:
+        self._drop_foreseen()
+        loop = asyncio.get_running_loop()
+        self._foreseen = (loop.time(), loop.create_task(self.poll()))
+
+    def _drop_foreseen(self) -> None:
+        foreseen, self._foreseen = self._foreseen, None
+        if foreseen is not None and not foreseen[1].done():
+            foreseen[1].cancel()
+
+    async def _campaign_poll(self) -> PeerPoll:
+        """The round started ahead of this campaign if it is recent (begun no longer ago
+        than twice the foresight: the silence counted after it started), else a new one."""
+        foreseen, self._foreseen = self._foreseen, None
+        if foreseen is not None:
+            started, task = foreseen
+            if asyncio.get_running_loop().time() - started <= 2 * self.foresight:
+                return await task
+            task.cancel()
+        return await self.poll()
+
     async def campaign(
         self, *, node_id: str, url: str, replicated_tick: int, known_epoch: int
     ) -> int | None:
-        peers = await self.poll_peers()
+        peers = (await self._campaign_poll()).answered
         epoch = decide_campaign(
             node_id=node_id,
             replicated_tick=replicated_tick,

@@ -71,6 +71,11 @@ class Follower:
         self.tls = tls
         self.primary_id = ""
         self.public_url = ""  # told to the primary, so it can tell players where we are
+        #: Called once, while eligible, when the primary's silence will count in
+        #: ``foresight`` seconds: the coordinator starts what its campaign has to ask then,
+        #: so a takeover does not wait for those answers after the silence.
+        self.foresee: Callable[[], None] | None = None
+        self.foresight = 0.0
         #: Called with every record applied (the match log's, ``--record``).
         self.applied: Callable[[messages.TickRecord | messages.FullState], None] | None = None
         self.origin_estimate: float | None = None  # primary's tick-0 time on our clock
@@ -145,12 +150,22 @@ class Follower:
         answered = False  # the challenge: one per link, the first message
         self.detector.reset()
         silent_after = self.clock() + self.silence_timeout
+        foresee = self.foresee if self.foresight > 0 else None
+        foreseen = False  # this silence's foresee was called
         while True:
+            left = silent_after - self.clock()
+            warn = foresee is not None and not foreseen and self.eligible
             try:
                 # (aiohttp reads a timeout of 0 as none at all)
-                message = await ws.receive(timeout=max(1e-3, silent_after - self.clock()))
+                wait = left - self.foresight if warn else left
+                message = await ws.receive(timeout=max(1e-3, wait))
             except TimeoutError:
+                if warn and foresee is not None:
+                    foreseen = True
+                    foresee()
+                    continue
                 return FollowOutcome("silent", time.time(), self.primary_id, self.matches.epoch)
+            foreseen = False
             # Anything from the primary shows it alive: waiting longer before a campaign is
             # always safe (a full state at 300 players can take a while to arrive), and how
             # much longer follows the rhythm the tick records kept lately.

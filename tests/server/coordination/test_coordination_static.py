@@ -276,6 +276,61 @@ async def test_depose_is_a_no_op(peer: PeerFactory) -> None:
         await me.close()
 
 
+@pytest.fixture
+async def primary_then_standby() -> AsyncIterator[tuple[str, list[int]]]:
+    """A peer whose first answer says it leads and every later one that it follows (a
+    primary that stepped down between two rounds), and the count of questions asked."""
+    asked = [0]
+
+    async def health(request: web.Request) -> web.Response:
+        asked[0] += 1
+        role = "primary" if asked[0] == 1 else "standby"
+        return web.json_response({"node": "p", "role": role, "epoch": 5, "replicated_tick": 0})
+
+    app = web.Application()
+    app.router.add_get("/peer", health)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    try:
+        yield str(server.make_url("")).rstrip("/"), asked
+    finally:
+        await server.close()
+
+
+async def test_a_campaign_takes_the_answers_asked_ahead_of_it_once(
+    primary_then_standby: tuple[str, list[int]],
+) -> None:
+    url, asked = primary_then_standby
+    me = await started("s", [url], wait=2.0)
+    try:
+        me.foresee_campaign()
+        # The round begun ahead saw a primary: that campaign is lost, with no new question.
+        assert await me.campaign(node_id="s", url="u", replicated_tick=9, known_epoch=5) is None
+        assert asked[0] == 1
+        # The next campaign asks anew (and the peer now follows).
+        assert await me.campaign(node_id="s", url="u", replicated_tick=9, known_epoch=5) == 6
+        assert asked[0] == 2
+    finally:
+        await me.close()
+
+
+async def test_answers_asked_too_long_before_a_campaign_are_not_taken(
+    primary_then_standby: tuple[str, list[int]],
+) -> None:
+    url, asked = primary_then_standby
+    me = await started("s", [url], wait=0.5)
+    try:
+        me.foresee_campaign()
+        async with asyncio.timeout(5.0):
+            while asked[0] == 0:  # the round ahead has asked (and seen a primary)
+                await asyncio.sleep(0.01)
+        await asyncio.sleep(2.5 * me.foresight)
+        assert await me.campaign(node_id="s", url="u", replicated_tick=9, known_epoch=5) == 6
+        assert asked[0] == 2
+    finally:
+        await me.close()
+
+
 async def test_not_started_is_a_local_error() -> None:
     me = StaticCoordinator("a", ["http://127.0.0.1:1"])
     with pytest.raises(RuntimeError, match="not started"):
