@@ -11,10 +11,7 @@ one of the region's standbys (its welcome lists them), parked there with its ses
 When that standby is promoted it welcomes the bot on the spare at once, so the bot pays no
 connection set-up during a failover: it switches its inputs to the spare and resends every
 input the new primary had not acknowledged. Without a spare (or if it does not answer), it
-tries the region's nodes one after the other. A primary that answers the bot's probe but
-shows nothing may be cut off from a standby that leads already without holding the spare:
-once a stall, the bot joins that standby afresh. Each lost primary is a
-:class:`FailoverEvent`.
+tries the region's nodes one after the other. Each lost primary is a :class:`FailoverEvent`.
 
 The session token is the bot's claim on its seat: the primary renews it while the bot plays
 (a ``token`` message; the spare is parked again with the new one), and a node that refuses
@@ -229,7 +226,6 @@ class Bot:
         self._probe_at: float | None = None  # loop time of the stall's probe (a ping)
         self._probe_sent_at = -math.inf  # loop time the probe's latest ping left
         self._pong_at = -math.inf  # loop time of the last pong
-        self._asked_standby_at = -math.inf  # loop time of the stall's join at a standby
         self._jitter = random.Random(params.index)
         self.stalls = 0  # stalls ridden out with a probe rather than a failover
         self.seats_lost = 0  # seats whose token a node refused (the bot took a new one)
@@ -633,8 +629,7 @@ class Bot:
 
     def _stall(self) -> str:
         """``ok``, ``probe`` (a stall: ask the node whether it is alive before leaving it),
-        ``reprobe`` (the probe unanswered for a while: ask again), ``ask_standby`` (the
-        probe answered: join the standby afresh, once a stall) or ``lost``. A slow node
+        ``reprobe`` (the probe unanswered for a while: ask again) or ``lost``. A slow node
         is not a dead one: the bot leaves only on evidence, a closed socket, a probe
         unanswered, or nothing shown for :data:`STALL_GIVE_UP_S`; a standby
         that took over says so itself, by welcoming the spare (:meth:`welcomed`)."""
@@ -654,8 +649,6 @@ class Bot:
         if probe is None or probe < quiet_since:
             return "probe"
         if self._pong_at >= probe:  # it answered: alive, only slow; ask again in a while
-            if self._asked_standby_at < quiet_since and self._standby_url():
-                return "ask_standby"
             return "probe" if now - probe > PROBE_TIMEOUT_S else "ok"
         if now - probe > PROBE_TIMEOUT_S + 2 * self.params.rtt:
             return "lost"
@@ -727,25 +720,9 @@ class Bot:
             elif state == "reprobe":  # the probe's ping, or its pong, may have been lost
                 self._probe_sent_at = self._loop.time()
                 self.ping(self.local_time())
-            elif state == "ask_standby":
-                self._asked_standby_at = self._loop.time()
-                await self._ask_standby()
             elif state == "lost":
                 await self._fail_over(stop)
                 give_up_at = self._loop.time() + RECONNECT_GIVE_UP_S
-
-    async def _ask_standby(self) -> None:
-        """The primary answers but shows nothing: cut off from its standby, or waiting for
-        it. That standby may lead already and not know the spare (parked just as it came
-        back, or lost on the way): a new join there is welcomed if it leads, and becomes
-        the spare if it does not, in place of the old one."""
-        url = self._standby_url()
-        attempt = await self._open(url) if url else None
-        if attempt is None:
-            return
-        if self._spare is not None:
-            self._retire(self._spare)
-        self._park(attempt)
 
     async def _until_welcomed(
         self,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import math
 from types import SimpleNamespace
 
@@ -104,30 +103,3 @@ def test_a_process_that_runs_on_never_resumes() -> None:
     for k in range(50):
         assert beat.beat(k * 0.1) == -math.inf
     assert beat.beat(5.0 + STALL_TIMEOUT_S + 0.01) == 5.0 + STALL_TIMEOUT_S + 0.01
-
-
-async def test_a_primary_that_answers_but_shows_nothing_sends_the_bot_to_its_standby_once() -> None:
-    """Cut off from its standby, a primary answers probes and shows nothing while the
-    standby may lead already: the bot joins the standby afresh, once a stall."""
-    bot = seated_bot()
-    bot.welcome = dataclasses.replace(bot.welcome, standbys=("ws://b/ws",))
-    bot._token = "tok"
-    now = asyncio.get_running_loop().time()
-    bot._last_snapshot_at = now - 1.0
-    bot._probe_at = now - 0.2
-    bot._pong_at = now - 0.1  # answered: alive
-    assert bot._stall() == "ask_standby" and bot.needs_attention(now)
-    bot._asked_standby_at = now
-    assert bot._stall() == "ok"  # asked in this stall: not again
-    bot._asked_standby_at = bot._last_snapshot_at - 0.01  # in a stall before the last show
-    assert bot._stall() == "ask_standby"
-
-
-async def test_a_bot_with_no_standby_to_ask_waits_on_its_primary() -> None:
-    bot = seated_bot()  # (its welcome names no standby)
-    bot._token = "tok"
-    now = asyncio.get_running_loop().time()
-    bot._last_snapshot_at = now - 1.0
-    bot._probe_at = now - 0.2
-    bot._pong_at = now - 0.1
-    assert bot._stall() == "ok"
