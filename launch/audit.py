@@ -385,10 +385,11 @@ def _nodes_by_epoch(published: list[Published], promotions: list[Promotion]) -> 
 def _stalls(
     accepted: dict[int, list[Accepted]], faults: list[Fault], ended_at: float
 ) -> tuple[list[float], int]:
-    """Per fault and bot: the longest gap between accepted snapshots from half a second
-    before the fault to :data:`STALL_WINDOW_S` after it ended (or the next fault; ms: what
-    the player felt, modelled latency included); and the bots that accepted nothing in the
-    run's last 3 s."""
+    """Per fault and bot: the longest the bot was shown nothing through the fault, from half
+    a second before it to :data:`STALL_WINDOW_S` after it ended (or the next fault; ms: what
+    the player felt, modelled latency included), a silence that reaches past that window
+    counted whole: to the bot's next snapshot, or to the run's end; and the bots that
+    accepted nothing in the run's last 3 s."""
     stalls = []
     lost = 0
     ordered = sorted(faults, key=lambda f: f.start)
@@ -402,8 +403,12 @@ def _stalls(
         times = np.array(sorted(a.t for a in records))
         if times.size == 0 or times[-1] < ended_at - 3.0:
             lost += 1
+        shown = np.append(times, max(ended_at, times[-1] if times.size else ended_at))
         for began, ended in windows:
-            around = times[(times >= began) & (times <= ended)]
-            if around.size > 1:
+            # The last snapshot before the window, those in it, and the first after it.
+            first = max(0, int(np.searchsorted(shown, began)) - 1)
+            after = min(int(np.searchsorted(shown, ended, side="right")), shown.size - 1)
+            around = shown[first : after + 1]
+            if times.size and around.size > 1:
                 stalls.append(float(np.diff(around).max()) * 1000)
     return stalls, lost

@@ -102,9 +102,23 @@ def test_stalls_per_fault_and_bots_lost() -> None:
     kill = Fault("kill", "a", 0.25, 0.25, 1)
     figures = audit(published, promotions, accepted, [kill], ended_at=3.6)
     assert figures["kills"] == 1 and figures["spurious_promotions"] == 0
-    assert figures["stall_ms_max"] == 300.0
+    assert figures["stall_ms_max"] == 3400.0  # the lost bot: shown nothing to the run's end
+    came_back = audit(published, promotions, {0: accepted[0]}, [kill], ended_at=0.75)
+    assert came_back["stall_ms_max"] == 300.0
     assert figures["bots_lost"] == 1
     assert figures["longest_without_primary_ms"] is not None
+
+
+def test_a_silence_that_outlasts_the_faults_window_counts_whole() -> None:
+    """A bot shown nothing from the fault until well past its window (held up, not lost)
+    stalled that long: not the gaps between the few snapshots the window holds."""
+    published, promotions = region()
+    before = [0.0, 0.033, 0.066, 0.1]
+    accepted = {0: [Accepted(0, 1, 1, "x1", 0, t) for t in [*before, 5.0, 5.033]]}
+    kill = Fault("kill", "a", 0.25, 0.25, 1)  # its window ends at 3.25
+    figures = audit(published, promotions, accepted, [kill], ended_at=5.1)
+    assert figures["stall_ms_max"] == 4900.0
+    assert figures["bots_lost"] == 0
 
 
 def test_journals_and_records_read_back_and_a_torn_last_line_is_skipped() -> None:
