@@ -403,12 +403,12 @@ def _stalls(
         times = np.array(sorted(a.t for a in records))
         if times.size == 0 or times[-1] < ended_at - 3.0:
             lost += 1
-        shown = np.append(times, max(ended_at, times[-1] if times.size else ended_at))
+        shown = np.append(times, max(ended_at, times[-1]) if times.size else ended_at)
         for began, ended in windows:
             # The last snapshot before the window, those in it, and the first after it.
             first = max(0, int(np.searchsorted(shown, began)) - 1)
             after = min(int(np.searchsorted(shown, ended, side="right")), shown.size - 1)
             around = shown[first : after + 1]
-            if times.size and around.size > 1:
+            if around.size > 1:
                 stalls.append(float(np.diff(around).max()) * 1000)
     return stalls, lost
