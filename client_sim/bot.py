@@ -558,6 +558,12 @@ class Bot:
             if self.welcome is None:  # (during a failover, dead nodes are expected)
                 self.swarm.note_error(f"connect_failed:{type(error).__name__}")
             return None
+        if ws.closed:
+            # Refused as soon as it opened (a node warming up answers the handshake, then
+            # ``not_ready``): its close reached the bot before the connection was tracked,
+            # so nothing would ever mark it closed, and a spare kept like that is waited
+            # for at every failover and never welcomed.
+            return None
         connection = _Connection(connection_id, url, ws)
         self._connections[connection_id] = connection
         if self._datagrams is None:
