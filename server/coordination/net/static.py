@@ -40,6 +40,9 @@ log = EventLogger("arena.coordination")
 
 #: Roles a node reports in ``/peer`` (a starting one answers 503 until it is ready).
 ROLES = frozenset(role.value for role in Role)
+#: A claim waits for a silent peer: asked again this often, said in the log this often.
+SILENT_PEER_RETRY_S = 0.2
+SILENT_PEER_LOG_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,8 +261,9 @@ class StaticCoordinator:
 
     async def claim_initial(self, *, node_id: str, url: str, known_epoch: int = 0) -> int:
         """Lead a new match, unless the region already has one: a peer that leads, or a
-        peer that holds a match (it may take over; this node would start an empty one)."""
-        poll = await self.poll()
+        peer that holds a match (it may take over; this node would start an empty one).
+        Waits first while a peer is silent (:meth:`_poll_until_none_silent`)."""
+        poll = await self._poll_until_none_silent(node_id)
         others = [p for p in poll.answered if p.node != node_id]
         for p in others:
             if p.role == "primary":
@@ -275,16 +279,35 @@ class StaticCoordinator:
                     f"{p.replicated_tick}); start this node as a standby so it can take over",
                     p.url,
                 )
-        if poll.silent:
-            # Bound but not answering: starting (launchers bind first), or paused. A paused
-            # primary's lease has run out, and it steps down on meeting our higher epoch.
-            log.warning(
-                "claim_with_silent_peer", coordinator="static", node=node_id, peer=poll.silent[0]
-            )
         epoch = max([self.epochs.load(), known_epoch, *(p.epoch for p in others)]) + 1
         self.epochs.save(epoch)
         self._leading = (url, epoch)
         return epoch
+
+    async def _poll_until_none_silent(self, node_id: str) -> PeerPoll:
+        """Ask the peers until none is silent. A peer that is bound but does not answer
+        may lead (paused, or cut off from this node while it serves its players): a match
+        claimed or resumed from a checkpoint beside it would be a second primary, and the
+        ticks it showed since the checkpoint would be lost. A starting peer answers within
+        moments; one that never does keeps this node waiting, said every
+        :data:`SILENT_PEER_LOG_S`."""
+        poll = await self.poll()
+        loop = asyncio.get_running_loop()
+        said_at = -math.inf
+        while poll.silent:
+            if loop.time() - said_at >= SILENT_PEER_LOG_S:
+                said_at = loop.time()
+                log.warning(
+                    "claim_waits_for_silent_peer",
+                    coordinator="static",
+                    node=node_id,
+                    peer=poll.silent[0],
+                    why="bound but not answering: it may lead; this node claims once it "
+                    "answers or nothing listens there",
+                )
+            await asyncio.sleep(SILENT_PEER_RETRY_S)
+            poll = await self.poll()
+        return poll
 
     async def poll_peers(self) -> list[PeerHealth]:
         """Ask every peer's ``/peer`` at once; those that fail or are late are left out."""

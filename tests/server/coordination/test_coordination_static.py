@@ -232,6 +232,54 @@ async def test_claim_initial_over_a_live_primary_or_a_held_match_is_refused(
             await claimant.close()
 
 
+async def silent_until(answer: asyncio.Event) -> tuple[TestServer, str]:
+    """A peer that accepts connections but answers ``/peer`` (as a primary) only once
+    ``answer`` is set: paused, or cut off, until then."""
+
+    async def health(request: web.Request) -> web.Response:
+        await answer.wait()
+        return web.json_response(
+            {"node": "b", "role": "primary", "epoch": 7, "replicated_tick": 900}
+        )
+
+    app = web.Application()
+    app.router.add_get("/peer", health)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    return server, str(server.make_url("")).rstrip("/")
+
+
+async def test_a_claim_waits_for_a_silent_peer_that_may_lead() -> None:
+    """A node restarted while its peer is cut off must not claim the region: the peer may
+    still serve its players, and a second primary would lose what they were shown."""
+    answer = asyncio.Event()
+    server, url = await silent_until(answer)
+    claimant = await started("a", [url], wait=0.05)
+    try:
+        claim = asyncio.create_task(claimant.claim_initial(node_id="a", url="http://a"))
+        await asyncio.sleep(0.6)  # three rounds and more: still silent, still waiting
+        assert not claim.done() and not claimant.leading
+        answer.set()  # the cut heals: it leads
+        with pytest.raises(CoordinatorError, match="already has a primary: node 'b'"):
+            await asyncio.wait_for(claim, 5)
+    finally:
+        await claimant.close()
+        await server.close()
+
+
+async def test_a_silent_peer_that_is_gone_lets_the_claim_through() -> None:
+    server, url = await silent_until(asyncio.Event())
+    claimant = await started("a", [url], wait=0.05)
+    try:
+        claim = asyncio.create_task(claimant.claim_initial(node_id="a", url="http://a"))
+        await asyncio.sleep(0.3)
+        assert not claim.done()
+        await server.close()  # nothing listens there now: no node to wait for
+        assert await asyncio.wait_for(claim, 5) == 1
+    finally:
+        await claimant.close()
+
+
 async def test_epochs_used_are_never_claimed_again_after_a_restart(
     closed_port_url: str, tmp_path: Path
 ) -> None:
