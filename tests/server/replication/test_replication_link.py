@@ -45,7 +45,11 @@ WAIT_S = 10.0  # the bound on every wait for something that should take well und
 
 
 def bind() -> tuple[socket.socket, str]:
-    sock = socket.create_server(("127.0.0.1", 0))
+    """A port kept for a node that starts later. Bound, not listening: until the node
+    serves on it, a peer asking there is refused (no node yet), not kept waiting as by
+    one that may lead (a primary's claim waits for such a peer)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
     return sock, f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
