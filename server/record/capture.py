@@ -114,20 +114,25 @@ class MatchLog:
 
     def _rtt_changes(self, match: Match, seated: list[int], everyone: bool) -> list[list[float]]:
         """The estimates that changed since last logged, and those of the seats in
-        ``seated`` (or of every active seat when ``everyone``), as rows to log. Compared bit
-        for bit (NaN, unknown, equals itself): most ticks nothing changed, and a byte
-        comparison says so in a microsecond."""
+        ``seated`` (or of every active seat when ``everyone``), as rows to log. Only the
+        seats whose estimate was set since the last tick are looked at (most ticks a few
+        probes' echoes came in), and those compared bit for bit (NaN, unknown, equals
+        itself): an echo that leaves an estimate as it was logs nothing."""
         told = self._rtt_told[match.index]
-        now = match.probes.estimates(self._all_slots)
-        if not seated and not everyone and now.tobytes() == told.tobytes():
-            return []  # (most ticks: a probe's echo changes one seat a quarter second)
-        forced = np.zeros(len(told), dtype=bool)
-        forced[seated] = True
-        forced |= everyone
-        same = (now.view(np.uint64) == told.view(np.uint64)).all(axis=1)
-        changed = np.flatnonzero(~same | (forced & match.world.active))
-        told[changed] = now[changed]
-        rows = np.nan_to_num(now[changed], nan=-1.0).tolist()
+        set_since = match.probes.take_changed()
+        if not seated and not everyone and not set_since:
+            return []
+        if everyone:
+            slots, forced = self._all_slots, np.ones(len(self._all_slots), dtype=bool)
+        else:
+            slots = np.array(sorted({*set_since, *seated}), dtype=np.int64)
+            forced = np.isin(slots, seated) if seated else np.zeros(len(slots), dtype=bool)
+        now = match.probes.estimates(slots)
+        same = (now.view(np.uint64) == told[slots].view(np.uint64)).all(axis=1)
+        picked = ~same | (forced & match.world.active[slots])
+        changed = slots[picked]
+        told[changed] = now[picked]
+        rows = np.nan_to_num(now[picked], nan=-1.0).tolist()
         return [[slot, *row] for slot, row in zip(changed.tolist(), rows, strict=True)]
 
     def after_tick(self, results: list[TickResult]) -> None:

@@ -57,6 +57,8 @@ class RttProbes:
         #: Per slot (rtt, spread), NaN while unknown: recomputed at each sample, so that
         #: reading it (every shot, every replicated tick) costs nothing.
         self._estimate = np.full((slots, 2), np.nan)
+        #: The slots whose estimate was set since :meth:`take_changed` was last called.
+        self._changed: set[int] = set()
         self._last_skip_at = -np.inf
 
     def reset(self, slot: int, now: float) -> None:
@@ -68,12 +70,14 @@ class RttProbes:
         self._held[slot] = 0
         self._next_sample[slot] = 0
         self._estimate[slot] = np.nan
+        self._changed.add(slot)
 
     def forget(self, slot: int) -> None:
         """The seat is empty: probe it no more."""
         self._active[slot] = False
         self._held[slot] = 0
         self._estimate[slot] = np.nan
+        self._changed.add(slot)
 
     def due(self, now: float, among: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The seats to probe with the tick of time ``now``, and each one's probe id; with
@@ -112,6 +116,7 @@ class RttProbes:
         recent = sorted(self._samples[slot, :held].tolist())
         low, high = _percentile(recent, LOW), _percentile(recent, HIGH)
         self._estimate[slot] = (low, high - low)
+        self._changed.add(slot)
         return True
 
     def note_skip(self, at: float) -> None:
@@ -125,6 +130,14 @@ class RttProbes:
         shots by the link its predecessor measured, not as links of unknown latency."""
         if not self._held[slot]:
             self._estimate[slot] = np.nan if estimate is None else (estimate.rtt, estimate.spread)
+            self._changed.add(slot)
+
+    def take_changed(self) -> list[int]:
+        """The slots whose estimate was set since the last call, in order: a match log
+        keeps up with the estimates by looking at these instead of at every seat each tick
+        (most ticks a few seats' echoes came in)."""
+        changed, self._changed = self._changed, set()
+        return sorted(changed)
 
     def estimate(self, slot: int) -> LinkEstimate | None:
         """The seat's round trip and spread (before its first sample: the one assumed, if

@@ -118,3 +118,16 @@ def test_an_assumed_estimate_stands_until_the_first_own_sample() -> None:
     assert probes.estimate(0) == LinkEstimate(pytest.approx(0.12), 0.0)
     probes.reset(0, now=1.0)  # a new player: nothing assumed
     assert probes.estimate(0) is None
+
+
+def test_the_slots_whose_estimate_was_set_are_taken_once_in_order() -> None:
+    probes = RttProbes(4, interval=0.25)
+    probes.reset(2, now=0.0)
+    probes.reset(0, now=0.0)
+    assert probes.take_changed() == [0, 2] and probes.take_changed() == []
+    answer(probes, 0.0, 0.05)  # an echo each
+    probes.assume(3, LinkEstimate(0.08, 0.01))  # (an estimate nobody measured yet)
+    probes.assume(0, LinkEstimate(0.08, 0.01))  # (ignored: 0 has a sample of its own)
+    assert probes.take_changed() == [0, 2, 3]
+    probes.forget(2)
+    assert probes.take_changed() == [2]
