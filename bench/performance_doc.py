@@ -328,8 +328,9 @@ def recording(r: dict[str, Any]) -> Table:
         "tick µs / player-tick",
         "recording on the tick µs",
         "on the writer µs",
-        "tick with / without",
         "recording / tick",
+        "node µs / player-tick",
+        "recording / node",
         "bytes / input",
         "MB / minute",
     )
@@ -339,29 +340,31 @@ def recording(r: dict[str, Any]) -> Table:
             row["tick_us"],
             row["record_tick_us"],
             row["record_writer_us"],
-            f"+{100 * row['ab_ratio']:.1f} %",
             f"{100 * row['record_ratio']:.1f} %",
+            "—"
+            if row["node_us"] is None
+            else f"{number(row['node_us'])} ({row['node_us_source']})",
+            percent(row["record_ratio_of_node"]),
             row["bytes_per_input"],
             row["mb_per_minute"],
         )
         for row in r["results"]
     ]
     node = r.get("node")
-    if node:  # the real node's A/B: its whole CPU, so only the ratios and size compare
-        share = node.get("record_share_in_node")
+    if node:  # the real node's: its own count of the log's share, and its A/B (not judged)
         refused = " (runs refused)" if node.get("invalid_reasons") else ""
+        runs = ", ".join(number(a) for a in node["cpu_us_a"])
         rows.append(
             (
                 f"{node['players']}, a node under bots{refused}",
-                node["cpu_us_per_player_tick"],
-                "—",
-                "—",
+                "—", "—", "—", "—",
+                f"{number(node['cpu_us_per_player_tick'])} (runs {runs})",
+                f"{100 * node['record_share_in_node']:.1f} %, its own count; A/B "
                 f"{100 * node['node_ab_ratio']:+.1f} %",
-                "—" if share is None else f"{100 * share:.1f} % of the node, its own count",
                 "—",
                 node["mb_per_minute"],
             )
-        )
+        )  # fmt: skip
     on_disk = r.get("node_size")
     if on_disk and on_disk.get("mb_per_minute") is not None:
         refused = " (runs refused)" if on_disk.get("invalid_reasons") else ""
@@ -369,10 +372,31 @@ def recording(r: dict[str, Any]) -> Table:
         rows.append(
             (
                 f"{on_disk['players']}, a node under its full bots{refused}",
-                "—", "—", "—", "—", "—", "—",
+                "—", "—", "—", "—", "—", "—", "—",
                 f"{on_disk['mb_per_minute']} (runs {runs})",
             )
         )  # fmt: skip
+    return head, rows
+
+
+def percent(share: float | None) -> str:
+    return "—" if share is None else f"{100 * share:.1f} %"
+
+
+def replay(r: dict[str, Any]) -> Table:
+    speed = f"{TIMES.strip()} real time (runs)"
+    head = ("players (full bots)", "ticks", "shots", "log KB", speed, "mismatches")
+    rows = [
+        (
+            f"{row['players']} ({row['full_bots']})",
+            row["ticks"],
+            row["shots"],
+            round(row["log_bytes"] / 1000),
+            f"{number(row['speed_x'])} ({', '.join(number(x) for x in row['speed_x_runs'])})",
+            sum(row["mismatches"]),
+        )
+        for row in r["results"]
+    ]
     return head, rows
 
 
@@ -544,6 +568,7 @@ BENCHES = (
     Bench("node_kernels", "bench/node_kernels.py", "The node's per-tick kernels", node_kernels),
     Bench("idle_node", "bench/idle_node.py", "An idle node", idle_node),
     Bench("recording", "bench/recording.py", "Recording a match", recording),
+    Bench("replay", "bench/replay.py", "Replaying a match", replay),
     Bench("fairness", "bench/fairness.py", "Fairness of lag compensation", fairness),
     Bench("adversary", "bench/adversary.py", "Hostile clients", adversary),
     Bench("view_cost", "bench/view_cost.py", "The live view's cost", view_cost),

@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, get_args
 
@@ -63,6 +64,24 @@ def process_cpu_times(pid: int) -> tuple[float, float]:
     """
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return int(fields[11]) / CLOCK_TICKS, int(fields[12]) / CLOCK_TICKS
+
+
+@contextlib.contextmanager
+def pinned(node_pid: int, pin: bool) -> Iterator[None]:
+    """With ``pin`` (and two cores or more): every thread of the node on the first core
+    (threads it starts later inherit it), this process and the children it starts (the
+    bots) on the others, until the block ends."""
+    mine = sorted(os.sched_getaffinity(0))
+    if not pin or len(mine) < 2:
+        yield
+        return
+    for thread in os.listdir(f"/proc/{node_pid}/task"):
+        os.sched_setaffinity(int(thread), mine[:1])
+    os.sched_setaffinity(0, mine[1:])
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, mine)
 
 
 def process_cpu_seconds(pid: int) -> float:
@@ -120,15 +139,18 @@ async def measure(
     light: int = 0,
     transport: str = "ws",
     node_args: Sequence[str] = (),
+    pin: bool = False,
 ) -> dict[str, Any]:
     """One node under ``players`` bots, ``light`` of them light players (the rest full
     bots, the measuring ones), over ``transport``; ``node_args`` go to the node as they are
-    (an A/B of a node flag, e.g. ``--record DIR``)."""
+    (an A/B of a node flag, e.g. ``--record DIR``). ``pin``: the node alone on the first
+    core, the bots on the others (an A/B then compares the node's CPU without the bots'
+    share of its core moving between runs)."""
     backend = ("--hitreg-backend", hitreg_backend) if hitreg_backend else ()
     with start_node(
         "--max-players", str(max(players, 300)), "--log-level", "warning",
         "--interest", interest, "--fog", fog, *backend, *node_args,
-    ) as node:  # fmt: skip
+    ) as node, pinned(node.process.pid, pin):  # fmt: skip
         with tempfile.TemporaryDirectory() as folder:
             report_path = Path(folder) / "bots.json"
             # A child like the node (launch.supervisor): in the bench's process group, and
