@@ -42,7 +42,8 @@ SPEED_TARGET_PLAYERS = 60
 #: The node's first seconds after the last bot is seated, before the window the bots'
 #: run is judged on (the whole match is recorded, joins included).
 WARMUP_S = 2.0
-QUICK = {"sizes": [6], "seconds": 8.0, "repeats": 1}
+QUICK_PLAYERS, QUICK_SECONDS = 6, 8.0
+REPLAY_TIMEOUT_S = 600
 
 
 def log(line: str) -> None:
@@ -72,18 +73,22 @@ def replay_once(folder: str, core: int) -> dict[str, Any]:
     status, what it said on stderr, and the load average as it ended."""
     with tempfile.TemporaryDirectory() as scratch:
         summary_path = Path(scratch) / "replay.json"
-        done = subprocess.run(
-            [sys.executable, "-m", "server.record.cli", folder, "--json", str(summary_path)],
-            capture_output=True, text=True, timeout=600,
-            env={**os.environ, "NUMBA_NUM_THREADS": "1"},
-            preexec_fn=lambda: _on_one_core(core),
-        )  # fmt: skip
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "server.record.cli", folder, "--json", str(summary_path)],
+                capture_output=True, text=True, timeout=REPLAY_TIMEOUT_S,
+                env={**os.environ, "NUMBA_NUM_THREADS": "1"},
+                preexec_fn=lambda: _on_one_core(core),
+            )  # fmt: skip
+            returncode, said = done.returncode, done.stderr.strip().splitlines()[-3:]
+        except subprocess.TimeoutExpired:
+            returncode, said = None, [f"no end after {REPLAY_TIMEOUT_S} s"]
         summary = (
             json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.exists() else {}
         )
     return {
-        "returncode": done.returncode,
-        "stderr": done.stderr.strip().splitlines()[-3:],
+        "returncode": returncode,
+        "stderr": said,
         "loadavg_1m": round(os.getloadavg()[0], 2),
         **summary,
     }
@@ -130,7 +135,6 @@ def run_size(
         "seconds": seconds,
         "ticks": ticks,
         "shots": first.get("shots"),
-        "match_s": round(ticks / 60, 1),
         "log_bytes": log_bytes,
         "speed_x": round(statistics.median(speeds), 1) if speeds else None,
         "speed_x_runs": speeds,
@@ -199,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:
         parser.error(f"--sizes: {args.sizes!r} is not comma-separated whole numbers")
     if args.quick:
-        sizes, args.seconds, args.repeats = QUICK["sizes"], QUICK["seconds"], QUICK["repeats"]
+        sizes, args.seconds, args.repeats = [QUICK_PLAYERS], QUICK_SECONDS, 1
     if min(sizes) < 1 or args.full_bots < 1 or args.seconds < 5 or args.repeats < 1:
         parser.error("--sizes, --full-bots and --repeats must be positive, --seconds at least 5")
     start = Start.now("replay", "bench/replay.py", argv)
