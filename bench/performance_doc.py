@@ -351,7 +351,7 @@ def recording(r: dict[str, Any]) -> Table:
         for row in r["results"]
     ]
     node = r.get("node")
-    if node:  # the real node's: its own count of the log's share, and its A/B (not judged)
+    if node:  # the real node's: its own count of the log's share, and its A/B
         refused = " (runs refused)" if node.get("invalid_reasons") else ""
         runs = ", ".join(number(a) for a in node["cpu_us_a"])
         rows.append(
