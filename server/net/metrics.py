@@ -343,6 +343,7 @@ class RecordingCounts(Protocol):
     writer_cpu_s: float
     blocks_written: int
     bytes_written: int
+    blocks_lost: int
 
 
 class _RecordingCollector(Collector):
@@ -364,6 +365,11 @@ class _RecordingCollector(Collector):
         )
         yield CounterMetricFamily(
             "arena_record_bytes", "Match log bytes written", value=recording.bytes_written
+        )
+        yield CounterMetricFamily(
+            "arena_record_blocks_lost",
+            "Match log blocks the disk did not take (full, gone, read-only)",
+            value=recording.blocks_lost,
         )
 
 

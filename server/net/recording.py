@@ -6,7 +6,9 @@ megabytes) is handed to one writer thread that codes it into planes, compresses 
 the block and rotates the file past ``--record-max-mb``. The tick never
 waits on the disk: a block is written while the next second of ticks runs. A SIGKILL loses
 the block being written (its torn tail is recognised on reading) and the ticks held in
-memory; a SIGTERM writes them.
+memory; a SIGTERM writes them. A disk that refuses a block (full, gone, read-only) loses
+that block and ends its file: the recording goes on in a new file, keyframed, when the disk
+takes writes again (``record_write_failed`` once an outage, ``record_write_resumed`` after).
 
 File names sort in the order written: ``REGION.NODE.START.SEQ.arenalog``, START the node's
 start (milliseconds of the wall clock), SEQ the file's number.
@@ -14,6 +16,7 @@ start (milliseconds of the wall clock), SEQ the file's number.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -66,6 +69,8 @@ class Recorder:
         self._closed = False
         self.blocks_written = 0
         self.bytes_written = 0
+        self.blocks_lost = 0  # blocks the disk did not take
+        self._lost_in_outage = 0  # of them, since the last block written
         #: CPU seconds the recording took, on the tick's thread and on the writer's (what
         #: ``arena_record_cpu_seconds_total`` shows: its share of the node, measured in it).
         self.tick_cpu_s = 0.0
@@ -110,18 +115,49 @@ class Recorder:
         began = time.thread_time()
         try:
             sealed = seal_block(block_of(pending))
-            if self._file is None or self._written + len(sealed) > self.max_bytes:
-                self._open_next()
-            assert self._file is not None
-            self._file.write(sealed)
-            self._file.flush()  # in the kernel's page cache: a SIGKILL keeps it
+            try:
+                if self._file is None or self._written + len(sealed) > self.max_bytes:
+                    self._open_next()
+                assert self._file is not None
+                self._file.write(sealed)
+                self._file.flush()  # in the kernel's page cache: a SIGKILL keeps it
+            except OSError as error:
+                self._lost(error)
+                return
             self._written += len(sealed)
             self.blocks_written += 1
             self.bytes_written += len(sealed)
-        except OSError as error:
-            log.error("record_write_failed", directory=self.directory, error=str(error))
+            if self._lost_in_outage:
+                log.info("record_write_resumed", file=self._file.name,
+                         blocks_lost=self._lost_in_outage)  # fmt: skip
+                self._lost_in_outage = 0
         finally:
             self.writer_cpu_s += time.thread_time() - began
+
+    def _lost(self, error: OSError) -> None:
+        """A block the disk did not take (full, gone, read-only): it is lost, and the
+        file it tore is cut back to its last whole block and ended. The next block starts
+        a new file, whose matches are keyframed again, so that every file written reads
+        and replays alone. Said once an outage."""
+        self.blocks_lost += 1
+        self._lost_in_outage += 1
+        if self._lost_in_outage == 1:
+            log.error(
+                "record_write_failed", directory=self.directory, error=str(error),
+                hint="the match log loses its blocks until the disk takes writes again; "
+                "it goes on in a new file then",
+            )  # fmt: skip
+        if self._file is not None:
+            path, whole = self._file.name, self._written
+            with contextlib.suppress(OSError):
+                self._file.close()
+            with contextlib.suppress(OSError):
+                if whole:
+                    os.truncate(path, whole)  # back to its last whole block: it reads clean
+                else:
+                    os.unlink(path)  # not even its header reached the disk
+            self._file = None
+        self._rotated.set()
 
     def _open_next(self) -> None:
         first = self._file is None
@@ -129,7 +165,9 @@ class Recorder:
             self._file.close()
             self._rotated.set()  # (the next tick keyframes: this file replays alone)
         self._sequence += 1
+        os.makedirs(self.directory, exist_ok=True)  # (removed under a running node)
         self._file = open(f"{self._stem}.{self._sequence:05d}{SUFFIX}", "xb")
+        self._written = 0
         header = FILE_HEADER + seal_block(Block(0, 0, encode_block([self.log.config])))
         self._file.write(header)
         self._written = len(header)

@@ -1,13 +1,18 @@
-"""The match log's framing: what a torn tail, a flipped byte and rotation leave readable."""
+"""The match log's framing: what a torn tail, a flipped byte, rotation and a full disk leave
+readable."""
 
 from __future__ import annotations
 
+import errno
+import io
+import logging
 import os
 from pathlib import Path
 
 import pytest
 import zstandard
 
+from server.net import recording
 from server.net.recording import SUFFIX, Recorder
 from server.record.blocks import (
     FILE_HEADER,
@@ -140,3 +145,69 @@ def test_the_recorder_rotates_by_size_and_every_file_reads_alone(tmp_path: Path)
     validator = make_validator("reference")
     outcome = replay_match(together, config, validator, 0, start=matches.tick_number - 420)
     assert outcome.exact and not outcome.problems and outcome.ticks > 350
+
+
+class _FullDisk:
+    """Opens real files whose writes numbered in ``failing`` (counted across files, from 1)
+    fail as on a full disk, after half of their bytes reached it (a torn write)."""
+
+    def __init__(self, failing: range) -> None:
+        self.failing = failing
+        self.writes = 0
+
+    def open(self, path: str, mode: str) -> _FlakyFile:
+        return _FlakyFile(self, open(path, mode))
+
+
+class _FlakyFile:
+    def __init__(self, disk: _FullDisk, file: io.BufferedWriter) -> None:
+        self.disk, self.file, self.name = disk, file, file.name
+
+    def write(self, data: bytes) -> int:
+        self.disk.writes += 1
+        if self.disk.writes in self.disk.failing:
+            self.file.write(data[: len(data) // 2])
+            self.file.flush()
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return self.file.write(data)
+
+    def flush(self) -> None:
+        self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def test_a_full_disk_loses_only_the_blocks_it_refused_and_every_file_reads_clean(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Writes 1-4: the first file's header and three blocks; 5: a block, torn; 6 and 7: the
+    # headers of the next two files, torn; then the disk takes writes again.
+    disk = _FullDisk(range(5, 8))
+    monkeypatch.setattr(recording, "open", disk.open, raising=False)
+    matches, _ = recorded_match(ticks=30)
+    recorder = Recorder(
+        str(tmp_path), matches, backend="reference", region="r", node="n",
+        max_bytes=10**9, ticks_per_block=10,
+    )  # fmt: skip
+    first = matches.tick_number + 1
+    with caplog.at_level(logging.INFO, logger="arena.server"):
+        for tick in range(first, first + 120):
+            recorder.before_tick()
+            recorder.after_tick(matches.tick(tick))
+            for pending in recorder._pending:
+                pending.result()  # (one block at a time: the writes' numbers are the blocks')
+        recorder.close()
+    assert recorder.blocks_lost == 3 and disk.writes > 8
+    said = [record.getMessage() for record in caplog.records]
+    assert sum("record_write_failed" in line for line in said) == 1, said
+    assert any("record_write_resumed" in line and "blocks_lost=3" in line for line in said), said
+    files = sorted(tmp_path.glob(f"*{SUFFIX}"))
+    assert len(files) == 2, "the files whose header tore are gone"
+    for path in files:  # each reads clean, starts from a keyframe and replays alone
+        alone = read_recording([(path.name, path.read_bytes())])
+        assert alone.config is not None and not alone.damaged, path.name
+        assert alone.keys.get(0), path.name
+        config = config_from_entry(alone.config)
+        outcome = replay_match(alone, config, make_validator("reference"), 0)
+        assert outcome.exact and not outcome.problems and outcome.ticks > 20, path.name
