@@ -322,6 +322,14 @@ def snapshot_coding(r: dict[str, Any]) -> Table:
     return head, rows
 
 
+def _interval(node: dict[str, Any]) -> str:
+    """The A/B's 90 % interval, where the run gave one."""
+    if "node_ab_interval_90" not in node:
+        return ""
+    low, high = node["node_ab_interval_90"]
+    return f" (90 %: {100 * low:+.1f} to {100 * high:+.1f} %)"
+
+
 def recording(r: dict[str, Any]) -> Table:
     head = (
         "players",
@@ -353,14 +361,19 @@ def recording(r: dict[str, Any]) -> Table:
     node = r.get("node")
     if node:  # the real node's: its own count of the log's share, and its A/B
         refused = " (runs refused)" if node.get("invalid_reasons") else ""
-        runs = ", ".join(number(a) for a in node["cpu_us_a"])
+        plain = node["cpu_us_a"]
+        runs = (
+            f"runs {', '.join(number(a) for a in plain)}"
+            if len(plain) <= 8
+            else f"{len(plain)} runs, {number(min(plain))} to {number(max(plain))}"
+        )
         rows.append(
             (
                 f"{node['players']}, a node under bots{refused}",
                 "—", "—", "—", "—",
-                f"{number(node['cpu_us_per_player_tick'])} (runs {runs})",
+                f"{number(node['cpu_us_per_player_tick'])} ({runs})",
                 f"{100 * node['record_share_in_node']:.1f} %, its own count; A/B "
-                f"{100 * node['node_ab_ratio']:+.1f} %",
+                f"{100 * node['node_ab_ratio']:+.1f} %{_interval(node)}",
                 "—",
                 node["mb_per_minute"],
             )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.recording import Scene, _logged_minutes, run_size
+from bench.recording import Scene, _logged_minutes, ratio_interval, run_size
 from server.record.blocks import FILE_HEADER, Block, seal_block
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,6 +67,13 @@ def test_a_node_log_s_minutes_are_the_ticks_its_blocks_cover(tmp_path: Path) -> 
     (tmp_path / "a.00002.arenalog").write_bytes(FILE_HEADER + seal_block(blocks[1]))
     (tmp_path / "notes.txt").write_text("not a log")
     assert _logged_minutes(str(tmp_path)) == (1919 - 120 + 1) / 60 / 60
+
+
+def test_the_a_b_interval_is_as_wide_as_the_runs_scatter() -> None:
+    steady = [25.0, 25.0, 25.0, 25.0]
+    assert ratio_interval(steady, [26.0] * 4) == [0.04, 0.04]  # no scatter: exact
+    low, high = ratio_interval([23.0, 25.0, 27.0, 31.0], [25.5, 26.0, 26.5, 27.0])
+    assert low < 0 < 0.03 < high  # runs 8 % apart cannot tell 3 % from nothing
 
 
 def test_sizes_that_are_not_numbers_are_refused_in_one_line() -> None:
