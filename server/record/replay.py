@@ -150,7 +150,7 @@ def replay_ticks(
         return
     keys = recording.keys.get(match_index, {})
     for tick in lineage:
-        if tick.tick <= key_tick:
+        if tick.tick <= match.tick_number:  # (before the keyframe it started or went on from)
             continue
         if stop is not None and tick.tick > stop:
             break
@@ -193,18 +193,22 @@ def warm_up(config: MatchConfig, validator: HitValidator) -> None:
 def _bridge(
     recording: Recording, match: Match, tick: entries.TickEntry, outcome: ReplayOutcome
 ) -> bool:
-    """Ticks are missing before ``tick`` (a primary killed with its last block in memory):
-    go on from the keyframe its node logged after it (a promoted standby logs one after its
-    first tick), leaving that tick unchecked. Missing ticks a standby received are a note;
-    others, a problem. False: no keyframe to go on from."""
+    """Ticks are missing before ``tick`` (a primary killed with its last block in memory,
+    a disk that refused blocks): go on from the first keyframe its node logged at or after
+    it (a promoted standby logs one after its first tick, a node whose disk takes writes
+    again one a few ticks into its new file), leaving the ticks up to it unchecked. Missing
+    ticks a standby received are a note; others, a problem. False: no keyframe to go on
+    from."""
     missing = range(match.tick_number + 1, tick.after + 1)  # (ticks after it never ran)
     where = f"match {match.index}: ticks {missing.start}..{missing.stop - 1}"
-    key = recording.keys.get(match.index, {}).get((tick.epoch, tick.tick))
-    if key is None:
+    keys = recording.keys.get(match.index, {})
+    later = [at for (epoch, at) in keys if epoch == tick.epoch and at >= tick.tick]
+    if not later:
         outcome.problems.append(f"{where} are missing from the log; the replay stops there")
         return False
+    resume = min(later)
     try:
-        install_match(match, state_from_keyframe(key), tick.epoch)
+        install_match(match, state_from_keyframe(keys[tick.epoch, resume]), tick.epoch)
     except (ReplicationGap, HashMismatch) as error:
         outcome.problems.append(f"{where}: the keyframe after them does not load: {error}")
         return False
@@ -214,6 +218,10 @@ def _bridge(
         f"{where} are missing from the computed log, {held} of {len(missing)} held by a "
         f"standby's log (a primary killed before writing them); the replay goes on from the "
         f"keyframe of tick {tick.tick}, its successor's first"
+        if resume == tick.tick
+        else f"{where} are missing from the computed log, {held} of {len(missing)} held by "
+        f"a standby's log; ticks {tick.tick}..{resume} go unchecked, and the replay goes on "
+        f"from the keyframe of tick {resume}"
     )
     (outcome.notes if held == len(missing) else outcome.problems).append(line)
     return True

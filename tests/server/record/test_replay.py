@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from server.record import cli
+from server.record.blocks import read_blocks
 from server.record.entries import config_from_entry
 from server.record.replay import ReplayOutcome, replay_match
 from server.record.timeline import read_recording
@@ -44,6 +45,24 @@ def test_from_and_to_start_at_a_keyframe_and_stop_at_the_tick(recorded: Recorded
     assert outcome.first_tick == 92  # keyframes follow ticks 0, 91, 182 (90 ticks apart)
     assert outcome.last_tick == 150
     assert outcome.exact
+
+
+def test_lost_blocks_with_no_keyframe_after_them_go_on_from_the_next_one(
+    recorded: Recorded,
+) -> None:
+    # The blocks of ticks 30..119 lost (a disk that refused them): the next block's first
+    # tick has no keyframe; the one after tick 182 is the first to go on from.
+    matches, blocks = recorded
+    spans = [(b.first_tick, b.last_tick) for b in read_blocks(log_file(blocks))]
+    kept = [block for block, (first, last) in zip(blocks, spans, strict=True)
+            if not (30 <= first and last <= 119)]  # fmt: skip
+    assert len(kept) == len(blocks) - 3
+    outcome = _replay(log_file(kept))
+    assert outcome.exact, outcome.mismatches
+    (problem,) = outcome.problems
+    assert "ticks 30..119 are missing" in problem and "ticks 120..182 go unchecked" in problem
+    assert outcome.ticks == 29 + matches.tick_number - 182
+    assert outcome.last_tick == matches.tick_number
 
 
 def _first_shot_tick(data: bytes) -> tuple[int, dict[str, Any]]:
