@@ -214,13 +214,12 @@ def _bridge(
         return False
     received = {t for (_, t) in recording.received.get(match.index, {})}
     held = sum(t in received for t in missing)
-    line = (
-        f"{where} are missing from the computed log, {held} of {len(missing)} held by a "
+    head = f"{where} are missing from the computed log, {held} of {len(missing)} held by a "
+    line = head + (
         f"standby's log (a primary killed before writing them); the replay goes on from the "
         f"keyframe of tick {tick.tick}, its successor's first"
         if resume == tick.tick
-        else f"{where} are missing from the computed log, {held} of {len(missing)} held by "
-        f"a standby's log; ticks {tick.tick}..{resume} go unchecked, and the replay goes on "
+        else f"standby's log; ticks {tick.tick}..{resume} go unchecked, and the replay goes on "
         f"from the keyframe of tick {resume}"
     )
     (outcome.notes if held == len(missing) else outcome.problems).append(line)
