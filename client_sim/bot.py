@@ -450,7 +450,12 @@ class Bot:
 
     def shows(self, epoch: int, tick: int) -> bool:
         """Whether the bot would show a snapshot: never one from a deposed primary (a
-        lower epoch), nor one older than the last shown."""
+        lower epoch), nor one older than the last shown, nor one delivered by a connection
+        that has not welcomed it (over UDP a promoted standby's first snapshot can overtake
+        its welcome to the spare: shown, it would raise the epoch, and the welcome would
+        then neither count the failover nor resend the inputs the new primary lacks)."""
+        if not self._from_active():
+            return False
         return epoch > self.epoch or (epoch == self.epoch and tick > self.latest_tick)
 
     def accept_snapshot(self, epoch: int, tick: int, ack: int) -> bool:
@@ -483,8 +488,12 @@ class Bot:
     def note_unshown(self, epoch: int, tick: int) -> None:
         """A snapshot not shown: one older than the newest shown of its epoch came late
         (overtaken on the link), so it was not among those missing."""
-        if epoch == self._shown_epoch and tick < self.latest_tick:
+        if epoch == self._shown_epoch and tick < self.latest_tick and self._from_active():
             self.snapshots_late += 1
+
+    def _from_active(self) -> bool:
+        """Whether what is being delivered came by the connection the bot plays on."""
+        return self._delivering is None or self._delivering == self._active
 
     @property
     def snapshots_lost(self) -> int:

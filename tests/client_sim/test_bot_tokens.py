@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any, TypeVar
@@ -141,3 +142,21 @@ async def test_the_swarm_forgets_what_it_knew_of_a_bot_s_lost_seat() -> None:
     assert not swarm.predictor.unscored[0] and swarm.shooting.alive[0]  # spawned alive
     assert not swarm.shooting.awaiting[0]
     assert [s.server_result for s in swarm.shooting.finished] == [None]  # never judged
+
+
+async def test_a_new_primary_s_snapshot_before_its_welcome_hides_no_failover() -> None:
+    # Over UDP the promoted standby's first snapshot may overtake its welcome to the spare.
+    bot = playing_bot()  # seated at epoch 3 on connection 0, the spare (1) parked
+    bot._loop = SimpleNamespace(time=lambda: 10.0)  # type: ignore[assignment]
+    bot._sent_frames.extend([(5, b"five"), (6, b"six")])
+    resent: list[list[bytes]] = []
+    bot._send_packet = resent.append  # type: ignore[method-assign]
+
+    assert not deliver(bot, 1, lambda: bot.accept_snapshot(4, 600, 5))  # not welcomed there
+    assert bot.epoch == 3 and bot.snapshot_count == 0
+    deliver(bot, 1, lambda: bot.welcomed(dataclasses.replace(welcome("t1", epoch=4), ack=5)))
+
+    event = bot.failovers[-1]
+    assert (event.epoch_before, event.epoch_after) == (3, 4)
+    assert resent == [[b"six"]]  # what the new primary has not applied (ack 5 in its welcome)
+    assert deliver(bot, 1, lambda: bot.accept_snapshot(4, 606, 6))  # now the active one
