@@ -454,8 +454,8 @@ class Bot:
         that has not welcomed it (over UDP a promoted standby's first snapshot can overtake
         its welcome to the spare: shown, it would raise the epoch, and the welcome would
         then neither count the failover nor resend the inputs the new primary lacks)."""
-        if not self._from_active():
-            return False
+        if self.welcome is None or not self._from_active():
+            return False  # (a first snapshot can overtake the first welcome just as well)
         return epoch > self.epoch or (epoch == self.epoch and tick > self.latest_tick)
 
     def accept_snapshot(self, epoch: int, tick: int, ack: int) -> bool:

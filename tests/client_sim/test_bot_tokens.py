@@ -160,3 +160,14 @@ async def test_a_new_primary_s_snapshot_before_its_welcome_hides_no_failover() -
     assert (event.epoch_before, event.epoch_after) == (3, 4)
     assert resent == [[b"six"]]  # what the new primary has not applied (ack 5 in its welcome)
     assert deliver(bot, 1, lambda: bot.accept_snapshot(4, 606, 6))  # now the active one
+
+
+async def test_a_first_snapshot_before_the_first_welcome_is_not_shown() -> None:
+    bot = Bot(0, PARAMS, playing_bot().swarm, "ws://a/ws")
+    bot._connections = {0: connection(0, None)}
+    bot._active = 0  # joined, not yet welcomed
+
+    assert not deliver(bot, 0, lambda: bot.accept_snapshot(3, 60, -1))
+    assert bot.snapshot_count == 0
+    deliver(bot, 0, lambda: bot.welcomed(welcome("t1")))
+    assert not bot.failovers  # a first welcome is no failover
