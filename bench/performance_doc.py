@@ -480,6 +480,7 @@ def transport_loss(r: dict[str, Any]) -> Table:
         "fair agreement",
         "beyond the cap",
         "snapshots lost",
+        "down kbit/s a bot",
     )
     rows = []
     for key, cell in r["cells"].items():
@@ -488,7 +489,7 @@ def transport_loss(r: dict[str, Any]) -> Table:
         rows.append((
             condition.replace("_", " "), transport, m.get("longest_gap_ms_p99"),
             m.get("rtt_p90_ms"), m.get("acked_ratio"), m.get("fair_agreement"),
-            m.get("beyond_cap"), m.get("snapshots_lost"),
+            m.get("beyond_cap"), m.get("snapshots_lost"), m.get("down_kbps_per_bot"),
         ))  # fmt: skip
     return head, rows
 

@@ -39,9 +39,10 @@ target's own figure, with a 90 % interval from resampling the runs
 (``node_ab_interval_90``). A node's CPU per player-tick scatters from one run to the next
 on the development machine by 6 to 8 % (one standard deviation; the runs are listed, and
 their extremes lie up to half the median apart), far more than the 3 % looked for: six
-rounds pin the A/B down to about ±7 %, twelve to ±4 to 8 %, 36 to about ±2.6 %, and the
-target's entry says whether its interval held the limit (``"resolved": false``: the A/B's
-verdict is then the noise's).
+rounds pin the A/B down to about ±7 %, twelve to ±4 to 8 %, 36 to ±2.6 % in one set
+and 50 to ±4.7 % in another (whose runs drifted more), and the target's entry says
+whether its interval held the limit (``"resolved": false``: the A/B's verdict is then the
+noise's).
 
 ``--node-size-runs N`` also records a real node under 60 full bots N times: the log's MB
 per minute of the ticks it holds (median), what a match of the project's own bots costs

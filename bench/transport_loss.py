@@ -54,6 +54,7 @@ FIGURES = (
     ("fair_agreement", "shots.fair_agreement"),
     ("beyond_cap", "shots.decided_by_rule.beyond_cap"),
     ("interpolation_misses", "snapshots.interpolation_misses"),
+    ("down_kbps_per_bot", "bandwidth.down_kbps_per_bot"),
     ("server_tick_p99_ms", "ticks.p99_ms"),
 )
 

@@ -52,6 +52,7 @@ from shared.datagram.tokens import ConnectToken
 
 __all__ = ["Bot", "BotHost", "BotSettings", "FailoverEvent", "ProcessBeat"]
 
+MISSING_KEPT = 64  # skipped ticks a bot remembers, to count the ones that come late
 STALL_TIMEOUT_S = 0.5  # no snapshot for this long on a live socket: a stall; probe the node
 PROBE_TIMEOUT_S = 1.0  # a probe unanswered this long (plus two round trips): the node is gone
 #: A probe unanswered this long is sent again: over UDP a ping or its pong may be lost (and
@@ -205,6 +206,7 @@ class Bot:
         self.snapshot_gaps = 0  # snapshots missing between two shown (by their ticks)
         self.snapshots_late = 0  # snapshots that came after a newer one was shown
         self._shown_epoch = -1  # the epoch of the snapshot shown last
+        self._missing: dict[int, None] = {}  # ticks of its epoch skipped lately, oldest first
         self.inputs_sent = 0
         self.inputs_resent = 0  # inputs sent again: repeats in later datagrams, failovers
         self.inputs_first_lost = 0  # (UDP) inputs whose first datagram the link dropped
@@ -469,7 +471,11 @@ class Bot:
             self.longest_gap = max(self.longest_gap, now - self._last_snapshot_at)
             if epoch == self._shown_epoch:  # (across a failover the stall says it all)
                 missed = (tick - self.latest_tick) // self.snapshot_interval - 1
-                self.snapshot_gaps += max(0, missed)
+                if missed > 0:
+                    self.snapshot_gaps += missed
+                    self._note_missing(tick, missed)
+        if epoch != self._shown_epoch:
+            self._missing.clear()
         self._shown_epoch = epoch
         self.epoch = epoch
         self.latest_tick = tick
@@ -485,11 +491,23 @@ class Bot:
                 self._sent_frames.popleft()
         return True
 
+    def _note_missing(self, tick: int, missed: int) -> None:
+        """The ticks a gap before ``tick`` skipped, the newest :data:`MISSING_KEPT` of
+        those still awaited: one that comes late was not lost after all."""
+        missing = self._missing
+        for back in range(min(missed, MISSING_KEPT), 0, -1):
+            missing[tick - back * self.snapshot_interval] = None
+        while len(missing) > MISSING_KEPT:
+            del missing[next(iter(missing))]
+
     def note_unshown(self, epoch: int, tick: int) -> None:
-        """A snapshot not shown: one older than the newest shown of its epoch came late
-        (overtaken on the link), so it was not among those missing."""
-        if epoch == self._shown_epoch and tick < self.latest_tick and self._from_active():
-            self.snapshots_late += 1
+        """A snapshot not shown: one of the newest shown epoch's ticks that a gap skipped
+        came late (overtaken on the link), so it was not among those missing; a second
+        copy of one shown (a node repeats snapshots on a lossy path) counts for nothing."""
+        if epoch == self._shown_epoch and self._from_active():
+            if tick in self._missing:
+                del self._missing[tick]
+                self.snapshots_late += 1
 
     def _from_active(self) -> bool:
         """Whether what is being delivered came by the connection the bot plays on."""

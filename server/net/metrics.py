@@ -166,6 +166,12 @@ class NodeMetrics:
             "address): dropped, as a lossy link would",
             registry=r,
         )
+        self.udp_snapshot_repeats = Counter(
+            "arena_udp_snapshot_repeats",
+            "snapshots sent a second time, half a snapshot interval later, to UDP clients "
+            "whose path lost a datagram lately",
+            registry=r,
+        )
         self.udp_kernel_drops = Gauge(
             "arena_udp_kernel_drops",
             "Datagrams the kernel dropped for want of receive buffer, since the socket opened "

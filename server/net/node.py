@@ -129,9 +129,11 @@ class Node(NodeState):
         own = list(dict.fromkeys([self.udp_address, (host, port)]))
         set_buffer_sizes(sock, UDP_BUFFER_BYTES, UDP_BUFFER_BYTES)
         handshake = ServerHandshake(self.udp_key, own)
+        config = self.config
         self.udp = UdpEndpoint(
             sock, handshake, self.metrics, self.udp_session,
             issue=functools.partial(region_connect_token, self),
+            repeat_after_s=config.snapshot_interval / config.tick_rate / 2,
         )  # fmt: skip
         self.udp.start()
         return self.udp

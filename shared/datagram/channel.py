@@ -56,6 +56,9 @@ __all__ = [
 
 #: Sequences before the newest that each datagram acknowledges.
 ACK_BITS = 32
+#: A datagram still unacknowledged when one sent this many after it was acknowledged is
+#: taken as lost for :attr:`Channel.last_loss_at` (long before it leaves the ack bits).
+LOSS_REORDER_THRESHOLD = 3
 #: The largest UNRELIABLE or RELIABLE payload (an UNRELIABLE one is at most 255 fragments).
 MAX_MESSAGE = MAX_FRAGMENTS * FRAGMENT_SIZE
 #: The largest REDUNDANT payload: several must fit beside each other in one datagram.
@@ -195,6 +198,9 @@ class Channel:
         self.redundancy = redundancy
         self.closed = False
         self.rtt_s = 0.0
+        #: When a datagram sent was last taken as lost (never: -inf): what a sender that
+        #: repeats its newest state on a lossy path looks at.
+        self.last_loss_at = float("-inf")
         self._disconnected = False
         self._counters = dict.fromkeys(_COUNTERS, 0)
         self._refused: dict[str, int] = {}
@@ -332,6 +338,7 @@ class Channel:
             oldest = next(iter(self._in_flight))
             del self._in_flight[oldest]
             self._counters["lost"] += 1
+            self.last_loss_at = now
         self._counters["sent"] += 1
         self._counters["bytes_sent"] += len(datagram)
         self._last_sent_at = now
@@ -449,9 +456,12 @@ class Channel:
         while in_flight:
             oldest = next(iter(in_flight))
             if oldest >= horizon:
+                if oldest < ack - LOSS_REORDER_THRESHOLD:  # (QUIC's packet threshold)
+                    self.last_loss_at = now  # lost, unless reordered by that many
                 break
             del in_flight[oldest]
             self._counters["lost"] += 1
+            self.last_loss_at = now
         redundant = self._redundant
         while redundant and redundant[0].ident <= self._redundant_acked:
             redundant.popleft()

@@ -69,3 +69,16 @@ async def test_the_welcome_sets_the_snapshot_interval() -> None:
     welcome = protocol.WelcomeMessage(1, 0, 60, 10, 0.2, "t1", "arena", "eu", 3, snapshot_rate=20)
     deliver(bot, 0, lambda: bot.welcomed(welcome))
     assert bot.snapshot_interval == 3
+
+
+async def test_a_second_copy_of_a_snapshot_counts_for_nothing() -> None:
+    # A node repeats each snapshot on a lossy path: a copy may come after a newer one.
+    bot, clock = bot_with_clock()
+    for tick in (6, 12, 24):  # 18 missing
+        clock.now += 0.1
+        bot.accept_snapshot(3, tick, -1)
+    for copy in (12, 24, 18, 18):  # copies of shown ones; 18's copy (its first arrival
+        assert not bot.accept_snapshot(3, copy, -1)  # was the lost one) comes late, twice
+        bot.note_unshown(3, copy)
+    assert bot.snapshots_late == 1
+    assert bot.snapshots_lost == 0

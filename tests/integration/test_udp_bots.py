@@ -59,8 +59,9 @@ async def test_udp_bots_connect_play_and_their_inputs_are_applied(
     # Every input reached the node once and in order: none refused as already received.
     assert counters.get('arena_inputs_rejected_total{reason="stale"}', 0.0) == 0.0
     assert min(result.snapshots) >= 3.0 * 30 * 0.8  # most of ~4 s of 30 Hz snapshots
-    # 2 % of datagrams lost, nothing retransmitted: snapshots go missing, no gap is long.
-    assert result.snapshots_lost > 0
+    # 2 % of datagrams lost, nothing retransmitted: once a path has lost one, its player
+    # gets each snapshot twice; no gap is long.
+    assert counters.get("arena_udp_snapshot_repeats_total", 0.0) > 0
     assert max(result.longest_gaps) < 0.2
     assert result.inputs_recovered > 0 and result.inputs_resent > 0
 

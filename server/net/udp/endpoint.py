@@ -24,13 +24,14 @@ import asyncio
 import math
 import socket
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 
 from server.logs import EventLogger
 from server.net.links import GOING_AWAY
 from server.net.metrics import NodeMetrics
 from server.net.udp.link import UdpLink
-from shared.datagram import ConnectToken, Established, ServerHandshake
+from shared.datagram import ConnectToken, Established, Lane, ServerHandshake
 from shared.datagram.mmsg import enable_drop_count, kernel_drops, receive_batch, send_batch
 from shared.datagram.packets import Kind
 
@@ -46,6 +47,8 @@ BATCH = 64
 #: How often keep-alives, resends and time-outs are looked at (keep-alives are due every
 #: 0.1 s of silence).
 SERVICE_INTERVAL_S = 0.05
+#: Snapshot copies due this soon leave with those due now (one batch, one wake-up).
+REPEAT_BATCH_S = 0.002
 _HANDSHAKE_KINDS = (int(Kind.REQUEST), int(Kind.RESPONSE))
 
 
@@ -60,9 +63,11 @@ class UdpEndpoint:
         serve: Callable[[UdpLink], Awaitable[None]],
         clock: Callable[[], float] = time.time,
         issue: Callable[[bytes, float], ConnectToken] | None = None,
+        repeat_after_s: float = 1 / 60,
     ) -> None:
         """``issue(user_data, now)``: a connect token of the region, for the renewals
-        (None: none are sent)."""
+        (None: none are sent). ``repeat_after_s``: how long after a snapshot its copy to a
+        lossy path leaves (half the node's snapshot interval)."""
         self.sock = sock
         self.handshake = handshake
         self.clock = clock  # unix seconds: tokens expire in them
@@ -73,6 +78,10 @@ class UdpEndpoint:
         self._replies: list[tuple[bytes, Address]] = []
         self._dirty: dict[UdpLink, None] = {}
         self._flush_scheduled = False
+        self.repeat_after_s = repeat_after_s
+        #: Snapshots to send again, (due on the loop's clock, link, snapshot) in due order.
+        self._repeats: deque[tuple[float, UdpLink, bytes]] = deque()
+        self._repeat_timer: asyncio.TimerHandle | None = None
         self._sessions: set[asyncio.Task[None]] = set()
         self._service: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -158,6 +167,34 @@ class UdpEndpoint:
         """``link`` queued something: it leaves with this loop turn's batch."""
         self._dirty[link] = None
         self._schedule_flush()
+
+    def repeat_later(self, link: UdpLink, snapshot: bytes) -> None:
+        """Send ``snapshot`` to ``link`` once more, :attr:`repeat_after_s` from now: never
+        in the datagram of the first copy, so that independent loss takes both at the
+        square of its rate. The copies due together leave in one batch."""
+        if self._loop is None or self.closed:
+            return
+        due = self._loop.time() + self.repeat_after_s
+        self._repeats.append((due, link, snapshot))
+        if self._repeat_timer is None:
+            self._repeat_timer = self._loop.call_at(due, self._send_repeats)
+
+    def _send_repeats(self) -> None:
+        assert self._loop is not None
+        self._repeat_timer = None
+        repeats, now = self._repeats, self._loop.time()
+        sent = 0
+        while repeats and repeats[0][0] <= now + REPEAT_BATCH_S:
+            _, link, snapshot = repeats.popleft()
+            if link.peer in self.links and link.reading():
+                link.channel.send(snapshot, Lane.UNRELIABLE)
+                self._dirty[link] = None
+                sent += 1
+        if repeats:
+            self._repeat_timer = self._loop.call_at(repeats[0][0], self._send_repeats)
+        if sent:
+            self._metrics.udp_snapshot_repeats.inc(sent)
+            self.flush()
 
     def _schedule_flush(self) -> None:
         if not self._flush_scheduled and self._loop is not None and not self.closed:
@@ -254,6 +291,8 @@ class UdpEndpoint:
         self.closed = True
         if self._service is not None:
             self._service.cancel()
+        if self._repeat_timer is not None:
+            self._repeat_timer.cancel()
         if self._loop is not None:
             self._loop.remove_reader(self.sock.fileno())
         for task in list(self._sessions):

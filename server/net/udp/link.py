@@ -4,7 +4,8 @@ The sessions seat a UDP player exactly as a WebSocket one: the same join, admiss
 budgets, intake, offences and closes. What the link adds is the mapping of the seat
 protocol's frames onto the channel's lanes (:class:`shared.datagram.Lane`, by
 :func:`shared.protocol.datagram_spec.lane_of_frame`): snapshots go UNRELIABLE (a lost one
-is superseded by the next), so do the round-trip probes and pongs (a resent one would
+is superseded by the next; on a path that lost a datagram lately, each goes twice, the copy
+half a snapshot interval later), so do the round-trip probes and pongs (a resent one would
 measure the resend), every other message RELIABLE; from the
 client, REDUNDANT payloads are inputs, charged to the input budget, the rest to the
 other frames' budget, each payload once however many datagrams repeated it (the channel
@@ -47,6 +48,7 @@ from shared.protocol.datagram_spec import lane_of_frame
 
 __all__ = [
     "CLOSE_LINGER_CAP_S",
+    "LOSSY_FOR_S",
     "RENEW_WITHIN_S",
     "LinkEndpoint",
     "UdpLink",
@@ -54,6 +56,11 @@ __all__ = [
 ]
 
 Address = tuple[str, int]
+
+#: A link that lost a datagram this recently gets each snapshot twice, the copy half a
+#: snapshot interval after it (:meth:`LinkEndpoint.repeat_later`): two snapshots in a row
+#: lost would otherwise leave its player three intervals without one.
+LOSSY_FOR_S = 5.0
 
 #: Frames a client may send before it is seated (its join; a parked join's hang-up): more
 #: are dropped unread.
@@ -93,6 +100,10 @@ class LinkEndpoint(Protocol):
 
     def forget(self, link: UdpLink) -> None:
         """``link`` is gone: its address is a stranger again."""
+        ...
+
+    def repeat_later(self, link: UdpLink, snapshot: bytes) -> None:
+        """Send ``snapshot`` to ``link`` once more, half a snapshot interval from now."""
         ...
 
 
@@ -257,10 +268,13 @@ class UdpLink:
     def send_snapshot(self, head: bytes, body: bytes, probe: bytes = b"") -> bool:
         if self._closing:
             return False
+        snapshot = head + body
         try:
-            self.channel.send(head + body, Lane.UNRELIABLE)
+            self.channel.send(snapshot, Lane.UNRELIABLE)
         except ValueError:
             return False  # (larger than a datagram's 255 fragments: not sent)
+        if self._endpoint.clock() - self.channel.last_loss_at <= LOSSY_FOR_S:
+            self._endpoint.repeat_later(self, snapshot)
         sent = len(head) + len(body)
         if probe:
             self.channel.send(probe, Lane.UNRELIABLE)  # (a round trip: never resent)

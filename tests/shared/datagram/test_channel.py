@@ -101,6 +101,26 @@ def test_rtt_is_measured_from_acknowledgements() -> None:
     assert client.rtt_s == pytest.approx(0.08)
 
 
+def test_a_lost_datagram_is_taken_as_lost_three_after_and_counted_once_out_of_the_bits() -> None:
+    server, client = pair()
+    server.send(b"lost on the way", Lane.UNRELIABLE)
+    server.datagrams(0.0)  # never delivered
+    taken_at = None
+    for step in range(1, 40):
+        now = step * 0.01
+        server.send(b"s%d" % step, Lane.UNRELIABLE)
+        carry(server, client, now)
+        client.send(b"i", Lane.REDUNDANT)
+        carry(client, server, now)
+        if taken_at is None and server.last_loss_at == now:
+            taken_at = step
+        if server.stats["lost"]:
+            break
+    assert taken_at == 4  # acknowledged: 1, 2, 3, 4 (sequence 0 is LOSS_REORDER_THRESHOLD behind)
+    assert server.stats["lost"] == 1 and step == 33  # out of the 32 bits: counted, once
+    assert client.last_loss_at == float("-inf")  # its datagrams all arrived
+
+
 def test_disconnect_closes_the_peer() -> None:
     client, server = pair()
     goodbyes = client.disconnect()
