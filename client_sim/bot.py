@@ -452,12 +452,9 @@ class Bot:
 
     def shows(self, epoch: int, tick: int) -> bool:
         """Whether the bot would show a snapshot: never one from a deposed primary (a
-        lower epoch), nor one older than the last shown, nor one delivered by a connection
-        that has not welcomed it (over UDP a promoted standby's first snapshot can overtake
-        its welcome to the spare: shown, it would raise the epoch, and the welcome would
-        then neither count the failover nor resend the inputs the new primary lacks)."""
-        if self.welcome is None or not self._from_active():
-            return False  # (a first snapshot can overtake the first welcome just as well)
+        lower epoch), nor one older than the last shown, nor any before the first welcome."""
+        if self.welcome is None:
+            return False  # (over UDP a first snapshot can overtake the first welcome)
         return epoch > self.epoch or (epoch == self.epoch and tick > self.latest_tick)
 
     def accept_snapshot(self, epoch: int, tick: int, ack: int) -> bool:
@@ -467,6 +464,16 @@ class Bot:
         if not self.shows(epoch, tick):
             return False
         now = self._loop.time()
+        if self.snapshot_count and epoch > self._shown_epoch and not self._failing_over(epoch):
+            # A new primary's snapshot before its welcome (over UDP it can overtake the
+            # welcome to the spare): the failover starts here; the welcome completes it
+            # and has the inputs the new primary lacks sent again.
+            self.failovers.append(
+                FailoverEvent(
+                    self.latest_tick, self._max_ack, self._last_snapshot_at,
+                    epoch_before=self._shown_epoch,
+                )
+            )  # fmt: skip
         if self.snapshot_count:
             self.longest_gap = max(self.longest_gap, now - self._last_snapshot_at)
             if epoch == self._shown_epoch:  # (across a failover the stall says it all)
@@ -491,6 +498,10 @@ class Bot:
                 self._sent_frames.popleft()
         return True
 
+    def _failing_over(self, epoch: int) -> bool:
+        """Whether a failover to ``epoch`` (or one still unanswered) is on record."""
+        return bool(self.failovers) and self.failovers[-1].epoch_after in (-1, epoch)
+
     def _note_missing(self, tick: int, missed: int) -> None:
         """The ticks a gap before ``tick`` skipped, the newest :data:`MISSING_KEPT` of
         those still awaited: one that comes late was not lost after all."""
@@ -504,14 +515,11 @@ class Bot:
         """A snapshot not shown: one of the newest shown epoch's ticks that a gap skipped
         came late (overtaken on the link), so it was not among those missing; a second
         copy of one shown (a node repeats snapshots on a lossy path) counts for nothing."""
-        if epoch == self._shown_epoch and self._from_active():
+        if epoch == self._shown_epoch:
             if tick in self._missing:
                 del self._missing[tick]
                 self.snapshots_late += 1
 
-    def _from_active(self) -> bool:
-        """Whether what is being delivered came by the connection the bot plays on."""
-        return self._delivering is None or self._delivering == self._active
 
     @property
     def snapshots_lost(self) -> int:

@@ -152,14 +152,16 @@ async def test_a_new_primary_s_snapshot_before_its_welcome_hides_no_failover() -
     resent: list[list[bytes]] = []
     bot._send_packet = resent.append  # type: ignore[method-assign]
 
-    assert not deliver(bot, 1, lambda: bot.accept_snapshot(4, 600, 5))  # not welcomed there
-    assert bot.epoch == 3 and bot.snapshot_count == 0
+    assert deliver(bot, 0, lambda: bot.accept_snapshot(3, 540, 4))
+    assert deliver(bot, 1, lambda: bot.accept_snapshot(4, 600, 5))  # before the welcome
+    (event,) = bot.failovers
+    assert (event.tick_before, event.ack_before, event.epoch_before) == (540, 4, 3)
     deliver(bot, 1, lambda: bot.welcomed(dataclasses.replace(welcome("t1", epoch=4), ack=5)))
 
-    event = bot.failovers[-1]
-    assert (event.epoch_before, event.epoch_after) == (3, 4)
+    assert bot.failovers == [event] and event.epoch_after == 4
     assert resent == [[b"six"]]  # what the new primary has not applied (ack 5 in its welcome)
-    assert deliver(bot, 1, lambda: bot.accept_snapshot(4, 606, 6))  # now the active one
+    assert deliver(bot, 1, lambda: bot.accept_snapshot(4, 606, 6))
+    assert event.stall_s == 0.0 and event.resumed
 
 
 async def test_a_first_snapshot_before_the_first_welcome_is_not_shown() -> None:
