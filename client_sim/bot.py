@@ -520,7 +520,6 @@ class Bot:
                 del self._missing[tick]
                 self.snapshots_late += 1
 
-
     @property
     def snapshots_lost(self) -> int:
         """Snapshots of the node's stream this bot never received, from the gaps in the
