@@ -275,7 +275,7 @@ class UdpLink:
             return False  # (larger than a datagram's 255 fragments: not sent)
         if self._endpoint.clock() - self.channel.last_loss_at <= LOSSY_FOR_S:
             self._endpoint.repeat_later(self, snapshot)
-        sent = len(head) + len(body)
+        sent = len(snapshot)
         if probe:
             self.channel.send(probe, Lane.UNRELIABLE)  # (a round trip: never resent)
             sent += len(probe)
