@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     add_json_option(parser, "fanout_prototype")
     parser.add_argument("--role", choices=("tick", "gateway", "clients"), help=argparse.SUPPRESS)
     parser.add_argument("--mode", help=argparse.SUPPRESS)
-    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--ports", help=argparse.SUPPRESS)  # where the clients connect
     parser.add_argument("--fd", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.clients < 1 or args.repeats < 1 or not args.seconds > 0 or not args.tick_rate > 0:
@@ -93,11 +93,12 @@ def main(argv: list[str] | None = None) -> int:
         exit_with_parent()  # (a bench that dies leaves no server or client behind)
 
         if args.role == "tick":
-            side = tick(args.mode, args.port, args.clients, args.tick_rate, args.body_bytes)
+            side = tick(args.mode, args.clients, args.tick_rate, args.body_bytes)
         elif args.role == "gateway":
-            side = gateway(args.fd, args.port)
+            side = gateway(args.fd)
         else:
-            side = clients(args.port, args.clients, gateway_count(args.mode), args.body_bytes)
+            ports = [int(port) for port in args.ports.split(",")]
+            side = clients(ports, args.clients, args.body_bytes)
         eventloop.run(side)
         return 0
     start = Start.now("fanout_prototype", "bench/fanout_prototype.py", argv)
@@ -155,16 +156,20 @@ def compare(
 
 
 def measure(mode: str, clients: int, rate: float, body: int, seconds: float) -> dict[str, Any]:
-    port = _free_port()
-    common = [f"--mode={mode}", f"--port={port}", f"--clients={clients}",
-              f"--tick-rate={rate}", f"--body-bytes={body}"]  # fmt: skip
+    common = [f"--mode={mode}", f"--clients={clients}", f"--tick-rate={rate}",
+              f"--body-bytes={body}"]  # fmt: skip
     me = [sys.executable, __file__]
     ticker = subprocess.Popen(me + ["--role=tick", *common], stdout=subprocess.PIPE, text=True)
     players = None
     try:
-        gateway_pids = [int(pid) for pid in _line(ticker, "listening").split()[1:]]
-        players = subprocess.Popen(me + ["--role=clients", *common], stdout=subprocess.PIPE,
-                                   text=True)  # fmt: skip
+        # "listening PID... ports PORT...": the gateways' processes, and where clients go
+        # (each listener bound a port of its own choosing: none is taken by another first).
+        words = _line(ticker, "listening").split()
+        split = words.index("ports")
+        gateway_pids = [int(pid) for pid in words[1:split]]
+        ports = ",".join(words[split + 1 :])
+        players = subprocess.Popen(me + ["--role=clients", f"--ports={ports}", *common],
+                                   stdout=subprocess.PIPE, text=True)  # fmt: skip
         _line(players, "connected")
         time.sleep(1.0)
         pids = [ticker.pid, *gateway_pids]
@@ -202,12 +207,6 @@ def measure(mode: str, clients: int, rate: float, body: int, seconds: float) -> 
         and reports["clients"]["bad"] == 0
         and ticks / seconds >= MIN_RATE_SHARE * rate,
     }
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _line(process: subprocess.Popen[str], word: str) -> str:
@@ -273,7 +272,7 @@ class _Sink(asyncio.Protocol):
         self._joined.append(transport)  # type: ignore[arg-type]
 
 
-async def tick(mode: str, port: int, count: int, rate: float, body_bytes: int) -> None:
+async def tick(mode: str, count: int, rate: float, body_bytes: int) -> None:
     """The simulation's side: a frame for every client every tick, written directly
     (``inproc``) or handed to the gateways, one message each."""
     from shared import wsframe
@@ -285,22 +284,26 @@ async def tick(mode: str, port: int, count: int, rate: float, body_bytes: int) -
     k = gateway_count(mode)
     targets: list[asyncio.Transport] = []
     children: list[asyncio.subprocess.Process] = []
+    ports: list[int] = []
     if k == 0:
-        server = await loop.create_server(lambda: _Sink(targets), "127.0.0.1", port)
+        server = await loop.create_server(lambda: _Sink(targets), "127.0.0.1", 0)
+        ports.append(int(server.sockets[0].getsockname()[1]))
     else:
-        for index in range(k):
+        for _ in range(k):
             ours, theirs = socket.socketpair()
             children.append(await asyncio.create_subprocess_exec(
                 sys.executable, __file__, "--role=gateway", f"--fd={theirs.fileno()}",
-                f"--port={port + 1 + index}", pass_fds=[theirs.fileno()],
+                pass_fds=[theirs.fileno()],
             ))  # fmt: skip
             theirs.close()
             ours.setblocking(False)
             async with asyncio.timeout(30.0):
-                if await loop.sock_recv(ours, 1) != b"R":  # it listens for its clients
+                ready = await loop.sock_recv(ours, 3)  # b"R" + the port it listens on
+                if len(ready) != 3 or ready[:1] != b"R":
                     raise RuntimeError("a gateway did not start")
+                ports.append(struct.unpack(">H", ready[1:])[0])
             await loop.connect_accepted_socket(lambda: _Sink(targets), ours)
-    print("listening", *[child.pid for child in children], flush=True)
+    print("listening", *[child.pid for child in children], "ports", *ports, flush=True)
     counter = _counter_path(os.getpid())
     period, due, number = 1.0 / rate, time.monotonic(), 0
     stop = asyncio.Event()
@@ -374,12 +377,12 @@ class _Feed(asyncio.Protocol):
         asyncio.get_running_loop().stop()
 
 
-async def gateway(fd: int, port: int) -> None:
+async def gateway(fd: int) -> None:
     loop = asyncio.get_running_loop()
     clients: list[asyncio.Transport] = []
-    server = await loop.create_server(lambda: _Sink(clients), "127.0.0.1", port)
+    server = await loop.create_server(lambda: _Sink(clients), "127.0.0.1", 0)
     feed = socket.socket(fileno=fd)
-    feed.sendall(b"R")
+    feed.sendall(b"R" + struct.pack(">H", server.sockets[0].getsockname()[1]))
     feed.setblocking(False)
     await loop.connect_accepted_socket(lambda: _Feed(clients), feed)
     try:
@@ -420,12 +423,12 @@ class _Tally:
         self.delays: list[float] = []
 
 
-async def clients(port: int, count: int, gateways: int, body_bytes: int) -> None:
+async def clients(ports: list[int], count: int, body_bytes: int) -> None:
     loop = asyncio.get_running_loop()
     tally = _Tally()
-    share = -(-count // gateways) if gateways else count
+    share = -(-count // len(ports))  # clients a listener (the tick's own, or a gateway's)
     for index in range(count):
-        target = port if gateways == 0 else port + 1 + index // share
+        target = ports[index // share]
         await loop.create_connection(
             lambda: _Player(HEAD_BYTES + body_bytes, tally), "127.0.0.1", target
         )
