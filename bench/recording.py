@@ -60,6 +60,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -67,11 +68,22 @@ import time
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.adversary import node_metrics
 from bench.report import Start, add_json_option, emit, results_path, targets_status
-from bench.server_load import measure
+from bench.server_load import (
+    health,
+    measure,
+    pinned,
+    process_cpu_seconds,
+    recording_cpu_s,
+    start_bots,
+    wait_seated,
+)
+from launch.nodes import start_node
 from server.record import entries
 from server.record.blocks import (
     FILE_HEADER,
@@ -103,6 +115,8 @@ NODE_WARMUP_S = 2.0
 #: Full bots in the node's A/B by default, the rest light players: with the node and its
 #: writer thread on the same two cores, 20 left their process under the tick rate.
 NODE_FULL_BOTS = 10
+#: What a switch of the recording leaves out of its segment's start.
+SWITCH_SETTLE_S = 1.0
 
 
 def log(line: str) -> None:
@@ -430,6 +444,87 @@ def node_ab(
     }
 
 
+async def _post(url: str) -> None:
+    async with aiohttp.ClientSession() as session, session.post(url) as answer:
+        if answer.status != 200:
+            raise RuntimeError(f"POST {url}: HTTP {answer.status}")
+
+
+async def _switched(players: int, switches: int, seconds: float, full_bots: int) -> dict[str, Any]:
+    """One node under ``players`` bots (the node alone on one core), recording paused (A)
+    and resumed (B) through its admin port every ``seconds``, A first and last: A B A ...
+    B A, ``switches`` B segments. Each segment's first second is left out (the writer
+    thread finishing the block handed over at a pause). Per segment the node's CPU per
+    player-tick and, in B, its own count of its log's share."""
+    light = max(0, players - full_bots)
+    segments = 2 * switches + 1
+    duration = NODE_WARMUP_S + segments * seconds + players / 10 + 30.0
+    with tempfile.TemporaryDirectory() as folder, start_node(
+        "--max-players", str(max(players, 300)), "--log-level", "warning", "--record", folder,
+    ) as node, pinned(node.process.pid, True):  # fmt: skip
+        report_path = Path(folder) / "bots.json"
+        bots = start_bots(node.url, players - light, light, duration, report_path)
+        rows: list[dict[str, Any]] = []
+        try:
+            await wait_seated(node.admin_url, players, duration / 2)
+            await asyncio.sleep(NODE_WARMUP_S)
+            loadavg = [os.getloadavg()[0]]
+            for index in range(segments):
+                recording = index % 2 == 1
+                await _post(node.admin_url + ("/record/resume" if recording else "/record/pause"))
+                await asyncio.sleep(SWITCH_SETTLE_S)
+                first, cpu0 = await health(node.admin_url), process_cpu_seconds(node.process.pid)
+                metrics0 = await node_metrics(node.admin_url)
+                await asyncio.sleep(seconds - SWITCH_SETTLE_S)
+                last, cpu1 = await health(node.admin_url), process_cpu_seconds(node.process.pid)
+                metrics1 = await node_metrics(node.admin_url)
+                seated = min(first["players"], last["players"])
+                player_ticks = seated * (last["tick"] - first["tick"])
+                cpu = cpu1 - cpu0
+                recorded = recording_cpu_s(metrics0, metrics1) or 0.0
+                rows.append({
+                    "recording": recording,
+                    "players": seated,
+                    "cpu_us_per_player_tick": round(cpu / player_ticks * 1e6, 3),
+                    "record_share": round(recorded / (cpu - recorded), 4) if recording else None,
+                })  # fmt: skip
+                side = "B" if recording else "A"
+                log(f"node switched: segment {index + 1} of {segments} ({side}): "
+                    f"{rows[-1]['cpu_us_per_player_tick']} us")  # fmt: skip
+            loadavg.append(os.getloadavg()[0])
+        finally:
+            bots.stop(5.0)
+    invalid = [f"segment {i + 1} held {row['players']} players of {players}"
+               for i, row in enumerate(rows) if row["players"] < players]  # fmt: skip
+    cpu = [row["cpu_us_per_player_tick"] for row in rows]
+    # Each B against the mean of the A before and after it: a drift of the machine or of
+    # the match over the run cancels out to first order.
+    ratios = [cpu[i] / ((cpu[i - 1] + cpu[i + 1]) / 2) - 1 for i in range(1, segments, 2)]
+    shares = [row["record_share"] for row in rows if row["recording"]]
+    return {
+        "players": players,
+        "full_bots": players - light,
+        "switches": switches,
+        "seconds": seconds,
+        "ratio": round(statistics.median(ratios), 4),
+        "interval_90": median_interval(ratios),
+        "ratios": [round(r, 4) for r in ratios],
+        "cpu_us_a": cpu[0::2],
+        "cpu_us_b": cpu[1::2],
+        "record_share_in_node": round(statistics.median(shares), 4),
+        "loadavg_1m": [round(x, 2) for x in loadavg],
+        "invalid_reasons": invalid,
+    }
+
+
+def median_interval(values: list[float], draws: int = 4000) -> list[float]:
+    """A 90 % interval for the median of ``values`` (a percentile bootstrap, seeded)."""
+    rng = np.random.default_rng(0)
+    medians = np.median(rng.choice(np.asarray(values), (draws, len(values))), axis=1)
+    low, high = np.percentile(medians, [5, 95])
+    return [round(float(low), 4), round(float(high), 4)]
+
+
 def ratio_interval(a: list[float], b: list[float], draws: int = 4000) -> list[float]:
     """A 90 % interval for ``median(b) / median(a) - 1``, each side's runs resampled
     (a percentile bootstrap, seeded): how far this many runs pin the A/B down, as a
@@ -444,6 +539,7 @@ def ratio_interval(a: list[float], b: list[float], draws: int = 4000) -> list[fl
 def run(
     sizes: list[int], ticks: int, rounds: int, seed: int, node_rounds: int = 0,
     node_seconds: float = 20.0, node_full_bots: int = NODE_FULL_BOTS, node_size_runs: int = 0,
+    node_switches: int = 0, node_switch_seconds: float = 10.0,
 ) -> dict[str, Any]:  # fmt: skip
     results, invalid = [], []
     for players in sizes:
@@ -456,12 +552,22 @@ def run(
         if node_rounds
         else None
     )
+    switched = (
+        asyncio.run(
+            _switched(largest["players"], node_switches, node_switch_seconds, node_full_bots)
+        )
+        if node_switches
+        else None
+    )
     # The node's CPU per player-tick each size's recording is set against: this run's own
     # node (its runs without --record) where measured, else the peer bench's (another run).
     peers = node_cost()
     for row in results:
         if node is not None and row["players"] == node["players"]:
             row["node_us"], row["node_us_source"] = node["cpu_us_per_player_tick"], "node"
+        elif switched is not None and row["players"] == switched["players"]:
+            row["node_us"] = float(statistics.median(switched["cpu_us_a"]))
+            row["node_us_source"] = "node"
         else:
             row["node_us"], row["node_us_source"] = peers.get(row["players"]), "peers"
         row["record_ratio_of_node"] = (
@@ -502,6 +608,18 @@ def run(
             "value": node["record_share_in_node"], "limit": CPU_RATIO_MAX,
             "met": node["record_share_in_node"] <= CPU_RATIO_MAX,
         }  # fmt: skip
+    if switched is not None:
+        invalid += switched["invalid_reasons"]
+        targets.setdefault(f"record_share_in_node_{switched['players']}", {
+            "value": switched["record_share_in_node"], "limit": CPU_RATIO_MAX,
+            "met": switched["record_share_in_node"] <= CPU_RATIO_MAX,
+        })  # fmt: skip
+        low, high = switched["interval_90"]
+        targets[f"node_switched_ratio_{switched['players']}"] = {
+            "value": switched["ratio"], "limit": CPU_RATIO_MAX,
+            "met": switched["ratio"] <= CPU_RATIO_MAX,
+            "interval_90": [low, high], "resolved": not low <= CPU_RATIO_MAX <= high,
+        }  # fmt: skip
     missed = [name for name, target in targets.items() if not target["met"]]
     return {
         "bench": "recording",
@@ -516,6 +634,7 @@ def run(
         "results": results,
         "node": node,
         "node_size": on_disk,
+        "node_switched": switched,
         "how": "in-process, one thread, the writer's work timed apart as its thread runs it; "
         "`record_ratio_of_node` is that recording CPU (tick and writer) over a node's whole "
         "CPU per player-tick without recording (this run's node under bots where measured, "
@@ -549,6 +668,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help=f"also record a real node under {SIZE_TARGET_PLAYERS} full bots this many times "
         "for the log's size, the size target's figure when measured (default 0: not measured)",
     )  # fmt: skip
+    parser.add_argument(
+        "--node-switches", type=int, default=0,
+        help="also A/B one node under bots at the largest size, pausing and resuming its "
+        "recording through its admin port this many times (default 0: not measured)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--node-switch-seconds", type=float, default=10.0,
+        help="seconds each paused or recording stretch lasts (default 10)",
+    )  # fmt: skip
     add_json_option(parser, "recording")
     args = parser.parse_args(argv)
     if args.quick:
@@ -558,11 +686,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     except ValueError:
         parser.error(f"--sizes takes whole numbers separated by commas, not {args.sizes!r}")
     if (
-        min(args.node_rounds, args.node_full_bots, args.node_size_runs) < 0
+        min(args.node_rounds, args.node_full_bots, args.node_size_runs, args.node_switches) < 0
         or args.node_seconds < 10
+        or args.node_switch_seconds < 3
     ):
-        parser.error("--node-rounds, --node-full-bots and --node-size-runs must be at least 0 and "
-                     "--node-seconds at least 10")  # fmt: skip
+        parser.error("--node-rounds, --node-full-bots, --node-size-runs and --node-switches "
+                     "must be at least 0, --node-seconds at least 10 and --node-switch-seconds "
+                     "at least 3")  # fmt: skip
     if any(size < 2 for size in args.sizes) or args.rounds < 1 or args.ticks < args.rounds:
         parser.error("--sizes must be at least 2 players, --rounds at least 1 and --ticks "
                      "at least --rounds")  # fmt: skip
@@ -574,7 +704,7 @@ def main(argv: list[str] | None = None) -> int:
     start = Start.now("recording", "bench/recording.py", argv)
     report = run(
         args.sizes, args.ticks, args.rounds, args.seed, args.node_rounds, args.node_seconds,
-        args.node_full_bots, args.node_size_runs,
+        args.node_full_bots, args.node_size_runs, args.node_switches, args.node_switch_seconds,
     )  # fmt: skip
     emit(report, args.json, start)
     return targets_status(report, log)

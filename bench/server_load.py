@@ -128,6 +128,38 @@ def window_ticks(start: Metrics, end: Metrics) -> dict[str, Any]:
     }
 
 
+def start_bots(
+    url: str, full: int, light: int, duration: float, report_path: Path,
+    transport: str = "ws", workers: int = 1,
+) -> Child:  # fmt: skip
+    """``arena-bots`` against ``url`` at 40 ms, its report to ``report_path``: a child like
+    the node (launch.supervisor), in the bench's process group, and stopped (SIGTERM, then
+    SIGKILL) and reaped whenever the measurement ends."""
+    return Child(
+        "arena-bots",
+        [
+            sys.executable, "-m", "client_sim.cli", "--server", url,
+            "--count", str(full), "--light", str(light), "--transport", transport,
+            "--duration", str(duration), "--latency", "40ms", "--workers", str(workers),
+            "--quiet",
+            "--allow-invalid",  # the bench judges the run's validity itself
+            "--json", str(report_path),
+        ],
+        inherit_stderr=True,
+    )  # fmt: skip
+
+
+async def wait_seated(admin_url: str, players: int, limit: float) -> None:
+    """Until the node seats ``players``; RuntimeError after ``limit`` seconds."""
+    began = time.monotonic()
+    while True:
+        await asyncio.sleep(0.25)
+        if (await health(admin_url))["players"] >= players:
+            return
+        if time.monotonic() - began > limit:
+            raise RuntimeError(f"only some of {players} bots joined in time")
+
+
 async def measure(
     players: int,
     duration: float,
@@ -153,43 +185,12 @@ async def measure(
     ) as node, pinned(node.process.pid, pin):  # fmt: skip
         with tempfile.TemporaryDirectory() as folder:
             report_path = Path(folder) / "bots.json"
-            # A child like the node (launch.supervisor): in the bench's process group, and
-            # stopped (SIGTERM, then SIGKILL) and reaped whenever the measurement ends.
-            bots = Child(
-                "arena-bots",
-                [
-                    sys.executable,
-                    "-m",
-                    "client_sim.cli",
-                    "--server",
-                    node.url,
-                    "--count",
-                    str(players - light),
-                    "--light",
-                    str(light),
-                    "--transport",
-                    transport,
-                    "--duration",
-                    str(duration),
-                    "--latency",
-                    "40ms",
-                    "--workers",
-                    str(bot_workers),
-                    "--quiet",
-                    "--allow-invalid",  # this bench judges the run's validity itself
-                    "--json",
-                    str(report_path),
-                ],
-                inherit_stderr=True,
+            bots = start_bots(
+                node.url, players - light, light, duration, report_path, transport, bot_workers
             )
             try:
                 began = time.monotonic()
-                while True:  # wait for every bot to be seated, then let things settle
-                    await asyncio.sleep(0.25)
-                    if (await health(node.admin_url))["players"] >= players:
-                        break
-                    if time.monotonic() - began > duration / 2:
-                        raise RuntimeError(f"only some of {players} bots joined in time")
+                await wait_seated(node.admin_url, players, duration / 2)
                 await asyncio.sleep(warmup)
                 loadavg_1m = os.getloadavg()[0]
                 first, cpu0 = await health(node.admin_url), process_cpu_times(node.process.pid)

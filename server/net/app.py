@@ -116,6 +116,27 @@ async def _metrics(request: web.Request) -> web.Response:
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
+async def _pause_recording(request: web.Request) -> web.Response:
+    """Stop the match log (``--record``) after this tick; 409 on a node that records
+    nothing. ``changed`` is false when it was paused already."""
+    recorder = request.app[NODE].recorder
+    if recorder is None:
+        return _not_recording()
+    return web.json_response({"paused": True, "changed": recorder.pause()})
+
+
+async def _resume_recording(request: web.Request) -> web.Response:
+    """Log again from the next tick, in a new file."""
+    recorder = request.app[NODE].recorder
+    if recorder is None:
+        return _not_recording()
+    return web.json_response({"paused": False, "changed": recorder.resume()})
+
+
+def _not_recording() -> web.Response:
+    return web.json_response({"error": "this node records nothing (no --record)"}, status=409)
+
+
 async def _node_task(app: web.Application) -> AsyncIterator[None]:
     node = app[NODE]
     task = asyncio.create_task(node.run(), name="node")
@@ -184,7 +205,8 @@ def create_app(
 
 def create_admin_app(node: Node) -> web.Application:
     """The operators' application of ``node`` (built by :func:`create_app`): the full
-    ``/health``, ``/live``, ``/metrics`` and, unless ``--view-rate 0``, ``/view``. It
+    ``/health``, ``/live``, ``/metrics``, ``POST /record/pause`` and ``/record/resume``
+    and, unless ``--view-rate 0``, ``/view``. It
     neither starts nor stops the node: serve it beside the player app, on an address only
     operators reach."""
     app = web.Application()
@@ -192,6 +214,8 @@ def create_admin_app(node: Node) -> web.Application:
     app.router.add_get("/health", _health)
     app.router.add_get("/live", _live)
     app.router.add_get("/metrics", _metrics)
+    app.router.add_post("/record/pause", _pause_recording)
+    app.router.add_post("/record/resume", _resume_recording)
     if node.config.view_rate > 0:
         add_view_routes(app, node, node.config.view_rate)
     return app

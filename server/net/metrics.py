@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from prometheus_client import Counter, Gauge, Histogram
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
@@ -350,6 +350,7 @@ class RecordingCounts(Protocol):
     blocks_written: int
     bytes_written: int
     blocks_lost: int
+    paused: bool
 
 
 class _RecordingCollector(Collector):
@@ -376,6 +377,11 @@ class _RecordingCollector(Collector):
             "arena_record_blocks_lost",
             "Match log blocks the disk did not take (full, gone, read-only)",
             value=recording.blocks_lost,
+        )
+        yield GaugeMetricFamily(
+            "arena_record_paused",
+            "1 while an operator has paused the match log (POST /record/pause)",
+            value=1.0 if recording.paused else 0.0,
         )
 
 

@@ -9,6 +9,9 @@ the block being written (its torn tail is recognised on reading) and the ticks h
 memory; a SIGTERM writes them. A disk that refuses a block (full, gone, read-only) loses
 that block and ends its file: the recording goes on in a new file, keyframed, when the disk
 takes writes again (``record_write_failed`` once an outage, ``record_write_resumed`` after).
+An operator may pause the recording and resume it (the admin port's ``POST /record/pause``
+and ``/record/resume``): a pause ends the file with a ``pause`` entry per match, and the
+resumed recording starts a new one, keyframed, so that a replay knows the gap was meant.
 
 File names sort in the order written: ``REGION.NODE.START.SEQ.arenalog``, START the node's
 start (milliseconds of the wall clock), SEQ the file's number.
@@ -67,6 +70,8 @@ class Recorder:
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="arena-record")
         self._pending: list[Future[None]] = []
         self._closed = False
+        #: An operator paused the recording (the admin port's ``POST /record/pause``).
+        self.paused = False
         self.blocks_written = 0
         self.bytes_written = 0
         self.blocks_lost = 0  # blocks the disk did not take
@@ -79,11 +84,15 @@ class Recorder:
     # -- the tick's side: memory only ----------------------------------------------------
 
     def before_tick(self) -> None:
+        if self.paused:
+            return
         began = time.thread_time()
         self.log.before_tick()
         self.tick_cpu_s += time.thread_time() - began
 
     def after_tick(self, results: list[TickResult]) -> None:
+        if self.paused:
+            return
         began = time.thread_time()
         if self._rotated.is_set():
             self._rotated.clear()
@@ -93,10 +102,34 @@ class Recorder:
         self.tick_cpu_s += time.thread_time() - began
 
     def followed(self, record: TickRecord | FullState) -> None:
+        if self.paused:
+            return
         began = time.thread_time()
         self.log.followed(record)
         self._hand_over_if_due()
         self.tick_cpu_s += time.thread_time() - began
+
+    def pause(self) -> bool:
+        """Stop logging after this tick: what memory holds is written and its file ended,
+        so that every file still replays alone. False: it was paused already."""
+        if self.paused or self._closed:
+            return False
+        self.log.pause()
+        self._hand_over()
+        self._pending.append(self._writer.submit(self._end_file))
+        self.paused = True
+        log.info("record_paused", directory=self.directory)
+        return True
+
+    def resume(self) -> bool:
+        """Log again from the next tick, in a new file, keyframed after that tick. False:
+        it was not paused."""
+        if not self.paused or self._closed:
+            return False
+        self.log.resume()
+        self.paused = False
+        log.info("record_resumed", directory=self.directory)
+        return True
 
     def _hand_over_if_due(self) -> None:
         if self.log.blocks.due:
@@ -158,6 +191,11 @@ class Recorder:
                     os.unlink(path)  # not even its header reached the disk
             self._file = None
         self._rotated.set()
+
+    def _end_file(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
     def _open_next(self) -> None:
         first = self._file is None

@@ -100,6 +100,26 @@ class MatchLog:
         """Keyframe every match after its next tick (a new file: each file replays alone)."""
         self._key_after = [-1] * len(self._key_after)
 
+    # -- an operator's pause -------------------------------------------------------------
+
+    def pause(self) -> None:
+        """Say in the log that every match's recording pauses after its current tick: a
+        replay then knows the ticks up to the next keyframe were left out on purpose."""
+        for match in self.matches.matches:
+            entry = entries.pause_entry(match.index, match.epoch, match.tick_number)
+            self.blocks.add(entry, match.tick_number, _ENTRY_BYTES)
+            match.seat_log = None  # (nothing piles up while paused)
+
+    def resume(self) -> None:
+        """Log again from the next tick, as from a start: the estimates that changed
+        meanwhile are forgotten and every estimate is logged again, and every match is
+        keyframed after its next tick, where a replay goes on from."""
+        for match in self.matches.matches:
+            match.seat_log = []
+            match.probes.take_changed()
+        self._rtt_epoch = [-1] * len(self._rtt_epoch)
+        self.want_keyframes()
+
     # -- a primary's ticks -------------------------------------------------------------
 
     def before_tick(self) -> None:

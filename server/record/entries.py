@@ -1,7 +1,7 @@
 """The match log's entries: what one tick, one seat change or one match's set-up is, as
 msgpack maps (sans-I/O).
 
-Four kinds, each a map whose ``k`` names it:
+Five kinds, each a map whose ``k`` names it:
 
 - ``config``: what a fresh :class:`~server.sim.match.MatchConfig` needs to be rebuilt
   identically (the map itself, not its name: a node may run a map file), the node, its
@@ -13,6 +13,8 @@ Four kinds, each a map whose ``k`` names it:
   changed, the inputs it applied (:class:`~server.sim.inputs.ReleasedInputs`, arrival
   times included), the shots it judged and the world's hash after it. ``src`` says whether
   the node computed it (``p``) or received it from its primary (``s``, no inputs).
+- ``pause``: an operator paused the recording after this match's tick ``t``: the ticks up
+  to the keyframe logged when it was resumed are missing on purpose, not lost.
 - nothing else: a reader refuses unknown kinds as from an incompatible version.
 
 A block's entries are packed back to back in its first plane; its ticks' inputs are not in
@@ -46,9 +48,11 @@ __all__ = [
     "decode_block",
     "encode_block",
     "pack",
+    "pause_entry",
 ]
 
-KIND_CONFIG, KIND_KEY, KIND_TICK = "config", "key", "tick"
+KIND_CONFIG, KIND_KEY, KIND_TICK, KIND_PAUSE = "config", "key", "tick", "pause"
+_KINDS = (KIND_CONFIG, KIND_KEY, KIND_TICK, KIND_PAUSE)
 _NESTED: dict[str, type[Any]] = {
     "movement": MovementParams,
     "lag_compensation": LagCompensation,
@@ -111,7 +115,7 @@ def decode_block(planes: Sequence[bytes]) -> list[dict[str, Any]]:
     except Exception as error:  # (msgpack raises several kinds)
         raise LogEntryError(f"an entry does not decode: {error}") from None
     for entry in entries:
-        if not isinstance(entry, dict) or entry.get("k") not in (KIND_CONFIG, KIND_KEY, KIND_TICK):
+        if not isinstance(entry, dict) or entry.get("k") not in _KINDS:
             raise LogEntryError("an entry of a kind this version does not know")
     at = 2
     try:
@@ -145,6 +149,11 @@ def _map_document(arena: ArenaMap) -> dict[str, Any]:
         ],
         "spawns": arena.spawns.tolist(),
     }
+
+
+def pause_entry(match: int, epoch: int, tick: int) -> dict[str, Any]:
+    """The recording of match ``match`` paused after its tick ``tick`` of ``epoch``."""
+    return {"k": KIND_PAUSE, "m": match, "e": epoch, "t": tick}
 
 
 def config_entry(

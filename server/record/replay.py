@@ -194,11 +194,13 @@ def _bridge(
     recording: Recording, match: Match, tick: entries.TickEntry, outcome: ReplayOutcome
 ) -> bool:
     """Ticks are missing before ``tick`` (a primary killed with its last block in memory,
-    a disk that refused blocks): go on from the first keyframe its node logged at or after
-    it (a promoted standby logs one after its first tick, a node whose disk takes writes
-    again one a few ticks into its new file), leaving the ticks up to it unchecked. Missing
-    ticks a standby received are a note; others, a problem. False: no keyframe to go on
-    from."""
+    a disk that refused blocks, an operator's pause): go on from the first keyframe its
+    node logged at or after it (a promoted standby logs one after its first tick, a node
+    whose disk takes writes again or whose recording resumed one a few ticks into its new
+    file), leaving the ticks up to it unchecked. Missing
+    ticks a standby received or an operator's pause left out are a note; others, a problem.
+    False: no keyframe to go on from."""
+    last = (match.epoch, match.tick_number)  # the last tick replayed
     missing = range(match.tick_number + 1, tick.after + 1)  # (ticks after it never ran)
     where = f"match {match.index}: ticks {missing.start}..{missing.stop - 1}"
     keys = recording.keys.get(match.index, {})
@@ -212,6 +214,12 @@ def _bridge(
     except (ReplicationGap, HashMismatch) as error:
         outcome.problems.append(f"{where}: the keyframe after them does not load: {error}")
         return False
+    if last in recording.paused.get(match.index, set()):
+        outcome.notes.append(
+            f"{where} were not recorded (an operator paused the recording); the replay goes "
+            f"on from the keyframe of tick {resume}"
+        )
+        return True
     received = {t for (_, t) in recording.received.get(match.index, {})}
     held = sum(t in received for t in missing)
     head = f"{where} are missing from the computed log, {held} of {len(missing)} held by a "

@@ -29,6 +29,8 @@ class Recording:
     received: dict[int, dict[tuple[int, int], TickEntry]] = field(default_factory=dict)
     #: Per match: keyframes, keyed (epoch, tick).
     keys: dict[int, dict[tuple[int, int], dict[str, Any]]] = field(default_factory=dict)
+    #: Per match: where an operator paused the recording, (epoch, the last tick logged).
+    paused: dict[int, set[tuple[int, int]]] = field(default_factory=dict)
     #: Blocks that could not be read: one line each (file, block, ticks, why).
     damaged: list[str] = field(default_factory=list)
 
@@ -48,6 +50,9 @@ class Recording:
             raise entries.LogEntryError("an entry without its match, epoch and tick") from None
         if kind == entries.KIND_KEY:
             self.keys.setdefault(match, {})[where] = entry
+            return
+        if kind == entries.KIND_PAUSE:
+            self.paused.setdefault(match, set()).add(where)
             return
         if self.config is None:
             raise entries.LogEntryError("a tick before the log's configuration")

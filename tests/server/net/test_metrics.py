@@ -114,19 +114,22 @@ def test_the_role_gauge_has_one_series_per_role_and_reads_the_role_at_each_scrap
 def test_the_match_log_counters_read_its_recorder_at_each_scrape() -> None:
     class Counts:
         tick_cpu_s, writer_cpu_s, blocks_written, bytes_written, blocks_lost = 0.0, 0.0, 0, 0, 0
+        paused = False
 
     metrics, counts = NodeMetrics(), Counts()
     metrics.watch_recording(counts)
     before = samples(generate_latest(metrics.registry).decode())
     assert before["arena_record_cpu_seconds_total", (("part", "tick"),)] == 0.0
     assert before["arena_record_cpu_seconds_total", (("part", "writer"),)] == 0.0
+    assert before["arena_record_paused", ()] == 0.0
     counts.tick_cpu_s, counts.writer_cpu_s, counts.blocks_written, counts.bytes_written = (
         0.25, 1.5, 3, 4096
     )  # fmt: skip
-    counts.blocks_lost = 2
+    counts.blocks_lost, counts.paused = 2, True
     after = samples(generate_latest(metrics.registry).decode())
     assert after["arena_record_cpu_seconds_total", (("part", "tick"),)] == 0.25
     assert after["arena_record_cpu_seconds_total", (("part", "writer"),)] == 1.5
     assert after["arena_record_blocks_total", ()] == 3
     assert after["arena_record_bytes_total", ()] == 4096
     assert after["arena_record_blocks_lost_total", ()] == 2
+    assert after["arena_record_paused", ()] == 1.0
