@@ -378,6 +378,22 @@ def recording(r: dict[str, Any]) -> Table:
                 node["mb_per_minute"],
             )
         )  # fmt: skip
+    switched = r.get("node_switched")
+    if switched:  # one node, its recording paused and resumed: the A/B inside one process
+        refused = " (refused)" if switched.get("invalid_reasons") else ""
+        low, high = switched["interval_90"]
+        rows.append(
+            (
+                f"{switched['players']}, one node, recording paused and resumed "
+                f"{switched['switches']} times{refused}",
+                "—", "—", "—", "—",
+                f"{number(statistics.median(switched['cpu_us_a']))} (paused)",
+                f"{100 * switched['record_share_in_node']:.1f} %, its own count; A/B "
+                f"{100 * switched['ratio']:+.1f} % (90 %: {100 * low:+.1f} to "
+                f"{100 * high:+.1f} %)",
+                "—", "—",
+            )
+        )  # fmt: skip
     on_disk = r.get("node_size")
     if on_disk and on_disk.get("mb_per_minute") is not None:
         refused = " (runs refused)" if on_disk.get("invalid_reasons") else ""

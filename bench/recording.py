@@ -44,6 +44,16 @@ and 50 to ±4.7 % in another (whose runs drifted more), and the target's entry s
 whether its interval held the limit (``"resolved": false``: the A/B's verdict is then the
 noise's).
 
+``--node-switches N`` A/Bs inside one node instead of across runs: one node under the same
+bots at the largest size (the node alone on one core), its recording paused and resumed
+through its admin port every ``--node-switch-seconds`` (A B A ... B A, N recording
+stretches, each stretch's first second left out), each recording stretch's CPU per
+player-tick against the mean of the paused ones before and after it (a drift over the run
+cancels out): the median of those N ratios with a 90 % interval from resampling them
+(``node_switched``), and the node's own count of its log's share in the recording
+stretches. Two runs' noise is gone from it; what is left is the node's own from one ten
+seconds to the next (about 5 % a stretch on the development machine).
+
 ``--node-size-runs N`` also records a real node under 60 full bots N times: the log's MB
 per minute of the ticks it holds (median), what a match of the project's own bots costs
 on disk. When measured, that is the size target's figure; the scene's is reported beside
@@ -52,6 +62,7 @@ that no coder shrinks and more than a bot's or a player's aim does).
 
     python bench/recording.py [--sizes 60,300] [--ticks 1200] [--rounds 6]
                               [--node-rounds 36] [--node-seconds 20]
+                              [--node-switches 20] [--node-switch-seconds 10]
                               [--node-size-runs 3] [--json PATH]
 """
 
@@ -512,6 +523,7 @@ async def _switched(players: int, switches: int, seconds: float, full_bots: int)
         "cpu_us_a": cpu[0::2],
         "cpu_us_b": cpu[1::2],
         "record_share_in_node": round(statistics.median(shares), 4),
+        "record_shares_in_node": shares,
         "loadavg_1m": [round(x, 2) for x in loadavg],
         "invalid_reasons": invalid,
     }
@@ -639,8 +651,9 @@ def run(
         "`record_ratio_of_node` is that recording CPU (tick and writer) over a node's whole "
         "CPU per player-tick without recording (this run's node under bots where measured, "
         "else bench/peers': `node_us_source`), `record_ratio` over the simulated tick alone. "
-        "Where a node is measured, its own A/B (`node_ab_ratio`, medians of the rounds) and "
-        "its own count of its log's CPU (`record_share_in_node`) are judged too",
+        "Where a node is measured, its own A/B (`node_ab_ratio`, medians of the rounds; "
+        "`node_switched_ratio`, one node's recording paused and resumed) and its own count "
+        "of its log's CPU (`record_share_in_node`) are judged too",
     }
 
 

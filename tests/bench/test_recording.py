@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.recording import Scene, _logged_minutes, ratio_interval, run_size
+from bench.recording import Scene, _logged_minutes, median_interval, ratio_interval, run_size
 from server.record.blocks import FILE_HEADER, Block, seal_block
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,6 +38,35 @@ def test_a_quick_run_is_valid_and_reports_every_size(tmp_path: Path) -> None:
         assert row["record_us"] == pytest.approx(parts, abs=0.002)
         assert row["node_us_source"] == "peers" and row["record_ratio_of_node"] is None
     assert record["provenance"]["command"].startswith("python bench/recording.py --quick")
+
+
+def test_one_node_paused_and_resumed_gives_an_a_b_with_its_own_count(tmp_path: Path) -> None:
+    report = tmp_path / "recording.json"
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--quick", "--node-switches", "2",
+         "--node-switch-seconds", "3", "--json", str(report)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    record = json.loads(report.read_text())
+    switched = record["node_switched"]
+    assert record["valid"], record["invalid_reasons"]
+    assert len(switched["cpu_us_a"]) == 3 and len(switched["cpu_us_b"]) == 2
+    assert len(switched["ratios"]) == 2 and all(a > 0 for a in switched["cpu_us_a"])
+    # The node counted its log's CPU only while it recorded: a share in each B stretch.
+    assert len(switched["record_shares_in_node"]) == 2
+    assert all(0 < share < 0.5 for share in switched["record_shares_in_node"])
+    target = record["targets"]["node_switched_ratio_20"]
+    assert target["value"] == switched["ratio"] and target["limit"] == 0.03
+    assert "record_share_in_node_20" in record["targets"]
+    (row,) = [row for row in record["results"] if row["players"] == 20]
+    assert row["node_us_source"] == "node"
+
+
+def test_the_median_s_interval_narrows_with_the_ratios_scatter() -> None:
+    assert median_interval([0.02] * 5) == [0.02, 0.02]
+    low, high = median_interval([-0.05, 0.0, 0.03, 0.06, 0.1])
+    assert low < 0.03 < high
 
 
 def test_the_recording_scene_changes_nothing_and_its_log_decodes() -> None:
