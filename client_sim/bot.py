@@ -233,6 +233,9 @@ class Bot:
         self.seats_lost = 0  # seats whose token a node refused (the bot took a new one)
         self._refused = False  # told it will not play (an idle kick, a final refusal)
         self._not_before = -math.inf  # loop time: a node asked us to wait until then
+        #: Per node URL, loop time: a node that is not serving yet (warming up) asked us to
+        #: wait until then; the region's other nodes are tried meanwhile.
+        self._node_not_before: dict[str, float] = {}
 
     def local_time(self) -> float:
         """This bot's own clock: the true one plus the modelled offset."""
@@ -425,11 +428,30 @@ class Bot:
         if self.welcome is not None:
             self.seats_lost += 1
 
-    def hold_off(self, seconds: float) -> None:
+    def hold_off(self, seconds: float, node: str | None = None) -> None:
         """A node asked us to wait ``seconds`` before we try again (``retry_after``): no
-        join before then, plus up to a quarter more, jittered across the swarm."""
+        join before then, plus up to a quarter more, jittered across the swarm. ``node``:
+        only that node is not serving yet (``not_ready``, a 503): a failover tries the
+        region's other nodes meanwhile, so that a standby warming up when the bot parked its
+        spare there does not hold back the failover to another. (The spare itself is tried
+        again every ``SPARE_RETRY_S`` regardless: parked the moment its node is warm, it is
+        the fast way through the next failover.)"""
         until = self._loop.time() + seconds * self._jitter.uniform(1.0, 1.25)
-        self._not_before = max(self._not_before, until)
+        if node is None:
+            self._not_before = max(self._not_before, until)
+        else:
+            self._node_not_before[node] = max(self._node_not_before.get(node, -math.inf), until)
+
+    def delivering_url(self) -> str | None:
+        """The node of the connection whose frame is being handled."""
+        if self._delivering is None or (joined := self._connections.get(self._delivering)) is None:
+            return None
+        return joined.url
+
+    def _wait_for(self, url: str) -> float:
+        """Seconds before ``url`` may be tried (0: now)."""
+        until = max(self._not_before, self._node_not_before.get(url, -math.inf))
+        return max(0.0, until - self._loop.time())
 
     def refused(self) -> None:
         """A node ended our play for good (``idle_kick``, ``address_limit``,
@@ -588,7 +610,7 @@ class Bot:
                     ws = await self._connect_datagram(url, connection_id, self._datagrams)
         except (OSError, TimeoutError, ValueError) as error:  # ValueError: not a ws URL
             if isinstance(error, websocket.HandshakeError) and error.retry_after is not None:
-                self.hold_off(error.retry_after)
+                self.hold_off(error.retry_after, url if error.unavailable else None)
             if self.welcome is None:  # (during a failover, dead nodes are expected)
                 self.swarm.note_error(f"connect_failed:{type(error).__name__}")
             return None
@@ -731,7 +753,7 @@ class Bot:
             if self._active is None and self.welcome is None:
                 if self._loop.time() > give_up_at:
                     return
-                wait = max(RECONNECT_BACKOFF_S, self._not_before - self._loop.time())
+                wait = max(RECONNECT_BACKOFF_S, self._wait_for(self.url))
                 await asyncio.sleep(min(wait, give_up_at - self._loop.time()))
                 self._active = await self._open(self.url)
                 continue
@@ -813,9 +835,11 @@ class Bot:
                 self._spare, parked = None, None
             elif parked is not None:
                 give_up = self._loop.time() + RECONNECT_GIVE_UP_S  # a standby holds our join
-            if (wait := self._not_before - self._loop.time()) > 0:
-                await self._until_welcomed(event, stop, None, 0, wait)  # (a spare may yet)
-                continue
+            if self._wait_for(url) > 0:
+                if all(self._wait_for(other) > 0 for other in endpoints):
+                    soonest = min(map(self._wait_for, endpoints))
+                    await self._until_welcomed(event, stop, None, 0, soonest)  # (a spare may)
+                continue  # another node, or this one once its wait is over
             if parked is None or parked.url != url:
                 attempt = await self._open(url)
                 if attempt is not None:

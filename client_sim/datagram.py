@@ -100,7 +100,9 @@ async def request_token(
                 if answer.status != 200:
                     retry = answer.headers.get("Retry-After")
                     wait = float(retry) if retry and retry.isdigit() else None
-                    raise HandshakeError(f"{url} answered {answer.status}", wait)
+                    raise HandshakeError(
+                        f"{url} answered {answer.status}", wait, answer.status == 503
+                    )
                 data = await answer.json(content_type=None)
     except aiohttp.ClientError as error:
         raise HandshakeError(f"{url}: {error}") from None

@@ -301,7 +301,8 @@ class Swarm:
             self._on_welcome(bot, message)
         elif isinstance(message, protocol.ErrorMessage):
             if message.retry_after > 0:  # (held_off, or a fatal offence: when to come back)
-                bot.hold_off(message.retry_after)
+                warming = message.code == "not_ready"  # (that node only)
+                bot.hold_off(message.retry_after, bot.delivering_url() if warming else None)
             if message.code == "invalid_token":
                 bot.token_refused()
             elif message.code in FINAL_REFUSALS:

@@ -57,11 +57,16 @@ _CLOSE_WAIT_S = 1.0  # how long close() waits for the server's close frame
 
 class HandshakeError(ConnectionError):
     """The server did not accept the WebSocket upgrade (or answered something else);
-    ``retry_after``: the seconds its ``Retry-After`` asked for (a 429 or 503), else None."""
+    ``retry_after``: the seconds its ``Retry-After`` asked for (a 429 or 503), else None;
+    ``unavailable``: a 503, that node not serving yet (warming up), which says nothing of
+    the region's other nodes."""
 
-    def __init__(self, why: str, retry_after: float | None = None) -> None:
+    def __init__(
+        self, why: str, retry_after: float | None = None, unavailable: bool = False
+    ) -> None:
         super().__init__(why)
         self.retry_after = retry_after
+        self.unavailable = unavailable
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +206,7 @@ class WebSocketClient(asyncio.Protocol):
             self._reject(
                 f"the server answered {lines[0]!r}, not 101 Switching Protocols",
                 _retry_after(headers.get("retry-after")),
+                unavailable=len(status) >= 2 and status[1] == "503",
             )
         elif headers.get("upgrade", "").lower() != "websocket" or "upgrade" not in {
             token.strip() for token in headers.get("connection", "").lower().split(",")
@@ -216,9 +222,11 @@ class WebSocketClient(asyncio.Protocol):
             return data[end + 4 :]
         return b""
 
-    def _reject(self, why: str, retry_after: float | None = None) -> None:
+    def _reject(
+        self, why: str, retry_after: float | None = None, unavailable: bool = False
+    ) -> None:
         if not self.handshake.done():
-            self.handshake.set_exception(HandshakeError(why, retry_after))
+            self.handshake.set_exception(HandshakeError(why, retry_after, unavailable))
         self._close_transport()
 
     # -- sending ---------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from types import SimpleNamespace
 from typing import Any
 
@@ -64,3 +65,35 @@ async def test_a_connection_that_opened_is_kept_and_joins() -> None:
         protocol.JoinMessage
     ]
     assert errors == []
+
+
+async def test_a_node_warming_up_holds_off_only_itself() -> None:
+    bot = udp_bot([])
+    bot.hold_off(2.0, "ws://b/ws")  # not_ready from the standby that holds our spare
+    assert 2.0 <= bot._wait_for("ws://b/ws") <= 2.5
+    assert bot._wait_for("ws://a/ws") == 0.0
+    bot.hold_off(1.0)  # held off by the region (a seat closed for offences): everywhere
+    assert 1.0 <= bot._wait_for("ws://a/ws") <= 1.25
+    assert bot._wait_for("ws://b/ws") >= 2.0
+
+
+async def test_a_failover_tries_another_node_while_a_warming_one_holds_off() -> None:
+    """The bot's spare was refused ``not_ready`` by a standby restarting when its primary
+    died: the failover tries the region's other nodes at once instead of waiting out that
+    standby's hold-off (it used to wait, seconds of stall for nothing)."""
+    bot = udp_bot([])
+    bot.welcome = SimpleNamespace(standbys=("ws://b/ws",))  # type: ignore[assignment]
+    bot.hold_off(5.0, "ws://b/ws")
+    tried: list[str] = []
+
+    async def refused(url: str) -> None:
+        tried.append(url)
+        if url == "ws://a/ws":
+            stop.set()  # (enough: the other node was tried)
+
+    bot._open = refused  # type: ignore[method-assign,assignment]
+    stop = asyncio.Event()
+    began = asyncio.get_running_loop().time()
+    await asyncio.wait_for(bot._fail_over(stop), 2.0)
+    assert tried == ["ws://a/ws"]
+    assert asyncio.get_running_loop().time() - began < 1.0

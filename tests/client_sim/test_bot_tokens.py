@@ -173,3 +173,16 @@ async def test_a_first_snapshot_before_the_first_welcome_is_not_shown() -> None:
     assert bot.snapshot_count == 0
     deliver(bot, 0, lambda: bot.welcomed(welcome("t1")))
     assert not bot.failovers  # a first welcome is no failover
+
+
+async def test_not_ready_on_the_spare_holds_off_its_node_and_held_off_the_whole_region() -> None:
+    swarm = Swarm(SwarmConfig(url="ws://a/ws", bots=(PARAMS,), duration=1.0))
+    swarm.welcomed = asyncio.Event()
+    bot = playing_bot(swarm)  # the spare (1) parked on ws://node-1/ws
+    warming = protocol.ErrorMessage("not_ready", "warming up", fatal=True, retry_after=1.0)
+    deliver(bot, 1, lambda: swarm._deliver(bot, protocol.encode(warming), False))
+    assert bot._wait_for("ws://node-1/ws") >= 1.0
+    assert bot._wait_for("ws://a/ws") == 0.0 and bot._wait_for("ws://node-0/ws") == 0.0
+    offences = protocol.ErrorMessage("held_off", "offences", fatal=True, retry_after=2.0)
+    deliver(bot, 1, lambda: swarm._deliver(bot, protocol.encode(offences), False))
+    assert bot._wait_for("ws://a/ws") >= 2.0

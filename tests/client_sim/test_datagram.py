@@ -288,5 +288,6 @@ async def test_a_token_comes_from_the_nodes_connect_and_a_refusal_says_when_to_r
         with pytest.raises(HandshakeError) as refused:
             await datagram.request_token(url, {"name": "bot-1"}, SYSTEM_TRUST, 5.0)
         assert refused.value.retry_after == 3.0
+        assert refused.value.unavailable  # (a 503: that node, not the region)
     finally:
         await runner.cleanup()
