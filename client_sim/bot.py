@@ -811,11 +811,15 @@ class Bot:
         self._active = None
         if lost is not None:
             self._retire(lost)
-        self.failovers.append(
-            FailoverEvent(
-                self.latest_tick, self._max_ack, self._last_snapshot_at, epoch_before=self.epoch
+        pending = self.failovers[-1] if self.failovers else None
+        if pending is None or pending.epoch_after >= 0 or pending.epoch_before >= self._shown_epoch:
+            self.failovers.append(
+                FailoverEvent(
+                    self.latest_tick, self._max_ack, self._last_snapshot_at, epoch_before=self.epoch
+                )
             )
-        )
+        # (else a new primary's snapshot started this failover already: one event, from the
+        # last tick the old primary showed)
         event = self.failovers[-1]
         if self._spare is not None:  # (a spare whose node died too: its close ends the wait)
             await self._until_welcomed(event, stop, self._spare, 0, SPARE_WAIT_S)

@@ -186,3 +186,19 @@ async def test_not_ready_on_the_spare_holds_off_its_node_and_held_off_the_whole_
     offences = protocol.ErrorMessage("held_off", "offences", fatal=True, retry_after=2.0)
     deliver(bot, 1, lambda: swarm._deliver(bot, protocol.encode(offences), False))
     assert bot._wait_for("ws://a/ws") >= 2.0
+
+
+async def test_a_failover_a_snapshot_started_is_not_counted_again_when_the_primary_goes() -> None:
+    bot = playing_bot()  # seated at epoch 3 on connection 0, the spare (1) parked
+    bot._retire = lambda connection_id: None  # type: ignore[method-assign]
+    assert deliver(bot, 0, lambda: bot.accept_snapshot(3, 540, 4))
+    assert deliver(bot, 1, lambda: bot.accept_snapshot(4, 600, 5))  # before the welcome
+    stopped = asyncio.Event()
+    stopped.set()  # (only what the failover records: no waiting, no new connection)
+    await bot._fail_over(stopped)  # the old primary's silence noticed, the welcome not yet in
+    (event,) = bot.failovers
+    assert (event.tick_before, event.epoch_before, event.epoch_after) == (540, 3, -1)
+    deliver(bot, 1, lambda: bot.welcomed(welcome("t1", epoch=4)))
+    assert event.epoch_after == 4
+    await bot._fail_over(stopped)  # a later failover is a new one
+    assert len(bot.failovers) == 2 and bot.failovers[-1].epoch_before == 4
