@@ -127,11 +127,8 @@ class _Redundant:
     ident: int
     head: bytes
     tail: bytes
+    size: int  # its record's bytes: the head, the send count's byte, the tail
     sends: int = 0
-
-    @property
-    def size(self) -> int:
-        return len(self.head) + 1 + len(self.tail)
 
 
 @dataclass(slots=True)
@@ -240,7 +237,9 @@ class Channel:
             if len(data) > MAX_REDUNDANT_PAYLOAD:
                 raise ValueError(f"a redundant payload is at most {MAX_REDUNDANT_PAYLOAD} bytes")
             record = encode_record(Record.REDUNDANT, (self._next_redundant, 0), data)
-            self._redundant.append(_Redundant(self._next_redundant, record[:5], record[6:]))
+            self._redundant.append(
+                _Redundant(self._next_redundant, record[:5], record[6:], len(record))
+            )
             self._next_redundant += 1
             if len(self._redundant) > self.redundancy:
                 self._redundant.popleft()
@@ -446,12 +445,16 @@ class Channel:
             sample = now - sent.sent_at
             self.rtt_s = sample if self.rtt_s == 0.0 else self.rtt_s + 0.1 * (sample - self.rtt_s)
             self._acknowledge(sent)
-        while bits:
-            low = bits & -bits
-            bits ^= low
-            sent = in_flight.pop(ack - low.bit_length(), None)
-            if sent is not None:
-                self._acknowledge(sent)
+        # The bits name up to 32 datagrams, most of them settled by an earlier ack: look
+        # only at those still in flight before ``ack`` (in order sent, a few), not bit by bit.
+        settled = []
+        for sequence in in_flight:
+            if sequence >= ack:
+                break
+            if bits >> (ack - sequence - 1) & 1:
+                settled.append(sequence)
+        for sequence in settled:
+            self._acknowledge(in_flight.pop(sequence))
         horizon = ack - ACK_BITS
         while in_flight:
             oldest = next(iter(in_flight))
