@@ -608,30 +608,20 @@ def run(
         }  # fmt: skip
     if node is not None:
         invalid += node["invalid_reasons"]
-        low, high = node["node_ab_interval_90"]
-        targets[f"node_ab_ratio_{node['players']}"] = {
-            "value": node["node_ab_ratio"], "limit": CPU_RATIO_MAX,
-            "met": node["node_ab_ratio"] <= CPU_RATIO_MAX,
-            # Whether this run's A/B tells the two sides of the limit apart at all: false
-            # when its 90 % interval holds the limit (the verdict is then the noise's).
-            "interval_90": [low, high], "resolved": not low <= CPU_RATIO_MAX <= high,
-        }  # fmt: skip
-        targets[f"record_share_in_node_{node['players']}"] = {
-            "value": node["record_share_in_node"], "limit": CPU_RATIO_MAX,
-            "met": node["record_share_in_node"] <= CPU_RATIO_MAX,
-        }  # fmt: skip
+        players = node["players"]
+        targets[f"node_ab_ratio_{players}"] = _ab_target(
+            node["node_ab_ratio"], node["node_ab_interval_90"]
+        )
+        targets[f"record_share_in_node_{players}"] = _share_target(node["record_share_in_node"])
     if switched is not None:
         invalid += switched["invalid_reasons"]
-        targets.setdefault(f"record_share_in_node_{switched['players']}", {
-            "value": switched["record_share_in_node"], "limit": CPU_RATIO_MAX,
-            "met": switched["record_share_in_node"] <= CPU_RATIO_MAX,
-        })  # fmt: skip
-        low, high = switched["interval_90"]
-        targets[f"node_switched_ratio_{switched['players']}"] = {
-            "value": switched["ratio"], "limit": CPU_RATIO_MAX,
-            "met": switched["ratio"] <= CPU_RATIO_MAX,
-            "interval_90": [low, high], "resolved": not low <= CPU_RATIO_MAX <= high,
-        }  # fmt: skip
+        players = switched["players"]
+        targets.setdefault(
+            f"record_share_in_node_{players}", _share_target(switched["record_share_in_node"])
+        )
+        targets[f"node_switched_ratio_{players}"] = _ab_target(
+            switched["ratio"], switched["interval_90"]
+        )
     missed = [name for name, target in targets.items() if not target["met"]]
     return {
         "bench": "recording",
@@ -655,6 +645,22 @@ def run(
         "`node_switched_ratio`, one node's recording paused and resumed) and its own count "
         "of its log's CPU (`record_share_in_node`) are judged too",
     }
+
+
+def _ab_target(ratio: float, interval: list[float]) -> dict[str, Any]:
+    """An A/B's target: its median against the limit, and whether its 90 % interval tells
+    the two sides of the limit apart at all (``resolved`` false: the interval holds the
+    limit, and the verdict is the noise's)."""
+    low, high = interval
+    return {
+        "value": ratio, "limit": CPU_RATIO_MAX, "met": ratio <= CPU_RATIO_MAX,
+        "interval_90": [low, high], "resolved": not low <= CPU_RATIO_MAX <= high,
+    }  # fmt: skip
+
+
+def _share_target(share: float) -> dict[str, Any]:
+    """The node's own count of its log's share of its CPU, against the limit."""
+    return {"value": share, "limit": CPU_RATIO_MAX, "met": share <= CPU_RATIO_MAX}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
