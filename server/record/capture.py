@@ -117,6 +117,8 @@ class MatchLog:
         for match in self.matches.matches:
             match.seat_log = []
             match.probes.take_changed()
+            # (a standby: the seats changed meanwhile are its keyframe's, not its next tick's)
+            self._followed[match.index] = {slot: s.seat_id for slot, s in match.seats.items()}
         self._rtt_epoch = [-1] * len(self._rtt_epoch)
         self.want_keyframes()
 

@@ -8,12 +8,17 @@ from pathlib import Path
 import aiohttp
 
 from server.net.recording import SUFFIX, Recorder
+from server.record.blocks import seal_block
+from server.record.capture import MatchLog, block_of
+from server.record.compare import compare_recordings
 from server.record.entries import config_from_entry
 from server.record.replay import replay_match
 from server.record.timeline import read_recording
+from server.replication.state import apply, capture_full, capture_tick
 from server.sim.hitreg.backend import make_validator
 from server.sim.lagcomp import LinkEstimate
-from tests.server.record.scenes import recorded_match
+from server.sim.matchset import MatchSet
+from tests.server.record.scenes import log_file, recorded_match, seal_entries
 from tests.server.replication.test_replication_link import bind, cluster
 
 
@@ -115,3 +120,45 @@ async def _post(session: aiohttp.ClientSession, url: str) -> tuple[int, dict[str
         if answer.status == 404:
             return 404, {}
         return answer.status, await answer.json()
+
+
+def test_a_standby_paused_and_resumed_agrees_with_its_primary_tick_for_tick() -> None:
+    """A standby's log names the seat changes of each tick it received: after a pause, the
+    seats that changed meanwhile are in its keyframe, not in its first tick."""
+    primary, _ = recorded_match(ticks=30)
+    config, validator = primary.config, make_validator("reference")
+    standby = MatchSet(config, 1, validator)
+    epoch = primary[0].epoch
+    full = capture_full(primary, epoch)
+    apply(standby, full)
+    made = MatchLog(primary, backend="reference", region="r", node="p", started=0.0)
+    kept = MatchLog(standby, backend="reference", region="r", node="s", started=0.0)
+    kept.followed(full)
+    paused = False
+    for step in range(150):
+        if step == 40:
+            kept.pause()
+            paused = True
+        if step == 60:
+            primary[0].join("while-the-standby-paused", 0.1)
+        if step == 80:
+            kept.resume()
+            paused = False
+        made.before_tick()
+        results = primary.tick(primary.tick_number + 1)
+        made.after_tick(results)
+        record = capture_tick(
+            primary, [r.events for r in results], epoch, [r.state_hash for r in results]
+        )
+        apply(standby, record)
+        if not paused:
+            kept.followed(record)
+    logs = []
+    for log in (made, kept):
+        pending = log.take_block()
+        assert pending is not None
+        blocks = [seal_entries([log.config]), seal_block(block_of(pending))]
+        logs.append(read_recording([("log", log_file(blocks))]))
+    mismatch, compared = compare_recordings(*logs)
+    assert mismatch is None, mismatch
+    assert compared == 150 - 40
