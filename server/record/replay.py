@@ -197,9 +197,9 @@ def _bridge(
     a disk that refused blocks, an operator's pause): go on from the first keyframe its
     node logged at or after it (a promoted standby logs one after its first tick, a node
     whose disk takes writes again or whose recording resumed one a few ticks into its new
-    file), leaving the ticks up to it unchecked. Missing
-    ticks a standby received or an operator's pause left out are a note; others, a problem.
-    False: no keyframe to go on from."""
+    file), leaving the ticks up to it unchecked. Missing ticks a standby received or an
+    operator's pause left out are a note; others, a problem. False: no keyframe to go on
+    from."""
     last = (match.epoch, match.tick_number)  # the last tick replayed
     missing = range(match.tick_number + 1, tick.after + 1)  # (ticks after it never ran)
     where = f"match {match.index}: ticks {missing.start}..{missing.stop - 1}"
